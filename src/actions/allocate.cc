@@ -1,0 +1,169 @@
+#include "actions/allocate.h"
+
+#include <algorithm>
+#include <string>
+
+#include "framework/jobs_by_queue.h"
+#include "framework/session.h"
+#include "framework/statement.h"
+
+namespace gantry {
+
+namespace {
+
+class JobAllocator {
+ public:
+  JobAllocator(Session& ssn, Statement& stmt, JobId j, bool pipeline_only)
+      : ssn_(ssn), stmt_(stmt), job_(ssn.cluster().jobs[j]), j_(j), pipeline_only_(pipeline_only) {}
+
+  bool Run(std::span<const NodeId> nodes) {
+    ssn_.TasksToAllocate(j_, tasks_);
+    if (auto result = ssn_.IsJobOverQueueCapacity(j_, tasks_); !result.schedulable) {
+      if (!pipeline_only_) {
+        ssn_.AddJobFitError(j_, JobFitError{result.reason, {result.message}, "default"});
+      }
+      return false;
+    }
+    const auto cp = stmt_.checkpoint();
+    if (AllocateGroup(0, nodes)) return true;
+    stmt_.Rollback(cp);
+    return false;
+  }
+
+ private:
+  // The tasks of `tasks_` that belong to pod sets under group `g`.
+  void TasksUnderGroup(int32_t g, std::vector<PodId>& out) const {
+    out.clear();
+    for (PodId p : tasks_) {
+      int32_t grp = job_.pod_sets[ssn_.cluster().pods[p].pod_set].parent_group;
+      while (grp != kNone && grp != g) grp = job_.groups[grp].parent;
+      if (grp == g) out.push_back(p);
+    }
+  }
+
+  bool AllocateGroup(int32_t g, std::span<const NodeId> nodes) {
+    const SubGroup& group = job_.groups[g];
+    std::vector<int32_t> child_groups = group.child_groups;
+    std::sort(child_groups.begin(), child_groups.end(), [&](int32_t a, int32_t b) {
+      return job_.groups[a].name < job_.groups[b].name;
+    });
+    for (int32_t child : child_groups) {
+      const auto cp = stmt_.checkpoint();
+      if (!AllocateGroup(child, nodes)) {
+        stmt_.Rollback(cp);
+        return false;
+      }
+    }
+    std::vector<int32_t> pod_sets = group.child_pod_sets;
+    std::sort(pod_sets.begin(), pod_sets.end(),
+              [&](int32_t a, int32_t b) { return ssn_.PodSetLess(j_, a, b); });
+    for (int32_t s : pod_sets) {
+      const auto cp = stmt_.checkpoint();
+      if (!AllocatePodSet(s, nodes)) {
+        stmt_.Rollback(cp);
+        return false;
+      }
+    }
+    return true;
+  }
+
+  bool AllocatePodSet(int32_t s, std::span<const NodeId> nodes) {
+    std::vector<PodId> tasks;
+    for (PodId p : tasks_) {
+      if (ssn_.cluster().pods[p].pod_set == s) tasks.push_back(p);
+    }
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      if (!AllocateTask(tasks[i], nodes)) {
+        if (!pipeline_only_) RecordFailure(tasks[i], static_cast<int>(i));
+        return false;
+      }
+    }
+    return true;
+  }
+
+  bool AllocateTask(PodId p, std::span<const NodeId> nodes) {
+    if (auto err = ssn_.PrePredicate(p)) {
+      ssn_.SetTaskFitError(p, *err);
+      return false;
+    }
+    ssn_.OrderedFittingNodes(p, nodes, !pipeline_only_, ordered_);
+    for (NodeId n : ordered_) {
+      if (!pipeline_only_ && ssn_.FitsIdle(p, n)) {
+        stmt_.Allocate(p, n);
+      } else {
+        stmt_.Pipeline(p, n);
+      }
+      return true;
+    }
+    return false;
+  }
+
+  void RecordFailure(PodId p, int num_schedulable) {
+    const Pod& pod = ssn_.cluster().pods[p];
+    const auto& fit = ssn_.job_state(j_).task_fit_errors;
+    auto it = fit.find(p);
+    const std::string cause = it == fit.end() ? TaskFitErrors{}.Render() : it->second.Render();
+
+    bool gang = false;
+    for (const PodSet& ps : job_.pod_sets) gang = gang || ps.min_available > 1;
+    const PodSet& ps = job_.pod_sets[pod.pod_set];
+    const auto& c = ssn_.counters(j_, pod.pod_set);
+    std::string message;
+    if (!gang || c.active_used >= ps.min_available) {
+      message = "Resources were not found for pod " + pod.namespace_ + "/" + pod.name +
+                " due to: " + cause;
+    } else if (job_.pod_sets.size() == 1 && ps.name == "default") {
+      message = "Resources were found for " + std::to_string(num_schedulable) + " pods while " +
+                std::to_string(ps.min_available) +
+                " are required for gang scheduling. Additional pods cannot be scheduled due "
+                "to: " + cause;
+    } else {
+      message = "Resources were found for " + std::to_string(num_schedulable) +
+                " pods from all sub-groups while sub-group " + ps.name + " requires " +
+                std::to_string(ps.min_available) +
+                " pods for gang scheduling. Additional pods cannot be scheduled in this "
+                "sub-group due to: " + cause;
+    }
+    ssn_.AddJobFitError(j_, JobFitError{std::string(kPodSchedulingErrors), {message}, ""});
+  }
+
+  Session& ssn_;
+  Statement& stmt_;
+  const Job& job_;
+  JobId j_;
+  bool pipeline_only_;
+  std::vector<PodId> tasks_;
+  std::vector<NodeId> ordered_;
+};
+
+}  // namespace
+
+bool AllocateJobTasks(Session& ssn, Statement& stmt, std::span<const NodeId> nodes, JobId j,
+                      bool pipeline_only) {
+  return JobAllocator(ssn, stmt, j, pipeline_only).Run(nodes);
+}
+
+void AllocateAction::Execute(Session& ssn) {
+  JobsByQueue jobs(ssn, JobsOrderOptions{});
+  jobs.InitializeWithAllJobs();
+  while (!jobs.empty()) {
+    const JobId j = jobs.PopNext();
+    if (j == kNone) break;
+    Statement stmt(ssn);
+    const bool already_allocated = ssn.NumAllocatedLike(j) > 0;
+    if (!AllocateJobTasks(ssn, stmt, ssn.all_nodes(), j, /*pipeline_only=*/false)) {
+      stmt.Discard();
+      continue;
+    }
+    bool pipelined = false;
+    if (ssn.ShouldPipelineJob(j)) {
+      stmt.ConvertAllAllocatedToPipelined(j);
+      pipelined = true;
+    }
+    stmt.Commit();
+    if (!pipelined && !already_allocated) ssn.job_state(j).last_start_ms = ssn.now_ms();
+    if (ssn.HasPendingPods(j)) jobs.Push(j);
+  }
+}
+
+}  // namespace gantry

@@ -1,0 +1,10 @@
+// Registration of the built-in actions.
+#pragma once
+
+#include "framework/plugin.h"
+
+namespace gantry {
+
+void RegisterBuiltinActions(ActionRegistry& registry);
+
+}  // namespace gantry

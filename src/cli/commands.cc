@@ -1,0 +1,252 @@
+#include "cli/commands.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <sstream>
+
+#include "framework/scheduler.h"
+#include "scenario/runner.h"
+#include "scenario/scenario.h"
+
+namespace gantry::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string ReadFile(const std::string& path, bool& ok) {
+  std::ifstream in(path, std::ios::binary);
+  ok = static_cast<bool>(in);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+bool IsScenarioFile(const fs::path& p) {
+  const auto ext = p.extension().string();
+  return ext == ".json" || ext == ".yaml" || ext == ".yml";
+}
+
+// Why a job has pods left pending: its job-level fit errors, or a short explanation.
+std::string PendingReason(const Session& ssn, JobId j) {
+  const JobState& js = ssn.job_state(j);
+  if (!js.fit_errors.empty()) {
+    std::string s = RenderJobFitErrors(js.fit_errors);
+    // Drop the leading newline of KAI's detailed format for terminal output.
+    if (!s.empty() && s.front() == '\n') s.erase(0, 1);
+    return s;
+  }
+  const Job& job = ssn.cluster().jobs[j];
+  if (job.queue == kNone) return "queue \"" + job.queue_name + "\" does not exist";
+  if (!ssn.IsReadyForScheduling(j)) {
+    return "not enough pods to reach the gang minimum (gated or missing pods)";
+  }
+  return "not considered in this cycle";
+}
+
+}  // namespace
+
+int RunCycle(const CycleOptions& options, std::ostream& out, std::ostream& err) {
+  auto loaded = LoadScenarioFile(options.scenario);
+  if (!loaded.ok()) {
+    err << "error: " << loaded.error() << "\n";
+    return 1;
+  }
+  Scenario& sc = loaded.value();
+  if (!options.config.empty()) {
+    bool ok = false;
+    const std::string text = ReadFile(options.config, ok);
+    if (!ok) {
+      err << "error: " << options.config << ": cannot open file\n";
+      return 1;
+    }
+    auto cfg = ParseSchedulerConfig(text, options.config);
+    if (!cfg.ok()) {
+      err << "error: " << cfg.error() << "\n";
+      return 1;
+    }
+    sc.config = cfg.value();
+  }
+  auto scheduler = Scheduler::Create(sc.config, BuiltinPlugins(), BuiltinActions());
+  if (!scheduler.ok()) {
+    err << "error: " << sc.origin << ": config: " << scheduler.error() << "\n";
+    return 1;
+  }
+  Scheduler& sched = *scheduler.value();
+  Cluster cluster = sc.cluster;
+  int64_t now = ScenarioStartMs();
+  nlohmann::json doc = nlohmann::json::array();
+
+  for (int cycle = 1; cycle <= options.cycles; ++cycle) {
+    now += 1000;
+    PrepareScenarioCycle(sc, cluster, now);
+    auto ssn = sched.OpenSession(cluster, now);
+    sched.RunActions(*ssn);
+    const Cluster& c = cluster;
+    nlohmann::json cj;
+    cj["cycle"] = cycle;
+    auto node_name = [&](NodeId n) { return n == kNone ? std::string() : c.nodes[n].name; };
+    for (const auto& b : ssn->binds()) {
+      cj["binds"].push_back({{"pod", c.pods[b.pod].name},
+                             {"node", node_name(b.node)},
+                             {"gpu_groups", b.gpu_groups}});
+    }
+    for (const auto& e : ssn->evictions()) {
+      cj["evictions"].push_back({{"pod", c.pods[e.pod].name},
+                                 {"node", node_name(e.node)},
+                                 {"message", e.message}});
+    }
+    for (const auto& p : ssn->pipelined()) {
+      cj["pipelined"].push_back({{"pod", c.pods[p.pod].name}, {"node", node_name(p.node)}});
+    }
+    for (QueueId q = 0; q < static_cast<QueueId>(c.queues.size()); ++q) {
+      auto fair = ssn->QueueFairShare(q);
+      auto alloc = ssn->QueueAllocated(q);
+      nlohmann::json qj{{"queue", c.queues[q].name}};
+      if (fair) {
+        qj["fair_share"] = {{"gpu", (*fair)[QueueResource::kGpu]},
+                            {"cpu_millis", (*fair)[QueueResource::kCpu]},
+                            {"memory_bytes", (*fair)[QueueResource::kMemory]}};
+      }
+      if (alloc) {
+        qj["allocated"] = {{"gpu", (*alloc)[QueueResource::kGpu]},
+                           {"cpu_millis", (*alloc)[QueueResource::kCpu]},
+                           {"memory_bytes", (*alloc)[QueueResource::kMemory]}};
+      }
+      cj["queues"].push_back(qj);
+    }
+    for (JobId j = 0; j < static_cast<JobId>(c.jobs.size()); ++j) {
+      int pending = 0;
+      for (PodId p : c.jobs[j].pods) pending += ssn->pod(p).status == PodStatus::kPending;
+      if (pending == 0) continue;
+      cj["pending"].push_back({{"job", c.jobs[j].name},
+                               {"pending_pods", pending},
+                               {"reason", PendingReason(*ssn, j)}});
+    }
+    sched.CloseSession(*ssn);
+    Session::WriteBack(*ssn, cluster);
+
+    if (options.json) {
+      doc.push_back(cj);
+      continue;
+    }
+    out << "cycle " << cycle << "\n";
+    auto list = [&](const char* key) -> const nlohmann::json& {
+      static const nlohmann::json empty = nlohmann::json::array();
+      return cj.contains(key) ? cj[key] : empty;
+    };
+    out << "  binds (" << list("binds").size() << ")\n";
+    for (const auto& b : list("binds")) {
+      out << "    " << b["pod"].get<std::string>() << " -> " << b["node"].get<std::string>();
+      if (!b["gpu_groups"].empty()) out << " gpu-groups " << b["gpu_groups"].dump();
+      out << "\n";
+    }
+    out << "  evictions (" << list("evictions").size() << ")\n";
+    for (const auto& e : list("evictions")) {
+      out << "    " << e["pod"].get<std::string>() << " from " << e["node"].get<std::string>()
+          << ": " << e["message"].get<std::string>() << "\n";
+    }
+    out << "  pipelined (" << list("pipelined").size() << ")\n";
+    for (const auto& p : list("pipelined")) {
+      out << "    " << p["pod"].get<std::string>() << " -> " << p["node"].get<std::string>()
+          << "\n";
+    }
+    out << "  queues (fair share / allocated: gpu, cpu cores, memory GB)\n";
+    for (const auto& q : list("queues")) {
+      out << "    " << q["queue"].get<std::string>();
+      if (q.contains("fair_share")) {
+        const auto& f = q["fair_share"];
+        const auto& a = q["allocated"];
+        out << "  " << FormatNumber(f["gpu"].get<double>()) << " / "
+            << FormatNumber(a["gpu"].get<double>()) << " gpu, "
+            << Humanize(f["cpu_millis"].get<double>(), 1000) << " / "
+            << Humanize(a["cpu_millis"].get<double>(), 1000) << " cpu, "
+            << Humanize(f["memory_bytes"].get<double>(), 1e9) << " / "
+            << Humanize(a["memory_bytes"].get<double>(), 1e9) << " GB";
+      }
+      out << "\n";
+    }
+    out << "  pending jobs (" << list("pending").size() << ")\n";
+    for (const auto& p : list("pending")) {
+      std::string reason = p["reason"].get<std::string>();
+      std::replace(reason.begin(), reason.end(), '\n', ' ');
+      out << "    " << p["job"].get<std::string>() << " (" << p["pending_pods"].get<int>()
+          << " pods): " << reason << "\n";
+    }
+  }
+  if (options.json) out << doc.dump(2) << "\n";
+  return 0;
+}
+
+int RunConformance(const ConformanceOptions& options, std::ostream& out, std::ostream& err) {
+  std::vector<std::string> files;
+  for (const auto& p : options.paths) {
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) {
+      std::vector<std::string> found;
+      for (const auto& entry : fs::directory_iterator(p, ec)) {
+        if (entry.is_regular_file() && IsScenarioFile(entry.path())) {
+          found.push_back(entry.path().string());
+        }
+      }
+      std::sort(found.begin(), found.end());
+      files.insert(files.end(), found.begin(), found.end());
+    } else {
+      files.push_back(p);
+    }
+  }
+  for (const auto& list : options.lists) {
+    bool ok = false;
+    const std::string text = ReadFile(list, ok);
+    if (!ok) {
+      err << "error: " << list << ": cannot open list\n";
+      return 2;
+    }
+    // Entries are relative to the list's folder or to its parent (the corpus root).
+    const fs::path dir = fs::path(list).parent_path();
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+      while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+      if (line.empty() || line[0] == '#') continue;
+      fs::path candidate = dir / line;
+      if (!fs::exists(candidate)) candidate = dir.parent_path() / line;
+      files.push_back(candidate.string());
+    }
+  }
+
+  int passed = 0, failed = 0;
+  for (const auto& file : files) {
+    auto sc = LoadScenarioFile(file);
+    if (!sc.ok()) {
+      ++failed;
+      out << "FAIL " << file << ": cannot load: " << sc.error() << "\n";
+      continue;
+    }
+    const ScenarioOutcome outcome = RunScenario(sc.value(), BuiltinPlugins(), BuiltinActions());
+    if (outcome.passed) {
+      ++passed;
+      if (options.verbose) out << "ok   " << file << "\n";
+      continue;
+    }
+    ++failed;
+    out << "FAIL " << file << ":";
+    const size_t shown = std::min<size_t>(outcome.differences.size(), 4);
+    for (size_t i = 0; i < shown; ++i) {
+      std::string d = outcome.differences[i];
+      std::replace(d.begin(), d.end(), '\n', ' ');
+      out << (i == 0 ? " " : "; ") << d;
+    }
+    if (outcome.differences.size() > shown) {
+      out << "; ... " << outcome.differences.size() - shown << " more";
+    }
+    out << "\n";
+  }
+  out << passed << " passed, " << failed << " failed\n";
+  return failed > 0 && !options.report_only ? 1 : 0;
+}
+
+}  // namespace gantry::cli

@@ -1,0 +1,26 @@
+// The gantry command-line verbs. Each returns the process exit code.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace gantry::cli {
+
+struct CycleOptions {
+  std::string scenario;
+  std::string config;  // optional scheduler configuration overriding the scenario's
+  int cycles = 1;
+  bool json = false;
+};
+int RunCycle(const CycleOptions& options, std::ostream& out, std::ostream& err);
+
+struct ConformanceOptions {
+  std::vector<std::string> paths;  // files or directories
+  std::vector<std::string> lists;  // list files naming scenario files
+  bool report_only = false;        // exit 0 even when cases fail
+  bool verbose = false;            // print passing cases too
+};
+int RunConformance(const ConformanceOptions& options, std::ostream& out, std::ostream& err);
+
+}  // namespace gantry::cli

@@ -1,0 +1,39 @@
+// gantry: a Kubernetes scheduler for AI / GPU batch workloads, compatible with KAI Scheduler.
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"gantry - a fast, KAI-compatible scheduler for GPU batch workloads"};
+  app.require_subcommand(1);
+
+  gantry::cli::CycleOptions cycle;
+  auto* cycle_cmd = app.add_subcommand(
+      "cycle", "Run scheduling cycles on a scenario file and print the decisions");
+  cycle_cmd->add_option("scenario", cycle.scenario, "Scenario file (.json or .yaml)")->required();
+  cycle_cmd->add_option("--cycles", cycle.cycles, "Number of cycles to run")
+      ->check(CLI::Range(1, 1000000));
+  cycle_cmd->add_option("--config", cycle.config,
+                        "Scheduler configuration (YAML) replacing the scenario's");
+  cycle_cmd->add_flag("--json", cycle.json, "Print one JSON document instead of text");
+
+  gantry::cli::ConformanceOptions conf;
+  auto* conf_cmd = app.add_subcommand(
+      "conformance", "Run scenarios and compare them with their expectations");
+  conf_cmd->add_option("paths", conf.paths, "Scenario files or directories of them");
+  conf_cmd->add_option("--list", conf.lists, "A file listing scenario paths, one per line");
+  conf_cmd->add_flag("--report-only", conf.report_only, "Exit 0 even when cases fail");
+  conf_cmd->add_flag("-v,--verbose", conf.verbose, "Also print passing cases");
+
+  CLI11_PARSE(app, argc, argv);
+  if (cycle_cmd->parsed()) return gantry::cli::RunCycle(cycle, std::cout, std::cerr);
+  if (conf_cmd->parsed()) {
+    if (conf.paths.empty() && conf.lists.empty()) {
+      std::cerr << "conformance: give at least one scenario path or --list\n";
+      return 2;
+    }
+    return gantry::cli::RunConformance(conf, std::cout, std::cerr);
+  }
+  return 2;
+}

@@ -1,0 +1,44 @@
+// Why pods and jobs could not be placed, rendered as KAI renders them (event and condition texts
+// users already grep for).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace gantry {
+
+// The default base text of a pod's fit errors.
+inline constexpr std::string_view kResourcesWereNotFound =
+    "no nodes with enough resources were found";
+// Reason of job-level fit errors raised while allocating pods.
+inline constexpr std::string_view kPodSchedulingErrors = "PodSchedulingErrors";
+
+// Fit errors of one pod in one session: an optional base message (set by a pre-predicate) and a
+// histogram of per-node short reasons. Reasons are counted, not stored per node, so recording a
+// failure on thousands of nodes costs no allocation after the first of each reason.
+class TaskFitErrors {
+ public:
+  void SetError(std::string message) { base_ = std::move(message); }
+  void AddNodeReason(std::string_view reason);
+  bool empty() const { return base_.empty() && reasons_.empty(); }
+  // KAI's TasksFitErrors.Error(): "<base>: <n reason>. \n<n reason>." (reasons sorted).
+  std::string Render() const;
+
+ private:
+  std::string base_;
+  std::vector<std::pair<std::string, int>> reasons_;
+};
+
+// A job-level unschedulable explanation.
+struct JobFitError {
+  std::string reason;
+  std::vector<std::string> messages;
+  std::string pod_set;  // empty or "default" for the job's default pod set
+};
+
+// KAI's JobFitErrorsToDetailedMessage: "\n<R>." followed by one sorted "\n<D>." line per error.
+std::string RenderJobFitErrors(const std::vector<JobFitError>& errors);
+
+}  // namespace gantry

@@ -1,0 +1,42 @@
+// The scheduler: a configuration made concrete (plugin and action instances, kept across cycles)
+// and the cycle itself: snapshot -> open session -> actions in order -> close session.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "framework/config.h"
+#include "framework/plugin.h"
+#include "framework/session.h"
+#include "util/status.h"
+
+namespace gantry {
+
+class Scheduler {
+ public:
+  // Builds the plugins and actions of `config`; fails naming the first bad entry.
+  static Result<std::unique_ptr<Scheduler>> Create(SchedulerConfig config,
+                                                   const PluginRegistry& plugins,
+                                                   const ActionRegistry& actions);
+
+  const SchedulerConfig& config() const { return config_; }
+
+  // Builds a session over `cluster` at `now_ms` and opens the plugins on it.
+  std::unique_ptr<Session> OpenSession(const Cluster& cluster, int64_t now_ms);
+  // Runs every configured action, in order.
+  void RunActions(Session& ssn);
+  void CloseSession(Session& ssn) { ssn.Close(); }
+
+ private:
+  explicit Scheduler(SchedulerConfig config) : config_(std::move(config)) {}
+  SchedulerConfig config_;
+  std::vector<PluginPtr> plugins_;
+  std::vector<Plugin*> plugin_ptrs_;
+  std::vector<ActionPtr> actions_;
+};
+
+// Registries holding every built-in plugin and action.
+const PluginRegistry& BuiltinPlugins();
+const ActionRegistry& BuiltinActions();
+
+}  // namespace gantry

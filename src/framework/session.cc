@@ -1,0 +1,447 @@
+#include "framework/session.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "framework/plugin.h"
+
+namespace gantry {
+
+namespace {
+// The resources a pod holds on a node. Shared-GPU pods hold no whole device here; their device
+// accounting is separate.
+Resources NodeFootprint(const Pod& pod) {
+  Resources r = pod.request;
+  if (pod.IsSharedGpu()) r.gpus = 0;
+  return r;
+}
+}  // namespace
+
+Session::Session(const Cluster& cluster, const SchedulerConfig& config, int64_t now_ms)
+    : cluster_(cluster), config_(config), now_ms_(now_ms) {
+  const auto& pods = cluster.pods;
+  pods_.resize(pods.size());
+  gpu_groups_.resize(pods.size());
+  for (size_t i = 0; i < pods.size(); ++i) {
+    pods_[i].status = pods[i].status;
+    pods_[i].node = pods[i].node;
+    if (!pods[i].gpu_groups.empty()) gpu_groups_[i] = pods[i].gpu_groups;
+  }
+  nodes_.resize(cluster.nodes.size());
+  all_nodes_.resize(cluster.nodes.size());
+  std::iota(all_nodes_.begin(), all_nodes_.end(), 0);
+  for (size_t n = 0; n < cluster.nodes.size(); ++n) nodes_[n].idle = cluster.nodes[n].allocatable;
+
+  // Occupying pods are added in byte order of their names (shared-device placement depends on it).
+  std::vector<PodId> occupying;
+  for (PodId p = 0; p < static_cast<PodId>(pods.size()); ++p) {
+    if (IsActiveUsed(pods_[p].status) && pods_[p].node != kNone) occupying.push_back(p);
+  }
+  std::sort(occupying.begin(), occupying.end(),
+            [&](PodId a, PodId b) { return pods[a].name < pods[b].name; });
+  for (PodId p : occupying) AddPodToNode(p, pods_[p].node);
+
+  pod_set_counters_.resize(static_cast<size_t>(cluster.total_pod_sets()));
+  for (PodId p = 0; p < static_cast<PodId>(pods.size()); ++p) CountPod(p, +1);
+
+  jobs_.resize(cluster.jobs.size());
+  for (size_t j = 0; j < cluster.jobs.size(); ++j) {
+    jobs_[j].last_start_ms = cluster.jobs[j].last_start_ms;
+    jobs_[j].stale_since_ms = cluster.jobs[j].stale_since_ms;
+  }
+}
+
+Session::~Session() = default;
+
+void Session::Open(std::span<Plugin* const> plugins) {
+  plugins_.assign(plugins.begin(), plugins.end());
+  for (Plugin* plugin : plugins_) plugin->OnSessionOpen(*this);
+}
+
+void Session::Close() {
+  for (Plugin* plugin : plugins_) plugin->OnSessionClose(*this);
+}
+
+// --- State ----------------------------------------------------------------------------------
+
+void Session::CountPod(PodId p, int sign) {
+  const Pod& pod = cluster_.pods[p];
+  if (pod.job == kNone) return;
+  auto& c = pod_set_counters_[cluster_.jobs[pod.job].pod_set_base + pod.pod_set];
+  const PodStatus s = pods_[p].status;
+  if (IsActiveAllocated(s)) c.active_allocated += sign;
+  if (IsActiveUsed(s)) c.active_used += sign;
+  if (IsAlive(s)) c.alive += sign;
+  if (s == PodStatus::kGated) c.gated += sign;
+  if (s == PodStatus::kPending) c.pending += sign;
+}
+
+void Session::SetPodStatus(PodId p, PodStatus s) {
+  CountPod(p, -1);
+  pods_[p].status = s;
+  CountPod(p, +1);
+}
+
+void Session::AddPodToNode(PodId p, NodeId n) {
+  ++placement_epoch_;
+  const Resources r = NodeFootprint(cluster_.pods[p]);
+  NodeState& ns = nodes_[n];
+  ns.used += r;
+  switch (pods_[p].status) {
+    case PodStatus::kReleasing:
+      ns.releasing += r;
+      ns.idle -= r;
+      break;
+    case PodStatus::kPipelined:
+      ns.releasing -= r;
+      break;
+    default:
+      ns.idle -= r;
+  }
+}
+
+void Session::RemovePodFromNode(PodId p, NodeId n) {
+  ++placement_epoch_;
+  const Resources r = NodeFootprint(cluster_.pods[p]);
+  NodeState& ns = nodes_[n];
+  ns.used -= r;
+  switch (pods_[p].status) {
+    case PodStatus::kReleasing:
+      ns.releasing -= r;
+      ns.idle += r;
+      break;
+    case PodStatus::kPipelined:
+      ns.releasing += r;
+      break;
+    default:
+      ns.idle += r;
+  }
+}
+
+void Session::FireAllocate(PodId p) {
+  for (auto& h : event_handlers_) {
+    if (h.on_allocate) h.on_allocate(*this, p);
+  }
+}
+
+void Session::FireDeallocate(PodId p) {
+  for (auto& h : event_handlers_) {
+    if (h.on_deallocate) h.on_deallocate(*this, p);
+  }
+}
+
+void Session::RecordBind(PodId p) {
+  SetPodStatus(p, PodStatus::kBinding);
+  binds_.push_back({p, pods_[p].node, gpu_groups_[p]});
+}
+
+void Session::RecordEviction(PodId p, std::string message) {
+  evictions_.push_back({p, pods_[p].node, std::move(message)});
+}
+
+void Session::RecordPipelined(PodId p, std::string message) {
+  pipelined_.push_back({p, pods_[p].node, std::move(message)});
+}
+
+void Session::AddTaskFitReason(PodId p, std::string_view reason) {
+  jobs_[cluster_.pods[p].job].task_fit_errors[p].AddNodeReason(reason);
+}
+
+void Session::SetTaskFitError(PodId p, std::string message) {
+  jobs_[cluster_.pods[p].job].task_fit_errors[p].SetError(std::move(message));
+}
+
+// --- Job facts ------------------------------------------------------------------------------
+
+int Session::NumAllocatedLike(JobId j) const {
+  int n = 0;
+  for (PodId p : cluster_.jobs[j].pods) n += IsAllocatedLike(pods_[p].status) ? 1 : 0;
+  return n;
+}
+
+int Session::NumActiveAllocated(JobId j) const {
+  int n = 0;
+  const Job& job = cluster_.jobs[j];
+  for (size_t s = 0; s < job.pod_sets.size(); ++s) {
+    n += counters(j, static_cast<int32_t>(s)).active_allocated;
+  }
+  return n;
+}
+
+bool Session::IsReadyForScheduling(JobId j) const {
+  const Job& job = cluster_.jobs[j];
+  for (size_t s = 0; s < job.pod_sets.size(); ++s) {
+    const auto& c = counters(j, static_cast<int32_t>(s));
+    if (c.alive - c.gated < job.pod_sets[s].min_available) return false;
+  }
+  return true;
+}
+
+bool Session::IsGangSatisfied(JobId j) const {
+  const Job& job = cluster_.jobs[j];
+  for (size_t s = 0; s < job.pod_sets.size(); ++s) {
+    if (counters(j, static_cast<int32_t>(s)).active_used < job.pod_sets[s].min_available) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool Session::ShouldPipelineJob(JobId j) const {
+  const Job& job = cluster_.jobs[j];
+  for (const PodSet& ps : job.pod_sets) {
+    bool has_pipelined = false;
+    int active_allocated = 0;
+    for (PodId p : ps.pods) {
+      if (pods_[p].status == PodStatus::kPipelined) {
+        has_pipelined = true;
+      } else if (IsActiveAllocated(pods_[p].status)) {
+        ++active_allocated;
+      }
+    }
+    if (has_pipelined && active_allocated < ps.min_available) return true;
+  }
+  return false;
+}
+
+bool Session::HasPendingPods(JobId j) const {
+  const Job& job = cluster_.jobs[j];
+  for (size_t s = 0; s < job.pod_sets.size(); ++s) {
+    if (counters(j, static_cast<int32_t>(s)).pending > 0) return true;
+  }
+  return false;
+}
+
+// --- Ordering -------------------------------------------------------------------------------
+
+bool Session::JobLess(JobId l, JobId r) const {
+  for (const auto& fn : job_order_fns_) {
+    if (int c = fn(*this, l, r); c != 0) return c < 0;
+  }
+  const Job& lj = cluster_.jobs[l];
+  const Job& rj = cluster_.jobs[r];
+  if (lj.creation_ms != rj.creation_ms) return lj.creation_ms < rj.creation_ms;
+  return lj.name < rj.name;
+}
+
+bool Session::TaskLess(PodId l, PodId r) const {
+  for (const auto& fn : task_order_fns_) {
+    if (int c = fn(*this, l, r); c != 0) return c < 0;
+  }
+  return cluster_.pods[l].name < cluster_.pods[r].name;
+}
+
+bool Session::PodSetLess(JobId j, int32_t l, int32_t r) const {
+  for (const auto& fn : pod_set_order_fns_) {
+    if (int c = fn(*this, j, l, r); c != 0) return c < 0;
+  }
+  const Job& job = cluster_.jobs[j];
+  return job.pod_sets[l].name < job.pod_sets[r].name;
+}
+
+bool Session::QueueLess(QueueId l, QueueId r, JobId l_job, JobId r_job) const {
+  for (const auto& fn : queue_order_fns_) {
+    if (int c = fn(*this, l, r, l_job, r_job); c != 0) return c < 0;
+  }
+  const Queue& lq = cluster_.queues[l];
+  const Queue& rq = cluster_.queues[r];
+  if (lq.creation_ms != rq.creation_ms) return lq.creation_ms < rq.creation_ms;
+  return lq.name < rq.name;
+}
+
+// --- Feasibility ----------------------------------------------------------------------------
+
+bool Session::FitsIdle(PodId p, NodeId n) const {
+  const Pod& pod = cluster_.pods[p];
+  if (pod.IsBestEffort()) return true;
+  if (pod.IsSharedGpu()) return false;  // shared-GPU placement is not supported yet
+  return pod.request.FitsIn(nodes_[n].idle);
+}
+
+bool Session::FitsIdleOrReleasing(PodId p, NodeId n) const {
+  const Pod& pod = cluster_.pods[p];
+  if (pod.IsSharedGpu()) return false;
+  return pod.request.FitsIn(nodes_[n].NonAllocated());
+}
+
+namespace {
+constexpr std::string_view kNotEnoughGpus = "node(s) didn't have enough resources: GPUs";
+constexpr std::string_view kNotEnoughCpu = "node(s) didn't have enough resources: CPU cores";
+constexpr std::string_view kNotEnoughMemory = "node(s) didn't have enough resources: memory";
+constexpr std::string_view kPodNumberExceeded = "node(s) pod number exceeded";
+constexpr std::string_view kSharedGpuUnsupported =
+    "node(s) didn't have enough resources: GPU sharing is not supported yet";
+}  // namespace
+
+bool Session::FittingNode(PodId p, NodeId n, bool record) {
+  if (!FitsIdleOrReleasing(p, n)) {
+    if (record) {
+      const Pod& pod = cluster_.pods[p];
+      if (pod.IsSharedGpu()) {
+        AddTaskFitReason(p, kSharedGpuUnsupported);
+        return false;
+      }
+      // Against what is not used at all (capacity - used), as KAI reports it.
+      const Resources available = cluster_.nodes[n].allocatable - nodes_[n].used;
+      if (!pod.request.FitsIn(nodes_[n].idle)) {
+        bool any = false;
+        if (pod.request.gpus > available.gpus) AddTaskFitReason(p, kNotEnoughGpus), any = true;
+        if (static_cast<int64_t>(pod.request.cpu_millis) >
+            static_cast<int64_t>(available.cpu_millis)) {
+          AddTaskFitReason(p, kNotEnoughCpu), any = true;
+        }
+        if (pod.request.memory_bytes > available.memory_bytes) {
+          AddTaskFitReason(p, kNotEnoughMemory), any = true;
+        }
+        for (int s = 0; s < cluster_.resource_names.size(); ++s) {
+          if (pod.request.scalars[s] > available.scalars[s]) {
+            jobs_[pod.job].task_fit_errors[p].AddNodeReason(
+                "node(s) didn't have enough resources: " + cluster_.resource_names.Name(s));
+            any = true;
+          }
+        }
+        if (!any && pod.request.pods > available.pods) AddTaskFitReason(p, kPodNumberExceeded);
+      }
+    }
+    return false;
+  }
+  for (const auto& fn : predicate_fns_) {
+    if (auto reason = fn(*this, p, n)) {
+      if (record) AddTaskFitReason(p, *reason);
+      return false;
+    }
+  }
+  return true;
+}
+
+std::optional<std::string> Session::PrePredicate(PodId p) {
+  for (const auto& fn : pre_predicate_fns_) {
+    if (auto err = fn(*this, p)) return err;
+  }
+  return std::nullopt;
+}
+
+void Session::OrderedFittingNodes(PodId p, std::span<const NodeId> candidates, bool record,
+                                  std::vector<NodeId>& out) {
+  for (const auto& fn : node_pre_order_fns_) fn(*this, p, candidates);
+  scored_scratch_.clear();
+  for (NodeId n : candidates) {
+    if (!FittingNode(p, n, record)) continue;
+    double score = 0;
+    for (const auto& fn : node_order_fns_) score += fn(*this, p, n);
+    scored_scratch_.emplace_back(score, n);
+  }
+  const auto& nodes = cluster_.nodes;
+  std::sort(scored_scratch_.begin(), scored_scratch_.end(), [&](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first > b.first;
+    return nodes[a.second].name_rank < nodes[b.second].name_rank;
+  });
+  out.clear();
+  for (const auto& [score, n] : scored_scratch_) out.push_back(n);
+}
+
+SchedulableResult Session::IsJobOverQueueCapacity(JobId j, std::span<const PodId> pods) const {
+  if (job_capacity_fns_.empty()) return {};
+  return job_capacity_fns_.front()(*this, j, pods);
+}
+
+SchedulableResult Session::IsTaskAllocationOverCapacity(PodId p, NodeId n) const {
+  if (task_capacity_fns_.empty()) return {};
+  return task_capacity_fns_.front()(*this, p, n);
+}
+
+std::optional<Quantities> Session::QueueFairShare(QueueId q) const {
+  if (!queue_fair_share_fn_) return std::nullopt;
+  return queue_fair_share_fn_(*this, q);
+}
+
+std::optional<Quantities> Session::QueueAllocated(QueueId q) const {
+  if (!queue_allocated_fn_) return std::nullopt;
+  return queue_allocated_fn_(*this, q);
+}
+
+// --- Tasks to allocate ----------------------------------------------------------------------
+
+void Session::TasksToAllocate(JobId j, std::vector<PodId>& out) const {
+  out.clear();
+  const Job& job = cluster_.jobs[j];
+  const int32_t num_sets = static_cast<int32_t>(job.pod_sets.size());
+  int max_sets = 0;
+  for (int32_t s = 0; s < num_sets; ++s) {
+    if (counters(j, s).active_allocated < job.pod_sets[s].min_available) ++max_sets;
+  }
+  if (max_sets == 0) max_sets = 1;
+
+  std::vector<int32_t> order(static_cast<size_t>(num_sets));
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](int32_t a, int32_t b) { return PodSetLess(j, a, b); });
+
+  std::vector<PodId> pending;
+  int taken = 0;
+  for (int32_t s : order) {
+    if (taken >= max_sets) break;
+    pending.clear();
+    for (PodId p : job.pod_sets[s].pods) {
+      if (pods_[p].status == PodStatus::kPending) pending.push_back(p);
+    }
+    if (pending.empty()) continue;
+    std::sort(pending.begin(), pending.end(), [&](PodId a, PodId b) { return TaskLess(a, b); });
+    const auto& c = counters(j, s);
+    const int min = job.pod_sets[s].min_available;
+    const size_t want =
+        c.active_allocated >= min ? 1 : static_cast<size_t>(min - c.active_allocated);
+    for (size_t i = 0; i < pending.size() && i < want; ++i) out.push_back(pending[i]);
+    ++taken;
+  }
+}
+
+Quantities Session::TasksToAllocateQuantities(JobId j) const {
+  std::vector<PodId> tasks;
+  TasksToAllocate(j, tasks);
+  Quantities q;
+  for (PodId p : tasks) {
+    const Pod& pod = cluster_.pods[p];
+    q[QueueResource::kCpu] += pod.request.cpu_millis;
+    q[QueueResource::kMemory] += pod.request.memory_bytes;
+    q[QueueResource::kGpu] += pod.QueueGpuQuota(cluster_.min_node_gpu_memory_mib);
+  }
+  return q;
+}
+
+// --- Write back -----------------------------------------------------------------------------
+
+void Session::WriteBack(const Session& s, Cluster& cluster) {
+  for (PodId p = 0; p < static_cast<PodId>(cluster.pods.size()); ++p) {
+    Pod& pod = cluster.pods[p];
+    const PodState& st = s.pods_[p];
+    const bool deleting = pod.job != kNone && cluster.jobs[pod.job].deleting;
+    switch (st.status) {
+      case PodStatus::kReleasing:
+        if (deleting) {
+          pod.status = PodStatus::kReleasing;
+          pod.node = st.node;
+          pod.gpu_groups = s.gpu_groups_[p];
+        } else {
+          pod.status = PodStatus::kPending;
+          pod.node = kNone;
+        }
+        break;
+      case PodStatus::kPipelined:
+        pod.status = PodStatus::kPending;
+        pod.node = kNone;
+        break;
+      case PodStatus::kBinding:
+        pod.status = PodStatus::kRunning;
+        pod.node = st.node;
+        pod.gpu_groups = s.gpu_groups_[p];
+        break;
+      default:
+        pod.status = st.status;
+        pod.node = st.node;
+        pod.gpu_groups = s.gpu_groups_[p];
+    }
+  }
+}
+
+}  // namespace gantry

@@ -1,0 +1,261 @@
+// A scheduling session: one cycle's view of the cluster, the plugins' callbacks, and the
+// decisions taken so far.
+//
+// The session copies only the mutable part of the Cluster (pod status and node, node counters,
+// pod-set counters) into flat arrays; the Cluster itself is read-only for the whole cycle. Actions
+// change the session only through a Statement (statement.h), which records every change so it
+// can be rolled back. Plugins register typed callbacks in OnSessionOpen; the session evaluates
+// them in configuration order.
+//
+// Threading: a session is used by one thread. Node scoring may fan out internally.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "framework/config.h"
+#include "framework/fit_errors.h"
+#include "model/cluster.h"
+
+namespace gantry {
+
+class Plugin;
+class Session;
+
+// Mutable per-pod state inside a session.
+struct PodState {
+  PodStatus status = PodStatus::kPending;
+  NodeId node = kNone;
+  bool virtual_status = false;  // changed by an uncommitted statement operation
+};
+
+// Mutable per-node counters inside a session (KAI's NodeInfo Idle / Used / Releasing).
+struct NodeState {
+  Resources idle;
+  Resources used;
+  Resources releasing;
+  Resources NonAllocated() const { return idle + releasing; }
+};
+
+// Per pod set counts, kept current as pod statuses change.
+struct PodSetCounters {
+  int32_t active_allocated = 0;
+  int32_t active_used = 0;
+  int32_t alive = 0;
+  int32_t gated = 0;
+  int32_t pending = 0;
+};
+
+// Per job session state.
+struct JobState {
+  std::optional<int64_t> last_start_ms;
+  std::optional<int64_t> stale_since_ms;
+  std::vector<JobFitError> fit_errors;
+  std::unordered_map<PodId, TaskFitErrors> task_fit_errors;
+};
+
+// Result of a queue capacity check.
+struct SchedulableResult {
+  bool schedulable = true;
+  std::string reason;
+  std::string message;
+};
+
+// A committed placement: becomes a BindRequest in the live mode.
+struct BindDecision {
+  PodId pod;
+  NodeId node;
+  std::vector<std::string> gpu_groups;
+};
+struct EvictionDecision {
+  PodId pod;
+  NodeId node;
+  std::string message;
+};
+struct PipelineDecision {
+  PodId pod;
+  NodeId node;
+  std::string message;
+};
+
+// Callback types. Comparators return <0 when the left side goes first, >0 for the right side,
+// 0 for "no opinion" (the next comparator decides).
+using JobOrderFn = std::function<int(const Session&, JobId, JobId)>;
+using TaskOrderFn = std::function<int(const Session&, PodId, PodId)>;
+using PodSetOrderFn = std::function<int(const Session&, JobId, int32_t, int32_t)>;
+using QueueOrderFn = std::function<int(const Session&, QueueId, QueueId, JobId, JobId)>;
+// Called once per pod before its nodes are scored, with the candidate node set.
+using NodePreOrderFn = std::function<void(Session&, PodId, std::span<const NodeId>)>;
+using NodeOrderFn = std::function<double(const Session&, PodId, NodeId)>;
+// Returns an error message when the pod cannot be scheduled anywhere.
+using PrePredicateFn = std::function<std::optional<std::string>(Session&, PodId)>;
+// Returns a short reason when the pod cannot go on the node.
+using PredicateFn = std::function<std::optional<std::string>(Session&, PodId, NodeId)>;
+using JobCapacityFn =
+    std::function<SchedulableResult(const Session&, JobId, std::span<const PodId>)>;
+using TaskCapacityFn = std::function<SchedulableResult(const Session&, PodId, NodeId)>;
+using PodEventFn = std::function<void(Session&, PodId)>;
+using QueueQuantitiesFn = std::function<Quantities(const Session&, QueueId)>;
+
+struct EventHandler {
+  PodEventFn on_allocate;    // a pod started to occupy resources (allocated or pipelined)
+  PodEventFn on_deallocate;  // a pod stopped occupying them (rolled back or evicted)
+};
+
+class Session {
+ public:
+  // Builds the session state from `cluster` at time `now_ms`. The cluster must outlive the
+  // session and must not change while it is open.
+  Session(const Cluster& cluster, const SchedulerConfig& config, int64_t now_ms);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Calls OnSessionOpen of each plugin, in order. The plugins must outlive the session.
+  void Open(std::span<Plugin* const> plugins);
+  // Calls OnSessionClose in configuration order.
+  void Close();
+
+  const Cluster& cluster() const { return cluster_; }
+  const SchedulerConfig& config() const { return config_; }
+  const SchedulerParams& params() const { return config_.params; }
+  int64_t now_ms() const { return now_ms_; }
+
+  // --- State -----------------------------------------------------------------------------
+  const PodState& pod(PodId p) const { return pods_[p]; }
+  const NodeState& node(NodeId n) const { return nodes_[n]; }
+  const std::vector<NodeState>& nodes() const { return nodes_; }
+  const std::vector<PodState>& pods() const { return pods_; }
+  const PodSetCounters& counters(JobId j, int32_t pod_set) const {
+    return pod_set_counters_[cluster_.jobs[j].pod_set_base + pod_set];
+  }
+  JobState& job_state(JobId j) { return jobs_[j]; }
+  const JobState& job_state(JobId j) const { return jobs_[j]; }
+  const std::vector<std::string>& gpu_groups(PodId p) const { return gpu_groups_[p]; }
+  std::span<const NodeId> all_nodes() const { return all_nodes_; }
+  // Changes whenever a pod is added to or removed from a node (for plugin caches).
+  uint64_t placement_epoch() const { return placement_epoch_; }
+
+  // Job-level derived facts (KAI's PodGroupInfo helpers).
+  int NumAllocatedLike(JobId j) const;
+  int NumActiveAllocated(JobId j) const;
+  bool IsReadyForScheduling(JobId j) const;
+  bool IsGangSatisfied(JobId j) const;
+  bool ShouldPipelineJob(JobId j) const;
+  bool HasPendingPods(JobId j) const;
+
+  // --- Decisions of this session (committed statements) ------------------------------------
+  const std::vector<BindDecision>& binds() const { return binds_; }
+  const std::vector<EvictionDecision>& evictions() const { return evictions_; }
+  const std::vector<PipelineDecision>& pipelined() const { return pipelined_; }
+
+  // --- Plugin registration ------------------------------------------------------------------
+  void AddJobOrderFn(JobOrderFn fn) { job_order_fns_.push_back(std::move(fn)); }
+  void AddTaskOrderFn(TaskOrderFn fn) { task_order_fns_.push_back(std::move(fn)); }
+  void AddPodSetOrderFn(PodSetOrderFn fn) { pod_set_order_fns_.push_back(std::move(fn)); }
+  void AddQueueOrderFn(QueueOrderFn fn) { queue_order_fns_.push_back(std::move(fn)); }
+  void AddNodePreOrderFn(NodePreOrderFn fn) { node_pre_order_fns_.push_back(std::move(fn)); }
+  void AddNodeOrderFn(NodeOrderFn fn) { node_order_fns_.push_back(std::move(fn)); }
+  void AddPrePredicateFn(PrePredicateFn fn) { pre_predicate_fns_.push_back(std::move(fn)); }
+  void AddPredicateFn(PredicateFn fn) { predicate_fns_.push_back(std::move(fn)); }
+  void AddJobCapacityFn(JobCapacityFn fn) { job_capacity_fns_.push_back(std::move(fn)); }
+  void AddTaskCapacityFn(TaskCapacityFn fn) { task_capacity_fns_.push_back(std::move(fn)); }
+  void AddEventHandler(EventHandler h) { event_handlers_.push_back(std::move(h)); }
+  void SetQueueFairShareFn(QueueQuantitiesFn fn) { queue_fair_share_fn_ = std::move(fn); }
+  void SetQueueAllocatedFn(QueueQuantitiesFn fn) { queue_allocated_fn_ = std::move(fn); }
+
+  // --- Evaluation (in configuration order, with KAI's fallbacks) ----------------------------
+  bool JobLess(JobId l, JobId r) const;
+  bool TaskLess(PodId l, PodId r) const;
+  bool PodSetLess(JobId j, int32_t l, int32_t r) const;
+  bool QueueLess(QueueId l, QueueId r, JobId l_job, JobId r_job) const;
+  std::optional<std::string> PrePredicate(PodId p);
+  // Resource fit on idle + releasing, then every predicate. Records the reason of a failure in
+  // the pod's fit errors when `record` is set.
+  bool FittingNode(PodId p, NodeId n, bool record);
+  // Nodes of `candidates` that fit the pod, best score first (ties by node name).
+  void OrderedFittingNodes(PodId p, std::span<const NodeId> candidates, bool record,
+                           std::vector<NodeId>& out);
+  SchedulableResult IsJobOverQueueCapacity(JobId j, std::span<const PodId> pods) const;
+  SchedulableResult IsTaskAllocationOverCapacity(PodId p, NodeId n) const;
+  std::optional<Quantities> QueueFairShare(QueueId q) const;
+  std::optional<Quantities> QueueAllocated(QueueId q) const;
+
+  // Whether the pod fits the node's idle resources alone (no waiting for releasing pods).
+  bool FitsIdle(PodId p, NodeId n) const;
+  bool FitsIdleOrReleasing(PodId p, NodeId n) const;
+
+  // The pods one allocation attempt of `j` takes (KAI's GetTasksToAllocate), in order.
+  void TasksToAllocate(JobId j, std::vector<PodId>& out) const;
+  // Sum of the requests of TasksToAllocate as queue quantities (KAI's
+  // GetTasksToAllocateInitResource).
+  Quantities TasksToAllocateQuantities(JobId j) const;
+
+  // --- Mutation primitives (used by Statement; fire event handlers) -------------------------
+  void SetPodStatus(PodId p, PodStatus s);
+  void SetPodNode(PodId p, NodeId n) { pods_[p].node = n; }
+  void SetVirtual(PodId p, bool v) { pods_[p].virtual_status = v; }
+  void AddPodToNode(PodId p, NodeId n);
+  void RemovePodFromNode(PodId p, NodeId n);
+  void FireAllocate(PodId p);
+  void FireDeallocate(PodId p);
+  void RecordBind(PodId p);
+  void RecordEviction(PodId p, std::string message);
+  void RecordPipelined(PodId p, std::string message);
+
+  // Fit error bookkeeping.
+  void AddTaskFitReason(PodId p, std::string_view reason);
+  void SetTaskFitError(PodId p, std::string message);
+  void AddJobFitError(JobId j, JobFitError e) { jobs_[j].fit_errors.push_back(std::move(e)); }
+
+  // Writes the session's pod outcome back into `cluster` as a new observed state (used by
+  // simulations: binding pods become running, pipelined / evicted ones pending).
+  static void WriteBack(const Session& s, Cluster& cluster);
+
+ private:
+  void CountPod(PodId p, int sign);
+  Quantities QuantitiesOf(const Resources& r, const Pod& pod) const;
+
+  const Cluster& cluster_;
+  const SchedulerConfig& config_;
+  int64_t now_ms_;
+
+  std::vector<PodState> pods_;
+  std::vector<NodeState> nodes_;
+  std::vector<PodSetCounters> pod_set_counters_;
+  std::vector<JobState> jobs_;
+  std::vector<std::vector<std::string>> gpu_groups_;
+  std::vector<NodeId> all_nodes_;
+  uint64_t placement_epoch_ = 0;
+
+  std::vector<BindDecision> binds_;
+  std::vector<EvictionDecision> evictions_;
+  std::vector<PipelineDecision> pipelined_;
+
+  std::vector<Plugin*> plugins_;
+  std::vector<JobOrderFn> job_order_fns_;
+  std::vector<TaskOrderFn> task_order_fns_;
+  std::vector<PodSetOrderFn> pod_set_order_fns_;
+  std::vector<QueueOrderFn> queue_order_fns_;
+  std::vector<NodePreOrderFn> node_pre_order_fns_;
+  std::vector<NodeOrderFn> node_order_fns_;
+  std::vector<PrePredicateFn> pre_predicate_fns_;
+  std::vector<PredicateFn> predicate_fns_;
+  std::vector<JobCapacityFn> job_capacity_fns_;
+  std::vector<TaskCapacityFn> task_capacity_fns_;
+  std::vector<EventHandler> event_handlers_;
+  QueueQuantitiesFn queue_fair_share_fn_;
+  QueueQuantitiesFn queue_allocated_fn_;
+
+  // Scratch buffers reused across calls (no allocation per candidate node).
+  std::vector<std::pair<double, NodeId>> scored_scratch_;
+};
+
+}  // namespace gantry

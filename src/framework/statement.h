@@ -1,0 +1,66 @@
+// A statement: a tentative sequence of allocate / pipeline / evict operations on a session.
+//
+// Every operation changes the session at once (so later checks see it) and is recorded with what
+// it replaced, making the statement an undo log: Rollback(checkpoint) undoes back to a checkpoint,
+// Discard() undoes everything, Commit() turns the operations into decisions (bind requests,
+// evictions, pipelined notifications). Nothing is copied up front, so trying a move costs only the
+// move itself.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/cluster.h"
+
+namespace gantry {
+
+class Session;
+
+class Statement {
+ public:
+  using Checkpoint = size_t;
+
+  explicit Statement(Session& ssn) : ssn_(ssn) {}
+  ~Statement() = default;
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  // Places a pending pod on the node's idle resources (status allocated).
+  void Allocate(PodId p, NodeId n);
+  // Places a pod on resources that are still being released (status pipelined).
+  void Pipeline(PodId p, NodeId n);
+  // Marks an occupying pod as releasing (its resources become releasing on its node).
+  void Evict(PodId p, std::string message);
+  // Turns every pod of `j` that this statement allocated into a pipelined one.
+  void ConvertAllAllocatedToPipelined(JobId j);
+
+  Checkpoint checkpoint() const { return ops_.size(); }
+  // Undoes every operation after `cp`, newest first.
+  void Rollback(Checkpoint cp);
+  // Undoes everything.
+  void Discard() { Rollback(0); }
+  // Records the operations as decisions: allocated pods become binding (a bind request),
+  // pipelined pods are announced, evictions are issued.
+  void Commit();
+
+  bool empty() const { return ops_.empty(); }
+
+ private:
+  enum class Kind : uint8_t { kAllocate, kPipeline, kEvict };
+  struct Op {
+    Kind kind;
+    PodId pod;
+    NodeId node;             // node the operation put the pod on (or evicted it from)
+    PodStatus prev_status;
+    NodeId prev_node;
+    bool prev_virtual;
+    std::string message;
+  };
+  void Undo(const Op& op);
+
+  Session& ssn_;
+  std::vector<Op> ops_;
+};
+
+}  // namespace gantry

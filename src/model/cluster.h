@@ -1,0 +1,242 @@
+// The cluster model: nodes, pods, pod groups (jobs) and queues in flat, id-indexed vectors.
+//
+// A Cluster is the scheduler's picture of the world between cycles. The scenario loader builds it
+// from a file today; the live mode's watch cache builds and updates the same structure from
+// Kubernetes objects. Objects refer to each other by index (NodeId, PodId, JobId, QueueId), never
+// by name, so the hot path does no string lookups. Names are resolved once, at load time, through
+// the *_index maps.
+//
+// Only the observed state lives here (pod status, node, GPU groups). A scheduling session copies
+// that small mutable part into its own arrays (see framework/session.h) and never touches the
+// Cluster, so a failed or discarded cycle leaves it as it was.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "model/resources.h"
+#include "model/status.h"
+
+namespace gantry {
+
+using NodeId = int32_t;
+using PodId = int32_t;
+using JobId = int32_t;
+using QueueId = int32_t;
+inline constexpr int32_t kNone = -1;
+
+// A sorted key/value list: labels, node selectors. Small, so a vector beats a map.
+class Labels {
+ public:
+  void Set(std::string key, std::string value);
+  const std::string* Get(std::string_view key) const;
+  bool Has(std::string_view key) const { return Get(key) != nullptr; }
+  const std::vector<std::pair<std::string, std::string>>& items() const { return items_; }
+  bool empty() const { return items_.empty(); }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> items_;
+};
+
+struct Taint {
+  std::string key;
+  std::string value;
+  std::string effect;  // NoSchedule, PreferNoSchedule, NoExecute
+};
+
+struct Toleration {
+  std::string key;       // empty with operator Exists tolerates everything
+  std::string op = "Equal";  // Equal or Exists
+  std::string value;
+  std::string effect;    // empty tolerates every effect
+};
+
+// One requirement of a node selector term or label selector (In, NotIn, Exists, DoesNotExist,
+// Gt, Lt).
+struct SelectorRequirement {
+  std::string key;
+  std::string op;
+  std::vector<std::string> values;
+};
+
+// Terms are ORed; the requirements inside a term are ANDed (Kubernetes' NodeSelector).
+struct NodeSelectorTerm {
+  std::vector<SelectorRequirement> requirements;
+};
+
+struct LabelSelector {
+  Labels match_labels;
+  std::vector<SelectorRequirement> expressions;
+  bool Matches(const Labels& labels) const;
+};
+
+// A required inter-pod (anti-)affinity term.
+struct PodAffinityTerm {
+  LabelSelector selector;
+  std::string topology_key;
+  std::vector<std::string> namespaces;  // empty: the pod's own namespace
+};
+
+enum class GpuRequestKind : uint8_t { kNoGpu, kWhole, kFraction, kMemory, kMig };
+
+struct TopologyConstraint {
+  std::string topology;
+  std::string required_level;
+  std::string preferred_level;
+};
+
+struct Node {
+  std::string name;
+  Labels labels;
+  std::vector<Taint> taints;
+  bool unschedulable = false;
+  Resources allocatable;  // pods slot count in allocatable.pods
+  double gpu_memory_mib = 0;
+  int gpu_count = 0;  // physical devices (the nvidia.com/gpu.count label)
+  std::string mig_strategy;  // "", "single", "mixed"
+  // Rank of the name in byte order among all nodes: equal scores are broken by it.
+  int32_t name_rank = 0;
+};
+
+struct Pod {
+  std::string name;
+  std::string namespace_;
+  std::string uid;
+  JobId job = kNone;
+  int32_t pod_set = 0;  // index into the job's pod_sets
+
+  // What the pod asks for. request.gpus holds whole GPUs only; shared-GPU requests are described
+  // by gpu_kind / gpu_fraction / gpu_memory_mib / gpu_devices.
+  Resources request;
+  GpuRequestKind gpu_kind = GpuRequestKind::kNoGpu;
+  double gpu_fraction = 0;
+  int32_t gpu_devices = 0;
+  double gpu_memory_mib = 0;
+  bool legacy_mig = false;
+
+  Labels labels;
+  Labels node_selector;
+  std::vector<NodeSelectorTerm> required_node_affinity;
+  std::vector<Toleration> tolerations;
+  std::vector<PodAffinityTerm> pod_affinity;
+  std::vector<PodAffinityTerm> pod_anti_affinity;
+  NodeId nominated_node = kNone;
+
+  // Observed state.
+  PodStatus status = PodStatus::kPending;
+  NodeId node = kNone;
+  std::vector<std::string> gpu_groups;
+
+  bool IsBestEffort() const {
+    return request.cpu_millis == 0 && request.memory_bytes == 0 && request.gpus == 0 &&
+           !request.HasScalars() && gpu_kind != GpuRequestKind::kMemory &&
+           gpu_kind != GpuRequestKind::kFraction;
+  }
+  bool IsSharedGpu() const {
+    return gpu_kind == GpuRequestKind::kFraction || gpu_kind == GpuRequestKind::kMemory;
+  }
+  bool IsCpuOnly() const {
+    return request.gpus == 0 && !IsSharedGpu() && gpu_kind != GpuRequestKind::kMig;
+  }
+  // GPUs as KAI's gpus_required counts them: whole count, or the fraction rounded to hundredths
+  // times the device count.
+  double RequestedGpus() const;
+  // GPUs charged to the queue for this pod (fractions count their share of a device).
+  double QueueGpuQuota(double min_node_gpu_memory_mib) const;
+};
+
+// A leaf of the sub-group tree: the pods of one gang with its minimum.
+struct PodSet {
+  std::string name;
+  int32_t min_available = 1;
+  int32_t parent_group = 0;
+  std::optional<TopologyConstraint> topology;
+  std::vector<PodId> pods;
+};
+
+// An inner node of the sub-group tree. Group 0 is the root.
+struct SubGroup {
+  std::string name;
+  int32_t parent = kNone;
+  std::vector<int32_t> child_groups;
+  std::vector<int32_t> child_pod_sets;
+  std::optional<TopologyConstraint> topology;
+};
+
+struct Job {
+  std::string name;
+  std::string namespace_;
+  QueueId queue = kNone;
+  std::string queue_name;  // kept for messages when the queue is missing
+  int32_t priority = 0;
+  bool preemptible = true;
+  int64_t creation_ms = 0;
+  std::vector<PodSet> pod_sets;
+  std::vector<SubGroup> groups;  // groups[0] is the root
+  std::vector<PodId> pods;
+  bool deleting = false;
+  // Session inputs derived by whoever builds the cluster (scenario runner, watch cache).
+  std::optional<int64_t> last_start_ms;
+  std::optional<int64_t> stale_since_ms;
+  // Offset of this job's first pod set in flat per-pod-set arrays.
+  int32_t pod_set_base = 0;
+};
+
+// One resource of a queue: deserved quota, limit, over-quota weight. -1 = unlimited / not set.
+struct QueueQuota {
+  double quota = kUnlimited;
+  double limit = kUnlimited;
+  double over_quota_weight = 1;
+};
+
+struct Queue {
+  std::string name;
+  QueueId parent = kNone;
+  std::string parent_name;
+  std::vector<QueueId> children;
+  int32_t priority = 100;
+  int64_t creation_ms = 0;
+  // cpu in millicores, memory in bytes, gpu in devices.
+  QueueQuota cpu;
+  QueueQuota memory;
+  QueueQuota gpu;
+  bool IsLeaf() const { return children.empty(); }
+  const QueueQuota& quota(QueueResource r) const {
+    return r == QueueResource::kCpu ? cpu : r == QueueResource::kMemory ? memory : gpu;
+  }
+};
+
+struct Cluster {
+  std::vector<Node> nodes;
+  std::vector<Pod> pods;
+  std::vector<Job> jobs;
+  std::vector<Queue> queues;
+  ResourceNames resource_names;
+  double min_node_gpu_memory_mib = 100;
+
+  std::unordered_map<std::string, NodeId> node_index;
+  std::unordered_map<std::string, QueueId> queue_index;
+  std::unordered_map<std::string, JobId> job_index;
+  std::unordered_map<std::string, PodId> pod_index;
+
+  NodeId FindNode(std::string_view name) const;
+  QueueId FindQueue(std::string_view name) const;
+  JobId FindJob(std::string_view name) const;
+  PodId FindPod(std::string_view name) const;
+
+  int32_t total_pod_sets() const { return total_pod_sets_; }
+
+  // Recomputes derived indexes: name maps, queue children, node name ranks, pod-set offsets.
+  // Call after adding or removing objects.
+  void Finalize();
+
+ private:
+  int32_t total_pod_sets_ = 0;
+};
+
+}  // namespace gantry

@@ -1,0 +1,252 @@
+// predicates: per-node feasibility beyond resource fit, with Kubernetes' reasons:
+//  - the pod does not ask for more than the largest node offers (pre-predicate);
+//  - the queue's capacity for this pod on this node;
+//  - node-type rules (legacy MIG, MIG strategies);
+//  - free pod slots;
+//  - node unschedulable;
+//  - taints and tolerations (NoSchedule, NoExecute);
+//  - node selector and required node affinity;
+//  - required inter-pod affinity and anti-affinity, counting every pod placed on a node so far
+//    in the session (including uncommitted placements) and existing pods' anti-affinity.
+#include <algorithm>
+#include <unordered_set>
+
+#include "framework/session.h"
+#include "plugins/builtin.h"
+#include "plugins/plugin_util.h"
+
+namespace gantry {
+namespace {
+
+constexpr std::string_view kPodNumberExceeded = "node(s) pod number exceeded";
+constexpr std::string_view kUnschedulable = "node(s) were unschedulable";
+constexpr std::string_view kNodeAffinity = "node(s) didn't match Pod's node affinity/selector";
+constexpr std::string_view kAffinity = "node(s) didn't match pod affinity rules";
+constexpr std::string_view kAntiAffinity = "node(s) didn't match pod anti-affinity rules";
+constexpr std::string_view kExistingAntiAffinity =
+    "node(s) didn't satisfy existing pods anti-affinity rules";
+
+bool Tolerates(const Toleration& t, const Taint& taint) {
+  if (!t.effect.empty() && t.effect != taint.effect) return false;
+  if (t.op == "Exists") return t.key.empty() || t.key == taint.key;
+  return t.key == taint.key && t.value == taint.value;
+}
+
+bool MatchesTerm(const NodeSelectorTerm& term, const Labels& labels) {
+  LabelSelector selector;
+  selector.expressions = term.requirements;
+  return selector.Matches(labels);
+}
+
+bool NamespaceMatches(const PodAffinityTerm& term, const Pod& owner, const Pod& other) {
+  if (term.namespaces.empty()) return other.namespace_ == owner.namespace_;
+  return std::find(term.namespaces.begin(), term.namespaces.end(), other.namespace_) !=
+         term.namespaces.end();
+}
+
+// Topology values that pass or fail inter-pod (anti-)affinity for one pod, from the pods on nodes.
+struct AffinityView {
+  PodId pod = kNone;
+  uint64_t epoch = ~0ULL;
+  // For each affinity term: values of its key where a matching pod runs.
+  std::vector<std::unordered_set<std::string>> affinity_domains;
+  bool any_affinity_match = false;
+  // For each anti-affinity term: values of its key where a matching pod runs.
+  std::vector<std::unordered_set<std::string>> anti_domains;
+  // (key, value) pairs forbidden by existing pods' anti-affinity that match this pod.
+  std::vector<std::pair<std::string, std::string>> existing_forbidden;
+};
+
+class PredicatesPlugin : public Plugin {
+ public:
+  std::string_view name() const override { return "predicates"; }
+
+  void OnSessionOpen(Session& ssn) override {
+    max_node_ = {};
+    for (const Node& n : ssn.cluster().nodes) {
+      max_node_.cpu_millis = std::max(max_node_.cpu_millis, n.allocatable.cpu_millis);
+      max_node_.memory_bytes = std::max(max_node_.memory_bytes, n.allocatable.memory_bytes);
+      max_node_.gpus = std::max(max_node_.gpus, n.allocatable.gpus);
+      for (int i = 0; i < kMaxScalarResources; ++i) {
+        max_node_.scalars[i] = std::max(max_node_.scalars[i], n.allocatable.scalars[i]);
+      }
+    }
+    view_ = {};
+    ssn.AddPrePredicateFn([this](Session& s, PodId p) { return PrePredicate(s, p); });
+    ssn.AddPredicateFn([this](Session& s, PodId p, NodeId n) { return Predicate(s, p, n); });
+  }
+
+ private:
+  std::optional<std::string> PrePredicate(Session& s, PodId p) const {
+    const Pod& pod = s.cluster().pods[p];
+    std::string what;
+    double max = 0;
+    std::string units;
+    if (pod.request.gpus > max_node_.gpus) {
+      what = "GPU", max = max_node_.gpus;
+    } else if (pod.request.cpu_millis > max_node_.cpu_millis) {
+      what = "CPU", max = max_node_.cpu_millis / 1000, units = "cores";
+    } else if (pod.request.memory_bytes > max_node_.memory_bytes) {
+      what = "memory", max = max_node_.memory_bytes / 1e9, units = "GB";
+    } else {
+      for (int i = 0; i < s.cluster().resource_names.size(); ++i) {
+        if (pod.request.scalars[i] > max_node_.scalars[i]) {
+          what = s.cluster().resource_names.Name(i);
+          break;
+        }
+      }
+    }
+    if (what.empty()) return std::nullopt;
+    std::string message = "The pod " + pod.namespace_ + "/" + pod.name + " requires GPU: " +
+                          Humanize(pod.RequestedGpus(), 1) +
+                          ", CPU: " + Humanize(pod.request.cpu_millis, 1000) +
+                          " (cores), memory: " + Humanize(pod.request.memory_bytes, 1e9) +
+                          " (GB). ";
+    if (max == 0) {
+      message += "No node in the default node-pool has " + what + " resources";
+    } else {
+      message += "Max " + what + " resources available in a single node in the default " +
+                 "node-pool is topped at " + Humanize(max, 1);
+      if (!units.empty()) message += " " + units;
+    }
+    return "Scheduling conditions were not met for pod " + pod.namespace_ + "/" + pod.name +
+           ":\nMaxNodeResources: " + message + ".\n";
+  }
+
+  std::optional<std::string> Predicate(Session& s, PodId p, NodeId n) {
+    const Cluster& c = s.cluster();
+    const Pod& pod = c.pods[p];
+    const Node& node = c.nodes[n];
+
+    if (auto r = s.IsTaskAllocationOverCapacity(p, n); !r.schedulable) {
+      return "node does not have enough capacity. Reason: " + r.reason + ", Details: " + r.message;
+    }
+    if (pod.legacy_mig) return std::string("legacy MIG pods are not supported");
+    if (pod.gpu_kind == GpuRequestKind::kMig && node.mig_strategy.empty()) {
+      return std::string("node(s) are not MIG enabled");
+    }
+    if (node.mig_strategy == "mixed" && (pod.request.gpus > 0 || pod.IsSharedGpu())) {
+      return std::string("node(s) with mixed MIG strategy accept only MIG requests");
+    }
+    if (node.mig_strategy == "single" && (pod.IsSharedGpu() || pod.gpu_kind ==
+                                                                   GpuRequestKind::kMig)) {
+      return std::string("node(s) with single MIG strategy accept only whole-GPU requests");
+    }
+    if (pod.gpu_kind == GpuRequestKind::kMemory && node.gpu_memory_mib <= 0) {
+      return std::string("node is not a gpu node or the gpu memory count on the node was not "
+                         "synced yet");
+    }
+    const NodeState& st = s.node(n);
+    if (st.idle.pods + st.releasing.pods <= 0) return std::string(kPodNumberExceeded);
+    if (node.unschedulable) return std::string(kUnschedulable);
+    for (const Taint& taint : node.taints) {
+      if (taint.effect != "NoSchedule" && taint.effect != "NoExecute") continue;
+      bool tolerated = false;
+      for (const Toleration& t : pod.tolerations) tolerated = tolerated || Tolerates(t, taint);
+      if (!tolerated) return "node(s) had untolerated taint {" + taint.key + ": " + taint.value + "}";
+    }
+    for (const auto& [key, value] : pod.node_selector.items()) {
+      const std::string* have = node.labels.Get(key);
+      if (!have || *have != value) return std::string(kNodeAffinity);
+    }
+    if (!pod.required_node_affinity.empty()) {
+      bool any = false;
+      for (const auto& term : pod.required_node_affinity) any = any || MatchesTerm(term, node.labels);
+      if (!any) return std::string(kNodeAffinity);
+    }
+    return InterPodAffinity(s, p, n);
+  }
+
+  void RefreshView(const Session& s, PodId p) {
+    if (view_.pod == p && view_.epoch == s.placement_epoch()) return;
+    const Cluster& c = s.cluster();
+    const Pod& pod = c.pods[p];
+    view_ = {};
+    view_.pod = p;
+    view_.epoch = s.placement_epoch();
+    view_.affinity_domains.resize(pod.pod_affinity.size());
+    view_.anti_domains.resize(pod.pod_anti_affinity.size());
+    for (PodId o = 0; o < static_cast<PodId>(c.pods.size()); ++o) {
+      const PodState& ost = s.pod(o);
+      if (o == p || !IsActiveUsed(ost.status) || ost.node == kNone) continue;
+      const Pod& other = c.pods[o];
+      const Labels& node_labels = c.nodes[ost.node].labels;
+      for (size_t t = 0; t < pod.pod_affinity.size(); ++t) {
+        const auto& term = pod.pod_affinity[t];
+        if (!NamespaceMatches(term, pod, other) || !term.selector.Matches(other.labels)) continue;
+        view_.any_affinity_match = true;
+        if (const std::string* v = node_labels.Get(term.topology_key)) {
+          view_.affinity_domains[t].insert(*v);
+        }
+      }
+      for (size_t t = 0; t < pod.pod_anti_affinity.size(); ++t) {
+        const auto& term = pod.pod_anti_affinity[t];
+        if (!NamespaceMatches(term, pod, other) || !term.selector.Matches(other.labels)) continue;
+        if (const std::string* v = node_labels.Get(term.topology_key)) {
+          view_.anti_domains[t].insert(*v);
+        }
+      }
+      for (const auto& term : other.pod_anti_affinity) {
+        if (!NamespaceMatches(term, other, pod) || !term.selector.Matches(pod.labels)) continue;
+        if (const std::string* v = node_labels.Get(term.topology_key)) {
+          view_.existing_forbidden.emplace_back(term.topology_key, *v);
+        }
+      }
+    }
+  }
+
+  std::optional<std::string> InterPodAffinity(const Session& s, PodId p, NodeId n) {
+    const Cluster& c = s.cluster();
+    const Pod& pod = c.pods[p];
+    bool others_have_anti = false;
+    if (pod.pod_affinity.empty() && pod.pod_anti_affinity.empty()) {
+      // Only existing pods' anti-affinity can reject this pod; skip the scan when nobody has any.
+      if (!has_anti_affinity_known_) {
+        has_anti_affinity_known_ = true;
+        for (const Pod& o : c.pods) has_any_anti_affinity_ = has_any_anti_affinity_ ||
+                                                             !o.pod_anti_affinity.empty();
+      }
+      others_have_anti = has_any_anti_affinity_;
+      if (!others_have_anti) return std::nullopt;
+    }
+    RefreshView(s, p);
+    const Labels& labels = c.nodes[n].labels;
+    for (const auto& [key, value] : view_.existing_forbidden) {
+      const std::string* v = labels.Get(key);
+      if (v && *v == value) return std::string(kExistingAntiAffinity);
+    }
+    if (!pod.pod_affinity.empty()) {
+      if (!view_.any_affinity_match) {
+        // First pod of a self-affine group: allowed where the keys exist, if it matches itself.
+        for (const auto& term : pod.pod_affinity) {
+          if (!term.selector.Matches(pod.labels) || !labels.Has(term.topology_key)) {
+            return std::string(kAffinity);
+          }
+        }
+      } else {
+        for (size_t t = 0; t < pod.pod_affinity.size(); ++t) {
+          const std::string* v = labels.Get(pod.pod_affinity[t].topology_key);
+          if (!v || !view_.affinity_domains[t].count(*v)) return std::string(kAffinity);
+        }
+      }
+    }
+    for (size_t t = 0; t < pod.pod_anti_affinity.size(); ++t) {
+      const std::string* v = labels.Get(pod.pod_anti_affinity[t].topology_key);
+      if (v && view_.anti_domains[t].count(*v)) return std::string(kAntiAffinity);
+    }
+    return std::nullopt;
+  }
+
+  Resources max_node_;
+  AffinityView view_;
+  bool has_anti_affinity_known_ = false;
+  bool has_any_anti_affinity_ = false;
+};
+
+}  // namespace
+
+void RegisterPredicatesPlugin(PluginRegistry& r) {
+  r.Register("predicates", plugin_util::NoArguments<PredicatesPlugin>());
+}
+
+}  // namespace gantry

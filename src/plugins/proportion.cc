@@ -1,0 +1,514 @@
+#include "plugins/proportion.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "framework/session.h"
+#include "plugins/builtin.h"
+#include "plugins/plugin_util.h"
+
+namespace gantry {
+namespace proportion {
+
+double ResourceShare::Requestable() const {
+  return max_allowed == kUnlimited ? request : std::min(max_allowed, request);
+}
+
+double ResourceShare::Allocatable() const {
+  if (deserved == kUnlimited) return max_allowed;
+  double a = std::max(deserved, fair_share);
+  if (max_allowed != kUnlimited) a = std::min(max_allowed, a);
+  return a;
+}
+
+namespace {
+template <typename F>
+Quantities Map(const QueueShare& s, F f) {
+  Quantities q;
+  for (auto res : kQueueResources) q[res] = f(s[res]);
+  return q;
+}
+
+// KAI's resource-quantity comparison, where -1 (unlimited) is larger than everything.
+int CompareQuantity(double a, double b) {
+  if (a == kUnlimited) return b == kUnlimited ? 0 : 1;
+  if (b == kUnlimited) return -1;
+  return a > b ? 1 : a < b ? -1 : 0;
+}
+bool LessEqual(const Quantities& a, const Quantities& b) {
+  for (auto res : kQueueResources) {
+    if (CompareQuantity(a[res], b[res]) > 0) return false;
+  }
+  return true;
+}
+// Strictly less in every resource.
+bool Less(const Quantities& a, const Quantities& b) {
+  for (auto res : kQueueResources) {
+    if (a[res] >= b[res]) return false;
+  }
+  return true;
+}
+}  // namespace
+
+Quantities QueueShare::FairShare() const {
+  return Map(*this, [](const ResourceShare& rs) { return rs.fair_share; });
+}
+Quantities QueueShare::Allocated() const {
+  return Map(*this, [](const ResourceShare& rs) { return rs.allocated; });
+}
+Quantities QueueShare::Deserved() const {
+  return Map(*this, [](const ResourceShare& rs) { return rs.deserved; });
+}
+Quantities QueueShare::AllocatableShare() const {
+  return Map(*this, [](const ResourceShare& rs) { return rs.Allocatable(); });
+}
+
+double QueueShare::DominantShare(const Quantities& total) const {
+  double dominant = 0;
+  for (auto res : kQueueResources) {
+    const ResourceShare& s = (*this)[res];
+    double allocatable = s.Allocatable();
+    if (allocatable == kUnlimited) allocatable = total[res];
+    const double value = allocatable == 0 ? s.allocated * 1000 : s.allocated / allocatable;
+    dominant = std::max(dominant, value);
+  }
+  return dominant;
+}
+
+namespace {
+
+bool IsSatisfied(const ResourceShare& s) {
+  if (s.request <= s.fair_share) return true;
+  return s.max_allowed != kUnlimited && s.max_allowed <= s.fair_share;
+}
+
+double RemainingRequested(const ResourceShare& s) {
+  const double requested = s.Requestable();
+  return requested < s.fair_share ? 0 : requested - s.fair_share;
+}
+
+struct Remainder {
+  QueueId queue;
+  double amount;
+};
+
+// Over-quota division among queues of one priority, in rounds. Returns what is left; `remainders`
+// collects queues whose share was rounded down.
+double DivideUpToFairShare(const Cluster& cluster, double total, double k_value, QueueResource res,
+                           const std::vector<QueueId>& queues, std::vector<QueueShare>& shares,
+                           std::map<QueueId, double>& remainders) {
+  for (;;) {
+    bool another_round = false;
+    const double to_give = total;
+    double total_weights = 0;
+    for (QueueId q : queues) {
+      if (RemainingRequested(shares[q][res]) > 0) total_weights += shares[q][res].over_quota_weight;
+    }
+    if (total_weights == 0) break;
+    std::map<QueueId, double> weights;
+    double weights_sum = 0;
+    for (QueueId q : queues) {
+      const ResourceShare& s = shares[q][res];
+      if (IsSatisfied(s)) continue;
+      const double nw = s.over_quota_weight / total_weights;
+      const double w = std::max(0.0, nw + k_value * (nw - s.usage));
+      weights[q] = w;
+      weights_sum += w;
+    }
+    if (weights_sum == 0) break;
+    for (QueueId q : queues) {
+      if (total == 0) break;
+      ResourceShare& s = shares[q][res];
+      if (IsSatisfied(s)) continue;
+      const double requested = RemainingRequested(s);
+      if (s.over_quota_weight == 0) continue;
+      const double fair = to_give * (weights[q] / weights_sum);
+      double give = 0;
+      if (requested <= fair) {
+        give = requested;
+        remainders.erase(q);
+      } else {
+        const double rounded = std::floor(fair);
+        if (rounded > 0) give = rounded;
+        if (fair - give > 0) remainders[q] = fair - give;
+      }
+      if (give == 0) continue;
+      s.fair_share += give;
+      total -= give;
+      another_round = another_round || requested < fair;
+    }
+    if (!another_round || total == 0) break;
+  }
+  (void)cluster;
+  return total;
+}
+
+double DivideRemainder(const Cluster& cluster, double total, QueueResource res,
+                       const std::map<QueueId, double>& remainders,
+                       std::vector<QueueShare>& shares) {
+  std::vector<std::pair<QueueId, double>> order(remainders.begin(), remainders.end());
+  std::sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+    if (a.second != b.second) return a.second > b.second;
+    const Queue& qa = cluster.queues[a.first];
+    const Queue& qb = cluster.queues[b.first];
+    if (qa.creation_ms != qb.creation_ms) return qa.creation_ms < qb.creation_ms;
+    return qa.name < qb.name;
+  });
+  for (const auto& [q, _] : order) {
+    if (total == 0) break;
+    const double give = std::min(1.0, total);
+    shares[q][res].fair_share += give;
+    total -= give;
+  }
+  return total;
+}
+
+void DivideResource(const Cluster& cluster, double total, double k_value, QueueResource res,
+                    const std::vector<QueueId>& siblings, std::vector<QueueShare>& shares) {
+  // Deserved phase.
+  double remaining = total;
+  for (QueueId q : siblings) {
+    ResourceShare& s = shares[q][res];
+    const double deserved = s.deserved == kUnlimited ? total : s.deserved;
+    const double amount = std::min(deserved, s.Requestable());
+    s.fair_share += amount;
+    remaining -= amount;
+  }
+  if (remaining <= 0) return;
+  // Over-quota phase, by priority (higher first).
+  std::map<int, std::vector<QueueId>, std::greater<>> by_priority;
+  for (QueueId q : siblings) by_priority[cluster.queues[q].priority].push_back(q);
+  std::map<int, std::map<QueueId, double>, std::greater<>> remainders;
+  for (auto& [priority, queues] : by_priority) {
+    remaining = DivideUpToFairShare(cluster, remaining, k_value, res, queues, shares,
+                                    remainders[priority]);
+  }
+  for (auto& [priority, rem] : remainders) {
+    if (remaining <= 0) break;
+    if (rem.empty()) continue;
+    remaining = DivideRemainder(cluster, remaining, res, rem, shares);
+  }
+}
+
+}  // namespace
+
+void DivideAmongSiblings(const Cluster& cluster, const Quantities& total, double k_value,
+                         const std::vector<QueueId>& siblings, std::vector<QueueShare>& shares) {
+  for (auto res : kQueueResources) {
+    DivideResource(cluster, total[res], k_value, res, siblings, shares);
+  }
+}
+
+void ComputeFairShares(const Cluster& cluster, const Quantities& total, double k_value,
+                       std::vector<QueueShare>& shares) {
+  std::vector<QueueId> roots;
+  for (QueueId q = 0; q < static_cast<QueueId>(cluster.queues.size()); ++q) {
+    if (cluster.queues[q].parent == kNone) roots.push_back(q);
+  }
+  // Breadth-first: a parent's fair share is final before its children are divided.
+  std::vector<std::pair<Quantities, std::vector<QueueId>>> work{{total, roots}};
+  while (!work.empty()) {
+    auto [amount, siblings] = std::move(work.back());
+    work.pop_back();
+    if (siblings.empty()) continue;
+    DivideAmongSiblings(cluster, amount, k_value, siblings, shares);
+    for (QueueId q : siblings) {
+      if (!cluster.queues[q].children.empty()) {
+        work.emplace_back(shares[q].FairShare(), cluster.queues[q].children);
+      }
+    }
+  }
+}
+
+namespace {
+
+constexpr double kMilliCpuToCores = 1000;
+constexpr double kMemoryToGb = 1e9;
+
+std::string OverLimitMessage(const std::string& queue, QueueResource r, double max_allowed,
+                             double used, double requested) {
+  std::string what, details;
+  switch (r) {
+    case QueueResource::kGpu:
+      what = "GPUs";
+      details = "Limit is " + Humanize(max_allowed, 1) + " GPUs, currently " + Humanize(used, 1) +
+                " GPUs allocated and workload requested " + Humanize(requested, 1) + " GPUs";
+      break;
+    case QueueResource::kCpu:
+      what = "CPU cores";
+      details = "Limit is " + Humanize(max_allowed, kMilliCpuToCores) + " cores, currently " +
+                Humanize(used, kMilliCpuToCores) + " cores allocated and workload requested " +
+                Humanize(requested, kMilliCpuToCores) + " cores";
+      break;
+    case QueueResource::kMemory:
+      what = "memory";
+      details = "Limit is " + Humanize(max_allowed, kMemoryToGb) + " GB, currently " +
+                Humanize(used, kMemoryToGb) + " GB allocated and workload requested " +
+                Humanize(requested, kMemoryToGb) + " GB";
+      break;
+  }
+  return queue + " quota has reached the allowable limit of " + what + ". " + details;
+}
+
+std::string NonPreemptibleOverQuotaMessage(const std::string& queue, QueueResource r,
+                                           double deserved, double used,
+                                           const Quantities& requested) {
+  std::string details;
+  switch (r) {
+    case QueueResource::kGpu:
+      details = "Workload requested " + FormatNumber(requested[r]) + " GPUs, but " + queue +
+                " quota is " + Humanize(deserved, 1) + " GPUs, while " + Humanize(used, 1) +
+                " GPUs are already allocated for non-preemptible pods.";
+      break;
+    case QueueResource::kCpu:
+      details = "Workload requested " + Humanize(requested[r], kMilliCpuToCores) +
+                " CPU cores, but " + queue + " quota is " + Humanize(deserved, kMilliCpuToCores) +
+                " cores, while " + Humanize(used, kMilliCpuToCores) +
+                " cores are already allocated for non-preemptible pods.";
+      break;
+    case QueueResource::kMemory:
+      details = "Workload requested " + Humanize(requested[r], kMemoryToGb) +
+                " GB memory, but " + queue + " quota is " + Humanize(deserved, kMemoryToGb) +
+                " GB, while " + Humanize(used, kMemoryToGb) +
+                " GB are already allocated for non-preemptible pods.";
+      break;
+  }
+  return "Non-preemptible workload is over quota. " + details +
+         " Use a preemptible workload to go over quota.";
+}
+
+class ProportionPlugin : public Plugin {
+ public:
+  ProportionPlugin(double k_value, double reclaimer_multiplier)
+      : k_value_(k_value), reclaimer_multiplier_(reclaimer_multiplier) {}
+  std::string_view name() const override { return "proportion"; }
+
+  void OnSessionOpen(Session& ssn) override {
+    const Cluster& c = ssn.cluster();
+    total_ = {};
+    for (const Node& n : c.nodes) {
+      total_[QueueResource::kCpu] += n.allocatable.cpu_millis;
+      total_[QueueResource::kMemory] += n.allocatable.memory_bytes;
+      total_[QueueResource::kGpu] += n.allocatable.gpus;
+    }
+    shares_.assign(c.queues.size(), {});
+    for (QueueId q = 0; q < static_cast<QueueId>(c.queues.size()); ++q) {
+      for (auto res : kQueueResources) {
+        const QueueQuota& quota = c.queues[q].quota(res);
+        ResourceShare& s = shares_[q][res];
+        s.deserved = quota.quota;
+        s.max_allowed = quota.limit;
+        s.over_quota_weight = quota.over_quota_weight;
+      }
+    }
+    for (PodId p = 0; p < static_cast<PodId>(c.pods.size()); ++p) {
+      const Pod& pod = c.pods[p];
+      if (pod.job == kNone) continue;
+      const Job& job = c.jobs[pod.job];
+      const PodStatus st = ssn.pod(p).status;
+      if (IsAllocatedLike(st)) {
+        const Quantities q = PodQuantities(c, pod);
+        ForAncestors(c, job.queue, [&](QueueShare& s) {
+          for (auto res : kQueueResources) {
+            s[res].allocated += q[res];
+            s[res].request += q[res];
+            if (!job.preemptible) s[res].allocated_non_preemptible += q[res];
+          }
+        });
+      } else if (st == PodStatus::kPending) {
+        const Quantities q = PodQuantities(c, pod);
+        ForAncestors(c, job.queue, [&](QueueShare& s) {
+          for (auto res : kQueueResources) s[res].request += q[res];
+        });
+      }
+    }
+    ComputeFairShares(c, total_, k_value_, shares_);
+
+    ssn.AddQueueOrderFn([this](const Session& s, QueueId l, QueueId r, JobId lj, JobId rj) {
+      return QueueOrder(s, l, r, lj, rj);
+    });
+    ssn.AddJobCapacityFn([this](const Session& s, JobId j, std::span<const PodId> pods) {
+      Quantities requested;
+      for (PodId p : pods) requested += PodQuantities(s.cluster(), s.cluster().pods[p]);
+      return CheckCapacity(s, j, requested, /*check_limit=*/true);
+    });
+    ssn.AddTaskCapacityFn([this](const Session& s, PodId p, NodeId) {
+      const Pod& pod = s.cluster().pods[p];
+      return CheckCapacity(s, pod.job, PodQuantities(s.cluster(), pod), /*check_limit=*/true);
+    });
+    ssn.AddEventHandler(EventHandler{
+        [this](Session& s, PodId p) { OnPodEvent(s, p, +1); },
+        [this](Session& s, PodId p) { OnPodEvent(s, p, -1); },
+    });
+    ssn.SetQueueFairShareFn([this](const Session&, QueueId q) { return shares_[q].FairShare(); });
+    ssn.SetQueueAllocatedFn([this](const Session&, QueueId q) { return shares_[q].Allocated(); });
+  }
+
+  void OnSessionClose(Session&) override { shares_.clear(); }
+
+ private:
+  static Quantities PodQuantities(const Cluster& c, const Pod& pod) {
+    Quantities q;
+    q[QueueResource::kCpu] = pod.request.cpu_millis;
+    q[QueueResource::kMemory] = pod.request.memory_bytes;
+    q[QueueResource::kGpu] = pod.QueueGpuQuota(c.min_node_gpu_memory_mib);
+    return q;
+  }
+
+  template <typename F>
+  void ForAncestors(const Cluster& c, QueueId q, F f) {
+    for (; q != kNone; q = c.queues[q].parent) f(shares_[q]);
+  }
+
+  void OnPodEvent(Session& s, PodId p, int sign) {
+    const Cluster& c = s.cluster();
+    const Pod& pod = c.pods[p];
+    const Job& job = c.jobs[pod.job];
+    const Quantities q = PodQuantities(c, pod);
+    ForAncestors(c, job.queue, [&](QueueShare& sh) {
+      for (auto res : kQueueResources) {
+        sh[res].allocated += sign * q[res];
+        if (!job.preemptible) sh[res].allocated_non_preemptible += sign * q[res];
+      }
+    });
+  }
+
+  SchedulableResult CheckCapacity(const Session& s, JobId j, const Quantities& requested,
+                                  bool check_limit) const {
+    const Cluster& c = s.cluster();
+    const Job& job = c.jobs[j];
+    if (check_limit) {
+      for (QueueId q = job.queue; q != kNone; q = c.queues[q].parent) {
+        const QueueShare& sh = shares_[q];
+        for (auto res : kQueueResources) {
+          const ResourceShare& r = sh[res];
+          if (r.max_allowed == kUnlimited || requested[res] == 0) continue;
+          if (r.max_allowed < r.allocated + requested[res]) {
+            return {false, "OverLimit",
+                    OverLimitMessage(c.queues[q].name, res, r.max_allowed, r.allocated,
+                                     requested[res])};
+          }
+        }
+      }
+    }
+    if (job.preemptible) return {};
+    for (QueueId q = job.queue; q != kNone; q = c.queues[q].parent) {
+      const QueueShare& sh = shares_[q];
+      for (auto res : kQueueResources) {
+        const ResourceShare& r = sh[res];
+        if (r.deserved == kUnlimited || requested[res] == 0) continue;
+        if (r.deserved < r.allocated_non_preemptible + requested[res]) {
+          return {false, "NonPreemptibleOverQuota",
+                  NonPreemptibleOverQuotaMessage(c.queues[q].name, res, r.deserved,
+                                                 r.allocated_non_preemptible, requested)};
+        }
+      }
+    }
+    return {};
+  }
+
+  int QueueOrder(const Session& s, QueueId l, QueueId r, JobId lj, JobId rj) const {
+    const QueueShare& ls = shares_[l];
+    const QueueShare& rs = shares_[r];
+    // (1) Queues over their fair share in every resource go last.
+    const bool lover = Less(ls.FairShare(), ls.Allocated());
+    const bool rover = Less(rs.FairShare(), rs.Allocated());
+    if (!lover && rover) return -1;
+    if (lover && !rover) return 1;
+    // (2) Queues staying within their deserved quota with the job go first.
+    Quantities lwith = ls.Allocated();
+    Quantities rwith = rs.Allocated();
+    const Quantities lreq = lj == kNone ? Quantities{} : s.TasksToAllocateQuantities(lj);
+    const Quantities rreq = rj == kNone ? Quantities{} : s.TasksToAllocateQuantities(rj);
+    lwith += lreq;
+    rwith += rreq;
+    const bool lstarved = LessEqual(lwith, ls.Deserved());
+    const bool rstarved = LessEqual(rwith, rs.Deserved());
+    if (lstarved && !rstarved) return -1;
+    if (rstarved && !lstarved) return 1;
+    // (3) Higher queue priority first.
+    const int lp = s.cluster().queues[l].priority;
+    const int rp = s.cluster().queues[r].priority;
+    if (lp > rp) return -1;
+    if (lp < rp) return 1;
+    // (4) Queues that would use a resource they have no allocatable share of go last.
+    auto violates = [](const QueueShare& sh, const Quantities& with) {
+      for (auto res : kQueueResources) {
+        if (sh[res].Allocatable() == 0 && with[res] > 0) return true;
+      }
+      return false;
+    };
+    const bool lviol = violates(ls, lwith);
+    const bool rviol = violates(rs, rwith);
+    if (lviol && !rviol) return 1;
+    if (!lviol && rviol) return -1;
+    // (5) Smaller dominant share including the job.
+    auto share_with = [&](const QueueShare& sh, const Quantities& req) {
+      QueueShare tmp = sh;
+      for (auto res : kQueueResources) tmp[res].allocated += req[res];
+      return tmp.DominantShare(total_);
+    };
+    const double lshare = share_with(ls, lreq);
+    const double rshare = share_with(rs, rreq);
+    if (lshare < rshare) return -1;
+    if (lshare > rshare) return 1;
+    // (6) Smaller dominant share without it.
+    const double lshare0 = ls.DominantShare(total_);
+    const double rshare0 = rs.DominantShare(total_);
+    if (lshare0 < rshare0) return -1;
+    if (lshare0 > rshare0) return 1;
+    // (7) The queue with the smaller allocatable share (<= everywhere, < somewhere) first.
+    const Quantities la = ls.AllocatableShare();
+    const Quantities ra = rs.AllocatableShare();
+    if (!LessEqual(ra, la) && LessEqual(la, ra)) return -1;
+    if (!LessEqual(la, ra) && LessEqual(ra, la)) return 1;
+    // (8) Earlier creation first.
+    const Queue& lq = s.cluster().queues[l];
+    const Queue& rq = s.cluster().queues[r];
+    if (lq.creation_ms < rq.creation_ms) return -1;
+    return 1;
+  }
+
+  double k_value_;
+  [[maybe_unused]] double reclaimer_multiplier_;  // used by reclaim (next capability)
+  Quantities total_;
+  std::vector<QueueShare> shares_;
+};
+
+Result<double> ParseDouble(const std::map<std::string, std::string>& args, const std::string& key,
+                           double fallback) {
+  auto it = args.find(key);
+  if (it == args.end()) return fallback;
+  char* end = nullptr;
+  const double v = std::strtod(it->second.c_str(), &end);
+  if (it->second.empty() || *end != '\0') {
+    return Error{"argument \"" + key + "\": \"" + it->second + "\" is not a number"};
+  }
+  return v;
+}
+
+}  // namespace
+}  // namespace proportion
+
+void RegisterProportionPlugin(PluginRegistry& r) {
+  r.Register("proportion", [](const auto& args) -> Result<PluginPtr> {
+    if (auto ok = plugin_util::CheckArgumentNames(
+            args, {"kValue", "reclaimerUtilizationMultiplier", "relcaimerSaturationMultiplier"});
+        !ok.ok()) {
+      return Error{ok.error()};
+    }
+    auto k = proportion::ParseDouble(args, "kValue", 1.0);
+    if (!k.ok()) return Error{k.error()};
+    if (k.value() < 0) return Error{"argument \"kValue\": must be >= 0"};
+    const std::string key = args.count("reclaimerUtilizationMultiplier")
+                                ? "reclaimerUtilizationMultiplier"
+                                : "relcaimerSaturationMultiplier";
+    auto m = proportion::ParseDouble(args, key, 1.0);
+    if (!m.ok()) return Error{m.error()};
+    if (m.value() < 1) return Error{"argument \"" + key + "\": must be >= 1"};
+    return PluginPtr(std::make_unique<proportion::ProportionPlugin>(k.value(), m.value()));
+  });
+}
+
+}  // namespace gantry

@@ -1,0 +1,209 @@
+#include "scenario/runner.h"
+
+#include <cmath>
+
+#include "framework/scheduler.h"
+#include "framework/session.h"
+
+namespace gantry {
+
+namespace {
+
+constexpr double kTolerance = 1e-9;
+
+bool Near(double a, double b) { return std::fabs(a - b) <= kTolerance; }
+
+std::string Num(double v) { return FormatNumber(v); }
+
+class Checker {
+ public:
+  Checker(const Scenario& sc, const Session& ssn, std::string when)
+      : sc_(sc), ssn_(ssn), c_(ssn.cluster()), when_(std::move(when)) {}
+
+  void Run(std::vector<std::string>& out) {
+    out_ = &out;
+    for (const auto& [name, e] : sc_.expect_jobs) {
+      const JobId j = c_.FindJob(name);
+      if (j == kNone) {
+        Diff("job " + name + ": does not exist");
+        continue;
+      }
+      CheckPods("job " + name, c_.jobs[j].pods, e, j);
+    }
+    for (const auto& [name, e] : sc_.expect_tasks) {
+      const PodId p = c_.FindPod(name);
+      if (p == kNone) continue;  // listed pods that do not exist are not checked
+      CheckPods("task " + name, std::vector<PodId>{p}, e, c_.pods[p].job);
+    }
+    for (const auto& [name, e] : sc_.expect_nodes) {
+      const NodeId n = c_.FindNode(name);
+      if (n == kNone) {
+        Diff("node " + name + ": does not exist");
+        continue;
+      }
+      const NodeState& st = ssn_.node(n);
+      if (!Near(st.idle.gpus, e.idle_gpus)) {
+        Diff("node " + name + ": idle_gpus " + Num(st.idle.gpus) + ", expected " +
+             Num(e.idle_gpus));
+      }
+      if (!Near(st.releasing.gpus, e.releasing_gpus)) {
+        Diff("node " + name + ": releasing_gpus " + Num(st.releasing.gpus) + ", expected " +
+             Num(e.releasing_gpus));
+      }
+    }
+  }
+
+ private:
+  void Diff(const std::string& s) { out_->push_back(when_ + ": " + s); }
+
+  void CheckPods(const std::string& what, const std::vector<PodId>& pods,
+                 const StateExpectation& e, JobId j) {
+    double gpus = 0, accepted = 0, cpu = 0, mem = 0;
+    for (PodId p : pods) {
+      const Pod& pod = c_.pods[p];
+      const PodState& st = ssn_.pod(p);
+      if (e.status && st.status != *e.status) {
+        Diff(what + ": pod " + pod.name + " is " + std::string(ToString(st.status)) +
+             ", expected " + std::string(ToString(*e.status)));
+      }
+      if (e.node) {
+        const std::string node = st.node == kNone ? "" : c_.nodes[st.node].name;
+        if (node != *e.node) {
+          Diff(what + ": pod " + pod.name + " is on node \"" + node + "\", expected \"" +
+               *e.node + "\"");
+        }
+      }
+      gpus += pod.RequestedGpus();
+      if (IsActiveUsed(st.status)) accepted += pod.RequestedGpus();
+      cpu += pod.request.cpu_millis;
+      mem += pod.request.memory_bytes;
+    }
+    if (e.gpus_required && !Near(gpus, *e.gpus_required)) {
+      Diff(what + ": gpus_required " + Num(gpus) + ", expected " + Num(*e.gpus_required));
+    }
+    if (e.gpus_accepted && !Near(accepted, *e.gpus_accepted)) {
+      Diff(what + ": gpus_accepted " + Num(accepted) + ", expected " + Num(*e.gpus_accepted));
+    }
+    if (e.cpu_millis_required && !Near(cpu, *e.cpu_millis_required)) {
+      Diff(what + ": cpu_millis_required " + Num(cpu) + ", expected " +
+           Num(*e.cpu_millis_required));
+    }
+    if (e.memory_bytes_required && !Near(mem, *e.memory_bytes_required)) {
+      Diff(what + ": memory_bytes_required " + Num(mem) + ", expected " +
+           Num(*e.memory_bytes_required));
+    }
+    if (j == kNone) return;
+    const JobState& js = ssn_.job_state(j);
+    if (e.status && IsAllocatedLike(*e.status)) {
+      if (!js.last_start_ms) {
+        Diff(what + ": job " + c_.jobs[j].name + " has no last start time");
+      } else if (e.last_start_older_than_seconds &&
+                 (ssn_.now_ms() - *js.last_start_ms) < *e.last_start_older_than_seconds * 1000) {
+        Diff(what + ": last start is " + Num((ssn_.now_ms() - *js.last_start_ms) / 1000.0) +
+             "s ago, expected at least " + Num(*e.last_start_older_than_seconds));
+      }
+    }
+    if (e.error_message) {
+      if (js.fit_errors.empty()) {
+        Diff(what + ": no job fit errors, expected " + *e.error_message);
+      } else if (const std::string got = RenderJobFitErrors(js.fit_errors);
+                 got != *e.error_message) {
+        Diff(what + ": error message " + got + ", expected " + *e.error_message);
+      }
+    }
+  }
+
+  const Scenario& sc_;
+  const Session& ssn_;
+  const Cluster& c_;
+  std::string when_;
+  std::vector<std::string>* out_ = nullptr;
+};
+
+void CheckCache(const Scenario& sc, const Session& ssn, const std::string& when,
+                std::vector<std::string>& out) {
+  const auto& c = sc.expect_cache;
+  auto check = [&](const std::optional<int>& bound, size_t got, const char* what) {
+    if (bound && static_cast<int>(got) > *bound) {
+      out.push_back(when + ": " + what + " " + std::to_string(got) + " exceeds the bound " +
+                    std::to_string(*bound));
+    }
+  };
+  check(c.max_binds_per_cycle, ssn.binds().size(), "bind requests");
+  check(c.max_evictions_per_cycle, ssn.evictions().size(), "evictions");
+  check(c.max_pipelined_per_cycle, ssn.pipelined().size(), "pipelined pods");
+}
+
+}  // namespace
+
+int64_t ScenarioStartMs() { return 1'700'000'000'000; }
+
+void PrepareScenarioCycle(const Scenario& scenario, Cluster& cluster, int64_t now_ms) {
+  for (size_t j = 0; j < cluster.jobs.size(); ++j) {
+    Job& job = cluster.jobs[j];
+    bool allocated = false;
+    for (PodId p : job.pods) allocated = allocated || IsAllocatedLike(cluster.pods[p].status);
+    job.last_start_ms = allocated ? std::optional<int64_t>(now_ms - 60'000) : std::nullopt;
+    const auto& stale = scenario.stale_for_seconds[j];
+    job.stale_since_ms = stale ? std::optional<int64_t>(now_ms - static_cast<int64_t>(*stale * 1000))
+                               : std::nullopt;
+  }
+}
+
+ScenarioOutcome RunScenario(const Scenario& sc, const PluginRegistry& plugins,
+                            const ActionRegistry& actions) {
+  ScenarioOutcome outcome;
+  auto scheduler = Scheduler::Create(sc.config, plugins, actions);
+  if (!scheduler.ok()) {
+    outcome.passed = false;
+    outcome.differences.push_back(sc.origin + ": config: " + scheduler.error());
+    return outcome;
+  }
+  Scheduler& sched = *scheduler.value();
+  Cluster cluster = sc.cluster;
+  int64_t now = ScenarioStartMs();
+  auto& diffs = outcome.differences;
+
+  if (!sc.multi_round) {
+    PrepareScenarioCycle(sc, cluster, now);
+    auto ssn = sched.OpenSession(cluster, now);
+    sched.RunActions(*ssn);
+    CheckCache(sc, *ssn, "session", diffs);
+    Checker(sc, *ssn, "session").Run(diffs);
+    sched.CloseSession(*ssn);
+  } else {
+    std::vector<JobState> last_fit(cluster.jobs.size());
+    auto cycle = [&](int index, bool check) {
+      now += 1000;
+      PrepareScenarioCycle(sc, cluster, now);
+      auto ssn = sched.OpenSession(cluster, now);
+      sched.RunActions(*ssn);
+      const std::string when = "cycle " + std::to_string(index);
+      CheckCache(sc, *ssn, when, diffs);
+      if (check) Checker(sc, *ssn, when).Run(diffs);
+      for (size_t j = 0; j < cluster.jobs.size(); ++j) {
+        last_fit[j].fit_errors = ssn->job_state(static_cast<JobId>(j)).fit_errors;
+      }
+      sched.CloseSession(*ssn);
+      Session::WriteBack(*ssn, cluster);
+    };
+    int index = 1;
+    for (int i = 0; i < sc.rounds_until_match; ++i) cycle(index++, false);
+    {
+      now += 1000;
+      PrepareScenarioCycle(sc, cluster, now);
+      auto ssn = sched.OpenSession(cluster, now);
+      for (size_t j = 0; j < cluster.jobs.size(); ++j) {
+        ssn->job_state(static_cast<JobId>(j)).fit_errors = last_fit[j].fit_errors;
+      }
+      CheckCache(sc, *ssn, "rebuild", diffs);
+      Checker(sc, *ssn, "after " + std::to_string(sc.rounds_until_match) + " cycles").Run(diffs);
+      sched.CloseSession(*ssn);
+    }
+    for (int i = 0; i < sc.rounds_after_match; ++i) cycle(index++, true);
+  }
+  outcome.passed = diffs.empty();
+  return outcome;
+}
+
+}  // namespace gantry
