@@ -20,6 +20,9 @@ struct ConformanceOptions {
   std::vector<std::string> lists;  // list files naming scenario files
   bool report_only = false;        // exit 0 even when cases fail
   bool verbose = false;            // print passing cases too
+  // Run every scenario with no actions at all: the score a do-nothing scheduler gets, to judge
+  // how much a pass count means.
+  bool do_nothing = false;
 };
 int RunConformance(const ConformanceOptions& options, std::ostream& out, std::ostream& err);
 

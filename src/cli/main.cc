@@ -25,6 +25,8 @@ int main(int argc, char** argv) {
   conf_cmd->add_option("--list", conf.lists, "A file listing scenario paths, one per line");
   conf_cmd->add_flag("--report-only", conf.report_only, "Exit 0 even when cases fail");
   conf_cmd->add_flag("-v,--verbose", conf.verbose, "Also print passing cases");
+  conf_cmd->add_flag("--do-nothing", conf.do_nothing,
+                     "Run with no actions (the baseline a do-nothing scheduler scores)");
 
   CLI11_PARSE(app, argc, argv);
   if (cycle_cmd->parsed()) return gantry::cli::RunCycle(cycle, std::cout, std::cerr);

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds Gantry and runs every test: unit, conformance (the shared corpus next to the project,
+# when present) and e2e, then the unit tests again under AddressSanitizer + UBSan.
+# The perf label (benchmarks) is excluded; run it with `ctest --test-dir build -L perf -V`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+jobs=$(nproc 2>/dev/null || echo 2)
+
+corpus="$(pwd)/../shared/conformance"
+if [ ! -d "$corpus/lists" ]; then
+  echo "note: the conformance corpus ($corpus) is absent: conformance lists are skipped"
+fi
+
+echo "== release build"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+ninja -C build -j "$jobs"
+echo "== tests (unit, conformance, e2e)"
+ctest --test-dir build -LE perf --output-on-failure -j "$jobs"
+if [ -d "$corpus/lists" ]; then
+  echo "== conformance counts per list"
+  for list in "$corpus"/lists/*.txt; do
+    printf '%s: ' "$(basename "$list" .txt)"
+    ./build/gantry conformance --list "$list" --report-only | tail -n 1
+  done
+fi
+
+echo "== sanitizer build (ASan + UBSan), unit tests"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGANTRY_SANITIZE=ON \
+  -DGANTRY_BUILD_BENCH=OFF >/dev/null
+ninja -C build-asan -j "$jobs" gantry_unit_tests gantry
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-asan -L unit --output-on-failure -j "$jobs"
