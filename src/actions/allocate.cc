@@ -86,8 +86,8 @@ class JobAllocator {
       ssn_.SetTaskFitError(p, *err);
       return false;
     }
-    ssn_.OrderedFittingNodes(p, nodes, !pipeline_only_, ordered_);
-    for (NodeId n : ordered_) {
+    ssn_.RankFittingNodes(p, nodes, !pipeline_only_);
+    for (NodeId n = ssn_.NextRankedNode(); n != kNone; n = ssn_.NextRankedNode()) {
       if (!pipeline_only_ && ssn_.FitsIdle(p, n)) {
         stmt_.Allocate(p, n);
       } else {
@@ -133,7 +133,6 @@ class JobAllocator {
   JobId j_;
   bool pipeline_only_;
   std::vector<PodId> tasks_;
-  std::vector<NodeId> ordered_;
 };
 
 }  // namespace

@@ -45,6 +45,8 @@ Session::Session(const Cluster& cluster, const SchedulerConfig& config, int64_t 
   for (PodId p = 0; p < static_cast<PodId>(pods.size()); ++p) CountPod(p, +1);
 
   jobs_.resize(cluster.jobs.size());
+  job_version_.assign(cluster.jobs.size(), 1);
+  job_quantities_cache_.assign(cluster.jobs.size(), {0, Quantities{}});
   for (size_t j = 0; j < cluster.jobs.size(); ++j) {
     jobs_[j].last_start_ms = cluster.jobs[j].last_start_ms;
     jobs_[j].stale_since_ms = cluster.jobs[j].stale_since_ms;
@@ -77,6 +79,7 @@ void Session::CountPod(PodId p, int sign) {
 }
 
 void Session::SetPodStatus(PodId p, PodStatus s) {
+  if (const JobId j = cluster_.pods[p].job; j != kNone) ++job_version_[j];
   CountPod(p, -1);
   pods_[p].status = s;
   CountPod(p, +1);
@@ -321,23 +324,35 @@ std::optional<std::string> Session::PrePredicate(PodId p) {
   return std::nullopt;
 }
 
-void Session::OrderedFittingNodes(PodId p, std::span<const NodeId> candidates, bool record,
-                                  std::vector<NodeId>& out) {
+namespace {
+// Heap order: the "largest" element is the best node (higher score, then lower name rank).
+struct RankedLess {
+  const std::vector<Node>& nodes;
+  bool operator()(const std::pair<double, NodeId>& a, const std::pair<double, NodeId>& b) const {
+    if (a.first != b.first) return a.first < b.first;
+    return nodes[a.second].name_rank > nodes[b.second].name_rank;
+  }
+};
+}  // namespace
+
+void Session::RankFittingNodes(PodId p, std::span<const NodeId> candidates, bool record) {
   for (const auto& fn : node_pre_order_fns_) fn(*this, p, candidates);
-  scored_scratch_.clear();
+  ranked_.clear();
   for (NodeId n : candidates) {
     if (!FittingNode(p, n, record)) continue;
     double score = 0;
     for (const auto& fn : node_order_fns_) score += fn(*this, p, n);
-    scored_scratch_.emplace_back(score, n);
+    ranked_.emplace_back(score, n);
   }
-  const auto& nodes = cluster_.nodes;
-  std::sort(scored_scratch_.begin(), scored_scratch_.end(), [&](const auto& a, const auto& b) {
-    if (a.first != b.first) return a.first > b.first;
-    return nodes[a.second].name_rank < nodes[b.second].name_rank;
-  });
-  out.clear();
-  for (const auto& [score, n] : scored_scratch_) out.push_back(n);
+  std::make_heap(ranked_.begin(), ranked_.end(), RankedLess{cluster_.nodes});
+}
+
+NodeId Session::NextRankedNode() {
+  if (ranked_.empty()) return kNone;
+  std::pop_heap(ranked_.begin(), ranked_.end(), RankedLess{cluster_.nodes});
+  const NodeId n = ranked_.back().second;
+  ranked_.pop_back();
+  return n;
 }
 
 SchedulableResult Session::IsJobOverQueueCapacity(JobId j, std::span<const PodId> pods) const {
@@ -397,6 +412,8 @@ void Session::TasksToAllocate(JobId j, std::vector<PodId>& out) const {
 }
 
 Quantities Session::TasksToAllocateQuantities(JobId j) const {
+  auto& cached = job_quantities_cache_[j];
+  if (cached.first == job_version_[j]) return cached.second;
   std::vector<PodId> tasks;
   TasksToAllocate(j, tasks);
   Quantities q;
@@ -406,6 +423,7 @@ Quantities Session::TasksToAllocateQuantities(JobId j) const {
     q[QueueResource::kMemory] += pod.request.memory_bytes;
     q[QueueResource::kGpu] += pod.QueueGpuQuota(cluster_.min_node_gpu_memory_mib);
   }
+  cached = {job_version_[j], q};
   return q;
 }
 

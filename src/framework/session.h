@@ -180,9 +180,11 @@ class Session {
   // Resource fit on idle + releasing, then every predicate. Records the reason of a failure in
   // the pod's fit errors when `record` is set.
   bool FittingNode(PodId p, NodeId n, bool record);
-  // Nodes of `candidates` that fit the pod, best score first (ties by node name).
-  void OrderedFittingNodes(PodId p, std::span<const NodeId> candidates, bool record,
-                           std::vector<NodeId>& out);
+  // Ranks the nodes of `candidates` that fit the pod; NextRankedNode() then returns them best
+  // score first (ties by node name), kNone when exhausted. Only the nodes actually taken are
+  // ordered (a heap), so the common case - the first node is used - costs one pass.
+  void RankFittingNodes(PodId p, std::span<const NodeId> candidates, bool record);
+  NodeId NextRankedNode();
   SchedulableResult IsJobOverQueueCapacity(JobId j, std::span<const PodId> pods) const;
   SchedulableResult IsTaskAllocationOverCapacity(PodId p, NodeId n) const;
   std::optional<Quantities> QueueFairShare(QueueId q) const;
@@ -255,7 +257,10 @@ class Session {
   QueueQuantitiesFn queue_allocated_fn_;
 
   // Scratch buffers reused across calls (no allocation per candidate node).
-  std::vector<std::pair<double, NodeId>> scored_scratch_;
+  std::vector<std::pair<double, NodeId>> ranked_;
+  // Cache of TasksToAllocateQuantities per job, valid while the job's version is unchanged.
+  std::vector<uint64_t> job_version_;
+  mutable std::vector<std::pair<uint64_t, Quantities>> job_quantities_cache_;
 };
 
 }  // namespace gantry

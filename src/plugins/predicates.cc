@@ -72,6 +72,7 @@ class PredicatesPlugin : public Plugin {
       }
     }
     view_ = {};
+    capacity_pod_ = kNone;
     ssn.AddPrePredicateFn([this](Session& s, PodId p) { return PrePredicate(s, p); });
     ssn.AddPredicateFn([this](Session& s, PodId p, NodeId n) { return Predicate(s, p, n); });
   }
@@ -118,8 +119,17 @@ class PredicatesPlugin : public Plugin {
     const Pod& pod = c.pods[p];
     const Node& node = c.nodes[n];
 
-    if (auto r = s.IsTaskAllocationOverCapacity(p, n); !r.schedulable) {
-      return "node does not have enough capacity. Reason: " + r.reason + ", Details: " + r.message;
+    // The queue capacity for a pod changes only when something is placed or removed (and, for
+    // GPU-memory requests, with the node's device memory).
+    if (capacity_pod_ != p || capacity_epoch_ != s.placement_epoch() ||
+        pod.gpu_kind == GpuRequestKind::kMemory) {
+      capacity_pod_ = p;
+      capacity_epoch_ = s.placement_epoch();
+      capacity_ = s.IsTaskAllocationOverCapacity(p, n);
+    }
+    if (!capacity_.schedulable) {
+      return "node does not have enough capacity. Reason: " + capacity_.reason +
+             ", Details: " + capacity_.message;
     }
     if (pod.legacy_mig) return std::string("legacy MIG pods are not supported");
     if (pod.gpu_kind == GpuRequestKind::kMig && node.mig_strategy.empty()) {
@@ -239,6 +249,9 @@ class PredicatesPlugin : public Plugin {
 
   Resources max_node_;
   AffinityView view_;
+  PodId capacity_pod_ = kNone;
+  uint64_t capacity_epoch_ = 0;
+  SchedulableResult capacity_;
   bool has_anti_affinity_known_ = false;
   bool has_any_anti_affinity_ = false;
 };
