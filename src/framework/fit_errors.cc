@@ -6,7 +6,7 @@ namespace gantry {
 
 void TaskFitErrors::AddNodeReason(std::string_view reason) {
   for (auto& [text, count] : reasons_) {
-    if (text == reason) {
+    if (text.size() == reason.size() && text == reason) {
       ++count;
       return;
     }

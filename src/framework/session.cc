@@ -30,16 +30,16 @@ Session::Session(const Cluster& cluster, const SchedulerConfig& config, int64_t 
   nodes_.resize(cluster.nodes.size());
   all_nodes_.resize(cluster.nodes.size());
   std::iota(all_nodes_.begin(), all_nodes_.end(), 0);
-  for (size_t n = 0; n < cluster.nodes.size(); ++n) nodes_[n].idle = cluster.nodes[n].allocatable;
+  non_allocated_gpus_.resize(cluster.nodes.size());
+  for (size_t n = 0; n < cluster.nodes.size(); ++n) {
+    nodes_[n].idle = cluster.nodes[n].allocatable;
+    non_allocated_gpus_[n] = nodes_[n].idle.gpus;
+  }
 
   // Occupying pods are added in byte order of their names (shared-device placement depends on it).
-  std::vector<PodId> occupying;
-  for (PodId p = 0; p < static_cast<PodId>(pods.size()); ++p) {
-    if (IsActiveUsed(pods_[p].status) && pods_[p].node != kNone) occupying.push_back(p);
+  for (PodId p : cluster.pods_by_name()) {
+    if (IsActiveUsed(pods_[p].status) && pods_[p].node != kNone) AddPodToNode(p, pods_[p].node);
   }
-  std::sort(occupying.begin(), occupying.end(),
-            [&](PodId a, PodId b) { return pods[a].name < pods[b].name; });
-  for (PodId p : occupying) AddPodToNode(p, pods_[p].node);
 
   pod_set_counters_.resize(static_cast<size_t>(cluster.total_pod_sets()));
   for (PodId p = 0; p < static_cast<PodId>(pods.size()); ++p) CountPod(p, +1);
@@ -101,6 +101,7 @@ void Session::AddPodToNode(PodId p, NodeId n) {
     default:
       ns.idle -= r;
   }
+  non_allocated_gpus_[n] = ns.idle.gpus + ns.releasing.gpus;
 }
 
 void Session::RemovePodFromNode(PodId p, NodeId n) {
@@ -119,6 +120,7 @@ void Session::RemovePodFromNode(PodId p, NodeId n) {
     default:
       ns.idle += r;
   }
+  non_allocated_gpus_[n] = ns.idle.gpus + ns.releasing.gpus;
 }
 
 void Session::FireAllocate(PodId p) {
@@ -256,15 +258,17 @@ bool Session::QueueLess(QueueId l, QueueId r, JobId l_job, JobId r_job) const {
 
 bool Session::FitsIdle(PodId p, NodeId n) const {
   const Pod& pod = cluster_.pods[p];
-  if (pod.IsBestEffort()) return true;
   if (pod.IsSharedGpu()) return false;  // shared-GPU placement is not supported yet
-  return pod.request.FitsIn(nodes_[n].idle);
+  if (pod.IsBestEffort()) return true;
+  static const Resources kZero{};
+  return pod.request.FitsInSum(nodes_[n].idle, kZero, cluster_.resource_names.size());
 }
 
 bool Session::FitsIdleOrReleasing(PodId p, NodeId n) const {
   const Pod& pod = cluster_.pods[p];
   if (pod.IsSharedGpu()) return false;
-  return pod.request.FitsIn(nodes_[n].NonAllocated());
+  return pod.request.FitsInSum(nodes_[n].idle, nodes_[n].releasing,
+                               cluster_.resource_names.size());
 }
 
 namespace {
@@ -277,40 +281,44 @@ constexpr std::string_view kSharedGpuUnsupported =
 }  // namespace
 
 bool Session::FittingNode(PodId p, NodeId n, bool record) {
+  return FittingNode(p, n, record ? &jobs_[cluster_.pods[p].job].task_fit_errors[p] : nullptr);
+}
+
+bool Session::FittingNode(PodId p, NodeId n, TaskFitErrors* record) {
   if (!FitsIdleOrReleasing(p, n)) {
     if (record) {
       const Pod& pod = cluster_.pods[p];
       if (pod.IsSharedGpu()) {
-        AddTaskFitReason(p, kSharedGpuUnsupported);
+        record->AddNodeReason(kSharedGpuUnsupported);
         return false;
       }
       // Against what is not used at all (capacity - used), as KAI reports it.
       const Resources available = cluster_.nodes[n].allocatable - nodes_[n].used;
       if (!pod.request.FitsIn(nodes_[n].idle)) {
         bool any = false;
-        if (pod.request.gpus > available.gpus) AddTaskFitReason(p, kNotEnoughGpus), any = true;
+        if (pod.request.gpus > available.gpus) record->AddNodeReason(kNotEnoughGpus), any = true;
         if (static_cast<int64_t>(pod.request.cpu_millis) >
             static_cast<int64_t>(available.cpu_millis)) {
-          AddTaskFitReason(p, kNotEnoughCpu), any = true;
+          record->AddNodeReason(kNotEnoughCpu), any = true;
         }
         if (pod.request.memory_bytes > available.memory_bytes) {
-          AddTaskFitReason(p, kNotEnoughMemory), any = true;
+          record->AddNodeReason(kNotEnoughMemory), any = true;
         }
         for (int s = 0; s < cluster_.resource_names.size(); ++s) {
           if (pod.request.scalars[s] > available.scalars[s]) {
-            jobs_[pod.job].task_fit_errors[p].AddNodeReason(
-                "node(s) didn't have enough resources: " + cluster_.resource_names.Name(s));
+            record->AddNodeReason("node(s) didn't have enough resources: " +
+                                  cluster_.resource_names.Name(s));
             any = true;
           }
         }
-        if (!any && pod.request.pods > available.pods) AddTaskFitReason(p, kPodNumberExceeded);
+        if (!any && pod.request.pods > available.pods) record->AddNodeReason(kPodNumberExceeded);
       }
     }
     return false;
   }
   for (const auto& fn : predicate_fns_) {
     if (auto reason = fn(*this, p, n)) {
-      if (record) AddTaskFitReason(p, *reason);
+      if (record) record->AddNodeReason(*reason);
       return false;
     }
   }
@@ -338,18 +346,44 @@ struct RankedLess {
 void Session::RankFittingNodes(PodId p, std::span<const NodeId> candidates, bool record) {
   for (const auto& fn : node_pre_order_fns_) fn(*this, p, candidates);
   ranked_.clear();
+  const Pod& pod = cluster_.pods[p];
+  // Whole-GPU pods skip nodes without enough unallocated GPUs before anything else.
+  const double need_gpus = pod.IsSharedGpu() ? 0 : pod.request.gpus;
   for (NodeId n : candidates) {
-    if (!FittingNode(p, n, record)) continue;
+    if (non_allocated_gpus_[n] < need_gpus) continue;
+    if (!FittingNode(p, n, nullptr)) continue;
     double score = 0;
     for (const auto& fn : node_order_fns_) score += fn(*this, p, n);
     ranked_.emplace_back(score, n);
   }
-  std::make_heap(ranked_.begin(), ranked_.end(), RankedLess{cluster_.nodes});
+  if (ranked_.empty() && record) {
+    // Nothing fits: explain why, node by node. Failures are the only readers of these reasons,
+    // so they are not collected while ranking.
+    TaskFitErrors& errors = jobs_[pod.job].task_fit_errors[p];
+    for (NodeId n : candidates) FittingNode(p, n, &errors);
+    return;
+  }
+  // Usually only the best node is taken: find it with one linear pass and keep it at the back.
+  // The rest is heap-ordered only if a second node is asked for.
+  ranked_heap_ = false;
+  if (ranked_.empty()) return;
+  const RankedLess less{cluster_.nodes};
+  size_t best = 0;
+  for (size_t i = 1; i < ranked_.size(); ++i) {
+    if (less(ranked_[best], ranked_[i])) best = i;
+  }
+  std::swap(ranked_[best], ranked_.back());
 }
 
 NodeId Session::NextRankedNode() {
   if (ranked_.empty()) return kNone;
-  std::pop_heap(ranked_.begin(), ranked_.end(), RankedLess{cluster_.nodes});
+  if (ranked_heap_) {
+    std::pop_heap(ranked_.begin(), ranked_.end(), RankedLess{cluster_.nodes});
+  } else {
+    // The best is at the back; order the others for later calls.
+    std::make_heap(ranked_.begin(), ranked_.end() - 1, RankedLess{cluster_.nodes});
+    ranked_heap_ = true;
+  }
   const NodeId n = ranked_.back().second;
   ranked_.pop_back();
   return n;

@@ -140,6 +140,8 @@ class Session {
   const JobState& job_state(JobId j) const { return jobs_[j]; }
   const std::vector<std::string>& gpu_groups(PodId p) const { return gpu_groups_[p]; }
   std::span<const NodeId> all_nodes() const { return all_nodes_; }
+  // Whole GPUs not allocated (idle + releasing), per node, as one flat array.
+  std::span<const double> non_allocated_gpus() const { return non_allocated_gpus_; }
   // Changes whenever a pod is added to or removed from a node (for plugin caches).
   uint64_t placement_epoch() const { return placement_epoch_; }
 
@@ -180,6 +182,7 @@ class Session {
   // Resource fit on idle + releasing, then every predicate. Records the reason of a failure in
   // the pod's fit errors when `record` is set.
   bool FittingNode(PodId p, NodeId n, bool record);
+  bool FittingNode(PodId p, NodeId n, TaskFitErrors* record);
   // Ranks the nodes of `candidates` that fit the pod; NextRankedNode() then returns them best
   // score first (ties by node name), kNone when exhausted. Only the nodes actually taken are
   // ordered (a heap), so the common case - the first node is used - costs one pass.
@@ -236,6 +239,9 @@ class Session {
   std::vector<std::vector<std::string>> gpu_groups_;
   std::vector<NodeId> all_nodes_;
   uint64_t placement_epoch_ = 0;
+  // Whole GPUs not allocated (idle + releasing) per node, kept in a flat array: the first,
+  // cheapest filter when ranking nodes for a pod.
+  std::vector<double> non_allocated_gpus_;
 
   std::vector<BindDecision> binds_;
   std::vector<EvictionDecision> evictions_;
@@ -258,6 +264,7 @@ class Session {
 
   // Scratch buffers reused across calls (no allocation per candidate node).
   std::vector<std::pair<double, NodeId>> ranked_;
+  bool ranked_heap_ = false;
   // Cache of TasksToAllocateQuantities per job, valid while the job's version is unchanged.
   std::vector<uint64_t> job_version_;
   mutable std::vector<std::pair<uint64_t, Quantities>> job_quantities_cache_;

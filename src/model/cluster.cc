@@ -123,6 +123,11 @@ void Cluster::Finalize() {
     nodes[order[rank]].name_rank = rank;
   }
 
+  pods_by_name_.resize(pods.size());
+  std::iota(pods_by_name_.begin(), pods_by_name_.end(), 0);
+  std::sort(pods_by_name_.begin(), pods_by_name_.end(),
+            [&](PodId a, PodId b) { return pods[a].name < pods[b].name; });
+
   total_pod_sets_ = 0;
   for (auto& job : jobs) {
     job.queue = job.queue_name.empty() ? kNone : FindQueue(job.queue_name);

@@ -230,6 +230,8 @@ struct Cluster {
   PodId FindPod(std::string_view name) const;
 
   int32_t total_pod_sets() const { return total_pod_sets_; }
+  // Pod ids in byte order of pod names.
+  const std::vector<PodId>& pods_by_name() const { return pods_by_name_; }
 
   // Recomputes derived indexes: name maps, queue children, node name ranks, pod-set offsets.
   // Call after adding or removing objects.
@@ -237,6 +239,7 @@ struct Cluster {
 
  private:
   int32_t total_pod_sets_ = 0;
+  std::vector<PodId> pods_by_name_;
 };
 
 }  // namespace gantry

@@ -59,6 +59,18 @@ struct Resources {
     }
     return true;
   }
+  // FitsIn against the sum of two capacities, without building the sum; only the first
+  // `num_scalars` extended-resource slots are compared (the ones a cluster uses).
+  bool FitsInSum(const Resources& a, const Resources& b, int num_scalars) const {
+    if (gpus > a.gpus + b.gpus || cpu_millis > a.cpu_millis + b.cpu_millis ||
+        memory_bytes > a.memory_bytes + b.memory_bytes || pods > a.pods + b.pods) {
+      return false;
+    }
+    for (int i = 0; i < num_scalars; ++i) {
+      if (scalars[i] > a.scalars[i] + b.scalars[i]) return false;
+    }
+    return true;
+  }
   // Like FitsIn but ignores GPUs (used for shared-GPU requests, whose device fit is separate).
   bool FitsInIgnoringGpus(const Resources& capacity) const {
     Resources self = *this;

@@ -21,8 +21,9 @@ bool IsMigEnabled(const Node& node) {
 
 // The amount of the placement resource a node has not allocated, and its total.
 double NonAllocated(const Session& s, NodeId n, bool gpu) {
+  if (gpu) return s.non_allocated_gpus()[n];
   const NodeState& st = s.node(n);
-  return gpu ? st.idle.gpus + st.releasing.gpus : st.idle.cpu_millis + st.releasing.cpu_millis;
+  return st.idle.cpu_millis + st.releasing.cpu_millis;
 }
 double Allocatable(const Session& s, NodeId n, bool gpu) {
   const Node& node = s.cluster().nodes[n];
@@ -40,11 +41,21 @@ class NodePlacementPlugin : public Plugin {
       if ((gpu ? gpu_ : cpu_) != Strategy::kBinpack) return;
       double lo = std::numeric_limits<double>::max();
       double hi = 0;
-      for (NodeId n : nodes) {
-        if (Allocatable(s, n, gpu) == 0) continue;
-        const double cur = NonAllocated(s, n, gpu);
-        lo = std::min(lo, cur);
-        hi = std::max(hi, cur);
+      if (gpu) {
+        const auto free = s.non_allocated_gpus();
+        const auto& cluster_nodes = s.cluster().nodes;
+        for (NodeId n : nodes) {
+          if (cluster_nodes[n].allocatable.gpus == 0) continue;
+          lo = std::min(lo, free[n]);
+          hi = std::max(hi, free[n]);
+        }
+      } else {
+        for (NodeId n : nodes) {
+          if (Allocatable(s, n, gpu) == 0) continue;
+          const double cur = NonAllocated(s, n, gpu);
+          lo = std::min(lo, cur);
+          hi = std::max(hi, cur);
+        }
       }
       range_pod_ = p;
       min_ = lo;

@@ -57,6 +57,8 @@ struct AffinityView {
   std::vector<std::pair<std::string, std::string>> existing_forbidden;
 };
 
+enum class MigKind : uint8_t { kNone, kSingle, kMixed };
+
 class PredicatesPlugin : public Plugin {
  public:
   std::string_view name() const override { return "predicates"; }
@@ -73,6 +75,11 @@ class PredicatesPlugin : public Plugin {
     }
     view_ = {};
     capacity_pod_ = kNone;
+    mig_.assign(ssn.cluster().nodes.size(), MigKind::kNone);
+    for (size_t n = 0; n < ssn.cluster().nodes.size(); ++n) {
+      const std::string& m = ssn.cluster().nodes[n].mig_strategy;
+      mig_[n] = m == "mixed" ? MigKind::kMixed : m == "single" ? MigKind::kSingle : MigKind::kNone;
+    }
     ssn.AddPrePredicateFn([this](Session& s, PodId p) { return PrePredicate(s, p); });
     ssn.AddPredicateFn([this](Session& s, PodId p, NodeId n) { return Predicate(s, p, n); });
   }
@@ -132,14 +139,14 @@ class PredicatesPlugin : public Plugin {
              ", Details: " + capacity_.message;
     }
     if (pod.legacy_mig) return std::string("legacy MIG pods are not supported");
-    if (pod.gpu_kind == GpuRequestKind::kMig && node.mig_strategy.empty()) {
+    const MigKind mig = mig_[n];
+    if (pod.gpu_kind == GpuRequestKind::kMig && mig == MigKind::kNone) {
       return std::string("node(s) are not MIG enabled");
     }
-    if (node.mig_strategy == "mixed" && (pod.request.gpus > 0 || pod.IsSharedGpu())) {
+    if (mig == MigKind::kMixed && (pod.request.gpus > 0 || pod.IsSharedGpu())) {
       return std::string("node(s) with mixed MIG strategy accept only MIG requests");
     }
-    if (node.mig_strategy == "single" && (pod.IsSharedGpu() || pod.gpu_kind ==
-                                                                   GpuRequestKind::kMig)) {
+    if (mig == MigKind::kSingle && (pod.IsSharedGpu() || pod.gpu_kind == GpuRequestKind::kMig)) {
       return std::string("node(s) with single MIG strategy accept only whole-GPU requests");
     }
     if (pod.gpu_kind == GpuRequestKind::kMemory && node.gpu_memory_mib <= 0) {
@@ -248,6 +255,7 @@ class PredicatesPlugin : public Plugin {
   }
 
   Resources max_node_;
+  std::vector<MigKind> mig_;
   AffinityView view_;
   PodId capacity_pod_ = kNone;
   uint64_t capacity_epoch_ = 0;

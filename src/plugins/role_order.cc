@@ -15,9 +15,10 @@ class RoleOrderPlugin : public Plugin {
       : name_(name), label_(label), leader_roles_(leader_roles) {}
   std::string_view name() const override { return name_; }
   void OnSessionOpen(Session& ssn) override {
+    leader_.assign(ssn.cluster().pods.size(), -1);
     ssn.AddTaskOrderFn([this](const Session& s, PodId l, PodId r) {
-      const bool lm = IsLeader(s.cluster().pods[l]);
-      const bool rm = IsLeader(s.cluster().pods[r]);
+      const bool lm = Leader(s, l);
+      const bool rm = Leader(s, r);
       return lm && !rm ? -1 : !lm && rm ? 1 : 0;
     });
   }
@@ -31,6 +32,11 @@ class RoleOrderPlugin : public Plugin {
     }
     return false;
   }
+  bool Leader(const Session& s, PodId p) {
+    if (leader_[p] < 0) leader_[p] = IsLeader(s.cluster().pods[p]) ? 1 : 0;
+    return leader_[p] == 1;
+  }
+  std::vector<int8_t> leader_;  // per pod, read once per session: -1 unread
   std::string_view name_;
   std::string_view label_;
   std::vector<std::string_view> leader_roles_;

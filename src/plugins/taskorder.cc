@@ -19,23 +19,46 @@ std::optional<long> ParseInt(const std::string& s) {
   return v;
 }
 
+// The label of one pod, read once per session.
+struct TaskPriority {
+  enum State : uint8_t { kUnread, kAbsent, kInvalid, kValue } state = kUnread;
+  long value = 0;
+};
+
 class TaskOrderPlugin : public Plugin {
  public:
   std::string_view name() const override { return "taskorder"; }
   void OnSessionOpen(Session& ssn) override {
-    ssn.AddTaskOrderFn([](const Session& s, PodId l, PodId r) {
-      const std::string* lv = s.cluster().pods[l].labels.Get(kTaskPriorityLabel);
-      const std::string* rv = s.cluster().pods[r].labels.Get(kTaskPriorityLabel);
-      if (lv && !rv) return -1;
-      if (!lv && rv) return 1;
-      if (!lv && !rv) return 0;
-      auto lp = ParseInt(*lv);
-      if (!lp) return 1;
-      auto rp = ParseInt(*rv);
-      if (!rp) return -1;
-      return *lp > *rp ? -1 : *lp < *rp ? 1 : 0;
+    cache_.assign(ssn.cluster().pods.size(), {});
+    ssn.AddTaskOrderFn([this](const Session& s, PodId l, PodId r) {
+      const TaskPriority& lp = Get(s, l);
+      const TaskPriority& rp = Get(s, r);
+      const bool lhas = lp.state != TaskPriority::kAbsent;
+      const bool rhas = rp.state != TaskPriority::kAbsent;
+      if (lhas && !rhas) return -1;
+      if (!lhas && rhas) return 1;
+      if (!lhas && !rhas) return 0;
+      if (lp.state == TaskPriority::kInvalid) return 1;
+      if (rp.state == TaskPriority::kInvalid) return -1;
+      return lp.value > rp.value ? -1 : lp.value < rp.value ? 1 : 0;
     });
   }
+
+ private:
+  const TaskPriority& Get(const Session& s, PodId p) {
+    TaskPriority& t = cache_[p];
+    if (t.state != TaskPriority::kUnread) return t;
+    const std::string* v = s.cluster().pods[p].labels.Get(kTaskPriorityLabel);
+    if (!v) {
+      t.state = TaskPriority::kAbsent;
+    } else if (auto parsed = ParseInt(*v)) {
+      t = {TaskPriority::kValue, *parsed};
+    } else {
+      t.state = TaskPriority::kInvalid;
+    }
+    return t;
+  }
+  std::vector<TaskPriority> cache_;
 };
 
 }  // namespace
