@@ -1,0 +1,393 @@
+// gantry-bench: times the scheduler's hot path on synthetic clusters (see README.md).
+//
+//   gantry-bench [--nodes 100,1000,5000] [--runs 7] [--keep DIR] [--no-predicates]
+//                [--only load|snapshot|allocate] [--seed N]
+//
+// For each size it writes one scenario file (cluster_gen.h), then measures, each as min and median
+// of --runs runs:
+//   load      LoadScenarioFile: file -> Scenario (Cluster)
+//   snapshot  Scheduler::OpenSession: session build + every plugin's OnSessionOpen (fair share)
+//   allocate  one AllocateAction::Execute on a fresh session (only the action is timed)
+// and prints one human-readable line and one JSON line (starting with '{') per size.
+//
+// `--only allocate` skips the load and snapshot measurements (the file is still loaded once) and
+// runs gantry_bench_measured_region (session build + allocate) --runs times: with --runs 1 it is
+// what bench/callgrind.sh runs under valgrind.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actions/allocate.h"
+#include "cluster_gen.h"
+#include "framework/scheduler.h"
+#include "framework/session.h"
+#include "scenario/runner.h"
+#include "scenario/scenario.h"
+
+namespace fs = std::filesystem;
+
+// The region bench/callgrind.sh collects (--toggle-collect): one session build and one allocate.
+// extern "C" keeps the symbol name unmangled; noinline/noipa keep it a real, uncloned function.
+struct RegionContext {
+  gantry::Scheduler* scheduler;
+  const gantry::Cluster* cluster;
+  int64_t now_ms;
+  std::unique_ptr<gantry::Session> session;  // out: the session after allocate
+  double snapshot_ms = 0;
+  double allocate_ms = 0;
+};
+
+#if defined(__GNUC__) && !defined(__clang__)
+#define GANTRY_BENCH_NOINLINE __attribute__((noinline, noipa))
+#else
+#define GANTRY_BENCH_NOINLINE __attribute__((noinline))
+#endif
+
+extern "C" GANTRY_BENCH_NOINLINE void gantry_bench_measured_region(RegionContext* ctx) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  ctx->session = ctx->scheduler->OpenSession(*ctx->cluster, ctx->now_ms);
+  const auto t1 = Clock::now();
+  gantry::AllocateAction allocate;
+  allocate.Execute(*ctx->session);
+  const auto t2 = Clock::now();
+  ctx->snapshot_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+  ctx->allocate_ms = std::chrono::duration<double, std::milli>(t2 - t1).count();
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+struct Args {
+  std::vector<int> nodes = {100, 1000, 5000};
+  int runs = 7;
+  std::string keep;  // folder to keep the generated files in; empty: a temporary folder
+  std::string only;  // "", "load", "snapshot" or "allocate"
+  bool predicates = true;
+  std::optional<uint64_t> seed;
+};
+
+void Usage(FILE* out) {
+  std::fprintf(out,
+               "usage: gantry-bench [--nodes 100,1000,5000] [--runs 7] [--keep DIR]\n"
+               "                    [--no-predicates] [--only load|snapshot|allocate] [--seed N]\n"
+               "  --nodes          comma-separated cluster sizes (nodes of 8 GPUs)\n"
+               "  --runs           runs per measurement; min and median are reported\n"
+               "  --keep DIR       write the generated scenarios to DIR and keep them\n"
+               "  --no-predicates  use the default plugin list without \"predicates\"\n"
+               "  --only STAGE     measure one stage; `--only allocate` times session build +\n"
+               "                   allocate in gantry_bench_measured_region (for callgrind)\n"
+               "  --seed N         generator seed (default: a fixed constant)\n");
+}
+
+bool ParseInt(const std::string& s, long long min, long long& out) {
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(s.c_str(), &end, 10);
+  if (errno != 0 || end == s.c_str() || *end != '\0' || v < min) return false;
+  out = v;
+  return true;
+}
+
+std::optional<Args> ParseArgs(int argc, char** argv) {
+  Args a;
+  auto fail = [](const std::string& msg) {
+    std::fprintf(stderr, "gantry-bench: %s\n", msg.c_str());
+    Usage(stderr);
+    return std::nullopt;
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&](std::string& out) {
+      if (i + 1 >= argc) return false;
+      out = argv[++i];
+      return true;
+    };
+    std::string v;
+    if (arg == "-h" || arg == "--help") {
+      Usage(stdout);
+      std::exit(0);
+    } else if (arg == "--nodes") {
+      if (!value(v)) return fail("--nodes needs a value");
+      a.nodes.clear();
+      size_t pos = 0;
+      while (pos <= v.size()) {
+        const size_t comma = std::min(v.find(',', pos), v.size());
+        long long n = 0;
+        if (!ParseInt(v.substr(pos, comma - pos), 1, n) || n > 10'000'000) {
+          return fail("--nodes: bad size in \"" + v + "\"");
+        }
+        a.nodes.push_back(static_cast<int>(n));
+        pos = comma + 1;
+      }
+    } else if (arg == "--runs") {
+      long long n = 0;
+      if (!value(v) || !ParseInt(v, 1, n) || n > 100'000) return fail("--runs needs a count >= 1");
+      a.runs = static_cast<int>(n);
+    } else if (arg == "--keep") {
+      if (!value(a.keep)) return fail("--keep needs a folder");
+    } else if (arg == "--only") {
+      if (!value(a.only) || (a.only != "load" && a.only != "snapshot" && a.only != "allocate")) {
+        return fail("--only needs load, snapshot or allocate");
+      }
+    } else if (arg == "--no-predicates") {
+      a.predicates = false;
+    } else if (arg == "--predicates") {
+      a.predicates = true;
+    } else if (arg == "--seed") {
+      long long n = 0;
+      if (!value(v) || !ParseInt(v, 0, n)) return fail("--seed needs a non-negative integer");
+      a.seed = static_cast<uint64_t>(n);
+    } else {
+      return fail("unknown argument \"" + arg + "\"");
+    }
+  }
+  return a;
+}
+
+struct Stats {
+  double min = 0;
+  double median = 0;
+  bool measured = false;
+};
+
+Stats Summarize(std::vector<double> v) {
+  Stats s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.measured = true;
+  s.min = v.front();
+  const size_t m = v.size() / 2;
+  s.median = v.size() % 2 == 1 ? v[m] : (v[m - 1] + v[m]) / 2;
+  return s;
+}
+
+double PeakRssMib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux: KiB
+}
+
+double CurrentRssMib() {
+  std::ifstream statm("/proc/self/statm");
+  long long size = 0;
+  long long resident = 0;
+  if (!(statm >> size >> resident)) return -1;
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) /
+         (1024.0 * 1024.0);
+}
+
+std::string JsonNumber(const Stats& s) {
+  if (!s.measured) return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.3f", s.median);
+  return buf;
+}
+
+std::string HumanStats(const char* label, const Stats& s) {
+  if (!s.measured) return std::string(label) + " -";
+  char buf[128];
+  std::snprintf(buf, sizeof(buf), "%s %.2f/%.2f ms", label, s.min, s.median);
+  return buf;
+}
+
+struct SizeResult {
+  int nodes = 0;
+  int pods = 0;
+  Stats load;
+  Stats snapshot;
+  Stats allocate;
+  Stats snapshot_plus_allocate;
+  size_t binds = 0;
+  size_t pipelined = 0;
+  double peak_rss_mib = 0;
+};
+
+// Runs every measurement for one size. Returns false on an error (already printed).
+bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& result) {
+  result.nodes = nodes;
+  const double peak_before = PeakRssMib();
+  const double rss_before = CurrentRssMib();
+
+  gantry::bench::ClusterGenOptions gen;
+  gen.nodes = nodes;
+  gen.with_predicates = args.predicates;
+  if (args.seed) gen.seed = *args.seed;
+  const fs::path file = dir / ("bench-" + std::to_string(nodes) + "-nodes.json");
+  gantry::bench::ClusterGenSummary summary;
+  std::string error;
+  const auto gen_start = Clock::now();
+  if (!gantry::bench::WriteClusterScenario(gen, file.string(), summary, error)) {
+    std::fprintf(stderr, "gantry-bench: %s\n", error.c_str());
+    return false;
+  }
+  const double gen_ms = MsSince(gen_start);
+  result.pods = summary.pods;
+  std::printf(
+      "# nodes=%d: generated %s in %.0f ms (%ju bytes): %d queues, %d jobs, %d pods "
+      "(%d running, %d pending in %d gangs); GPUs %jd total, %jd free, %jd requested by pending "
+      "pods; %d full nodes, %d empty nodes; predicates %s\n",
+      nodes, file.c_str(), gen_ms, static_cast<uintmax_t>(fs::file_size(file)), summary.queues,
+      summary.jobs, summary.pods, summary.running_pods, summary.pending_pods, summary.pending_jobs,
+      static_cast<intmax_t>(summary.total_gpus), static_cast<intmax_t>(summary.free_gpus),
+      static_cast<intmax_t>(summary.pending_gpus), summary.full_nodes, summary.empty_nodes,
+      args.predicates ? "on" : "off");
+  std::printf("# nodes=%d: RSS before: current %.1f MiB, peak %.1f MiB\n", nodes, rss_before,
+              peak_before);
+  std::fflush(stdout);
+
+  // (1) Loading. The last run's scenario is kept for the other measurements (only one scenario
+  // is alive at a time, so the peak RSS is not inflated by the runs).
+  std::optional<gantry::Scenario> scenario;
+  {
+    std::vector<double> times;
+    const int runs = args.only.empty() || args.only == "load" ? args.runs : 1;
+    for (int r = 0; r < runs; ++r) {
+      scenario.reset();
+      const auto start = Clock::now();
+      auto loaded = gantry::LoadScenarioFile(file.string());
+      const double ms = MsSince(start);
+      if (!loaded.ok()) {
+        std::fprintf(stderr, "gantry-bench: %s\n", loaded.error().c_str());
+        return false;
+      }
+      times.push_back(ms);
+      scenario.emplace(std::move(loaded).value());
+    }
+    if (args.only.empty() || args.only == "load") result.load = Summarize(times);
+  }
+
+  std::printf("# nodes=%d: RSS after loading: current %.1f MiB, peak %.1f MiB\n", nodes,
+              CurrentRssMib(), PeakRssMib());
+  gantry::Scenario& sc = *scenario;
+  const int64_t now = gantry::ScenarioStartMs();
+  gantry::PrepareScenarioCycle(sc, sc.cluster, now);
+  auto created = gantry::Scheduler::Create(sc.config, gantry::BuiltinPlugins(),
+                                           gantry::BuiltinActions());
+  if (!created.ok()) {
+    std::fprintf(stderr, "gantry-bench: config: %s\n", created.error().c_str());
+    return false;
+  }
+  gantry::Scheduler& scheduler = *created.value();
+
+  // (2) Snapshot: session build + plugins' OnSessionOpen.
+  if (args.only.empty() || args.only == "snapshot") {
+    std::vector<double> times;
+    for (int r = 0; r < args.runs; ++r) {
+      const auto start = Clock::now();
+      auto ssn = scheduler.OpenSession(sc.cluster, now);
+      times.push_back(MsSince(start));
+      scheduler.CloseSession(*ssn);
+    }
+    result.snapshot = Summarize(times);
+  }
+
+  // (3) Allocate on a fresh session; only the action is timed. With --only allocate the session
+  // build is timed too (gantry_bench_measured_region), as under callgrind.
+  if (args.only.empty() || args.only == "allocate") {
+    std::vector<double> alloc_times;
+    std::vector<double> sum_times;
+    std::vector<double> open_times;
+    for (int r = 0; r < args.runs; ++r) {
+      RegionContext ctx{&scheduler, &sc.cluster, now, nullptr};
+      gantry_bench_measured_region(&ctx);
+      alloc_times.push_back(ctx.allocate_ms);
+      open_times.push_back(ctx.snapshot_ms);
+      sum_times.push_back(ctx.snapshot_ms + ctx.allocate_ms);
+      const size_t binds = ctx.session->binds().size();
+      const size_t pipelined = ctx.session->pipelined().size();
+      if (r > 0 && (binds != result.binds || pipelined != result.pipelined)) {
+        std::printf("# WARNING nodes=%d: run %d bound %zu / pipelined %zu pods, run 0 %zu / %zu "
+                    "(allocate is not deterministic)\n",
+                    nodes, r, binds, pipelined, result.binds, result.pipelined);
+      }
+      if (r == 0) {
+        result.binds = binds;
+        result.pipelined = pipelined;
+      }
+      scheduler.CloseSession(*ctx.session);
+    }
+    result.allocate = Summarize(alloc_times);
+    result.snapshot_plus_allocate = Summarize(sum_times);
+    if (!args.only.empty()) result.snapshot = Summarize(open_times);
+  }
+
+  scenario.reset();
+  result.peak_rss_mib = PeakRssMib();
+  std::printf("# nodes=%d: RSS after: current %.1f MiB, peak %.1f MiB\n", nodes, CurrentRssMib(),
+              result.peak_rss_mib);
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const auto parsed = ParseArgs(argc, argv);
+  if (!parsed) return 2;
+  const Args& args = *parsed;
+
+  fs::path dir;
+  bool remove_dir = false;
+  std::error_code ec;
+  if (!args.keep.empty()) {
+    dir = args.keep;
+    fs::create_directories(dir, ec);
+    if (ec) {
+      std::fprintf(stderr, "gantry-bench: %s: %s\n", args.keep.c_str(), ec.message().c_str());
+      return 1;
+    }
+  } else {
+    std::string templ = (fs::temp_directory_path(ec) / "gantry-bench.XXXXXX").string();
+    if (ec || mkdtemp(templ.data()) == nullptr) {
+      std::fprintf(stderr, "gantry-bench: cannot create a temporary folder\n");
+      return 1;
+    }
+    dir = templ;
+    remove_dir = true;
+  }
+
+  std::printf("# gantry-bench: runs=%d, predicates %s, stage %s; times are min/median ms\n",
+              args.runs, args.predicates ? "on" : "off",
+              args.only.empty() ? "all" : args.only.c_str());
+  int status = 0;
+  for (int nodes : args.nodes) {
+    SizeResult r;
+    if (!RunSize(args, nodes, dir, r)) {
+      status = 1;
+      break;
+    }
+    std::printf("nodes=%d pods=%d | %s | %s | %s | %s | binds %zu pipelined %zu | peak RSS %.1f MiB\n",
+                r.nodes, r.pods, HumanStats("load", r.load).c_str(),
+                HumanStats("snapshot", r.snapshot).c_str(),
+                HumanStats("allocate", r.allocate).c_str(),
+                HumanStats("snapshot+allocate", r.snapshot_plus_allocate).c_str(), r.binds,
+                r.pipelined, r.peak_rss_mib);
+    const bool allocated = r.allocate.measured;
+    std::printf("{\"nodes\":%d,\"pods\":%d,\"load_ms\":%s,\"snapshot_ms\":%s,\"allocate_ms\":%s,"
+                "\"snapshot_plus_allocate_ms\":%s,\"binds\":%s,\"pipelined\":%s,"
+                "\"peak_rss_mib\":%.1f}\n",
+                r.nodes, r.pods, JsonNumber(r.load).c_str(), JsonNumber(r.snapshot).c_str(),
+                JsonNumber(r.allocate).c_str(), JsonNumber(r.snapshot_plus_allocate).c_str(),
+                allocated ? std::to_string(r.binds).c_str() : "null",
+                allocated ? std::to_string(r.pipelined).c_str() : "null", r.peak_rss_mib);
+    std::fflush(stdout);
+  }
+  if (remove_dir) fs::remove_all(dir, ec);
+  return status;
+}

@@ -1,0 +1,311 @@
+#include "cluster_gen.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace gantry::bench {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// Per-GPU share of a node's CPU and memory, so that GPUs are always the binding resource:
+// 8 GPUs x 8 cores = 64 of the node's 128 cores; 8 x 64 GB = 512 GB of its 1 TB.
+constexpr int64_t kNodeCpuMillis = 128'000;
+constexpr int64_t kNodeMemoryBytes = 1'000'000'000'000;
+constexpr int64_t kCpuMillisPerGpu = 8'000;
+constexpr int64_t kMemoryBytesPerGpu = 64'000'000'000;
+constexpr int kMaxPods = 110;
+constexpr int kGpuMemoryMib = 100;  // every corpus node uses 100
+
+// Random helpers over the raw engine output only: std::uniform_*_distribution are
+// implementation-defined, and the file must not depend on the standard library.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : engine_(seed) {}
+  // Uniform in [0, n).
+  int Below(int n) { return static_cast<int>(engine_() % static_cast<uint64_t>(n)); }
+  // Uniform in [0, 1).
+  double Unit() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }
+  // Index drawn with the given (not necessarily normalised) weights.
+  template <size_t N>
+  int Weighted(const std::array<double, N>& weights) {
+    double total = 0;
+    for (double w : weights) total += w;
+    double x = Unit() * total;
+    for (size_t i = 0; i < N; ++i) {
+      if (x < weights[i]) return static_cast<int>(i);
+      x -= weights[i];
+    }
+    return static_cast<int>(N - 1);
+  }
+
+ private:
+  std::mt19937_64 engine_;
+};
+
+std::string Padded(const char* prefix, int value, int width) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%s%0*d", prefix, width, value);
+  return buf;
+}
+
+int DigitsFor(int count) {
+  int digits = 1;
+  for (int v = std::max(count - 1, 0); v >= 10; v /= 10) ++digits;
+  return std::max(digits, 4);
+}
+
+Json QueueResource(double quota, double limit, double weight) {
+  Json r;
+  r["quota"] = quota;
+  r["limit"] = limit;
+  r["over_quota_weight"] = weight;
+  return r;
+}
+
+Json QueueResources(double gpu_quota) {
+  Json r;
+  r["gpu"] = QueueResource(gpu_quota, -1, 1);
+  r["cpu"] = QueueResource(-1, -1, 1);
+  r["memory"] = QueueResource(-1, -1, 1);
+  return r;
+}
+
+Json Config(bool with_predicates) {
+  Json c;
+  c["mode"] = "single_session";
+  c["actions"] = Json::array({"allocate"});
+  Json plugins = Json::array();
+  auto add = [&](const char* name) { plugins.push_back(Json{{"name", name}}); };
+  if (with_predicates) add("predicates");
+  for (const char* name : {"proportion", "priority", "elastic", "kubeflow", "ray",
+                           "nodeavailability", "gpusharingorder", "gpupack", "resourcetype",
+                           "subgrouporder", "taskorder", "nominatednode", "dynamicresources"}) {
+    add(name);
+  }
+  plugins.push_back(
+      Json{{"name", "nodeplacement"}, {"arguments", Json{{"cpu", "binpack"}, {"gpu", "binpack"}}}});
+  for (const char* name : {"minruntime", "topology", "snapshot"}) add(name);
+  c["plugins"] = std::move(plugins);
+  c["session"] = Json{{"max_consolidation_preemptees", -1},
+                      {"allow_consolidating_reclaim", true},
+                      {"queue_label_key", "kai.scheduler/queue"},
+                      {"scheduler_name", "kai-scheduler"},
+                      {"min_node_gpu_memory_mib", 100}};
+  return c;
+}
+
+// Free GPUs per node: a skewed draw (many full or nearly full nodes, a few empty ones), then
+// nudged one GPU at a time until the total is exactly `target_free`.
+std::vector<int> DrawFreeGpus(Rng& rng, int nodes, int gpus_per_node, int64_t target_free) {
+  // Weights for 0, 1, ..., 8 free GPUs (mean about 2.2 of 8).
+  constexpr std::array<double, 9> kFreeWeights = {0.30, 0.20, 0.15, 0.10, 0.08,
+                                                  0.06, 0.05, 0.03, 0.03};
+  std::vector<int> free(static_cast<size_t>(nodes));
+  int64_t total = 0;
+  for (int& f : free) {
+    f = std::min(rng.Weighted(kFreeWeights) * gpus_per_node / 8, gpus_per_node);
+    total += f;
+  }
+  while (total != target_free) {
+    int& f = free[static_cast<size_t>(rng.Below(nodes))];
+    if (total > target_free && f > 0) {
+      --f;
+      --total;
+    } else if (total < target_free && f < gpus_per_node) {
+      ++f;
+      ++total;
+    }
+  }
+  return free;
+}
+
+// Pods of a pending gang: log-uniform in 1..32 (many small gangs, a few large ones).
+int DrawGangPods(Rng& rng) {
+  const int pods = static_cast<int>(std::floor(std::exp2(rng.Unit() * 5.0 + 1e-9)));
+  return std::clamp(pods, 1, 32);
+}
+
+// GPUs per pod of a pending gang: 1, 2, 4 or 8.
+int DrawGpusPerPod(Rng& rng) {
+  constexpr std::array<double, 4> kWeights = {0.4, 0.2, 0.2, 0.2};
+  constexpr std::array<int, 4> kGpus = {1, 2, 4, 8};
+  return kGpus[static_cast<size_t>(rng.Weighted(kWeights))];
+}
+
+Json Task(const std::string& name, const char* state, const std::string* node, int gpus) {
+  Json t;
+  t["name"] = name;
+  t["state"] = state;
+  if (node) t["node"] = *node;
+  t["cpu_millis"] = kCpuMillisPerGpu * gpus;
+  t["memory_bytes"] = kMemoryBytesPerGpu * gpus;
+  t["gpus"] = gpus;
+  return t;
+}
+
+}  // namespace
+
+bool WriteClusterScenario(const ClusterGenOptions& options, const std::string& path,
+                          ClusterGenSummary& summary, std::string& error) {
+  Rng rng(options.seed);
+  summary = ClusterGenSummary{};
+  const int n = options.nodes;
+  const int g = options.gpus_per_node;
+  summary.nodes = n;
+  summary.total_gpus = static_cast<int64_t>(n) * g;
+  const auto used_gpus =
+      static_cast<int64_t>(std::llround(static_cast<double>(summary.total_gpus) *
+                                        options.running_gpu_fraction));
+  summary.free_gpus = summary.total_gpus - used_gpus;
+
+  Json doc;
+  doc["format_version"] = 1;
+  doc["name"] = "gantry-bench: " + std::to_string(n) + " nodes x " + std::to_string(g) + " GPUs";
+  doc["config"] = Config(options.with_predicates);
+
+  // Nodes.
+  const int node_digits = DigitsFor(n);
+  std::vector<std::string> node_names;
+  node_names.reserve(static_cast<size_t>(n));
+  Json nodes = Json::array();
+  for (int i = 0; i < n; ++i) {
+    node_names.push_back(Padded("node-", i, node_digits));
+    const std::string& name = node_names.back();
+    Json node;
+    node["name"] = name;
+    node["gpus"] = g;
+    node["allocatable_gpus"] = g;
+    node["cpu_millis"] = kNodeCpuMillis;
+    node["memory_bytes"] = kNodeMemoryBytes;
+    node["gpu_memory_mib"] = kGpuMemoryMib;
+    node["max_pods"] = kMaxPods;
+    node["labels"] = Json{{"kai.scheduler/type", name},
+                          {"node-role.kubernetes.io/mig-enabled", "false"},
+                          {"nvidia.com/gpu.count", std::to_string(g)},
+                          {"nvidia.com/gpu.memory", std::to_string(kGpuMemoryMib)},
+                          {"nvidia.com/mig.strategy", ""}};
+    nodes.push_back(std::move(node));
+  }
+  doc["nodes"] = std::move(nodes);
+
+  // Queues: departments first, then their leaf queues. GPU quotas add up to the cluster.
+  const double department_quota =
+      static_cast<double>(summary.total_gpus) / options.departments;
+  const double leaf_quota = department_quota / options.queues_per_department;
+  Json queues = Json::array();
+  std::vector<std::string> leaves;
+  int offset = 0;
+  for (int d = 0; d < options.departments; ++d) {
+    Json q;
+    q["name"] = Padded("dept-", d, 2);
+    q["creation_offset_minutes"] = offset++;
+    q["resources"] = QueueResources(department_quota);
+    queues.push_back(std::move(q));
+  }
+  for (int d = 0; d < options.departments; ++d) {
+    for (int l = 0; l < options.queues_per_department; ++l) {
+      leaves.push_back(Padded("dept-", d, 2) + Padded("-queue-", l, 2));
+      Json q;
+      q["name"] = leaves.back();
+      q["parent"] = Padded("dept-", d, 2);
+      q["creation_offset_minutes"] = offset++;
+      q["resources"] = QueueResources(leaf_quota);
+      queues.push_back(std::move(q));
+    }
+  }
+  summary.queues = static_cast<int>(queues.size());
+  doc["queues"] = std::move(queues);
+
+  // Running one-GPU pods, one job each, on nodes left with varying free GPUs.
+  const std::vector<int> free = DrawFreeGpus(rng, n, g, summary.free_gpus);
+  struct PendingGang {
+    int pods;
+    int gpus_per_pod;
+    int queue;
+  };
+  std::vector<PendingGang> gangs;
+  const double pending_target = options.pending_to_free_ratio * static_cast<double>(summary.free_gpus);
+  while (static_cast<double>(summary.pending_gpus) < pending_target) {
+    PendingGang gang{DrawGangPods(rng), DrawGpusPerPod(rng),
+                     rng.Below(static_cast<int>(leaves.size()))};
+    summary.pending_gpus += static_cast<int64_t>(gang.pods) * gang.gpus_per_pod;
+    summary.pending_pods += gang.pods;
+    gangs.push_back(gang);
+  }
+  for (int f : free) {
+    if (f == 0) ++summary.full_nodes;
+    if (f == g) ++summary.empty_nodes;
+  }
+  summary.running_pods = static_cast<int>(used_gpus);
+  summary.pending_jobs = static_cast<int>(gangs.size());
+  summary.jobs = summary.running_pods + summary.pending_jobs;
+  summary.pods = summary.running_pods + summary.pending_pods;
+
+  // Jobs: running ones first (older), then the pending gangs. Ages are distinct, as in the corpus:
+  // the i-th of J jobs is J - i minutes old.
+  Json jobs = Json::array();
+  const int total_jobs = summary.jobs;
+  int job_index = 0;
+  const int run_digits = DigitsFor(summary.running_pods);
+  for (int i = 0; i < n; ++i) {
+    for (int k = 0; k < g - free[static_cast<size_t>(i)]; ++k) {
+      const std::string name = Padded("run-", job_index, run_digits);
+      Json job;
+      job["name"] = name;
+      job["namespace"] = "bench";
+      job["queue"] = leaves[static_cast<size_t>(rng.Below(static_cast<int>(leaves.size())))];
+      job["priority"] = 50;
+      job["preemptibility"] = "preemptible";
+      job["age_minutes"] = total_jobs - job_index;
+      job["min_available"] = 1;
+      job["tasks"] = Json::array({Task(name + "-0", "running", &node_names[static_cast<size_t>(i)], 1)});
+      jobs.push_back(std::move(job));
+      ++job_index;
+    }
+  }
+  const int gang_digits = DigitsFor(summary.pending_jobs);
+  for (size_t k = 0; k < gangs.size(); ++k) {
+    const PendingGang& gang = gangs[k];
+    const std::string name = Padded("gang-", static_cast<int>(k), gang_digits);
+    Json job;
+    job["name"] = name;
+    job["namespace"] = "bench";
+    job["queue"] = leaves[static_cast<size_t>(gang.queue)];
+    job["priority"] = 50;
+    job["preemptibility"] = "preemptible";
+    job["age_minutes"] = total_jobs - job_index;
+    job["min_available"] = gang.pods;
+    Json tasks = Json::array();
+    for (int p = 0; p < gang.pods; ++p) {
+      tasks.push_back(Task(name + "-" + std::to_string(p), "pending", nullptr, gang.gpus_per_pod));
+    }
+    job["tasks"] = std::move(tasks);
+    jobs.push_back(std::move(job));
+    ++job_index;
+  }
+  doc["jobs"] = std::move(jobs);
+
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) {
+    error = path + ": cannot open for writing";
+    return false;
+  }
+  out << doc.dump() << '\n';
+  out.close();
+  if (!out) {
+    error = path + ": write failed";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace gantry::bench

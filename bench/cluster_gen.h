@@ -1,0 +1,48 @@
+// Deterministic synthetic cluster for the benchmark, written as a scenario file (the format of
+// shared/spec/scenario.md, config mode single_session with the single action "allocate").
+//
+// The cluster: N nodes of 8 GPUs; 10 departments x 10 leaf queues whose GPU quotas add up to the
+// cluster's GPUs; 75% of the GPUs held by running one-GPU pods (one job each) packed so that nodes
+// are left with varying free GPUs; pending gangs of 1-32 pods of 1-8 GPUs each (min_available =
+// pod count) in random leaf queues, asking for about twice the free GPUs in total.
+//
+// The same options always produce the same file, byte for byte (std::mt19937_64, fixed seed).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace gantry::bench {
+
+struct ClusterGenOptions {
+  int nodes = 100;
+  int gpus_per_node = 8;
+  int departments = 10;
+  int queues_per_department = 10;
+  double running_gpu_fraction = 0.75;  // share of all GPUs held by running one-GPU pods
+  double pending_to_free_ratio = 2.0;  // pending GPU request / free GPUs
+  bool with_predicates = true;         // the default plugin list with or without "predicates"
+  uint64_t seed = 0x6a616e7472794245;  // fixed: the file only depends on the options
+};
+
+struct ClusterGenSummary {
+  int nodes = 0;
+  int queues = 0;            // departments + leaf queues
+  int jobs = 0;
+  int pods = 0;              // running + pending
+  int running_pods = 0;
+  int pending_jobs = 0;
+  int pending_pods = 0;
+  int64_t total_gpus = 0;
+  int64_t free_gpus = 0;     // after the running pods
+  int64_t pending_gpus = 0;  // sum of the pending pods' requests
+  int full_nodes = 0;        // nodes with no free GPU
+  int empty_nodes = 0;       // nodes with every GPU free
+};
+
+// Writes the scenario to `path` (overwriting it). Returns false with `error` set when the file
+// cannot be written.
+bool WriteClusterScenario(const ClusterGenOptions& options, const std::string& path,
+                          ClusterGenSummary& summary, std::string& error);
+
+}  // namespace gantry::bench
