@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <map>
 #include <sstream>
 
 namespace gantry {
@@ -48,7 +49,15 @@ Result<PluginConfig> ParsePlugin(const YAML::Node& node, const std::string& wher
         pc.arguments[arg.first.as<std::string>()] = arg.second.as<std::string>();
       }
     } else if (key.rfind("disable", 0) == 0) {
-      if (kv.second.as<bool>()) pc.disabled_functions.push_back(key.substr(7));
+      // KAI's disableJobOrder / disableTaskOrder / ... flags.
+      static const std::map<std::string, std::string> kFlags = {
+          {"disableJobOrder", "job_order"},       {"disableTaskOrder", "task_order"},
+          {"disablePreemptable", "preemptable"},  {"disableReclaimable", "reclaimable"},
+          {"disableQueueOrder", "queue_order"},   {"disablePredicate", "predicate"},
+          {"disableNodeOrder", "node_order"}};
+      auto flag = kFlags.find(key);
+      if (flag == kFlags.end()) return Error{where + ": unknown field \"" + key + "\""};
+      if (kv.second.as<bool>()) pc.disabled_functions.push_back(flag->second);
     } else {
       return Error{where + ": unknown field \"" + key + "\""};
     }

@@ -31,7 +31,7 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(SchedulerConfig config,
 
 std::unique_ptr<Session> Scheduler::OpenSession(const Cluster& cluster, int64_t now_ms) {
   auto ssn = std::make_unique<Session>(cluster, config_, now_ms);
-  ssn->Open(plugin_ptrs_);
+  ssn->Open(plugin_ptrs_, config_.plugins);
   return ssn;
 }
 

@@ -55,9 +55,21 @@ Session::Session(const Cluster& cluster, const SchedulerConfig& config, int64_t 
 
 Session::~Session() = default;
 
-void Session::Open(std::span<Plugin* const> plugins) {
+void Session::Open(std::span<Plugin* const> plugins, std::span<const PluginConfig> configs) {
   plugins_.assign(plugins.begin(), plugins.end());
-  for (Plugin* plugin : plugins_) plugin->OnSessionOpen(*this);
+  for (size_t i = 0; i < plugins_.size(); ++i) {
+    opening_ = i < configs.size() ? &configs[i] : nullptr;
+    plugins_[i]->OnSessionOpen(*this);
+  }
+  opening_ = nullptr;
+}
+
+bool Session::Disabled(std::string_view name) const {
+  if (!opening_) return false;
+  for (const auto& d : opening_->disabled_functions) {
+    if (d == name) return true;
+  }
+  return false;
 }
 
 void Session::Close() {

@@ -119,7 +119,10 @@ class Session {
   Session& operator=(const Session&) = delete;
 
   // Calls OnSessionOpen of each plugin, in order. The plugins must outlive the session.
-  void Open(std::span<Plugin* const> plugins);
+  // `configs[i]` (if given) is plugin i's configuration: callbacks named in its
+  // disabled_functions (job_order, task_order, queue_order, predicate, node_order, ...) are not
+  // registered.
+  void Open(std::span<Plugin* const> plugins, std::span<const PluginConfig> configs = {});
   // Calls OnSessionClose in configuration order.
   void Close();
 
@@ -159,14 +162,24 @@ class Session {
   const std::vector<PipelineDecision>& pipelined() const { return pipelined_; }
 
   // --- Plugin registration ------------------------------------------------------------------
-  void AddJobOrderFn(JobOrderFn fn) { job_order_fns_.push_back(std::move(fn)); }
-  void AddTaskOrderFn(TaskOrderFn fn) { task_order_fns_.push_back(std::move(fn)); }
+  void AddJobOrderFn(JobOrderFn fn) {
+    if (!Disabled("job_order")) job_order_fns_.push_back(std::move(fn));
+  }
+  void AddTaskOrderFn(TaskOrderFn fn) {
+    if (!Disabled("task_order")) task_order_fns_.push_back(std::move(fn));
+  }
   void AddPodSetOrderFn(PodSetOrderFn fn) { pod_set_order_fns_.push_back(std::move(fn)); }
-  void AddQueueOrderFn(QueueOrderFn fn) { queue_order_fns_.push_back(std::move(fn)); }
+  void AddQueueOrderFn(QueueOrderFn fn) {
+    if (!Disabled("queue_order")) queue_order_fns_.push_back(std::move(fn));
+  }
   void AddNodePreOrderFn(NodePreOrderFn fn) { node_pre_order_fns_.push_back(std::move(fn)); }
-  void AddNodeOrderFn(NodeOrderFn fn) { node_order_fns_.push_back(std::move(fn)); }
+  void AddNodeOrderFn(NodeOrderFn fn) {
+    if (!Disabled("node_order")) node_order_fns_.push_back(std::move(fn));
+  }
   void AddPrePredicateFn(PrePredicateFn fn) { pre_predicate_fns_.push_back(std::move(fn)); }
-  void AddPredicateFn(PredicateFn fn) { predicate_fns_.push_back(std::move(fn)); }
+  void AddPredicateFn(PredicateFn fn) {
+    if (!Disabled("predicate")) predicate_fns_.push_back(std::move(fn));
+  }
   void AddJobCapacityFn(JobCapacityFn fn) { job_capacity_fns_.push_back(std::move(fn)); }
   void AddTaskCapacityFn(TaskCapacityFn fn) { task_capacity_fns_.push_back(std::move(fn)); }
   void AddEventHandler(EventHandler h) { event_handlers_.push_back(std::move(h)); }
@@ -220,6 +233,9 @@ class Session {
   void SetTaskFitError(PodId p, std::string message);
   void AddJobFitError(JobId j, JobFitError e) { jobs_[j].fit_errors.push_back(std::move(e)); }
 
+  // Whether the plugin being opened has switched off the callback `name`.
+  bool Disabled(std::string_view name) const;
+
   // Writes the session's pod outcome back into `cluster` as a new observed state (used by
   // simulations: binding pods become running, pipelined / evicted ones pending).
   static void WriteBack(const Session& s, Cluster& cluster);
@@ -248,6 +264,7 @@ class Session {
   std::vector<PipelineDecision> pipelined_;
 
   std::vector<Plugin*> plugins_;
+  const PluginConfig* opening_ = nullptr;  // configuration of the plugin being opened
   std::vector<JobOrderFn> job_order_fns_;
   std::vector<TaskOrderFn> task_order_fns_;
   std::vector<PodSetOrderFn> pod_set_order_fns_;

@@ -75,6 +75,8 @@ class PredicatesPlugin : public Plugin {
     }
     view_ = {};
     capacity_pod_ = kNone;
+    has_anti_affinity_known_ = false;
+    has_any_anti_affinity_ = false;
     mig_.assign(ssn.cluster().nodes.size(), MigKind::kNone);
     for (size_t n = 0; n < ssn.cluster().nodes.size(); ++n) {
       const std::string& m = ssn.cluster().nodes[n].mig_strategy;
@@ -188,12 +190,19 @@ class PredicatesPlugin : public Plugin {
       if (o == p || !IsActiveUsed(ost.status) || ost.node == kNone) continue;
       const Pod& other = c.pods[o];
       const Labels& node_labels = c.nodes[ost.node].labels;
-      for (size_t t = 0; t < pod.pod_affinity.size(); ++t) {
-        const auto& term = pod.pod_affinity[t];
-        if (!NamespaceMatches(term, pod, other) || !term.selector.Matches(other.labels)) continue;
-        view_.any_affinity_match = true;
-        if (const std::string* v = node_labels.Get(term.topology_key)) {
-          view_.affinity_domains[t].insert(*v);
+      // As Kubernetes: an existing pod counts for affinity only if it matches every term, and
+      // only in the domains its node has labels for.
+      bool matches_all = !pod.pod_affinity.empty();
+      for (const auto& term : pod.pod_affinity) {
+        matches_all = matches_all && NamespaceMatches(term, pod, other) &&
+                      term.selector.Matches(other.labels);
+      }
+      if (matches_all) {
+        for (size_t t = 0; t < pod.pod_affinity.size(); ++t) {
+          if (const std::string* v = node_labels.Get(pod.pod_affinity[t].topology_key)) {
+            view_.affinity_domains[t].insert(*v);
+            view_.any_affinity_match = true;
+          }
         }
       }
       for (size_t t = 0; t < pod.pod_anti_affinity.size(); ++t) {

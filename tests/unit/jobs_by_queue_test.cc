@@ -1,0 +1,143 @@
+// JobsByQueue: the order in which actions visit jobs (queue order between sibling queues, job
+// order inside a queue).
+#include "framework/jobs_by_queue.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "test_cluster.h"
+
+namespace gantry {
+namespace {
+
+using testutil::AddJob;
+using testutil::AddNode;
+using testutil::AddQueue;
+using testutil::PodSpec;
+
+constexpr PodSpec kGpuPod{.gpus = 1, .cpu_millis = 1000, .memory_bytes = 1e9};
+
+// One node with 8 GPUs. Department "dept" with leaves "qa" and "qb", each deserving 2 GPUs.
+// qa already runs 3 GPUs (job "ra") and has three pending jobs; qb has two pending jobs and an
+// unready gang (one pod of a minimum of two), all 1 GPU per pod.
+//
+// Fair shares (GPUs, total 8): dept asks 3 running + 6 pending = 9 and gets all 8. Inside dept:
+// quotas qa 2, qb 2; 4 left, qa still asks 4 and qb 1: split 2 / 2, qb takes only 1 (qa 4,
+// qb 3), the last unit goes to qa in a second round: qa 5, qb 3.
+// Queue order: neither queue holds more than its fair share; with its next job qa would hold
+// 3 + 1 = 4 > 2 deserved while qb would hold 0 + 1 <= 2, so qb's jobs come first.
+// Inside qa: ja2 has priority 50 and goes before the older ja1 and ja3 (priority 0).
+class JobsByQueueTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const NodeId n = AddNode(c_, "n0", 8);
+    AddQueue(c_, "dept", {.creation_ms = 1});
+    AddQueue(c_, "qa", {.parent = "dept", .gpu = {2, kUnlimited, 1}, .creation_ms = 2});
+    AddQueue(c_, "qb", {.parent = "dept", .gpu = {2, kUnlimited, 1}, .creation_ms = 3});
+    const JobId ra = AddJob(c_, "ra", {.queue = "qa", .pods = 3, .pod = kGpuPod});
+    for (PodId p : c_.jobs[ra].pods) testutil::Place(c_, p, n);
+    // Listed (and numbered) in an order that neither matches the expected visit order.
+    AddJob(c_, "ja3", {.queue = "qa", .pod = kGpuPod, .creation_ms = 30});
+    AddJob(c_, "ja1", {.queue = "qa", .pod = kGpuPod, .creation_ms = 10});
+    AddJob(c_, "jb2", {.queue = "qb", .pod = kGpuPod, .creation_ms = 25});
+    AddJob(c_, "ja2", {.queue = "qa", .pod = kGpuPod, .priority = 50, .creation_ms = 20});
+    AddJob(c_, "jb1", {.queue = "qb", .pod = kGpuPod, .creation_ms = 15});
+    // Not eligible: a gang that can never reach its minimum (1 pod, minimum 2).
+    AddJob(c_, "unready", {.queue = "qb", .pod = kGpuPod, .min_available = 2, .creation_ms = 1});
+  }
+
+  void Open(SchedulerConfig cfg = SchedulerConfig::Default()) {
+    c_.Finalize();
+    scheduler_ = testutil::MakeScheduler(std::move(cfg));
+    ssn_ = scheduler_->OpenSession(c_, testutil::kNowMs);
+  }
+
+  std::vector<std::string> PopAll(JobsByQueue& jobs) {
+    std::vector<std::string> order;
+    while (!jobs.empty()) {
+      const JobId j = jobs.PopNext();
+      if (j == kNone) break;
+      order.push_back(c_.jobs[j].name);
+    }
+    return order;
+  }
+
+  Cluster c_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<Session> ssn_;
+};
+
+TEST_F(JobsByQueueTest, QueueOrderThenJobOrder) {
+  Open();
+  JobsByQueue jobs(*ssn_, JobsOrderOptions{});
+  jobs.InitializeWithAllJobs();
+  // ra has nothing pending and "unready" cannot reach its minimum: 5 jobs.
+  EXPECT_EQ(jobs.size(), 5u);
+  EXPECT_EQ(PopAll(jobs), (std::vector<std::string>{"jb1", "jb2", "ja2", "ja1", "ja3"}));
+  EXPECT_TRUE(jobs.empty());
+  EXPECT_EQ(jobs.PopNext(), kNone);
+}
+
+TEST_F(JobsByQueueTest, WithoutProportionTheOlderQueueGoesFirst) {
+  // No queue order function: queues fall back to creation time (qa before qb).
+  Open(testutil::Without(SchedulerConfig::Default(), "proportion"));
+  JobsByQueue jobs(*ssn_, JobsOrderOptions{});
+  jobs.InitializeWithAllJobs();
+  EXPECT_EQ(PopAll(jobs), (std::vector<std::string>{"ja2", "ja1", "ja3", "jb1", "jb2"}));
+}
+
+TEST_F(JobsByQueueTest, WithoutPriorityJobsInAQueueGoByAge) {
+  Open(testutil::Without(SchedulerConfig::Default(), "priority"));
+  JobsByQueue jobs(*ssn_, JobsOrderOptions{});
+  jobs.InitializeWithAllJobs();
+  EXPECT_EQ(PopAll(jobs), (std::vector<std::string>{"jb1", "jb2", "ja1", "ja2", "ja3"}));
+}
+
+TEST_F(JobsByQueueTest, PushedBackJobIsVisitedAgainInOrder) {
+  Open();
+  JobsByQueue jobs(*ssn_, JobsOrderOptions{});
+  jobs.InitializeWithAllJobs();
+  const JobId first = jobs.PopNext();
+  ASSERT_NE(first, kNone);
+  EXPECT_EQ(c_.jobs[first].name, "jb1");
+  EXPECT_EQ(jobs.size(), 4u);
+  jobs.Push(first);
+  EXPECT_EQ(jobs.size(), 5u);
+  // Still the best job: it comes out again, then the rest in the usual order.
+  EXPECT_EQ(PopAll(jobs), (std::vector<std::string>{"jb1", "jb2", "ja2", "ja1", "ja3"}));
+}
+
+TEST_F(JobsByQueueTest, PushedJobTakesItsPlaceInsideTheQueue) {
+  Open();
+  JobsByQueue jobs(*ssn_, JobsOrderOptions{});
+  for (const char* name : {"ja3", "ja1"}) jobs.Push(c_.FindJob(name));
+  EXPECT_EQ(c_.jobs[jobs.PopNext()].name, "ja1");
+  jobs.Push(c_.FindJob("ja2"));  // higher priority than ja3, pushed later
+  EXPECT_EQ(PopAll(jobs), (std::vector<std::string>{"ja2", "ja3"}));
+}
+
+TEST_F(JobsByQueueTest, JobsOfParentQueuesAreIgnored) {
+  const JobId on_dept = AddJob(c_, "on-dept", {.queue = "dept", .pod = kGpuPod});
+  Open();
+  JobsByQueue jobs(*ssn_, JobsOrderOptions{});
+  jobs.Push(on_dept);
+  EXPECT_TRUE(jobs.empty());
+  EXPECT_EQ(jobs.size(), 0u);
+  jobs.InitializeWithAllJobs();
+  EXPECT_EQ(jobs.size(), 5u);  // the same five jobs as without it
+}
+
+TEST_F(JobsByQueueTest, FiltersCanBeSwitchedOff) {
+  Open();
+  JobsOrderOptions all;
+  all.filter_non_pending = false;
+  all.filter_unready = false;
+  JobsByQueue jobs(*ssn_, all);
+  jobs.InitializeWithAllJobs();
+  EXPECT_EQ(jobs.size(), 7u);  // ra and "unready" too
+}
+
+}  // namespace
+}  // namespace gantry

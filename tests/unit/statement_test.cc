@@ -1,0 +1,415 @@
+// Statement: allocate / pipeline / evict change the session at once and can be rolled back to a
+// checkpoint, discarded, or committed into decisions.
+#include "framework/statement.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "test_cluster.h"
+
+namespace gantry {
+namespace {
+
+using testutil::AddJob;
+using testutil::AddNode;
+using testutil::AddQueue;
+using testutil::JobSpec;
+using testutil::PodOf;
+using testutil::PodSpec;
+using testutil::Res;
+
+// Everything a statement may change, copied out of the session.
+struct Snapshot {
+  std::vector<PodState> pods;
+  std::vector<NodeState> nodes;
+  std::vector<PodSetCounters> counters;  // every pod set of every job, in job order
+  std::vector<Quantities> queue_allocated;
+};
+
+Snapshot Take(const Session& s) {
+  Snapshot snap;
+  snap.pods = s.pods();
+  snap.nodes = s.nodes();
+  const Cluster& c = s.cluster();
+  for (JobId j = 0; j < static_cast<JobId>(c.jobs.size()); ++j) {
+    for (int32_t ps = 0; ps < static_cast<int32_t>(c.jobs[j].pod_sets.size()); ++ps) {
+      snap.counters.push_back(s.counters(j, ps));
+    }
+  }
+  for (QueueId q = 0; q < static_cast<QueueId>(c.queues.size()); ++q) {
+    auto allocated = s.QueueAllocated(q);
+    EXPECT_TRUE(allocated.has_value()) << "proportion registers the queue-allocated function";
+    snap.queue_allocated.push_back(allocated.value_or(Quantities{}));
+  }
+  return snap;
+}
+
+void ExpectResourcesEq(const Resources& want, const Resources& got, const std::string& what) {
+  EXPECT_EQ(want.cpu_millis, got.cpu_millis) << what << ".cpu_millis";
+  EXPECT_EQ(want.memory_bytes, got.memory_bytes) << what << ".memory_bytes";
+  EXPECT_EQ(want.gpus, got.gpus) << what << ".gpus";
+  EXPECT_EQ(want.pods, got.pods) << what << ".pods";
+  for (int i = 0; i < kMaxScalarResources; ++i) {
+    EXPECT_EQ(want.scalars[i], got.scalars[i]) << what << ".scalars[" << i << "]";
+  }
+}
+
+void ExpectNodeEq(const NodeState& want, const NodeState& got, const std::string& what) {
+  ExpectResourcesEq(want.idle, got.idle, what + ".idle");
+  ExpectResourcesEq(want.used, got.used, what + ".used");
+  ExpectResourcesEq(want.releasing, got.releasing, what + ".releasing");
+}
+
+// Field-by-field comparison of two snapshots; `when` names the moment in failure messages.
+void ExpectSameState(const Snapshot& want, const Snapshot& got, const Cluster& c,
+                     const std::string& when) {
+  SCOPED_TRACE(when);
+  ASSERT_EQ(want.pods.size(), got.pods.size());
+  for (size_t p = 0; p < want.pods.size(); ++p) {
+    const std::string name = "pod " + c.pods[p].name;
+    EXPECT_EQ(want.pods[p].status, got.pods[p].status) << name << ".status";
+    EXPECT_EQ(want.pods[p].node, got.pods[p].node) << name << ".node";
+    EXPECT_EQ(want.pods[p].virtual_status, got.pods[p].virtual_status) << name << ".virtual";
+  }
+  ASSERT_EQ(want.nodes.size(), got.nodes.size());
+  for (size_t n = 0; n < want.nodes.size(); ++n) {
+    ExpectNodeEq(want.nodes[n], got.nodes[n], "node " + c.nodes[n].name);
+  }
+  ASSERT_EQ(want.counters.size(), got.counters.size());
+  for (size_t i = 0; i < want.counters.size(); ++i) {
+    const std::string name = "pod set #" + std::to_string(i);
+    EXPECT_EQ(want.counters[i].active_allocated, got.counters[i].active_allocated) << name;
+    EXPECT_EQ(want.counters[i].active_used, got.counters[i].active_used) << name;
+    EXPECT_EQ(want.counters[i].alive, got.counters[i].alive) << name;
+    EXPECT_EQ(want.counters[i].gated, got.counters[i].gated) << name;
+    EXPECT_EQ(want.counters[i].pending, got.counters[i].pending) << name;
+  }
+  ASSERT_EQ(want.queue_allocated.size(), got.queue_allocated.size());
+  for (size_t q = 0; q < want.queue_allocated.size(); ++q) {
+    for (auto r : kQueueResources) {
+      EXPECT_EQ(want.queue_allocated[q][r], got.queue_allocated[q][r])
+          << "queue " << c.queues[q].name << " allocated[" << static_cast<int>(r) << "]";
+    }
+  }
+}
+
+void ExpectCounters(const Session& s, JobId j, int active_allocated, int active_used, int alive,
+                    int pending, const std::string& what) {
+  const PodSetCounters& c = s.counters(j, 0);
+  EXPECT_EQ(c.active_allocated, active_allocated) << what;
+  EXPECT_EQ(c.active_used, active_used) << what;
+  EXPECT_EQ(c.alive, alive) << what;
+  EXPECT_EQ(c.pending, pending) << what;
+  EXPECT_EQ(c.gated, 0) << what;
+}
+
+void ExpectQueueAllocated(const Session& s, QueueId q, double cpu, double mem, double gpus,
+                          const std::string& what) {
+  auto a = s.QueueAllocated(q);
+  ASSERT_TRUE(a.has_value()) << what;
+  EXPECT_EQ((*a)[QueueResource::kCpu], cpu) << what;
+  EXPECT_EQ((*a)[QueueResource::kMemory], mem) << what;
+  EXPECT_EQ((*a)[QueueResource::kGpu], gpus) << what;
+}
+
+// Two nodes, a department with one leaf queue, and three jobs:
+//   a: two pending pods, 1 GPU / 1000m / 2 GB each
+//   r: one pod running on n1, 1 GPU / 2000m / 4 GB
+//   b: one pending pod, 1 GPU / 1000m / 2 GB
+// Nodes have 16000m CPU, 64 GB memory, 110 pod slots; n0 has 4 GPUs, n1 has 2.
+class StatementTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    n0_ = AddNode(cluster_, "n0", 4);
+    n1_ = AddNode(cluster_, "n1", 2);
+    dept_ = AddQueue(cluster_, "dept");
+    q_ = AddQueue(cluster_, "q", {.parent = "dept"});
+    const PodSpec small{.gpus = 1, .cpu_millis = 1000, .memory_bytes = 2e9};
+    a_ = AddJob(cluster_, "a", {.queue = "q", .pods = 2, .pod = small, .creation_ms = 1});
+    r_ = AddJob(cluster_, "r",
+                {.queue = "q",
+                 .pod = {.gpus = 1, .cpu_millis = 2000, .memory_bytes = 4e9},
+                 .creation_ms = 2});
+    b_ = AddJob(cluster_, "b", {.queue = "q", .pod = small, .creation_ms = 3});
+    testutil::Place(cluster_, PodOf(cluster_, r_, 0), n1_);
+    cluster_.Finalize();
+    a0_ = PodOf(cluster_, a_, 0);
+    a1_ = PodOf(cluster_, a_, 1);
+    r0_ = PodOf(cluster_, r_, 0);
+    b0_ = PodOf(cluster_, b_, 0);
+    scheduler_ = testutil::MakeScheduler(SchedulerConfig::Default());
+    ssn_ = scheduler_->OpenSession(cluster_, testutil::kNowMs);
+  }
+
+  Session& ssn() { return *ssn_; }
+
+  Cluster cluster_;
+  NodeId n0_ = kNone, n1_ = kNone;
+  QueueId dept_ = kNone, q_ = kNone;
+  JobId a_ = kNone, r_ = kNone, b_ = kNone;
+  PodId a0_ = kNone, a1_ = kNone, r0_ = kNone, b0_ = kNone;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<Session> ssn_;
+};
+
+TEST_F(StatementTest, InitialSessionStateMatchesTheCluster) {
+  // n0 is empty; n1 carries r-0 (2000m, 4 GB, 1 GPU, 1 slot).
+  ExpectNodeEq({Res(16000, 64e9, 4, 110), {}, {}}, ssn().node(n0_), "n0");
+  ExpectNodeEq({Res(14000, 60e9, 1, 109), Res(2000, 4e9, 1, 1), {}}, ssn().node(n1_), "n1");
+  ExpectCounters(ssn(), a_, 0, 0, 2, 2, "job a");
+  ExpectCounters(ssn(), r_, 1, 1, 1, 0, "job r");
+  // Only r-0 is allocated: it counts for its leaf queue and for the department.
+  ExpectQueueAllocated(ssn(), q_, 2000, 4e9, 1, "q");
+  ExpectQueueAllocated(ssn(), dept_, 2000, 4e9, 1, "dept");
+}
+
+TEST_F(StatementTest, AllocateEvictPipelineUpdateTheSessionAtOnce) {
+  Statement stmt(ssn());
+
+  stmt.Allocate(a0_, n0_);
+  EXPECT_EQ(ssn().pod(a0_).status, PodStatus::kAllocated);
+  EXPECT_EQ(ssn().pod(a0_).node, n0_);
+  EXPECT_TRUE(ssn().pod(a0_).virtual_status);
+  // n0: idle 16000-1000, 64-2 GB, 4-1 GPUs, 110-1 slots; used = a-0's request.
+  ExpectNodeEq({Res(15000, 62e9, 3, 109), Res(1000, 2e9, 1, 1), {}}, ssn().node(n0_),
+               "n0 after allocate");
+  ExpectCounters(ssn(), a_, 1, 1, 2, 1, "job a after allocate");
+  // q: r-0 (2000m, 4 GB, 1 GPU) + a-0 (1000m, 2 GB, 1 GPU).
+  ExpectQueueAllocated(ssn(), q_, 3000, 6e9, 2, "q after allocate");
+  ExpectQueueAllocated(ssn(), dept_, 3000, 6e9, 2, "dept after allocate");
+
+  stmt.Evict(r0_, "make room");
+  EXPECT_EQ(ssn().pod(r0_).status, PodStatus::kReleasing);
+  EXPECT_EQ(ssn().pod(r0_).node, n1_);
+  EXPECT_TRUE(ssn().pod(r0_).virtual_status);
+  // n1: r-0 still uses its resources but they are now releasing; idle does not change.
+  ExpectNodeEq({Res(14000, 60e9, 1, 109), Res(2000, 4e9, 1, 1), Res(2000, 4e9, 1, 1)},
+               ssn().node(n1_), "n1 after evict");
+  // A releasing pod is active-used but neither active-allocated nor alive.
+  ExpectCounters(ssn(), r_, 0, 1, 0, 0, "job r after evict");
+  // q loses r-0: only a-0 remains.
+  ExpectQueueAllocated(ssn(), q_, 1000, 2e9, 1, "q after evict");
+
+  stmt.Pipeline(a1_, n1_);
+  EXPECT_EQ(ssn().pod(a1_).status, PodStatus::kPipelined);
+  EXPECT_EQ(ssn().pod(a1_).node, n1_);
+  EXPECT_TRUE(ssn().pod(a1_).virtual_status);
+  // n1: a-1 takes from releasing (2000-1000, 4-2 GB, 1-1 GPU, 1-1 slot); used grows by a-1.
+  ExpectNodeEq({Res(14000, 60e9, 1, 109), Res(3000, 6e9, 2, 2), Res(1000, 2e9, 0, 0)},
+               ssn().node(n1_), "n1 after pipeline");
+  ExpectCounters(ssn(), a_, 2, 2, 2, 0, "job a after pipeline");
+  ExpectQueueAllocated(ssn(), q_, 2000, 4e9, 2, "q after pipeline");
+  // n0 was not touched by the last two operations.
+  ExpectNodeEq({Res(15000, 62e9, 3, 109), Res(1000, 2e9, 1, 1), {}}, ssn().node(n0_),
+               "n0 at the end");
+  EXPECT_FALSE(stmt.empty());
+}
+
+TEST_F(StatementTest, RollbackRestoresEachCheckpointExactly) {
+  const Snapshot s0 = Take(ssn());
+  Statement stmt(ssn());
+  const auto cp0 = stmt.checkpoint();
+  stmt.Allocate(a0_, n0_);
+  const Snapshot s1 = Take(ssn());
+  const auto cp1 = stmt.checkpoint();
+  stmt.Evict(r0_, "make room");
+  const Snapshot s2 = Take(ssn());
+  const auto cp2 = stmt.checkpoint();
+  stmt.Pipeline(a1_, n1_);
+  stmt.Allocate(b0_, n0_);
+
+  stmt.Rollback(cp2);
+  ExpectSameState(s2, Take(ssn()), cluster_, "rolled back to after evict");
+  stmt.Rollback(cp1);
+  ExpectSameState(s1, Take(ssn()), cluster_, "rolled back to after allocate");
+  stmt.Rollback(cp0);
+  ExpectSameState(s0, Take(ssn()), cluster_, "rolled back to the start");
+  EXPECT_TRUE(stmt.empty());
+}
+
+TEST_F(StatementTest, DiscardRestoresTheWholeSessionState) {
+  const Snapshot before = Take(ssn());
+  const uint64_t epoch = ssn().placement_epoch();
+  {
+    Statement stmt(ssn());
+    stmt.Allocate(a0_, n0_);
+    stmt.Evict(r0_, "make room");
+    stmt.Pipeline(a1_, n1_);
+    stmt.Allocate(b0_, n1_);
+    EXPECT_GT(ssn().placement_epoch(), epoch);
+    stmt.Discard();
+    EXPECT_TRUE(stmt.empty());
+  }
+  ExpectSameState(before, Take(ssn()), cluster_, "after discard");
+  EXPECT_TRUE(ssn().binds().empty());
+  EXPECT_TRUE(ssn().evictions().empty());
+  EXPECT_TRUE(ssn().pipelined().empty());
+}
+
+TEST_F(StatementTest, OperationsAfterARollbackCanBeRolledBackToo) {
+  const Snapshot before = Take(ssn());
+  Statement stmt(ssn());
+  stmt.Allocate(a0_, n0_);
+  const auto cp = stmt.checkpoint();
+  stmt.Allocate(a1_, n0_);
+  stmt.Rollback(cp);
+  stmt.Allocate(a1_, n1_);  // a different node this time
+  // n1: r-0 plus a-1: idle 14000-1000, 60-2 GB, 1-1 GPU, 109-1 slots.
+  ExpectNodeEq({Res(13000, 58e9, 0, 108), Res(3000, 6e9, 2, 2), {}}, ssn().node(n1_), "n1");
+  stmt.Discard();
+  ExpectSameState(before, Take(ssn()), cluster_, "after discard");
+}
+
+TEST_F(StatementTest, CommitTurnsOperationsIntoDecisions) {
+  Statement stmt(ssn());
+  stmt.Allocate(a0_, n0_);
+  stmt.Evict(r0_, "make room for a");
+  stmt.Pipeline(a1_, n1_);
+  const Snapshot before_commit = Take(ssn());
+  stmt.Commit();
+  EXPECT_TRUE(stmt.empty());
+
+  EXPECT_EQ(ssn().pod(a0_).status, PodStatus::kBinding);
+  EXPECT_EQ(ssn().pod(a1_).status, PodStatus::kPipelined);
+  EXPECT_EQ(ssn().pod(r0_).status, PodStatus::kReleasing);
+  for (PodId p : {a0_, a1_, r0_}) {
+    EXPECT_FALSE(ssn().pod(p).virtual_status) << cluster_.pods[p].name;
+  }
+
+  ASSERT_EQ(ssn().binds().size(), 1u);
+  EXPECT_EQ(ssn().binds()[0].pod, a0_);
+  EXPECT_EQ(ssn().binds()[0].node, n0_);
+  ASSERT_EQ(ssn().pipelined().size(), 1u);
+  EXPECT_EQ(ssn().pipelined()[0].pod, a1_);
+  EXPECT_EQ(ssn().pipelined()[0].node, n1_);
+  EXPECT_EQ(ssn().pipelined()[0].message, "Pod ns/a-1 was pipelined to node n1");
+  ASSERT_EQ(ssn().evictions().size(), 1u);
+  EXPECT_EQ(ssn().evictions()[0].pod, r0_);
+  EXPECT_EQ(ssn().evictions()[0].node, n1_);
+  EXPECT_EQ(ssn().evictions()[0].message, "make room for a");
+
+  // Committing moves no resources and keeps the counters (binding is still active-allocated).
+  const Snapshot after = Take(ssn());
+  for (size_t n = 0; n < after.nodes.size(); ++n) {
+    ExpectNodeEq(before_commit.nodes[n], after.nodes[n], "node " + cluster_.nodes[n].name);
+  }
+  ExpectCounters(ssn(), a_, 2, 2, 2, 0, "job a after commit");
+  ExpectQueueAllocated(ssn(), q_, 2000, 4e9, 2, "q after commit");
+}
+
+TEST_F(StatementTest, CommittedOperationsAreNotUndoneByALaterDiscard) {
+  Statement stmt(ssn());
+  stmt.Allocate(a0_, n0_);
+  stmt.Commit();
+  const Snapshot committed = Take(ssn());
+  stmt.Allocate(a1_, n0_);
+  stmt.Discard();
+  ExpectSameState(committed, Take(ssn()), cluster_, "after commit then discard");
+  EXPECT_EQ(ssn().pod(a0_).status, PodStatus::kBinding);
+  EXPECT_EQ(ssn().binds().size(), 1u);
+}
+
+// A pending pod may name a node it does not occupy (spec section 13.2). Rolling back an
+// allocation clears that attribute; rolling back a pipelining restores it.
+class PendingPodWithNodeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    n0_ = AddNode(cluster_, "n0", 2);
+    n1_ = AddNode(cluster_, "n1", 2);
+    AddQueue(cluster_, "q");
+    const JobId j = AddJob(cluster_, "j", {.queue = "q", .pod = {.gpus = 1}});
+    p_ = PodOf(cluster_, j, 0);
+    cluster_.pods[p_].node = n1_;  // still pending
+    cluster_.Finalize();
+    scheduler_ = testutil::MakeScheduler();
+    ssn_ = scheduler_->OpenSession(cluster_, testutil::kNowMs);
+  }
+  Cluster cluster_;
+  NodeId n0_ = kNone, n1_ = kNone;
+  PodId p_ = kNone;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<Session> ssn_;
+};
+
+TEST_F(PendingPodWithNodeTest, TheNamedNodeHoldsNothing) {
+  EXPECT_EQ(ssn_->pod(p_).status, PodStatus::kPending);
+  EXPECT_EQ(ssn_->pod(p_).node, n1_);
+  EXPECT_EQ(ssn_->node(n1_).idle.gpus, 2);
+  EXPECT_EQ(ssn_->node(n1_).used.gpus, 0);
+}
+
+TEST_F(PendingPodWithNodeTest, RolledBackAllocationClearsTheNode) {
+  Statement stmt(*ssn_);
+  stmt.Allocate(p_, n0_);
+  EXPECT_EQ(ssn_->pod(p_).node, n0_);
+  stmt.Discard();
+  EXPECT_EQ(ssn_->pod(p_).status, PodStatus::kPending);
+  EXPECT_EQ(ssn_->pod(p_).node, kNone);
+  EXPECT_EQ(ssn_->node(n0_).idle.gpus, 2);
+}
+
+TEST_F(PendingPodWithNodeTest, RolledBackPipeliningRestoresTheNode) {
+  Statement stmt(*ssn_);
+  stmt.Pipeline(p_, n0_);
+  EXPECT_EQ(ssn_->pod(p_).node, n0_);
+  stmt.Discard();
+  EXPECT_EQ(ssn_->pod(p_).status, PodStatus::kPending);
+  EXPECT_EQ(ssn_->pod(p_).node, n1_);
+  // Neither node keeps anything: n0 gets its releasing GPU back, n1 was never charged.
+  EXPECT_EQ(ssn_->node(n0_).releasing.gpus, 0);
+  EXPECT_EQ(ssn_->node(n0_).used.gpus, 0);
+  EXPECT_EQ(ssn_->node(n1_).used.gpus, 0);
+}
+
+TEST_F(StatementTest, ConvertAllAllocatedToPipelinedOnlyTouchesTheJob) {
+  Statement stmt(ssn());
+  stmt.Allocate(a0_, n0_);
+  stmt.Allocate(b0_, n0_);
+  stmt.Allocate(a1_, n0_);
+  // n0 after three 1-GPU / 1000m / 2 GB pods: idle 13000, 58 GB, 1 GPU, 107 slots.
+  const NodeState n0_allocated = ssn().node(n0_);
+  ExpectNodeEq({Res(13000, 58e9, 1, 107), Res(3000, 6e9, 3, 3), {}}, n0_allocated, "n0");
+
+  stmt.ConvertAllAllocatedToPipelined(a_);
+  EXPECT_EQ(ssn().pod(a0_).status, PodStatus::kPipelined);
+  EXPECT_EQ(ssn().pod(a1_).status, PodStatus::kPipelined);
+  EXPECT_EQ(ssn().pod(a0_).node, n0_);
+  EXPECT_EQ(ssn().pod(a1_).node, n0_);
+  EXPECT_EQ(ssn().pod(b0_).status, PodStatus::kAllocated);
+  // a-0 and a-1 go back to idle and are charged to releasing instead (KAI's NodeInfo accounting
+  // for pipelined pods): idle 13000 + 2*1000 = 15000, releasing 0 - 2*1000 = -2000, and the
+  // non-allocated total (idle + releasing) is unchanged.
+  const NodeState& n0 = ssn().node(n0_);
+  ExpectNodeEq({Res(15000, 62e9, 3, 109), Res(3000, 6e9, 3, 3), Res(-2000, -4e9, -2, -2)}, n0,
+               "n0 after convert");
+  ExpectResourcesEq(n0_allocated.NonAllocated(), n0.NonAllocated(), "n0 non-allocated");
+  // Pipelined pods stay active-allocated; the queue keeps all three pods plus r-0.
+  ExpectCounters(ssn(), a_, 2, 2, 2, 0, "job a after convert");
+  ExpectCounters(ssn(), b_, 1, 1, 1, 0, "job b after convert");
+  ExpectQueueAllocated(ssn(), q_, 5000, 10e9, 4, "q after convert");
+
+  stmt.Commit();
+  ASSERT_EQ(ssn().binds().size(), 1u);
+  EXPECT_EQ(ssn().binds()[0].pod, b0_);
+  ASSERT_EQ(ssn().pipelined().size(), 2u);
+  EXPECT_EQ(ssn().pipelined()[0].pod, a0_);
+  EXPECT_EQ(ssn().pipelined()[1].pod, a1_);
+  EXPECT_EQ(ssn().pipelined()[0].node, n0_);
+}
+
+TEST_F(StatementTest, ConvertedStatementStillDiscardsToTheStart) {
+  const Snapshot before = Take(ssn());
+  Statement stmt(ssn());
+  stmt.Allocate(a0_, n0_);
+  stmt.Evict(r0_, "make room");
+  stmt.Allocate(b0_, n1_);
+  stmt.Allocate(a1_, n0_);
+  stmt.ConvertAllAllocatedToPipelined(a_);
+  stmt.Discard();
+  ExpectSameState(before, Take(ssn()), cluster_, "after convert and discard");
+}
+
+}  // namespace
+}  // namespace gantry
