@@ -29,5 +29,11 @@ echo "== sanitizer build (ASan + UBSan), unit tests"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGANTRY_SANITIZE=ON \
   -DGANTRY_BUILD_BENCH=OFF >/dev/null
 ninja -C build-asan -j "$jobs" gantry_unit_tests gantry
+if [ -d "$corpus/lists" ]; then
+  echo "== gating conformance lists under the sanitizers"
+  grep -v '^#' tests/conformance/gating.txt | while read -r list; do
+    [ -n "$list" ] && ./build-asan/gantry conformance --list "$corpus/lists/$list.txt"
+  done
+fi
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan -L unit --output-on-failure -j "$jobs"
