@@ -4,14 +4,14 @@
 
 namespace gantry {
 
-void TaskFitErrors::AddNodeReason(std::string_view reason) {
+void TaskFitErrors::AddNodeReason(std::string_view reason, int nodes) {
   for (auto& [text, count] : reasons_) {
     if (text.size() == reason.size() && text == reason) {
-      ++count;
+      count += nodes;
       return;
     }
   }
-  reasons_.emplace_back(std::string(reason), 1);
+  reasons_.emplace_back(std::string(reason), nodes);
 }
 
 std::string TaskFitErrors::Render() const {

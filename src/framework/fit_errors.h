@@ -21,7 +21,8 @@ inline constexpr std::string_view kPodSchedulingErrors = "PodSchedulingErrors";
 class TaskFitErrors {
  public:
   void SetError(std::string message) { base_ = std::move(message); }
-  void AddNodeReason(std::string_view reason);
+  // Counts `reason` for `nodes` nodes (more than one when a class of equivalent nodes failed).
+  void AddNodeReason(std::string_view reason, int nodes = 1);
   bool empty() const { return base_.empty() && reasons_.empty(); }
   // KAI's TasksFitErrors.Error(): "<base>: <n reason>. \n<n reason>." (reasons sorted).
   std::string Render() const;

@@ -44,6 +44,9 @@ Session::Session(const Cluster& cluster, const SchedulerConfig& config, int64_t 
   pod_set_counters_.resize(static_cast<size_t>(cluster.total_pod_sets()));
   for (PodId p = 0; p < static_cast<PodId>(pods.size()); ++p) CountPod(p, +1);
 
+  for (const Pod& pod : pods) any_anti_affinity_ = any_anti_affinity_ || !pod.pod_anti_affinity.empty();
+  BuildNodeClasses();
+
   jobs_.resize(cluster.jobs.size());
   job_version_.assign(cluster.jobs.size(), 1);
   job_quantities_cache_.assign(cluster.jobs.size(), {0, Quantities{}});
@@ -57,6 +60,9 @@ Session::~Session() = default;
 
 void Session::Open(std::span<Plugin* const> plugins, std::span<const PluginConfig> configs) {
   plugins_.assign(plugins.begin(), plugins.end());
+  for (Plugin* plugin : plugins_) {
+    classes_enabled_ = classes_enabled_ && plugin->NodeChecksDependOnlyOnShapeAndState();
+  }
   for (size_t i = 0; i < plugins_.size(); ++i) {
     opening_ = i < configs.size() ? &configs[i] : nullptr;
     plugins_[i]->OnSessionOpen(*this);
@@ -114,6 +120,7 @@ void Session::AddPodToNode(PodId p, NodeId n) {
       ns.idle -= r;
   }
   non_allocated_gpus_[n] = ns.idle.gpus + ns.releasing.gpus;
+  if (classes_enabled_) Reclassify(n);
 }
 
 void Session::RemovePodFromNode(PodId p, NodeId n) {
@@ -133,6 +140,7 @@ void Session::RemovePodFromNode(PodId p, NodeId n) {
       ns.idle += r;
   }
   non_allocated_gpus_[n] = ns.idle.gpus + ns.releasing.gpus;
+  if (classes_enabled_) Reclassify(n);
 }
 
 void Session::FireAllocate(PodId p) {
@@ -296,41 +304,42 @@ bool Session::FittingNode(PodId p, NodeId n, bool record) {
   return FittingNode(p, n, record ? &jobs_[cluster_.pods[p].job].task_fit_errors[p] : nullptr);
 }
 
-bool Session::FittingNode(PodId p, NodeId n, TaskFitErrors* record) {
+bool Session::FittingNode(PodId p, NodeId n, TaskFitErrors* record, int weight) {
   if (!FitsIdleOrReleasing(p, n)) {
     if (record) {
       const Pod& pod = cluster_.pods[p];
       if (pod.IsSharedGpu()) {
-        record->AddNodeReason(kSharedGpuUnsupported);
+        record->AddNodeReason(kSharedGpuUnsupported, weight);
         return false;
       }
       // Against what is not used at all (capacity - used), as KAI reports it.
       const Resources available = cluster_.nodes[n].allocatable - nodes_[n].used;
       if (!pod.request.FitsIn(nodes_[n].idle)) {
         bool any = false;
-        if (pod.request.gpus > available.gpus) record->AddNodeReason(kNotEnoughGpus), any = true;
+        if (pod.request.gpus > available.gpus) record->AddNodeReason(kNotEnoughGpus, weight), any = true;
         if (static_cast<int64_t>(pod.request.cpu_millis) >
             static_cast<int64_t>(available.cpu_millis)) {
-          record->AddNodeReason(kNotEnoughCpu), any = true;
+          record->AddNodeReason(kNotEnoughCpu, weight), any = true;
         }
         if (pod.request.memory_bytes > available.memory_bytes) {
-          record->AddNodeReason(kNotEnoughMemory), any = true;
+          record->AddNodeReason(kNotEnoughMemory, weight), any = true;
         }
         for (int s = 0; s < cluster_.resource_names.size(); ++s) {
           if (pod.request.scalars[s] > available.scalars[s]) {
             record->AddNodeReason("node(s) didn't have enough resources: " +
-                                  cluster_.resource_names.Name(s));
+                                      cluster_.resource_names.Name(s),
+                                  weight);
             any = true;
           }
         }
-        if (!any && pod.request.pods > available.pods) record->AddNodeReason(kPodNumberExceeded);
+        if (!any && pod.request.pods > available.pods) record->AddNodeReason(kPodNumberExceeded, weight);
       }
     }
     return false;
   }
   for (const auto& fn : predicate_fns_) {
     if (auto reason = fn(*this, p, n)) {
-      if (record) record->AddNodeReason(*reason);
+      if (record) record->AddNodeReason(*reason, weight);
       return false;
     }
   }
@@ -355,7 +364,68 @@ struct RankedLess {
 };
 }  // namespace
 
-void Session::RankFittingNodes(PodId p, std::span<const NodeId> candidates, bool record) {
+size_t Session::ClassKeyHash::operator()(const ClassKey& k) const {
+  // FNV-1a over the shape and the three counters.
+  uint64_t h = 1469598103934665603ULL;
+  auto mix = [&h](const void* data, size_t size) {
+    const auto* b = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < size; ++i) h = (h ^ b[i]) * 1099511628211ULL;
+  };
+  mix(&k.shape, sizeof k.shape);
+  mix(&k.state.idle, sizeof(Resources));
+  mix(&k.state.used, sizeof(Resources));
+  mix(&k.state.releasing, sizeof(Resources));
+  return static_cast<size_t>(h);
+}
+
+namespace {
+using RankedMember = std::pair<int32_t, NodeId>;  // (name rank, node); min-heap by rank
+struct MemberGreater {
+  bool operator()(const RankedMember& a, const RankedMember& b) const { return a.first > b.first; }
+};
+}  // namespace
+
+void Session::BuildNodeClasses() {
+  classes_enabled_ = true;
+  class_index_.clear();
+  class_members_.clear();
+  node_class_.assign(nodes_.size(), -1);
+  for (NodeId n = 0; n < static_cast<NodeId>(nodes_.size()); ++n) Reclassify(n);
+}
+
+void Session::Reclassify(NodeId n) {
+  const int32_t old = node_class_[n];
+  const RankedMember me{cluster_.nodes[n].name_rank, n};
+  if (old >= 0) {
+    auto& members = class_members_[old];
+    auto it = std::find(members.begin(), members.end(), me);
+    if (it != members.end()) {
+      *it = members.back();
+      members.pop_back();
+      std::make_heap(members.begin(), members.end(), MemberGreater{});
+    }
+  }
+  const ClassKey key{cluster_.nodes[n].shape, nodes_[n]};
+  auto [it, inserted] = class_index_.emplace(key, static_cast<int32_t>(class_members_.size()));
+  if (inserted) class_members_.emplace_back();
+  auto& members = class_members_[it->second];
+  members.push_back(me);
+  std::push_heap(members.begin(), members.end(), MemberGreater{});
+  node_class_[n] = it->second;
+}
+
+bool Session::CanRankByClass(PodId p, std::span<const NodeId> candidates) const {
+  if (!classes_enabled_ || any_anti_affinity_ || candidates.size() != all_nodes_.size() ||
+      candidates.data() != all_nodes_.data()) {
+    return false;
+  }
+  const Pod& pod = cluster_.pods[p];
+  return !pod.IsSharedGpu() && pod.node_selector.empty() && pod.required_node_affinity.empty() &&
+         pod.pod_affinity.empty() && pod.pod_anti_affinity.empty() &&
+         pod.nominated_node == kNone;
+}
+
+void Session::RankPerNode(PodId p, std::span<const NodeId> candidates, bool record) {
   for (const auto& fn : node_pre_order_fns_) fn(*this, p, candidates);
   ranked_.clear();
   const Pod& pod = cluster_.pods[p];
@@ -363,6 +433,7 @@ void Session::RankFittingNodes(PodId p, std::span<const NodeId> candidates, bool
   const double need_gpus = pod.IsSharedGpu() ? 0 : pod.request.gpus;
   for (NodeId n : candidates) {
     if (non_allocated_gpus_[n] < need_gpus) continue;
+    ++stats_.nodes_checked;
     if (!FittingNode(p, n, nullptr)) continue;
     double score = 0;
     for (const auto& fn : node_order_fns_) score += fn(*this, p, n);
@@ -373,11 +444,41 @@ void Session::RankFittingNodes(PodId p, std::span<const NodeId> candidates, bool
     // so they are not collected while ranking.
     TaskFitErrors& errors = jobs_[pod.job].task_fit_errors[p];
     for (NodeId n : candidates) FittingNode(p, n, &errors);
+  }
+}
+
+void Session::RankFittingNodes(PodId p, std::span<const NodeId> candidates, bool record) {
+  rank_pod_ = p;
+  rank_candidates_ = candidates;
+  rank_returned_.clear();
+  ranked_heap_ = false;
+  ranked_by_class_ = CanRankByClass(p, candidates);
+  if (!ranked_by_class_) {
+    ++stats_.rankings_per_node;
+    RankPerNode(p, candidates, record);
+    PickBestRanked();
     return;
   }
+  ++stats_.rankings_by_class;
+  // One representative per non-empty class: its smallest-named node.
+  class_reps_.clear();
+  for (const auto& members : class_members_) {
+    if (!members.empty()) class_reps_.push_back(members.front().second);
+  }
+  RankPerNode(p, class_reps_, /*record=*/false);
+  if (ranked_.empty() && record) {
+    const Pod& pod = cluster_.pods[p];
+    TaskFitErrors& errors = jobs_[pod.job].task_fit_errors[p];
+    for (NodeId n : class_reps_) {
+      FittingNode(p, n, &errors, static_cast<int>(class_members_[node_class_[n]].size()));
+    }
+  }
+  PickBestRanked();
+}
+
+void Session::PickBestRanked() {
   // Usually only the best node is taken: find it with one linear pass and keep it at the back.
   // The rest is heap-ordered only if a second node is asked for.
-  ranked_heap_ = false;
   if (ranked_.empty()) return;
   const RankedLess less{cluster_.nodes};
   size_t best = 0;
@@ -391,13 +492,26 @@ NodeId Session::NextRankedNode() {
   if (ranked_.empty()) return kNone;
   if (ranked_heap_) {
     std::pop_heap(ranked_.begin(), ranked_.end(), RankedLess{cluster_.nodes});
-  } else {
-    // The best is at the back; order the others for later calls.
-    std::make_heap(ranked_.begin(), ranked_.end() - 1, RankedLess{cluster_.nodes});
+  } else if (ranked_by_class_ && !rank_returned_.empty()) {
+    // A second node is wanted: rank every node, minus those already returned.
+    RankPerNode(rank_pod_, rank_candidates_, /*record=*/false);
+    std::erase_if(ranked_, [&](const auto& entry) {
+      return std::find(rank_returned_.begin(), rank_returned_.end(), entry.second) !=
+             rank_returned_.end();
+    });
+    ranked_by_class_ = false;
+    if (ranked_.empty()) return kNone;
+    std::make_heap(ranked_.begin(), ranked_.end(), RankedLess{cluster_.nodes});
+    std::pop_heap(ranked_.begin(), ranked_.end(), RankedLess{cluster_.nodes});
+    ranked_heap_ = true;
+  } else if (!rank_returned_.empty()) {
+    std::make_heap(ranked_.begin(), ranked_.end(), RankedLess{cluster_.nodes});
+    std::pop_heap(ranked_.begin(), ranked_.end(), RankedLess{cluster_.nodes});
     ranked_heap_ = true;
   }
   const NodeId n = ranked_.back().second;
   ranked_.pop_back();
+  rank_returned_.push_back(n);
   return n;
 }
 

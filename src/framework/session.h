@@ -85,6 +85,13 @@ struct PipelineDecision {
   std::string message;
 };
 
+// Counters of the work a session did (for tests and benchmarks).
+struct SessionStats {
+  int64_t rankings_by_class = 0;  // pods ranked over classes of equivalent nodes
+  int64_t rankings_per_node = 0;  // pods ranked node by node
+  int64_t nodes_checked = 0;      // node feasibility checks while ranking
+};
+
 // Callback types. Comparators return <0 when the left side goes first, >0 for the right side,
 // 0 for "no opinion" (the next comparator decides).
 using JobOrderFn = std::function<int(const Session&, JobId, JobId)>;
@@ -160,6 +167,7 @@ class Session {
   const std::vector<BindDecision>& binds() const { return binds_; }
   const std::vector<EvictionDecision>& evictions() const { return evictions_; }
   const std::vector<PipelineDecision>& pipelined() const { return pipelined_; }
+  const SessionStats& stats() const { return stats_; }
 
   // --- Plugin registration ------------------------------------------------------------------
   void AddJobOrderFn(JobOrderFn fn) {
@@ -195,7 +203,8 @@ class Session {
   // Resource fit on idle + releasing, then every predicate. Records the reason of a failure in
   // the pod's fit errors when `record` is set.
   bool FittingNode(PodId p, NodeId n, bool record);
-  bool FittingNode(PodId p, NodeId n, TaskFitErrors* record);
+  // `weight`: how many equivalent nodes this check stands for, when recording.
+  bool FittingNode(PodId p, NodeId n, TaskFitErrors* record, int weight = 1);
   // Ranks the nodes of `candidates` that fit the pod; NextRankedNode() then returns them best
   // score first (ties by node name), kNone when exhausted. Only the nodes actually taken are
   // ordered (a heap), so the common case - the first node is used - costs one pass.
@@ -282,6 +291,39 @@ class Session {
   // Scratch buffers reused across calls (no allocation per candidate node).
   std::vector<std::pair<double, NodeId>> ranked_;
   bool ranked_heap_ = false;
+
+  // Classes of equivalent nodes: same shape and same NodeState. Nodes of a class pass the same
+  // checks with the same scores for label-independent pods, so ranking evaluates one
+  // representative (the smallest name) per class. See Plugin::NodeChecksDependOnlyOnShapeAndState.
+  struct ClassKey {
+    int32_t shape;
+    NodeState state;
+    bool operator==(const ClassKey& o) const {
+      return shape == o.shape && state.idle == o.state.idle && state.used == o.state.used &&
+             state.releasing == o.state.releasing;
+    }
+  };
+  struct ClassKeyHash {
+    size_t operator()(const ClassKey& k) const;
+  };
+  void BuildNodeClasses();
+  void Reclassify(NodeId n);
+  bool CanRankByClass(PodId p, std::span<const NodeId> candidates) const;
+  void RankPerNode(PodId p, std::span<const NodeId> candidates, bool record);
+  void PickBestRanked();
+
+  SessionStats stats_;
+  bool classes_enabled_ = false;
+  std::unordered_map<ClassKey, int32_t, ClassKeyHash> class_index_;
+  std::vector<std::vector<std::pair<int32_t, NodeId>>> class_members_;  // heap by name rank
+  std::vector<int32_t> node_class_;
+  std::vector<NodeId> class_reps_;
+  bool any_anti_affinity_ = false;
+  // State of the current ranking, for falling back to per-node order after the first node.
+  bool ranked_by_class_ = false;
+  PodId rank_pod_ = kNone;
+  std::span<const NodeId> rank_candidates_;
+  std::vector<NodeId> rank_returned_;
   // Cache of TasksToAllocateQuantities per job, valid while the job's version is unchanged.
   std::vector<uint64_t> job_version_;
   mutable std::vector<std::pair<uint64_t, Quantities>> job_quantities_cache_;

@@ -123,6 +123,18 @@ void Cluster::Finalize() {
     nodes[order[rank]].name_rank = rank;
   }
 
+  std::unordered_map<std::string, int32_t> shapes;
+  for (auto& node : nodes) {
+    std::string key(reinterpret_cast<const char*>(&node.allocatable), sizeof(Resources));
+    key += node.unschedulable ? 'U' : 'S';
+    key += node.mig_strategy + '|' + std::to_string(node.gpu_count) + '|' +
+           FormatNumber(node.gpu_memory_mib) + '|';
+    const std::string* mig = node.labels.Get("node-role.kubernetes.io/mig-enabled");
+    key += (mig ? *mig : std::string("-")) + '|';
+    for (const auto& t : node.taints) key += t.key + '=' + t.value + ':' + t.effect + ';';
+    node.shape = shapes.emplace(key, static_cast<int32_t>(shapes.size())).first->second;
+  }
+
   pods_by_name_.resize(pods.size());
   std::iota(pods_by_name_.begin(), pods_by_name_.end(), 0);
   std::sort(pods_by_name_.begin(), pods_by_name_.end(),

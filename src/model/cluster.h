@@ -101,6 +101,9 @@ struct Node {
   std::string mig_strategy;  // "", "single", "mixed"
   // Rank of the name in byte order among all nodes: equal scores are broken by it.
   int32_t name_rank = 0;
+  // Nodes with the same value have the same allocatable resources, taints, schedulability and
+  // MIG setup: they differ only in name and labels (set by Cluster::Finalize).
+  int32_t shape = 0;
 };
 
 struct Pod {

@@ -21,6 +21,7 @@ MinState StateOf(const Session& s, JobId j) {
 
 class ElasticPlugin : public Plugin {
  public:
+  bool NodeChecksDependOnlyOnShapeAndState() const override { return true; }
   std::string_view name() const override { return "elastic"; }
   void OnSessionOpen(Session& ssn) override {
     ssn.AddJobOrderFn([](const Session& s, JobId l, JobId r) {

@@ -12,6 +12,7 @@ namespace {
 
 class NodeAvailabilityPlugin : public Plugin {
  public:
+  bool NodeChecksDependOnlyOnShapeAndState() const override { return true; }
   std::string_view name() const override { return "nodeavailability"; }
   void OnSessionOpen(Session& ssn) override {
     ssn.AddNodeOrderFn([](const Session& s, PodId p, NodeId n) {
@@ -22,6 +23,7 @@ class NodeAvailabilityPlugin : public Plugin {
 
 class ResourceTypePlugin : public Plugin {
  public:
+  bool NodeChecksDependOnlyOnShapeAndState() const override { return true; }
   std::string_view name() const override { return "resourcetype"; }
   void OnSessionOpen(Session& ssn) override {
     ssn.AddNodeOrderFn([](const Session& s, PodId p, NodeId n) {
@@ -34,6 +36,7 @@ class ResourceTypePlugin : public Plugin {
 
 class NominatedNodePlugin : public Plugin {
  public:
+  bool NodeChecksDependOnlyOnShapeAndState() const override { return true; }
   std::string_view name() const override { return "nominatednode"; }
   void OnSessionOpen(Session& ssn) override {
     ssn.AddNodeOrderFn([](const Session& s, PodId p, NodeId n) {

@@ -32,6 +32,7 @@ double Allocatable(const Session& s, NodeId n, bool gpu) {
 
 class NodePlacementPlugin : public Plugin {
  public:
+  bool NodeChecksDependOnlyOnShapeAndState() const override { return true; }
   NodePlacementPlugin(Strategy gpu, Strategy cpu) : gpu_(gpu), cpu_(cpu) {}
   std::string_view name() const override { return "nodeplacement"; }
 

@@ -17,6 +17,7 @@ namespace {
 
 class PendingPlugin : public Plugin {
  public:
+  bool NodeChecksDependOnlyOnShapeAndState() const override { return true; }
   explicit PendingPlugin(std::string name) : name_(std::move(name)) {}
   std::string_view name() const override { return name_; }
   void OnSessionOpen(Session&) override {}

@@ -61,6 +61,7 @@ enum class MigKind : uint8_t { kNone, kSingle, kMixed };
 
 class PredicatesPlugin : public Plugin {
  public:
+  bool NodeChecksDependOnlyOnShapeAndState() const override { return true; }
   std::string_view name() const override { return "predicates"; }
 
   void OnSessionOpen(Session& ssn) override {

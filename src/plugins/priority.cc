@@ -8,6 +8,7 @@ namespace {
 
 class PriorityPlugin : public Plugin {
  public:
+  bool NodeChecksDependOnlyOnShapeAndState() const override { return true; }
   std::string_view name() const override { return "priority"; }
   void OnSessionOpen(Session& ssn) override {
     ssn.AddJobOrderFn([](const Session& s, JobId l, JobId r) {

@@ -280,6 +280,7 @@ std::string NonPreemptibleOverQuotaMessage(const std::string& queue, QueueResour
 
 class ProportionPlugin : public Plugin {
  public:
+  bool NodeChecksDependOnlyOnShapeAndState() const override { return true; }
   ProportionPlugin(double k_value, double reclaimer_multiplier)
       : k_value_(k_value), reclaimer_multiplier_(reclaimer_multiplier) {}
   std::string_view name() const override { return "proportion"; }

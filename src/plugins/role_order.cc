@@ -10,6 +10,7 @@ namespace {
 
 class RoleOrderPlugin : public Plugin {
  public:
+  bool NodeChecksDependOnlyOnShapeAndState() const override { return true; }
   RoleOrderPlugin(std::string_view name, std::string_view label,
                   std::initializer_list<std::string_view> leader_roles)
       : name_(name), label_(label), leader_roles_(leader_roles) {}

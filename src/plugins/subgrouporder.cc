@@ -8,6 +8,7 @@ namespace {
 
 class SubGroupOrderPlugin : public Plugin {
  public:
+  bool NodeChecksDependOnlyOnShapeAndState() const override { return true; }
   std::string_view name() const override { return "subgrouporder"; }
   void OnSessionOpen(Session& ssn) override {
     ssn.AddPodSetOrderFn([](const Session& s, JobId j, int32_t l, int32_t r) {

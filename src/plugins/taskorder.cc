@@ -27,6 +27,7 @@ struct TaskPriority {
 
 class TaskOrderPlugin : public Plugin {
  public:
+  bool NodeChecksDependOnlyOnShapeAndState() const override { return true; }
   std::string_view name() const override { return "taskorder"; }
   void OnSessionOpen(Session& ssn) override {
     cache_.assign(ssn.cluster().pods.size(), {});
