@@ -7,6 +7,7 @@ namespace gantry {
 
 void RegisterBuiltinActions(ActionRegistry& registry) {
   registry.Register("allocate", [] { return ActionPtr(std::make_unique<AllocateAction>()); });
+  RegisterStaleGangEvictionAction(registry);
   RegisterNotYetActions(registry);
 }
 

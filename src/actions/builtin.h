@@ -7,4 +7,6 @@ namespace gantry {
 
 void RegisterBuiltinActions(ActionRegistry& registry);
 
+void RegisterStaleGangEvictionAction(ActionRegistry& registry);
+
 }  // namespace gantry

@@ -18,7 +18,7 @@ class NotYetAction : public Action {
 }  // namespace
 
 void RegisterNotYetActions(ActionRegistry& registry) {
-  for (const char* name : {"consolidation", "reclaim", "preempt", "stalegangeviction"}) {
+  for (const char* name : {"consolidation", "reclaim", "preempt"}) {
     registry.Register(name, [name] { return ActionPtr(std::make_unique<NotYetAction>(name)); });
   }
 }

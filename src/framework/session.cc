@@ -530,6 +530,54 @@ std::optional<Quantities> Session::QueueFairShare(QueueId q) const {
   return queue_fair_share_fn_(*this, q);
 }
 
+std::optional<Quantities> Session::QueueDeserved(QueueId q) const {
+  if (!queue_deserved_fn_) return std::nullopt;
+  return queue_deserved_fn_(*this, q);
+}
+
+bool Session::CanReclaimResources(JobId reclaimer) const {
+  return !can_reclaim_fns_.empty() && can_reclaim_fns_.front()(*this, reclaimer);
+}
+
+bool Session::ReclaimVictimFilter(JobId reclaimer, JobId victim) const {
+  for (const auto& fn : reclaim_victim_filter_fns_) {
+    if (!fn(*this, reclaimer, victim)) return false;
+  }
+  return true;
+}
+
+bool Session::PreemptVictimFilter(JobId preemptor, JobId victim) const {
+  for (const auto& fn : preempt_victim_filter_fns_) {
+    if (!fn(*this, preemptor, victim)) return false;
+  }
+  return true;
+}
+
+bool Session::ReclaimScenarioValid(const ScenarioInfo& scenario) const {
+  for (const auto& fn : reclaim_validator_fns_) {
+    if (!fn(*this, scenario)) return false;
+  }
+  return true;
+}
+
+bool Session::PreemptScenarioValid(const ScenarioInfo& scenario) const {
+  for (const auto& fn : preempt_validator_fns_) {
+    if (!fn(*this, scenario)) return false;
+  }
+  return true;
+}
+
+void Session::OnJobSolutionStart() const {
+  for (const auto& fn : on_job_solution_start_fns_) fn(*this);
+}
+
+bool Session::IsElastic(JobId j) const {
+  for (const PodSet& ps : cluster_.jobs[j].pod_sets) {
+    if (ps.min_available < static_cast<int32_t>(ps.pods.size())) return true;
+  }
+  return false;
+}
+
 std::optional<Quantities> Session::QueueAllocated(QueueId q) const {
   if (!queue_allocated_fn_) return std::nullopt;
   return queue_allocated_fn_(*this, q);

@@ -92,6 +92,13 @@ struct SessionStats {
   int64_t nodes_checked = 0;      // node feasibility checks while ranking
 };
 
+// A simulated eviction scenario handed to validators: the job that wants resources and, per
+// victim job, the victim's tasks considered in the scenario (in the order they were added).
+struct ScenarioInfo {
+  JobId preemptor = kNone;
+  std::vector<std::pair<JobId, std::vector<PodId>>> victims;
+};
+
 // Callback types. Comparators return <0 when the left side goes first, >0 for the right side,
 // 0 for "no opinion" (the next comparator decides).
 using JobOrderFn = std::function<int(const Session&, JobId, JobId)>;
@@ -110,6 +117,13 @@ using JobCapacityFn =
 using TaskCapacityFn = std::function<SchedulableResult(const Session&, PodId, NodeId)>;
 using PodEventFn = std::function<void(Session&, PodId)>;
 using QueueQuantitiesFn = std::function<Quantities(const Session&, QueueId)>;
+// May `reclaimer` take resources from other queues at all?
+using CanReclaimFn = std::function<bool(const Session&, JobId reclaimer)>;
+// May `victim` be evicted for `preemptor`?
+using VictimFilterFn = std::function<bool(const Session&, JobId preemptor, JobId victim)>;
+// Is a simulated scenario an acceptable solution?
+using ScenarioValidatorFn = std::function<bool(const Session&, const ScenarioInfo&)>;
+using OnJobSolutionStartFn = std::function<void(const Session&)>;
 
 struct EventHandler {
   PodEventFn on_allocate;    // a pod started to occupy resources (allocated or pipelined)
@@ -191,6 +205,23 @@ class Session {
   void AddJobCapacityFn(JobCapacityFn fn) { job_capacity_fns_.push_back(std::move(fn)); }
   void AddTaskCapacityFn(TaskCapacityFn fn) { task_capacity_fns_.push_back(std::move(fn)); }
   void AddEventHandler(EventHandler h) { event_handlers_.push_back(std::move(h)); }
+  void AddCanReclaimFn(CanReclaimFn fn) { can_reclaim_fns_.push_back(std::move(fn)); }
+  void AddReclaimVictimFilterFn(VictimFilterFn fn) {
+    if (!Disabled("reclaimable")) reclaim_victim_filter_fns_.push_back(std::move(fn));
+  }
+  void AddPreemptVictimFilterFn(VictimFilterFn fn) {
+    if (!Disabled("preemptable")) preempt_victim_filter_fns_.push_back(std::move(fn));
+  }
+  void AddReclaimScenarioValidatorFn(ScenarioValidatorFn fn) {
+    if (!Disabled("reclaimable")) reclaim_validator_fns_.push_back(std::move(fn));
+  }
+  void AddPreemptScenarioValidatorFn(ScenarioValidatorFn fn) {
+    if (!Disabled("preemptable")) preempt_validator_fns_.push_back(std::move(fn));
+  }
+  void AddOnJobSolutionStartFn(OnJobSolutionStartFn fn) {
+    on_job_solution_start_fns_.push_back(std::move(fn));
+  }
+  void SetQueueDeservedFn(QueueQuantitiesFn fn) { queue_deserved_fn_ = std::move(fn); }
   void SetQueueFairShareFn(QueueQuantitiesFn fn) { queue_fair_share_fn_ = std::move(fn); }
   void SetQueueAllocatedFn(QueueQuantitiesFn fn) { queue_allocated_fn_ = std::move(fn); }
 
@@ -213,6 +244,17 @@ class Session {
   SchedulableResult IsJobOverQueueCapacity(JobId j, std::span<const PodId> pods) const;
   SchedulableResult IsTaskAllocationOverCapacity(PodId p, NodeId n) const;
   std::optional<Quantities> QueueFairShare(QueueId q) const;
+  std::optional<Quantities> QueueDeserved(QueueId q) const;
+  // Reclaim / preempt hooks (KAI: CanReclaimResources uses the first registered function only;
+  // filters and validators must all agree).
+  bool CanReclaimResources(JobId reclaimer) const;
+  bool ReclaimVictimFilter(JobId reclaimer, JobId victim) const;
+  bool PreemptVictimFilter(JobId preemptor, JobId victim) const;
+  bool ReclaimScenarioValid(const ScenarioInfo& scenario) const;
+  bool PreemptScenarioValid(const ScenarioInfo& scenario) const;
+  void OnJobSolutionStart() const;
+  // A job is elastic when some pod set has fewer required pods than pods.
+  bool IsElastic(JobId j) const;
   std::optional<Quantities> QueueAllocated(QueueId q) const;
 
   // Whether the pod fits the node's idle resources alone (no waiting for releasing pods).
@@ -286,6 +328,13 @@ class Session {
   std::vector<TaskCapacityFn> task_capacity_fns_;
   std::vector<EventHandler> event_handlers_;
   QueueQuantitiesFn queue_fair_share_fn_;
+  QueueQuantitiesFn queue_deserved_fn_;
+  std::vector<CanReclaimFn> can_reclaim_fns_;
+  std::vector<VictimFilterFn> reclaim_victim_filter_fns_;
+  std::vector<VictimFilterFn> preempt_victim_filter_fns_;
+  std::vector<ScenarioValidatorFn> reclaim_validator_fns_;
+  std::vector<ScenarioValidatorFn> preempt_validator_fns_;
+  std::vector<OnJobSolutionStartFn> on_job_solution_start_fns_;
   QueueQuantitiesFn queue_allocated_fn_;
 
   // Scratch buffers reused across calls (no allocation per candidate node).

@@ -208,6 +208,10 @@ struct Queue {
   QueueQuota cpu;
   QueueQuota memory;
   QueueQuota gpu;
+  // Minimum runtimes protecting this queue's jobs, inherited down the hierarchy (unset here:
+  // from the parent, or the minruntime plugin's defaults).
+  std::optional<double> preempt_min_runtime_seconds;
+  std::optional<double> reclaim_min_runtime_seconds;
   bool IsLeaf() const { return children.empty(); }
   const QueueQuota& quota(QueueResource r) const {
     return r == QueueResource::kCpu ? cpu : r == QueueResource::kMemory ? memory : gpu;

@@ -12,6 +12,7 @@ void RegisterBuiltinPlugins(PluginRegistry& registry) {
   RegisterSubGroupOrderPlugin(registry);
   RegisterNodePlacementPlugin(registry);
   RegisterNodeScorePlugins(registry);
+  RegisterMinRuntimePlugin(registry);
   RegisterPendingPlugins(registry);
 }
 

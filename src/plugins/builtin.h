@@ -19,6 +19,7 @@ void RegisterTaskOrderPlugin(PluginRegistry& r);
 void RegisterSubGroupOrderPlugin(PluginRegistry& r);
 void RegisterNodePlacementPlugin(PluginRegistry& r);
 void RegisterNodeScorePlugins(PluginRegistry& r);  // nodeavailability, resourcetype, nominatednode
+void RegisterMinRuntimePlugin(PluginRegistry& r);
 void RegisterPendingPlugins(PluginRegistry& r);
 
 // A node without GPUs and without MIG (shared by nodeplacement and resourcetype).

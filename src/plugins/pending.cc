@@ -4,7 +4,6 @@
 //   gpusharingorder, gpupack, gpuspread - device order for shared (fractional) GPUs
 //   dynamicresources                     - DRA resource claims
 //   topology                             - topology-aware placement
-//   minruntime                           - minimum runtime before preempt / reclaim
 //   snapshot                             - debugging endpoint of the live scheduler
 // Workloads that need these capabilities are reported unschedulable with a reason saying so
 // rather than placed wrongly.
@@ -30,7 +29,7 @@ class PendingPlugin : public Plugin {
 
 void RegisterPendingPlugins(PluginRegistry& r) {
   for (const char* name : {"gpusharingorder", "gpupack", "gpuspread", "dynamicresources",
-                           "topology", "minruntime", "snapshot"}) {
+                           "topology", "snapshot"}) {
     r.Register(name, [name](const std::map<std::string, std::string>&) -> Result<PluginPtr> {
       return PluginPtr(std::make_unique<PendingPlugin>(name));
     });

@@ -281,13 +281,20 @@ void ParseQueues(const Obj& root, Scenario& sc) {
   Cluster& cl = sc.cluster;
   for (size_t i = 0; i < queues.size(); ++i) {
     Obj o(queues[i], Item(sc.origin + ": ", "queues", i, queues[i]));
-    o.OnlyKeys({"name", "parent", "priority", "creation_offset_minutes", "resources"});
+    o.OnlyKeys({"name", "parent", "priority", "creation_offset_minutes", "resources",
+                "preempt_min_runtime_seconds", "reclaim_min_runtime_seconds"});
     Queue q;
     q.name = o.Str("name");
     if (cl.queue_index.count(q.name)) o.FailField("name", "duplicate queue \"" + q.name + "\"");
     cl.queue_index[q.name] = static_cast<QueueId>(cl.queues.size());
     q.parent_name = o.Str("parent", "");
     q.priority = o.Int("priority", 100);
+    if (o.Has("preempt_min_runtime_seconds")) {
+      q.preempt_min_runtime_seconds = o.NonNegative("preempt_min_runtime_seconds");
+    }
+    if (o.Has("reclaim_min_runtime_seconds")) {
+      q.reclaim_min_runtime_seconds = o.NonNegative("reclaim_min_runtime_seconds");
+    }
     q.creation_ms = kScenarioEpochMs +
                     static_cast<int64_t>(o.Num("creation_offset_minutes", 0) * 60'000) +
                     static_cast<int64_t>(i);  // equal offsets: earlier listed is older
