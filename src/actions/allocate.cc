@@ -17,7 +17,17 @@ class JobAllocator {
       : ssn_(ssn), stmt_(stmt), job_(ssn.cluster().jobs[j]), j_(j), pipeline_only_(pipeline_only) {}
 
   bool Run(std::span<const NodeId> nodes) {
-    ssn_.TasksToAllocate(j_, tasks_);
+    ssn_.TasksToAllocate(j_, tasks_, /*real=*/!pipeline_only_);
+    return RunTasks(nodes);
+  }
+
+  bool RunTasks(std::span<const NodeId> nodes, std::vector<PodId> tasks) {
+    tasks_ = std::move(tasks);
+    return RunTasks(nodes);
+  }
+
+ private:
+  bool RunTasks(std::span<const NodeId> nodes) {
     if (auto result = ssn_.IsJobOverQueueCapacity(j_, tasks_); !result.schedulable) {
       if (!pipeline_only_) {
         ssn_.AddJobFitError(j_, JobFitError{result.reason, {result.message}, "default"});
@@ -30,7 +40,6 @@ class JobAllocator {
     return false;
   }
 
- private:
   // The tasks of `tasks_` that belong to pod sets under group `g`.
   void TasksUnderGroup(int32_t g, std::vector<PodId>& out) const {
     out.clear();
@@ -91,7 +100,7 @@ class JobAllocator {
       if (!pipeline_only_ && ssn_.FitsIdle(p, n)) {
         stmt_.Allocate(p, n);
       } else {
-        stmt_.Pipeline(p, n);
+        stmt_.Pipeline(p, n, /*update_if_on_node=*/!pipeline_only_);
       }
       return true;
     }
@@ -140,6 +149,11 @@ class JobAllocator {
 bool AllocateJobTasks(Session& ssn, Statement& stmt, std::span<const NodeId> nodes, JobId j,
                       bool pipeline_only) {
   return JobAllocator(ssn, stmt, j, pipeline_only).Run(nodes);
+}
+
+bool AllocateJobTaskList(Session& ssn, Statement& stmt, std::span<const NodeId> nodes, JobId j,
+                         std::vector<PodId> tasks, bool pipeline_only) {
+  return JobAllocator(ssn, stmt, j, pipeline_only).RunTasks(nodes, std::move(tasks));
 }
 
 void AllocateAction::Execute(Session& ssn) {

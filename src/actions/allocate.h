@@ -30,5 +30,8 @@ class AllocateAction : public Action {
 // the statement at its state before the call) when some task cannot be placed.
 bool AllocateJobTasks(Session& ssn, Statement& stmt, std::span<const NodeId> nodes, JobId j,
                       bool pipeline_only);
+// Same, for an explicit list of the job's pods (a partial job in victim simulations).
+bool AllocateJobTaskList(Session& ssn, Statement& stmt, std::span<const NodeId> nodes, JobId j,
+                         std::vector<PodId> tasks, bool pipeline_only);
 
 }  // namespace gantry

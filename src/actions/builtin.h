@@ -8,5 +8,6 @@ namespace gantry {
 void RegisterBuiltinActions(ActionRegistry& registry);
 
 void RegisterStaleGangEvictionAction(ActionRegistry& registry);
+void RegisterEvictionActions(ActionRegistry& registry);  // reclaim, preempt, consolidation
 
 }  // namespace gantry

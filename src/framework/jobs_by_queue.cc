@@ -2,62 +2,98 @@
 
 #include <algorithm>
 
-#include "framework/session.h"
-
 namespace gantry {
 
 JobsByQueue::JobsByQueue(const Session& ssn, JobsOrderOptions options)
     : ssn_(ssn), options_(options) {
   const auto& queues = ssn.cluster().queues;
   heaps_.resize(queues.size());
+  popped_.resize(queues.size());
   active_jobs_.assign(queues.size(), 0);
   for (QueueId q = 0; q < static_cast<QueueId>(queues.size()); ++q) {
     if (queues[q].parent == kNone) roots_.push_back(q);
   }
 }
 
-void JobsByQueue::InitializeWithAllJobs() {
+bool JobsByQueue::Eligible(JobId j) const {
   const auto& cluster = ssn_.cluster();
-  for (JobId j = 0; j < static_cast<JobId>(cluster.jobs.size()); ++j) {
-    if (options_.filter_unready && !ssn_.IsReadyForScheduling(j)) continue;
-    if (options_.filter_non_pending && !ssn_.HasPendingPods(j)) continue;
-    if (options_.filter_non_preemptible && !cluster.jobs[j].preemptible) continue;
-    if (options_.filter_non_active_allocated && ssn_.NumActiveAllocated(j) == 0) continue;
-    Push(j);
+  if (options_.filter_unready && !ssn_.IsReadyForScheduling(j)) return false;
+  if (options_.filter_non_pending && !ssn_.HasPendingPods(j)) return false;
+  if (options_.filter_non_preemptible && !cluster.jobs[j].preemptible) return false;
+  if (options_.filter_non_active_allocated && ssn_.NumActiveAllocated(j) == 0) return false;
+  return true;
+}
+
+void JobsByQueue::InitializeWithAllJobs() {
+  for (JobId j = 0; j < static_cast<JobId>(ssn_.cluster().jobs.size()); ++j) {
+    if (Eligible(j)) Push(j);
   }
 }
 
-void JobsByQueue::Push(JobId j) {
+void JobsByQueue::InitializeWithJobs(const std::vector<JobId>& jobs) {
+  for (JobId j : jobs) {
+    if (Eligible(j)) Push(j);
+  }
+}
+
+bool JobsByQueue::EntryLess(const JobView& a, const JobView& b) const {
+  return options_.victim_queue ? ssn_.JobViewLess(b, a) : ssn_.JobViewLess(a, b);
+}
+
+void JobsByQueue::PushView(JobView v) {
   const auto& cluster = ssn_.cluster();
-  const QueueId q = cluster.jobs[j].queue;
+  const QueueId q = cluster.jobs[v.job].queue;
   if (q == kNone || !cluster.queues[q].IsLeaf()) return;
   // A queue whose named parent does not exist is not schedulable.
   if (!cluster.queues[q].parent_name.empty() && cluster.queues[q].parent == kNone) return;
   auto& heap = heaps_[q];
-  heap.push_back(j);
+  heap.push_back(std::move(v));
   // std heaps keep the *largest* at the front: "greater" means "goes later".
-  std::push_heap(heap.begin(), heap.end(), [&](JobId a, JobId b) { return ssn_.JobLess(b, a); });
+  std::push_heap(heap.begin(), heap.end(),
+                 [&](const JobView& a, const JobView& b) { return EntryLess(b, a); });
   for (QueueId a = q; a != kNone; a = cluster.queues[a].parent) ++active_jobs_[a];
   ++size_;
 }
 
-JobId JobsByQueue::BestJob(QueueId q) const {
+const JobView* JobsByQueue::Best(QueueId q) const {
   const auto& queues = ssn_.cluster().queues;
   while (!queues[q].IsLeaf()) {
     q = BestChild(queues[q].children);
-    if (q == kNone) return kNone;
+    if (q == kNone) return nullptr;
   }
-  return heaps_[q].empty() ? kNone : heaps_[q].front();
+  return heaps_[q].empty() ? nullptr : &heaps_[q].front();
+}
+
+void JobsByQueue::VictimsOf(QueueId q, std::vector<const JobView*>& out) const {
+  const auto& queues = ssn_.cluster().queues;
+  while (!queues[q].IsLeaf()) {
+    q = BestChild(queues[q].children);
+    if (q == kNone) return;
+  }
+  for (const JobView& v : popped_[q]) out.push_back(&v);
+  if (!heaps_[q].empty()) out.push_back(&heaps_[q].front());
 }
 
 QueueId JobsByQueue::BestChild(const std::vector<QueueId>& candidates) const {
   QueueId best = kNone;
-  JobId best_job = kNone;
+  const JobView* best_job = nullptr;
+  std::vector<const JobView*> best_victims, victims;
   for (QueueId q : candidates) {
     if (!HasJobs(q)) continue;
-    const JobId job = BestJob(q);
-    if (job == kNone) continue;
-    if (best == kNone || ssn_.QueueLess(q, best, job, best_job)) {
+    if (options_.victim_queue) {
+      victims.clear();
+      VictimsOf(q, victims);
+      if (victims.empty()) continue;
+      // Reversed queue order: the queue that would go last in allocation order goes first.
+      if (best == kNone || !ssn_.QueueLess(q, best, nullptr, nullptr, victims, best_victims)) {
+        best = q;
+        best_victims = victims;
+      }
+      continue;
+    }
+    const JobView* job = Best(q);
+    if (job == nullptr) continue;
+    if (best == kNone || ssn_.QueueLess(q, best, job, best_job, {}, {})) {
       best = q;
       best_job = job;
     }
@@ -65,22 +101,30 @@ QueueId JobsByQueue::BestChild(const std::vector<QueueId>& candidates) const {
   return best;
 }
 
-JobId JobsByQueue::PopNext() {
-  if (size_ == 0) return kNone;
+QueueId JobsByQueue::NextLeaf() const {
   const auto& queues = ssn_.cluster().queues;
   QueueId q = BestChild(roots_);
-  if (q == kNone) return kNone;
-  while (!queues[q].IsLeaf()) {
-    q = BestChild(queues[q].children);
-    if (q == kNone) return kNone;
-  }
+  while (q != kNone && !queues[q].IsLeaf()) q = BestChild(queues[q].children);
+  return q;
+}
+
+JobView JobsByQueue::PopNextView() {
+  const QueueId q = NextLeaf();
   auto& heap = heaps_[q];
-  std::pop_heap(heap.begin(), heap.end(), [&](JobId a, JobId b) { return ssn_.JobLess(b, a); });
-  const JobId j = heap.back();
+  std::pop_heap(heap.begin(), heap.end(),
+                [&](const JobView& a, const JobView& b) { return EntryLess(b, a); });
+  JobView v = std::move(heap.back());
   heap.pop_back();
+  const auto& queues = ssn_.cluster().queues;
   for (QueueId a = q; a != kNone; a = queues[a].parent) --active_jobs_[a];
   --size_;
-  return j;
+  if (options_.victim_queue) popped_[q].push_back(v);
+  return v;
+}
+
+JobId JobsByQueue::PopNext() {
+  if (size_ == 0 || NextLeaf() == kNone) return kNone;
+  return PopNextView().job;
 }
 
 }  // namespace gantry

@@ -240,11 +240,49 @@ bool Session::HasPendingPods(JobId j) const {
 // --- Ordering -------------------------------------------------------------------------------
 
 bool Session::JobLess(JobId l, JobId r) const {
-  for (const auto& fn : job_order_fns_) {
-    if (int c = fn(*this, l, r); c != 0) return c < 0;
+  JobView lv{l, false, {}};
+  JobView rv{r, false, {}};
+  return JobViewLess(lv, rv);
+}
+
+PodSetCounters Session::ViewCounters(const JobView& v, int32_t pod_set) const {
+  if (!v.partial) return counters(v.job, pod_set);
+  PodSetCounters c;
+  for (PodId p : v.pods) {
+    if (cluster_.pods[p].pod_set != pod_set) continue;
+    const PodStatus st = pods_[p].status;
+    c.active_allocated += IsActiveAllocated(st);
+    c.active_used += IsActiveUsed(st);
+    c.alive += IsAlive(st);
+    c.gated += st == PodStatus::kGated;
+    c.pending += st == PodStatus::kPending;
   }
-  const Job& lj = cluster_.jobs[l];
-  const Job& rj = cluster_.jobs[r];
+  return c;
+}
+
+Quantities Session::ViewAllocated(const JobView& v) const {
+  Quantities q;
+  auto add = [&](PodId p) {
+    if (!IsAllocatedLike(pods_[p].status)) return;
+    const Pod& pod = cluster_.pods[p];
+    q[QueueResource::kCpu] += pod.request.cpu_millis;
+    q[QueueResource::kMemory] += pod.request.memory_bytes;
+    q[QueueResource::kGpu] += pod.QueueGpuQuota(cluster_.min_node_gpu_memory_mib);
+  };
+  if (v.partial) {
+    for (PodId p : v.pods) add(p);
+  } else {
+    for (PodId p : cluster_.jobs[v.job].pods) add(p);
+  }
+  return q;
+}
+
+bool Session::JobViewLess(const JobView& lv, const JobView& rv) const {
+  for (const auto& fn : job_order_fns_) {
+    if (int c = fn(*this, lv, rv); c != 0) return c < 0;
+  }
+  const Job& lj = cluster_.jobs[lv.job];
+  const Job& rj = cluster_.jobs[rv.job];
   if (lj.creation_ms != rj.creation_ms) return lj.creation_ms < rj.creation_ms;
   return lj.name < rj.name;
 }
@@ -265,8 +303,16 @@ bool Session::PodSetLess(JobId j, int32_t l, int32_t r) const {
 }
 
 bool Session::QueueLess(QueueId l, QueueId r, JobId l_job, JobId r_job) const {
+  const JobView lv{l_job, false, {}};
+  const JobView rv{r_job, false, {}};
+  return QueueLess(l, r, l_job == kNone ? nullptr : &lv, r_job == kNone ? nullptr : &rv, {}, {});
+}
+
+bool Session::QueueLess(QueueId l, QueueId r, const JobView* l_job, const JobView* r_job,
+                        std::span<const JobView* const> l_victims,
+                        std::span<const JobView* const> r_victims) const {
   for (const auto& fn : queue_order_fns_) {
-    if (int c = fn(*this, l, r, l_job, r_job); c != 0) return c < 0;
+    if (int c = fn(*this, l, r, l_job, r_job, l_victims, r_victims); c != 0) return c < 0;
   }
   const Queue& lq = cluster_.queues[l];
   const Queue& rq = cluster_.queues[r];
@@ -539,6 +585,11 @@ bool Session::CanReclaimResources(JobId reclaimer) const {
   return !can_reclaim_fns_.empty() && can_reclaim_fns_.front()(*this, reclaimer);
 }
 
+bool Session::IsNonPreemptibleJobWithinQuota(JobId j, std::span<const PodId> pods) const {
+  return non_preemptible_quota_fns_.empty() ||
+         non_preemptible_quota_fns_.front()(*this, j, pods).schedulable;
+}
+
 bool Session::ReclaimVictimFilter(JobId reclaimer, JobId victim) const {
   for (const auto& fn : reclaim_victim_filter_fns_) {
     if (!fn(*this, reclaimer, victim)) return false;
@@ -585,7 +636,23 @@ std::optional<Quantities> Session::QueueAllocated(QueueId q) const {
 
 // --- Tasks to allocate ----------------------------------------------------------------------
 
-void Session::TasksToAllocate(JobId j, std::vector<PodId>& out) const {
+Quantities Session::ViewTasksQuantities(const JobView& v) const {
+  if (!v.partial) return TasksToAllocateQuantities(v.job);
+  Quantities q;
+  for (PodId p : v.pods) {
+    const PodStatus st = pods_[p].status;
+    if (st != PodStatus::kPending && !(st == PodStatus::kReleasing && pods_[p].virtual_status)) {
+      continue;
+    }
+    const Pod& pod = cluster_.pods[p];
+    q[QueueResource::kCpu] += pod.request.cpu_millis;
+    q[QueueResource::kMemory] += pod.request.memory_bytes;
+    q[QueueResource::kGpu] += pod.QueueGpuQuota(cluster_.min_node_gpu_memory_mib);
+  }
+  return q;
+}
+
+void Session::TasksToAllocate(JobId j, std::vector<PodId>& out, bool real) const {
   out.clear();
   const Job& job = cluster_.jobs[j];
   const int32_t num_sets = static_cast<int32_t>(job.pod_sets.size());
@@ -606,7 +673,11 @@ void Session::TasksToAllocate(JobId j, std::vector<PodId>& out) const {
     if (taken >= max_sets) break;
     pending.clear();
     for (PodId p : job.pod_sets[s].pods) {
-      if (pods_[p].status == PodStatus::kPending) pending.push_back(p);
+      const PodStatus st = pods_[p].status;
+      if (st == PodStatus::kPending ||
+          (!real && st == PodStatus::kReleasing && pods_[p].virtual_status)) {
+        pending.push_back(p);
+      }
     }
     if (pending.empty()) continue;
     std::sort(pending.begin(), pending.end(), [&](PodId a, PodId b) { return TaskLess(a, b); });

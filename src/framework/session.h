@@ -53,6 +53,14 @@ struct PodSetCounters {
   int32_t pending = 0;
 };
 
+// A job, or a subset of its pods standing for it (KAI's job clones: the part of a victim job
+// still to be considered). An empty `pods` with `partial` false means the whole job.
+struct JobView {
+  JobId job = kNone;
+  bool partial = false;
+  std::vector<PodId> pods;
+};
+
 // Per job session state.
 struct JobState {
   std::optional<int64_t> last_start_ms;
@@ -96,15 +104,20 @@ struct SessionStats {
 // victim job, the victim's tasks considered in the scenario (in the order they were added).
 struct ScenarioInfo {
   JobId preemptor = kNone;
+  std::vector<PodId> preemptor_tasks;  // the preemptor's pods being placed in this scenario
   std::vector<std::pair<JobId, std::vector<PodId>>> victims;
 };
 
 // Callback types. Comparators return <0 when the left side goes first, >0 for the right side,
 // 0 for "no opinion" (the next comparator decides).
-using JobOrderFn = std::function<int(const Session&, JobId, JobId)>;
+using JobOrderFn = std::function<int(const Session&, const JobView&, const JobView&)>;
 using TaskOrderFn = std::function<int(const Session&, PodId, PodId)>;
 using PodSetOrderFn = std::function<int(const Session&, JobId, int32_t, int32_t)>;
-using QueueOrderFn = std::function<int(const Session&, QueueId, QueueId, JobId, JobId)>;
+// Queue order: l / r queues represented by their best pending job (allocation order) or, when
+// ordering victims, by their victim jobs so far (the job ids are then kNone).
+using QueueOrderFn = std::function<int(const Session&, QueueId, QueueId, const JobView*,
+                                       const JobView*, std::span<const JobView* const>,
+                                       std::span<const JobView* const>)>;
 // Called once per pod before its nodes are scored, with the candidate node set.
 using NodePreOrderFn = std::function<void(Session&, PodId, std::span<const NodeId>)>;
 using NodeOrderFn = std::function<double(const Session&, PodId, NodeId)>;
@@ -206,6 +219,9 @@ class Session {
   void AddTaskCapacityFn(TaskCapacityFn fn) { task_capacity_fns_.push_back(std::move(fn)); }
   void AddEventHandler(EventHandler h) { event_handlers_.push_back(std::move(h)); }
   void AddCanReclaimFn(CanReclaimFn fn) { can_reclaim_fns_.push_back(std::move(fn)); }
+  void AddNonPreemptibleQuotaFn(JobCapacityFn fn) {
+    non_preemptible_quota_fns_.push_back(std::move(fn));
+  }
   void AddReclaimVictimFilterFn(VictimFilterFn fn) {
     if (!Disabled("reclaimable")) reclaim_victim_filter_fns_.push_back(std::move(fn));
   }
@@ -227,9 +243,17 @@ class Session {
 
   // --- Evaluation (in configuration order, with KAI's fallbacks) ----------------------------
   bool JobLess(JobId l, JobId r) const;
+  bool JobViewLess(const JobView& l, const JobView& r) const;
+  // Pod-set counters of a view (the session's counters for whole jobs).
+  PodSetCounters ViewCounters(const JobView& v, int32_t pod_set) const;
+  // Resources of the view's allocated-like pods, as queue quantities (KAI's job Allocated).
+  Quantities ViewAllocated(const JobView& v) const;
   bool TaskLess(PodId l, PodId r) const;
   bool PodSetLess(JobId j, int32_t l, int32_t r) const;
   bool QueueLess(QueueId l, QueueId r, JobId l_job, JobId r_job) const;
+  bool QueueLess(QueueId l, QueueId r, const JobView* l_job, const JobView* r_job,
+                 std::span<const JobView* const> l_victims,
+                 std::span<const JobView* const> r_victims) const;
   std::optional<std::string> PrePredicate(PodId p);
   // Resource fit on idle + releasing, then every predicate. Records the reason of a failure in
   // the pod's fit errors when `record` is set.
@@ -248,6 +272,8 @@ class Session {
   // Reclaim / preempt hooks (KAI: CanReclaimResources uses the first registered function only;
   // filters and validators must all agree).
   bool CanReclaimResources(JobId reclaimer) const;
+  // False when a non-preemptible job's `pods` would take its queue over its deserved quota.
+  bool IsNonPreemptibleJobWithinQuota(JobId j, std::span<const PodId> pods) const;
   bool ReclaimVictimFilter(JobId reclaimer, JobId victim) const;
   bool PreemptVictimFilter(JobId preemptor, JobId victim) const;
   bool ReclaimScenarioValid(const ScenarioInfo& scenario) const;
@@ -261,8 +287,12 @@ class Session {
   bool FitsIdle(PodId p, NodeId n) const;
   bool FitsIdleOrReleasing(PodId p, NodeId n) const;
 
-  // The pods one allocation attempt of `j` takes (KAI's GetTasksToAllocate), in order.
-  void TasksToAllocate(JobId j, std::vector<PodId>& out) const;
+  // The pods one allocation attempt of `j` takes (KAI's GetTasksToAllocate), in order. With
+  // `real` false, pods this session evicted count as pending (simulations re-place them).
+  void TasksToAllocate(JobId j, std::vector<PodId>& out, bool real = true) const;
+  // Queue quantities of what a view would allocate: TasksToAllocateQuantities for whole jobs,
+  // the view's pending pods for partial ones.
+  Quantities ViewTasksQuantities(const JobView& v) const;
   // Sum of the requests of TasksToAllocate as queue quantities (KAI's
   // GetTasksToAllocateInitResource).
   Quantities TasksToAllocateQuantities(JobId j) const;
@@ -330,6 +360,7 @@ class Session {
   QueueQuantitiesFn queue_fair_share_fn_;
   QueueQuantitiesFn queue_deserved_fn_;
   std::vector<CanReclaimFn> can_reclaim_fns_;
+  std::vector<JobCapacityFn> non_preemptible_quota_fns_;
   std::vector<VictimFilterFn> reclaim_victim_filter_fns_;
   std::vector<VictimFilterFn> preempt_victim_filter_fns_;
   std::vector<ScenarioValidatorFn> reclaim_validator_fns_;

@@ -14,22 +14,49 @@ void Statement::Allocate(PodId p, NodeId n) {
   ssn_.SetVirtual(p, true);
 }
 
-void Statement::Pipeline(PodId p, NodeId n) {
+void Statement::Pipeline(PodId p, NodeId n, bool update_if_on_node) {
   const PodState before = ssn_.pod(p);
+  const bool evicted_here =
+      before.status == PodStatus::kReleasing && before.node != kNone && before.virtual_status;
+  if (evicted_here && before.node == n && !update_if_on_node) {
+    // Back on its own node: cancel the earliest live eviction of this pod.
+    for (size_t i = 0; i < ops_.size(); ++i) {
+      Op& op = ops_[i];
+      if (op.kind != Kind::kEvict || op.cancelled || op.pod != p) continue;
+      op.cancelled = true;
+      ssn_.RemovePodFromNode(p, op.node);
+      ssn_.SetPodStatus(p, op.prev_status);
+      ssn_.SetPodNode(p, op.prev_node);
+      ssn_.AddPodToNode(p, op.node);
+      ssn_.FireAllocate(p);
+      Op undo{Kind::kUnevict, p, op.node, PodStatus::kReleasing, op.node, before.virtual_status,
+              op.message};
+      undo.target = i;
+      ops_.push_back(std::move(undo));
+      ssn_.SetVirtual(p, op.prev_virtual);
+      return;
+    }
+  }
   const bool was_on_node = IsActiveUsed(before.status) && before.node != kNone;
-  if (was_on_node) ssn_.RemovePodFromNode(p, before.node);
+  // An evicted pod keeps its releasing footprint where it was; any other occupying pod moves.
+  const bool keep_old = was_on_node && before.status == PodStatus::kReleasing;
+  if (was_on_node && !keep_old) ssn_.RemovePodFromNode(p, before.node);
   ssn_.SetPodStatus(p, PodStatus::kPipelined);
   ssn_.SetPodNode(p, n);
   ssn_.AddPodToNode(p, n);
   ssn_.FireAllocate(p);
   const auto& pod = ssn_.cluster().pods[p];
-  ops_.push_back({Kind::kPipeline, p, n, before.status, before.node, before.virtual_status,
-                  "Pod " + pod.namespace_ + "/" + pod.name + " was pipelined to node " +
-                      ssn_.cluster().nodes[n].name});
+  Op op{Kind::kPipeline, p, n, before.status, before.node, before.virtual_status,
+        "Pod " + pod.namespace_ + "/" + pod.name + " was pipelined to node " +
+            ssn_.cluster().nodes[n].name};
+  op.kept_old_footprint = keep_old;
+  ops_.push_back(std::move(op));
   ssn_.SetVirtual(p, true);
 }
 
-void Statement::Evict(PodId p, std::string message) {
+void Statement::Evict(PodId p, std::string message) { ApplyEvict(p, std::move(message)); }
+
+void Statement::ApplyEvict(PodId p, std::string message) {
   const PodState before = ssn_.pod(p);
   const NodeId n = before.node;
   ssn_.RemovePodFromNode(p, n);
@@ -45,7 +72,7 @@ void Statement::ConvertAllAllocatedToPipelined(JobId j) {
   std::vector<Op> kept;
   std::vector<std::pair<PodId, NodeId>> to_pipeline;
   kept.reserve(ops_.size());
-  for (const Op& op : ops_) {
+  for (Op& op : ops_) {  // (no kUnevict can be present: allocate evicts nothing)
     if (op.kind == Kind::kAllocate && ssn_.cluster().pods[op.pod].job == j) {
       Undo(op);
       to_pipeline.emplace_back(op.pod, op.node);
@@ -57,7 +84,7 @@ void Statement::ConvertAllAllocatedToPipelined(JobId j) {
   for (auto [p, n] : to_pipeline) Pipeline(p, n);
 }
 
-void Statement::Undo(const Op& op) {
+void Statement::Undo(Op& op) {
   switch (op.kind) {
     case Kind::kAllocate:
       ssn_.RemovePodFromNode(op.pod, op.node);
@@ -70,13 +97,25 @@ void Statement::Undo(const Op& op) {
       ssn_.RemovePodFromNode(op.pod, op.node);
       ssn_.SetPodStatus(op.pod, op.prev_status);
       ssn_.SetPodNode(op.pod, op.prev_node);
-      if (IsActiveUsed(op.prev_status) && op.prev_node != kNone) {
+      if (IsActiveUsed(op.prev_status) && op.prev_node != kNone && !op.kept_old_footprint) {
         ssn_.AddPodToNode(op.pod, op.prev_node);
       }
       ssn_.FireDeallocate(op.pod);
       break;
     }
+    case Kind::kUnevict: {
+      // Re-apply the eviction the unevict cancelled.
+      Op& evict = ops_[op.target];
+      evict.cancelled = false;
+      ssn_.RemovePodFromNode(op.pod, op.node);
+      ssn_.SetPodStatus(op.pod, PodStatus::kReleasing);
+      ssn_.SetPodNode(op.pod, op.node);
+      ssn_.AddPodToNode(op.pod, op.node);
+      ssn_.FireDeallocate(op.pod);
+      break;
+    }
     case Kind::kEvict:
+      if (op.cancelled) break;  // already undone by an unevict
       ssn_.RemovePodFromNode(op.pod, op.node);
       ssn_.SetPodStatus(op.pod, op.prev_status);
       ssn_.SetPodNode(op.pod, op.prev_node);
@@ -98,7 +137,9 @@ void Statement::Commit() {
   for (Op& op : ops_) {
     switch (op.kind) {
       case Kind::kEvict:
-        ssn_.RecordEviction(op.pod, std::move(op.message));
+        if (!op.cancelled) ssn_.RecordEviction(op.pod, std::move(op.message));
+        break;
+      case Kind::kUnevict:
         break;
       case Kind::kPipeline:
         ssn_.RecordPipelined(op.pod, std::move(op.message));

@@ -28,8 +28,10 @@ class Statement {
 
   // Places a pending pod on the node's idle resources (status allocated).
   void Allocate(PodId p, NodeId n);
-  // Places a pod on resources that are still being released (status pipelined).
-  void Pipeline(PodId p, NodeId n);
+  // Places a pod on resources that are still being released (status pipelined). A pod this
+  // statement evicted keeps its releasing footprint on its old node; placed back on that same
+  // node (and `update_if_on_node` false) the eviction is simply undone instead.
+  void Pipeline(PodId p, NodeId n, bool update_if_on_node = true);
   // Marks an occupying pod as releasing (its resources become releasing on its node).
   void Evict(PodId p, std::string message);
   // Turns every pod of `j` that this statement allocated into a pipelined one.
@@ -47,7 +49,7 @@ class Statement {
   bool empty() const { return ops_.empty(); }
 
  private:
-  enum class Kind : uint8_t { kAllocate, kPipeline, kEvict };
+  enum class Kind : uint8_t { kAllocate, kPipeline, kEvict, kUnevict };
   struct Op {
     Kind kind;
     PodId pod;
@@ -56,8 +58,12 @@ class Statement {
     NodeId prev_node;
     bool prev_virtual;
     std::string message;
+    bool kept_old_footprint = false;  // pipeline of an evicted pod: still releasing on prev_node
+    bool cancelled = false;           // evict undone by a later kUnevict
+    size_t target = 0;                // kUnevict: index of the evict operation it cancels
   };
-  void Undo(const Op& op);
+  void Undo(Op& op);
+  void ApplyEvict(PodId p, std::string message);
 
   Session& ssn_;
   std::vector<Op> ops_;

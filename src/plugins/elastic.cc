@@ -8,11 +8,11 @@ namespace {
 
 enum class MinState { kBelow, kExactly, kAbove };
 
-MinState StateOf(const Session& s, JobId j) {
-  const Job& job = s.cluster().jobs[j];
+MinState StateOf(const Session& s, const JobView& v) {
+  const Job& job = s.cluster().jobs[v.job];
   bool exactly = true;
   for (size_t i = 0; i < job.pod_sets.size(); ++i) {
-    const int allocated = s.counters(j, static_cast<int32_t>(i)).active_allocated;
+    const int allocated = s.ViewCounters(v, static_cast<int32_t>(i)).active_allocated;
     if (allocated < job.pod_sets[i].min_available) return MinState::kBelow;
     if (allocated > job.pod_sets[i].min_available) exactly = false;
   }
@@ -24,7 +24,7 @@ class ElasticPlugin : public Plugin {
   bool NodeChecksDependOnlyOnShapeAndState() const override { return true; }
   std::string_view name() const override { return "elastic"; }
   void OnSessionOpen(Session& ssn) override {
-    ssn.AddJobOrderFn([](const Session& s, JobId l, JobId r) {
+    ssn.AddJobOrderFn([](const Session& s, const JobView& l, const JobView& r) {
       const MinState ls = StateOf(s, l);
       const MinState rs = StateOf(s, r);
       if (ls == MinState::kBelow && rs != MinState::kBelow) return -1;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "framework/session.h"
@@ -326,8 +327,10 @@ class ProportionPlugin : public Plugin {
     }
     ComputeFairShares(c, total_, k_value_, shares_);
 
-    ssn.AddQueueOrderFn([this](const Session& s, QueueId l, QueueId r, JobId lj, JobId rj) {
-      return QueueOrder(s, l, r, lj, rj);
+    ssn.AddQueueOrderFn([this](const Session& s, QueueId l, QueueId r, const JobView* lj,
+                               const JobView* rj, std::span<const JobView* const> lv,
+                               std::span<const JobView* const> rv) {
+      return QueueOrder(s, l, r, lj, rj, lv, rv);
     });
     ssn.AddJobCapacityFn([this](const Session& s, JobId j, std::span<const PodId> pods) {
       Quantities requested;
@@ -342,6 +345,17 @@ class ProportionPlugin : public Plugin {
         [this](Session& s, PodId p) { OnPodEvent(s, p, +1); },
         [this](Session& s, PodId p) { OnPodEvent(s, p, -1); },
     });
+    ssn.AddNonPreemptibleQuotaFn(
+        [this](const Session& s, JobId j, std::span<const PodId> pods) {
+          Quantities requested;
+          for (PodId p : pods) requested += PodQuantities(s.cluster(), s.cluster().pods[p]);
+          return CheckCapacity(s, j, requested, /*check_limit=*/false);
+        });
+    ssn.AddCanReclaimFn([this](const Session& s, JobId j) { return CanReclaim(s, j); });
+    ssn.AddReclaimScenarioValidatorFn(
+        [this](const Session& s, const ScenarioInfo& sc) { return Reclaimable(s, sc); });
+    ssn.AddOnJobSolutionStartFn([this](const Session&) { simulation_shares_ = shares_; });
+    ssn.SetQueueDeservedFn([this](const Session&, QueueId q) { return shares_[q].Deserved(); });
     ssn.SetQueueFairShareFn([this](const Session&, QueueId q) { return shares_[q].FairShare(); });
     ssn.SetQueueAllocatedFn([this](const Session&, QueueId q) { return shares_[q].Allocated(); });
   }
@@ -409,7 +423,167 @@ class ProportionPlugin : public Plugin {
     return {};
   }
 
-  int QueueOrder(const Session& s, QueueId l, QueueId r, JobId lj, JobId rj) const {
+  // Queue quantities of a set of pods, with GPU-memory requests as device fractions.
+  static Quantities Requested(const Cluster& c, std::span<const PodId> pods) {
+    Quantities q;
+    for (PodId p : pods) q += PodQuantities(c, c.pods[p]);
+    return q;
+  }
+
+  // KAI's CanReclaimResources: the reclaimer's queue stays within its fair share with the job,
+  // and a non-preemptible job within the deserved quota.
+  bool CanReclaim(const Session& s, JobId j) const {
+    const Cluster& c = s.cluster();
+    std::vector<PodId> tasks;
+    s.TasksToAllocate(j, tasks, /*real=*/false);
+    const Quantities requested = Requested(c, tasks);
+    const QueueShare& q = shares_[c.jobs[j].queue];
+    Quantities with = q.Allocated();
+    with += requested;
+    if (!LessEqual(with, q.FairShare())) return false;
+    if (c.jobs[j].preemptible) return true;
+    Quantities np = Map(q, [](const ResourceShare& rs) { return rs.allocated_non_preemptible; });
+    np += requested;
+    return LessEqual(np, q.Deserved());
+  }
+
+  static std::vector<QueueId> PathFromRoot(const Cluster& c, QueueId q) {
+    std::vector<QueueId> path;
+    for (; q != kNone; q = c.queues[q].parent) path.insert(path.begin(), q);
+    return path;
+  }
+
+  // The first queues on the two root paths that differ (or the deepest common level).
+  static std::pair<QueueId, QueueId> Leveled(const Cluster& c, QueueId reclaimer,
+                                             QueueId reclaimee) {
+    const auto a = PathFromRoot(c, reclaimer);
+    const auto b = PathFromRoot(c, reclaimee);
+    QueueId ra = kNone, rb = kNone;
+    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+      ra = a[i];
+      rb = b[i];
+      if (ra != rb) break;
+    }
+    return {ra, rb};
+  }
+
+  static std::array<bool, 3> Involved(const Quantities& q) {
+    return {q[QueueResource::kCpu] > 0, q[QueueResource::kMemory] > 0,
+            q[QueueResource::kGpu] > 0};
+  }
+
+  // KAI's reclaim strategies: taking `remaining` down is allowed while the reclaimee stays above
+  // its fair share, or when the reclaimer stays within its deserved quota and the reclaimee above
+  // its own.
+  static bool FitsReclaimStrategy(const Quantities& required, const QueueShare& reclaimer,
+                                  const QueueShare& reclaimee, const Quantities& remaining) {
+    if (!LessEqual(remaining, reclaimee.AllocatableShare())) return true;
+    Quantities with = reclaimer.Allocated();
+    with += required;
+    if (!LessEqual(with, reclaimer.Deserved())) return false;
+    return !LessEqual(remaining, reclaimee.Deserved());
+  }
+
+  static double Saturation(double allocated, double fair) {
+    if (fair == 0) return allocated > 0 ? std::numeric_limits<double>::infinity() : 0;
+    if (fair == kUnlimited) return 0;
+    return allocated / fair;
+  }
+
+  bool Reclaimable(const Session& s, const ScenarioInfo& sc) const {
+    const Cluster& c = s.cluster();
+    const auto& queues = simulation_shares_.empty() ? shares_ : simulation_shares_;
+    const Job& reclaimer = c.jobs[sc.preemptor];
+    const Quantities required = Requested(c, sc.preemptor_tasks);
+    const bool consolidating = s.params().allow_consolidating_reclaim;
+
+    // Resources the scenario takes from each queue: one entry per elastic pod beyond a pod
+    // set's minimum, one for the rest; pods placed again (consolidated) do not count.
+    std::map<QueueId, std::vector<Quantities>> taken;
+    for (const auto& [victim_job, pods] : sc.victims) {
+      const Job& vj = c.jobs[victim_job];
+      std::map<int32_t, std::vector<PodId>> by_set;
+      for (PodId p : pods) by_set[c.pods[p].pod_set].push_back(p);
+      std::vector<PodId> core, elastic;
+      for (auto& [set, set_pods] : by_set) {
+        const size_t min = static_cast<size_t>(std::max(0, vj.pod_sets[set].min_available));
+        for (size_t i = 0; i < set_pods.size(); ++i) {
+          (i < min ? core : elastic).push_back(set_pods[i]);
+        }
+      }
+      auto counted = [&](std::span<const PodId> group) -> std::optional<Quantities> {
+        Quantities q;
+        bool any = false;
+        for (PodId p : group) {
+          if (consolidating && IsActiveAllocated(s.pod(p).status)) continue;
+          q += PodQuantities(c, c.pods[p]);
+          any = true;
+        }
+        return any ? std::optional<Quantities>(q) : std::nullopt;
+      };
+      for (PodId p : elastic) {
+        if (auto q = counted(std::span<const PodId>(&p, 1))) taken[vj.queue].push_back(*q);
+      }
+      if (auto q = counted(core)) taken[vj.queue].push_back(*q);
+    }
+
+    std::map<QueueId, Quantities> remaining;
+    std::map<QueueId, std::array<bool, 3>> involved;
+    auto remaining_of = [&](QueueId q) -> Quantities& {
+      auto it = remaining.find(q);
+      if (it == remaining.end()) it = remaining.emplace(q, queues[q].Allocated()).first;
+      return it->second;
+    };
+    for (const auto& [reclaimee_leaf, list] : taken) {
+      const auto [rq, eq] = Leveled(c, reclaimer.queue, reclaimee_leaf);
+      std::array<bool, 3> inv{};
+      for (const auto& q : list) {
+        const auto i = Involved(q);
+        for (int k = 0; k < 3; ++k) inv[k] = inv[k] || i[k];
+      }
+      involved[reclaimee_leaf] = inv;
+      for (const auto& q : list) {
+        if (!FitsReclaimStrategy(required, queues[rq], queues[eq], remaining_of(eq))) return false;
+        for (QueueId a = reclaimee_leaf; a != kNone; a = c.queues[a].parent) {
+          remaining_of(a) -= q;
+          auto& ia = involved[a];
+          for (int k = 0; k < 3; ++k) ia[k] = ia[k] || inv[k];
+        }
+      }
+    }
+
+    const auto reclaimer_involved = Involved(required);
+    for (QueueId rq = reclaimer.queue; rq != kNone; rq = c.queues[rq].parent) {
+      Quantities with = remaining.count(rq) ? remaining[rq] : queues[rq].Allocated();
+      with += required;
+      const Quantities fair = queues[rq].FairShare();
+      for (const auto& [sib, sib_remaining] : remaining) {
+        if (sib == rq || c.queues[sib].parent != c.queues[rq].parent) continue;
+        auto inv = involved[sib];
+        for (int k = 0; k < 3; ++k) inv[k] = inv[k] || reclaimer_involved[k];
+        const Quantities sib_fair = queues[sib].FairShare();
+        for (auto res : kQueueResources) {
+          if (!inv[static_cast<int>(res)]) continue;
+          if (fair[res] == kUnlimited && sib_fair[res] == kUnlimited) continue;
+          const double ratio = Saturation(with[res], fair[res]);
+          const double sib_ratio = Saturation(sib_remaining[res], sib_fair[res]);
+          if (ratio > 1 && sib_fair[res] > 0 && ratio * reclaimer_multiplier_ >= sib_ratio) {
+            return false;
+          }
+        }
+      }
+      if (reclaimer.preemptible) continue;
+      Quantities np =
+          Map(queues[rq], [](const ResourceShare& rs) { return rs.allocated_non_preemptible; });
+      np += required;
+      if (!LessEqual(np, queues[rq].Deserved())) return false;
+    }
+    return true;
+  }
+
+  int QueueOrder(const Session& s, QueueId l, QueueId r, const JobView* lj, const JobView* rj,
+                 std::span<const JobView* const> lvictims,
+                 std::span<const JobView* const> rvictims) const {
     const QueueShare& ls = shares_[l];
     const QueueShare& rs = shares_[r];
     // (1) Queues over their fair share in every resource go last.
@@ -420,8 +594,8 @@ class ProportionPlugin : public Plugin {
     // (2) Queues staying within their deserved quota with the job go first.
     Quantities lwith = ls.Allocated();
     Quantities rwith = rs.Allocated();
-    const Quantities lreq = lj == kNone ? Quantities{} : s.TasksToAllocateQuantities(lj);
-    const Quantities rreq = rj == kNone ? Quantities{} : s.TasksToAllocateQuantities(rj);
+    const Quantities lreq = lj == nullptr ? Quantities{} : s.ViewTasksQuantities(*lj);
+    const Quantities rreq = rj == nullptr ? Quantities{} : s.ViewTasksQuantities(*rj);
     lwith += lreq;
     rwith += rreq;
     const bool lstarved = LessEqual(lwith, ls.Deserved());
@@ -444,14 +618,19 @@ class ProportionPlugin : public Plugin {
     const bool rviol = violates(rs, rwith);
     if (lviol && !rviol) return 1;
     if (!lviol && rviol) return -1;
-    // (5) Smaller dominant share including the job.
-    auto share_with = [&](const QueueShare& sh, const Quantities& req) {
+    // (5) Smaller dominant share including the job (or without the victims, for victim order).
+    auto share_with = [&](const QueueShare& sh, const Quantities& req,
+                          std::span<const JobView* const> victims) {
       QueueShare tmp = sh;
       for (auto res : kQueueResources) tmp[res].allocated += req[res];
+      for (const JobView* v : victims) {
+        const Quantities va = s.ViewAllocated(*v);
+        for (auto res : kQueueResources) tmp[res].allocated -= va[res];
+      }
       return tmp.DominantShare(total_);
     };
-    const double lshare = share_with(ls, lreq);
-    const double rshare = share_with(rs, rreq);
+    const double lshare = share_with(ls, lreq, lvictims);
+    const double rshare = share_with(rs, rreq, rvictims);
     if (lshare < rshare) return -1;
     if (lshare > rshare) return 1;
     // (6) Smaller dominant share without it.
@@ -472,9 +651,11 @@ class ProportionPlugin : public Plugin {
   }
 
   double k_value_;
-  [[maybe_unused]] double reclaimer_multiplier_;  // used by reclaim (next capability)
+  double reclaimer_multiplier_;
   Quantities total_;
   std::vector<QueueShare> shares_;
+  // Queue shares frozen when a reclaim solution search starts (KAI validates against these).
+  std::vector<QueueShare> simulation_shares_;
 };
 
 Result<double> ParseDouble(const std::map<std::string, std::string>& args, const std::string& key,

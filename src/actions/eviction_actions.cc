@@ -1,0 +1,183 @@
+// reclaim, preempt and consolidation: the three actions that evict running pods to make room
+// for a pending job. Each visits pending jobs in queue / job order, asks the shared solver
+// (solver.h) for victims under its own rules, and commits the solution's statement.
+//
+//  reclaim       - a job of a queue below its fair share takes resources from preemptible jobs of
+//                  other queues; the proportion plugin validates that fair shares stay ordered.
+//  preempt       - within one queue, a job evicts lower-priority preemptible jobs.
+//  consolidation - moves preemptible pods to other nodes so a job fits; valid only when every
+//                  moved pod is placed again (no pod is actually lost).
+#include <algorithm>
+#include <memory>
+
+#include "actions/builtin.h"
+#include "actions/solver.h"
+#include "framework/jobs_by_queue.h"
+#include "framework/statement.h"
+
+namespace gantry {
+namespace {
+
+JobsOrderOptions PendingJobs(bool non_preemptible_filter = false) {
+  JobsOrderOptions o;
+  o.filter_non_pending = true;
+  o.filter_unready = true;
+  o.filter_non_preemptible = non_preemptible_filter;
+  return o;
+}
+
+// Jobs with at least one alive pod that pass `keep`, as a victims queue.
+std::unique_ptr<JobsByQueue> VictimsQueue(const Session& ssn, JobsOrderOptions options,
+                                          const std::function<bool(JobId)>& keep) {
+  options.victim_queue = true;
+  auto queue = std::make_unique<JobsByQueue>(ssn, options);
+  std::vector<JobId> jobs;
+  for (JobId j = 0; j < static_cast<JobId>(ssn.cluster().jobs.size()); ++j) {
+    if (keep(j)) jobs.push_back(j);
+  }
+  queue->InitializeWithJobs(jobs);
+  return queue;
+}
+
+bool HasAlivePod(const Session& ssn, JobId j) {
+  for (PodId p : ssn.cluster().jobs[j].pods) {
+    if (IsAlive(ssn.pod(p).status)) return true;
+  }
+  return false;
+}
+
+class ReclaimAction : public Action {
+ public:
+  std::string_view name() const override { return "reclaim"; }
+  void Execute(Session& ssn) override {
+    JobsByQueue jobs(ssn, PendingJobs());
+    jobs.InitializeWithAllJobs();
+    while (!jobs.empty()) {
+      const JobId j = jobs.PopNext();
+      if (j == kNone) break;
+      if (!ssn.CanReclaimResources(j)) continue;
+      ssn.OnJobSolutionStart();
+      SolverSpec spec;
+      spec.action = EvictionAction::kReclaim;
+      spec.feasible_nodes = FeasibleNodesForJob(ssn, j);
+      spec.validator = [](const Session& s, const ScenarioInfo& sc) {
+        return s.ReclaimScenarioValid(sc);
+      };
+      const QueueId queue = ssn.cluster().jobs[j].queue;
+      spec.victims_queue = [&ssn, j, queue] {
+        JobsOrderOptions o;
+        o.filter_non_pending = false;
+        o.filter_unready = false;
+        o.filter_non_preemptible = true;
+        o.filter_non_active_allocated = true;
+        return VictimsQueue(ssn, o, [&ssn, j, queue](JobId v) {
+          return ssn.cluster().jobs[v].queue != queue && ssn.ReclaimVictimFilter(j, v);
+        });
+      };
+      SolverResult r = SolveJob(ssn, j, spec);
+      if (r.solved) r.statement->Commit();
+    }
+  }
+};
+
+class PreemptAction : public Action {
+ public:
+  std::string_view name() const override { return "preempt"; }
+  void Execute(Session& ssn) override {
+    JobsByQueue jobs(ssn, PendingJobs());
+    jobs.InitializeWithAllJobs();
+    std::vector<PodId> tasks;
+    while (!jobs.empty()) {
+      const JobId j = jobs.PopNext();
+      if (j == kNone) break;
+      ssn.TasksToAllocate(j, tasks, /*real=*/false);
+      if (!ssn.IsNonPreemptibleJobWithinQuota(j, tasks)) continue;
+      SolverSpec spec;
+      spec.action = EvictionAction::kPreempt;
+      spec.feasible_nodes = FeasibleNodesForJob(ssn, j);
+      spec.validator = [](const Session& s, const ScenarioInfo& sc) {
+        return s.PreemptScenarioValid(sc);
+      };
+      spec.victims_queue = [&ssn, j] {
+        JobsOrderOptions o;
+        o.filter_non_pending = false;
+        o.filter_unready = false;
+        const Job& preemptor = ssn.cluster().jobs[j];
+        return VictimsQueue(ssn, o, [&ssn, j, &preemptor](JobId v) {
+          const Job& victim = ssn.cluster().jobs[v];
+          return HasAlivePod(ssn, v) && victim.preemptible &&
+                 victim.priority < preemptor.priority && victim.queue == preemptor.queue &&
+                 v != j && ssn.NumActiveAllocated(v) > 0 && ssn.PreemptVictimFilter(j, v);
+        });
+      };
+      SolverResult r = SolveJob(ssn, j, spec);
+      if (r.solved) r.statement->Commit();
+    }
+  }
+};
+
+class ConsolidationAction : public Action {
+ public:
+  std::string_view name() const override { return "consolidation"; }
+  void Execute(Session& ssn) override {
+    const int max_preemptees = ssn.params().max_consolidation_preemptees;
+    if (max_preemptees == 0) return;
+    JobsByQueue jobs(ssn, PendingJobs(/*non_preemptible_filter=*/true));
+    jobs.InitializeWithAllJobs();
+    while (!jobs.empty()) {
+      const JobId j = jobs.PopNext();
+      if (j == kNone) break;
+      if (!EnoughGpusInCluster(ssn, j)) continue;
+      SolverSpec spec;
+      spec.action = EvictionAction::kConsolidation;
+      spec.feasible_nodes = FeasibleNodesForJob(ssn, j);
+      spec.validator = [](const Session& s, const ScenarioInfo& sc) {
+        // Every victim must have been placed again.
+        for (const auto& [job, pods] : sc.victims) {
+          for (PodId p : pods) {
+            if (s.pod(p).status == PodStatus::kReleasing) return false;
+          }
+        }
+        return true;
+      };
+      spec.victims_queue = [&ssn, j, max_preemptees] {
+        JobsOrderOptions o;
+        o.filter_non_pending = false;
+        o.filter_unready = false;
+        auto counter = std::make_shared<int>(0);
+        return VictimsQueue(ssn, o, [&ssn, j, max_preemptees, counter](JobId v) {
+          if (!HasAlivePod(ssn, v) || !ssn.cluster().jobs[v].preemptible || v == j) return false;
+          if (max_preemptees >= 0 && *counter > max_preemptees) return false;
+          if (ssn.NumActiveAllocated(v) == 0) return false;
+          ++*counter;
+          return true;
+        });
+      };
+      SolverResult r = SolveJob(ssn, j, spec);
+      if (r.solved) r.statement->Commit();
+    }
+  }
+
+ private:
+  // Enough idle and releasing GPUs in the whole cluster for the job's next pods.
+  static bool EnoughGpusInCluster(const Session& ssn, JobId j) {
+    double free = 0;
+    for (const NodeState& n : ssn.nodes()) free += n.idle.gpus + n.releasing.gpus;
+    std::vector<PodId> tasks;
+    ssn.TasksToAllocate(j, tasks, /*real=*/false);
+    double wanted = 0;
+    for (PodId p : tasks) wanted += ssn.cluster().pods[p].RequestedGpus();
+    return free >= wanted;
+  }
+};
+
+}  // namespace
+
+void RegisterEvictionActions(ActionRegistry& registry) {
+  registry.Register("reclaim", [] { return ActionPtr(std::make_unique<ReclaimAction>()); });
+  registry.Register("preempt", [] { return ActionPtr(std::make_unique<PreemptAction>()); });
+  registry.Register("consolidation",
+                    [] { return ActionPtr(std::make_unique<ConsolidationAction>()); });
+}
+
+}  // namespace gantry

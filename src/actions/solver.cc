@@ -1,0 +1,444 @@
+#include "actions/solver.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "actions/allocate.h"
+
+namespace gantry {
+
+namespace {
+
+// A group of one victim job's pods taken together (KAI's job representative clone).
+struct VictimGroup {
+  JobId job;
+  std::vector<PodId> tasks;
+};
+
+// The victims considered for one pod prefix of the pending job.
+class Scenario {
+ public:
+  Scenario(JobId preemptor, std::vector<PodId> pending, const std::vector<VictimGroup>& recorded)
+      : preemptor_(preemptor), pending_(std::move(pending)), recorded_groups_(recorded) {
+    for (const auto& g : recorded) {
+      recorded_tasks_.insert(recorded_tasks_.end(), g.tasks.begin(), g.tasks.end());
+      AppendGroup(g);
+    }
+  }
+
+  JobId preemptor() const { return preemptor_; }
+  const std::vector<PodId>& pending() const { return pending_; }
+  const std::vector<PodId>& recorded_tasks() const { return recorded_tasks_; }
+  bool IsRecorded(PodId p) const {
+    return std::find(recorded_tasks_.begin(), recorded_tasks_.end(), p) != recorded_tasks_.end();
+  }
+
+  void AddPotentialVictims(const Session& ssn, const std::vector<PodId>& tasks) {
+    if (tasks.empty()) return;
+    potential_tasks_.insert(potential_tasks_.end(), tasks.begin(), tasks.end());
+    const JobId job = ssn.cluster().pods[tasks.front()].job;
+    AppendGroup(VictimGroup{job, tasks});
+    for (PodId p : tasks) {
+      auto& jobs = potential_jobs_by_node_[ssn.pod(p).node];
+      if (std::find(jobs.begin(), jobs.end(), job) == jobs.end()) jobs.push_back(job);
+    }
+  }
+
+  // Job of the last potential victim added, or kNone.
+  JobId LatestPotentialVictimJob(const Session& ssn) const {
+    return potential_tasks_.empty() ? kNone : ssn.cluster().pods[potential_tasks_.back()].job;
+  }
+
+  // Every task of every group of the jobs that have potential victims on `node`.
+  std::vector<PodId> VictimTasksFromNode(NodeId node) const {
+    std::vector<PodId> out;
+    auto it = potential_jobs_by_node_.find(node);
+    if (it == potential_jobs_by_node_.end()) return out;
+    for (JobId job : it->second) {
+      for (const auto& g : groups_) {
+        if (g.job == job) out.insert(out.end(), g.tasks.begin(), g.tasks.end());
+      }
+    }
+    return out;
+  }
+
+  // The group holding `p` (the victim job representative for a task).
+  const VictimGroup* GroupOf(PodId p) const {
+    for (const auto& g : groups_) {
+      if (std::find(g.tasks.begin(), g.tasks.end(), p) != g.tasks.end()) return &g;
+    }
+    return nullptr;
+  }
+
+  ScenarioInfo Info() const {
+    ScenarioInfo info;
+    info.preemptor = preemptor_;
+    info.preemptor_tasks = pending_;
+    info.victims = victims_;
+    return info;
+  }
+
+ private:
+  void AppendGroup(const VictimGroup& g) {
+    groups_.push_back(g);
+    for (auto& [job, tasks] : victims_) {
+      if (job == g.job) {
+        tasks.insert(tasks.end(), g.tasks.begin(), g.tasks.end());
+        return;
+      }
+    }
+    victims_.emplace_back(g.job, g.tasks);
+  }
+
+  JobId preemptor_;
+  std::vector<PodId> pending_;
+  std::vector<VictimGroup> recorded_groups_;
+  std::vector<PodId> recorded_tasks_;
+  std::vector<PodId> potential_tasks_;
+  std::vector<VictimGroup> groups_;
+  std::map<NodeId, std::vector<JobId>> potential_jobs_by_node_;
+  std::vector<std::pair<JobId, std::vector<PodId>>> victims_;
+};
+
+struct PartialResult {
+  bool solved = false;
+  std::unique_ptr<Statement> statement;
+  std::vector<PodId> victim_tasks;
+  std::vector<VictimGroup> victim_groups;
+};
+
+class Solver {
+ public:
+  Solver(Session& ssn, JobId job, SolverSpec& spec) : ssn_(ssn), job_(job), spec_(spec) {}
+
+  SolverResult Solve() {
+    SolverResult out;
+    const int original_active = ActiveUsed();
+    std::vector<PodId> tasks;
+    ssn_.TasksToAllocate(job_, tasks, /*real=*/false);
+    std::vector<PodId> pending;
+    std::unique_ptr<Statement> statement;
+    std::vector<PodId> recorded_tasks;
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      pending.push_back(tasks[i]);
+      const bool complete = pending.size() == tasks.size();
+      PartialResult r = SolvePartial(pending);
+      if (!r.solved) break;
+      if (!complete) r.statement->Discard();
+      statement = std::move(r.statement);
+      recorded_tasks = r.victim_tasks;
+      recorded_groups_ = std::move(r.victim_groups);
+    }
+    out.solved = ssn_.IsGangSatisfied(job_) && ActiveUsed() > original_active;
+    out.statement = std::move(statement);
+    out.victims = std::move(recorded_tasks);
+    return out;
+  }
+
+ private:
+  int ActiveUsed() const {
+    int n = 0;
+    for (PodId p : ssn_.cluster().jobs[job_].pods) n += IsActiveUsed(ssn_.pod(p).status);
+    return n;
+  }
+
+  PartialResult SolvePartial(const std::vector<PodId>& pending) {
+    feasible_.assign(ssn_.cluster().nodes.size(), 0);
+    for (NodeId n : spec_.feasible_nodes) feasible_[n] = 1;
+    for (const auto& g : recorded_groups_) {
+      for (PodId p : g.tasks) {
+        if (ssn_.pod(p).node != kNone) feasible_[ssn_.pod(p).node] = 1;
+      }
+    }
+    Scenario scenario(job_, pending, recorded_groups_);
+    std::unique_ptr<JobsByQueue> queue = spec_.victims_queue();
+    // The initial scenario (recorded victims only), then one more victim job at a time.
+    bool first = true;
+    while (true) {
+      if (!first && !AddNextPotentialVictims(*queue, scenario)) {
+        if (queue->empty()) break;
+        continue;
+      }
+      first = false;
+      PartialResult r = SolveScenario(scenario);
+      if (r.solved) return r;
+      if (queue->empty()) break;
+    }
+    return {};
+  }
+
+  bool AddNextPotentialVictims(JobsByQueue& queue, Scenario& scenario) {
+    if (queue.empty()) return false;
+    JobView next = queue.PopNextView();
+    bool has_more = false;
+    std::vector<PodId> victims = TasksToEvict(ssn_, next, has_more);
+    const std::vector<PodId> all =
+        next.partial ? next.pods : ssn_.cluster().jobs[next.job].pods;
+    for (PodId p : victims) {
+      if (!scenario.IsRecorded(p)) continue;
+      // Part of this job is already a recorded victim: consider only the rest later.
+      JobView rest{next.job, true, {}};
+      for (PodId q : all) {
+        if (!scenario.IsRecorded(q)) rest.pods.push_back(q);
+      }
+      if (!rest.pods.empty()) queue.PushView(std::move(rest));
+      return false;
+    }
+    if (has_more) {
+      JobView rest{next.job, true, {}};
+      for (PodId q : all) {
+        if (std::find(victims.begin(), victims.end(), q) == victims.end()) rest.pods.push_back(q);
+      }
+      queue.PushView(std::move(rest));
+    }
+    scenario.AddPotentialVictims(ssn_, victims);
+    return true;
+  }
+
+  void EvictAll(Statement& stmt, const std::vector<PodId>& pods) {
+    for (PodId p : pods) {
+      stmt.Evict(p, EvictionMessage(ssn_, spec_.action, p, job_));
+    }
+  }
+
+  PartialResult SolveScenario(const Scenario& scenario) {
+    auto stmt = std::make_unique<Statement>(ssn_);
+    EvictAll(*stmt, scenario.recorded_tasks());
+    const JobId latest = scenario.LatestPotentialVictimJob(ssn_);
+    if (latest == kNone) {
+      if (!scenario.recorded_tasks().empty()) {
+        if (auto r = Simulate(scenario, std::move(stmt), scenario.recorded_tasks())) {
+          return std::move(*r);
+        }
+        stmt = std::move(sim_statement_);
+      }
+      stmt->Discard();
+      return {};
+    }
+    // The nodes of the latest victim job, in name order.
+    std::vector<NodeId> nodes;
+    for (PodId p : ssn_.cluster().jobs[latest].pods) {
+      const NodeId n = ssn_.pod(p).node;
+      if (std::find(nodes.begin(), nodes.end(), n) == nodes.end()) nodes.push_back(n);
+    }
+    const auto& cluster_nodes = ssn_.cluster().nodes;
+    std::sort(nodes.begin(), nodes.end(), [&](NodeId a, NodeId b) {
+      if (a == kNone || b == kNone) return a == kNone && b != kNone;
+      return cluster_nodes[a].name_rank < cluster_nodes[b].name_rank;
+    });
+    for (NodeId node : nodes) {
+      const auto cp = stmt->checkpoint();
+      const std::vector<PodId> potential =
+          node == kNone ? std::vector<PodId>{} : scenario.VictimTasksFromNode(node);
+      EvictAll(*stmt, potential);
+      std::vector<NodeId> added;
+      for (PodId p : potential) {
+        const NodeId pn = ssn_.pod(p).node;
+        if (pn != kNone && !feasible_[pn]) {
+          feasible_[pn] = 1;
+          added.push_back(pn);
+        }
+      }
+      std::vector<PodId> victims = scenario.recorded_tasks();
+      victims.insert(victims.end(), potential.begin(), potential.end());
+      auto r = Simulate(scenario, std::move(stmt), victims);
+      if (r) return std::move(*r);
+      stmt = std::move(sim_statement_);
+      for (NodeId n : added) feasible_[n] = 0;
+      stmt->Rollback(cp);
+    }
+    stmt->Discard();
+    return {};
+  }
+
+  // Places the pending pods (and re-places victims that fit) with `victims` evicted. Returns a
+  // result when the scenario is decided (solved, or rejected by the validator); nullopt to try
+  // further (the statement is then left in sim_statement_ for the caller to roll back).
+  std::optional<PartialResult> Simulate(const Scenario& scenario, std::unique_ptr<Statement> stmt,
+                                        const std::vector<PodId>& victims) {
+    std::vector<NodeId> nodes;
+    for (NodeId n = 0; n < static_cast<NodeId>(feasible_.size()); ++n) {
+      if (feasible_[n]) nodes.push_back(n);
+    }
+    if (!AllocatePreemptorAndVictims(*stmt, nodes, scenario, victims)) {
+      sim_statement_ = std::move(stmt);
+      return std::nullopt;
+    }
+    std::vector<PodId> preempted, pipelined;
+    for (PodId p : victims) {
+      const PodStatus st = ssn_.pod(p).status;
+      if (st == PodStatus::kReleasing) {
+        preempted.push_back(p);
+      } else if (st == PodStatus::kPipelined) {
+        pipelined.push_back(p);
+      }
+    }
+    PartialResult r;
+    if (spec_.validator && !spec_.validator(ssn_, scenario.Info())) {
+      stmt->Discard();
+      return r;  // decided: rejected
+    }
+    r.solved = true;
+    r.victim_tasks = preempted;
+    r.victim_tasks.insert(r.victim_tasks.end(), pipelined.begin(), pipelined.end());
+    for (PodId p : r.victim_tasks) {
+      const VictimGroup* g = scenario.GroupOf(p);
+      if (g == nullptr) continue;
+      bool seen = false;
+      for (const auto& have : r.victim_groups) seen = seen || &have == g || have.tasks == g->tasks;
+      if (!seen) r.victim_groups.push_back(*g);
+    }
+    r.statement = std::move(stmt);
+    return r;
+  }
+
+  // KAI's TryToVirtuallyAllocatePreemptorAndGetVictims: every pending job, victim job and the
+  // preemptor in queue order; only victims and the preemptor are placed (pipelined).
+  bool AllocatePreemptorAndVictims(Statement& stmt, const std::vector<NodeId>& nodes,
+                                   const Scenario& scenario, const std::vector<PodId>& victims) {
+    std::vector<JobId> victim_jobs;
+    for (PodId p : victims) {
+      const JobId j = ssn_.cluster().pods[p].job;
+      if (std::find(victim_jobs.begin(), victim_jobs.end(), j) == victim_jobs.end()) {
+        victim_jobs.push_back(j);
+      }
+    }
+    JobsOrderOptions options;
+    options.filter_non_pending = false;
+    options.filter_unready = false;
+    JobsByQueue order(ssn_, options);
+    const auto& jobs = ssn_.cluster().jobs;
+    for (JobId j = 0; j < static_cast<JobId>(jobs.size()); ++j) {
+      if (j == job_) continue;
+      if (ssn_.HasPendingPods(j) ||
+          std::find(victim_jobs.begin(), victim_jobs.end(), j) != victim_jobs.end()) {
+        order.Push(j);
+      }
+    }
+    order.PushView(JobView{job_, true, scenario.pending()});
+    bool placed = false;
+    while (!order.empty()) {
+      JobView v = order.PopNextView();
+      if (v.job == job_) {
+        if (!AllocateJobTaskList(ssn_, stmt, nodes, job_, scenario.pending(), true)) return false;
+        placed = true;
+        continue;
+      }
+      if (std::find(victim_jobs.begin(), victim_jobs.end(), v.job) == victim_jobs.end()) continue;
+      AllocateJobTasks(ssn_, stmt, nodes, v.job, /*pipeline_only=*/true);
+    }
+    return placed;
+  }
+
+  Session& ssn_;
+  JobId job_;
+  SolverSpec& spec_;
+  std::vector<VictimGroup> recorded_groups_;
+  std::vector<char> feasible_;
+  std::unique_ptr<Statement> sim_statement_;
+};
+
+}  // namespace
+
+SolverResult SolveJob(Session& ssn, JobId job, SolverSpec& spec) {
+  return Solver(ssn, job, spec).Solve();
+}
+
+std::vector<NodeId> FeasibleNodesForJob(const Session& ssn, JobId job) {
+  const auto& c = ssn.cluster();
+  bool all = false;
+  for (PodId p : c.jobs[job].pods) all = all || c.pods[p].IsCpuOnly();
+  std::vector<NodeId> nodes;
+  for (NodeId n = 0; n < static_cast<NodeId>(c.nodes.size()); ++n) {
+    if (all || ssn.node(n).idle.gpus > 0 || ssn.node(n).releasing.gpus > 0) nodes.push_back(n);
+  }
+  return nodes;
+}
+
+std::vector<PodId> TasksToEvict(const Session& ssn, const JobView& view, bool& has_more) {
+  const Job& job = ssn.cluster().jobs[view.job];
+  const int32_t num_sets = static_cast<int32_t>(job.pod_sets.size());
+  // One pod set when some pod set is above its minimum (elastic pods go one by one), else all.
+  int max_sets = num_sets;
+  for (int32_t s = 0; s < num_sets; ++s) {
+    if (ssn.ViewCounters(view, s).active_allocated > job.pod_sets[s].min_available) {
+      max_sets = 1;
+      break;
+    }
+  }
+  // Reverse pod-set order (the last to be allocated is the first to give up pods).
+  std::vector<int32_t> order(static_cast<size_t>(num_sets));
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return ssn.PodSetLess(view.job, b, a);
+  });
+  const std::vector<PodId>& pods = view.partial ? view.pods : job.pods;
+  std::vector<PodId> out;
+  int total_active = 0;
+  for (PodId p : pods) total_active += IsActiveAllocated(ssn.pod(p).status);
+  int taken_sets = 0;
+  for (int32_t s : order) {
+    if (taken_sets >= max_sets) break;
+    std::vector<PodId> active;
+    for (PodId p : pods) {
+      if (ssn.cluster().pods[p].pod_set == s && IsActiveAllocated(ssn.pod(p).status)) {
+        active.push_back(p);
+      }
+    }
+    std::sort(active.begin(), active.end(), [&](PodId a, PodId b) { return ssn.TaskLess(b, a); });
+    const int allocated = static_cast<int>(active.size());
+    const size_t take = allocated > job.pod_sets[s].min_available ? 1 : active.size();
+    for (size_t i = 0; i < take && i < active.size(); ++i) out.push_back(active[i]);
+    ++taken_sets;
+  }
+  has_more = static_cast<int>(out.size()) < total_active;
+  return out;
+}
+
+namespace {
+std::string QueueDetails(const Session& ssn, QueueId q) {
+  auto text = [](const std::optional<Quantities>& v) {
+    if (!v) return std::string("?");
+    return "GPU: " + Humanize((*v)[QueueResource::kGpu], 1) +
+           ", CPU: " + Humanize((*v)[QueueResource::kCpu], 1000) +
+           " (cores), memory: " + Humanize((*v)[QueueResource::kMemory], 1e9) + " (GB)";
+  };
+  const Queue& queue = ssn.cluster().queues[q];
+  return queue.name + " uses <" + text(ssn.QueueAllocated(q)) + "> with a quota of <" +
+         text(ssn.QueueDeserved(q)) + ">, fair-share of <" + text(ssn.QueueFairShare(q)) +
+         "> and queue priority of <" + std::to_string(queue.priority) + ">.";
+}
+}  // namespace
+
+std::string EvictionMessage(const Session& ssn, EvictionAction action, PodId victim,
+                            JobId preemptor) {
+  const auto& c = ssn.cluster();
+  const Pod& pod = c.pods[victim];
+  const Job& job = c.jobs[preemptor];
+  switch (action) {
+    case EvictionAction::kPreempt:
+      return "Pod " + pod.namespace_ + "/" + pod.name +
+             " was preempted by higher priority workload " + job.namespace_ + "/" + job.name;
+    case EvictionAction::kConsolidation:
+      return "Pod " + pod.namespace_ + "/" + pod.name +
+             " was preempted and rescheduled due to bin packing (resource consolidation) "
+             "procedure";
+    case EvictionAction::kReclaim: {
+      std::string msg = "Pod " + pod.namespace_ + "/" + pod.name + " was preempted by workload " +
+                        job.namespace_ + "/" + job.name + ".";
+      QueueId reclaimer_q = job.queue;
+      QueueId reclaimee_q = c.jobs[pod.job].queue;
+      if (c.queues[reclaimer_q].parent != c.queues[reclaimee_q].parent) {
+        reclaimer_q = c.queues[reclaimer_q].parent;
+        reclaimee_q = c.queues[reclaimee_q].parent;
+      }
+      if (reclaimer_q == kNone || reclaimee_q == kNone) return msg + "\n";
+      return msg + "\n" + QueueDetails(ssn, reclaimee_q) + "\n" + QueueDetails(ssn, reclaimer_q);
+    }
+  }
+  return "";
+}
+
+}  // namespace gantry

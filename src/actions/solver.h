@@ -1,0 +1,59 @@
+// The victim search shared by reclaim, preempt and consolidation (KAI's JobSolver).
+//
+// For a pending job the solver grows the set of its pods to place one pod at a time. For each
+// prefix it builds scenarios: the victims recorded for the previous prefix, plus potential victims
+// taken job by job from a victims queue (worst-ranked first; elastic jobs give up pods beyond
+// their minimum one at a time, gangs all at once). A scenario is simulated inside a statement:
+// evict the recorded victims and, node by node, the potential victims on that node; then place the
+// pending pods and let victims that still fit be pipelined back; a validator (the action's rule,
+// e.g. fair-share reclaim) accepts or rejects the outcome. Nothing leaves the statement unless
+// the whole job is placed and the action commits it.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "framework/jobs_by_queue.h"
+#include "framework/session.h"
+#include "framework/statement.h"
+
+namespace gantry {
+
+// Which action runs the solver (decides eviction messages).
+enum class EvictionAction { kReclaim, kPreempt, kConsolidation };
+
+struct SolverSpec {
+  EvictionAction action = EvictionAction::kReclaim;
+  // Nodes the pending job may use (victims' nodes are added as they are considered).
+  std::vector<NodeId> feasible_nodes;
+  // Accepts or rejects a simulated scenario.
+  std::function<bool(const Session&, const ScenarioInfo&)> validator;
+  // Builds a fresh victims queue (called once per attempted pod prefix).
+  std::function<std::unique_ptr<JobsByQueue>()> victims_queue;
+};
+
+struct SolverResult {
+  bool solved = false;
+  std::unique_ptr<Statement> statement;  // holds the solution's operations; commit to apply
+  std::vector<PodId> victims;
+};
+
+// Searches victims for `job`. On success the statement holds the evictions and the job's
+// pipelined pods; on failure the session is as it was.
+SolverResult SolveJob(Session& ssn, JobId job, SolverSpec& spec);
+
+// The nodes a job may use: every node if some pod needs no GPU, otherwise nodes with idle or
+// releasing GPUs.
+std::vector<NodeId> FeasibleNodesForJob(const Session& ssn, JobId job);
+
+// The pods of an entry that would be evicted next (KAI's GetTasksToEvict) and whether the entry
+// has active pods left after them.
+std::vector<PodId> TasksToEvict(const Session& ssn, const JobView& view, bool& has_more);
+
+// KAI's eviction message for a victim pod.
+std::string EvictionMessage(const Session& ssn, EvictionAction action, PodId victim,
+                            JobId preemptor);
+
+}  // namespace gantry
