@@ -694,7 +694,7 @@ Quantities Session::TasksToAllocateQuantities(JobId j) const {
   auto& cached = job_quantities_cache_[j];
   if (cached.first == job_version_[j]) return cached.second;
   std::vector<PodId> tasks;
-  TasksToAllocate(j, tasks);
+  TasksToAllocate(j, tasks, /*real=*/false);
   Quantities q;
   for (PodId p : tasks) {
     const Pod& pod = cluster_.pods[p];

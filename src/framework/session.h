@@ -293,14 +293,17 @@ class Session {
   // Queue quantities of what a view would allocate: TasksToAllocateQuantities for whole jobs,
   // the view's pending pods for partial ones.
   Quantities ViewTasksQuantities(const JobView& v) const;
-  // Sum of the requests of TasksToAllocate as queue quantities (KAI's
-  // GetTasksToAllocateInitResource).
+  // Sum of the requests of TasksToAllocate (counting pods evicted in this session as pending) as
+  // queue quantities (KAI's GetTasksToAllocateInitResource as queue order uses it).
   Quantities TasksToAllocateQuantities(JobId j) const;
 
   // --- Mutation primitives (used by Statement; fire event handlers) -------------------------
   void SetPodStatus(PodId p, PodStatus s);
   void SetPodNode(PodId p, NodeId n) { pods_[p].node = n; }
-  void SetVirtual(PodId p, bool v) { pods_[p].virtual_status = v; }
+  void SetVirtual(PodId p, bool v) {
+    pods_[p].virtual_status = v;
+    if (const JobId j = cluster_.pods[p].job; j != kNone) ++job_version_[j];
+  }
   void AddPodToNode(PodId p, NodeId n);
   void RemovePodFromNode(PodId p, NodeId n);
   void FireAllocate(PodId p);
