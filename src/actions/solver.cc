@@ -372,7 +372,7 @@ std::vector<PodId> TasksToEvict(const Session& ssn, const JobView& view, bool& h
   std::vector<int32_t> order(static_cast<size_t>(num_sets));
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    return ssn.PodSetLess(view.job, b, a);
+    return ssn.PodSetViewLess(view, b, a);
   });
   const std::vector<PodId>& pods = view.partial ? view.pods : job.pods;
   std::vector<PodId> out;

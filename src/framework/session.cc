@@ -295,10 +295,14 @@ bool Session::TaskLess(PodId l, PodId r) const {
 }
 
 bool Session::PodSetLess(JobId j, int32_t l, int32_t r) const {
+  return PodSetViewLess(JobView{j, false, {}}, l, r);
+}
+
+bool Session::PodSetViewLess(const JobView& v, int32_t l, int32_t r) const {
   for (const auto& fn : pod_set_order_fns_) {
-    if (int c = fn(*this, j, l, r); c != 0) return c < 0;
+    if (int c = fn(*this, v, l, r); c != 0) return c < 0;
   }
-  const Job& job = cluster_.jobs[j];
+  const Job& job = cluster_.jobs[v.job];
   return job.pod_sets[l].name < job.pod_sets[r].name;
 }
 

@@ -112,7 +112,7 @@ struct ScenarioInfo {
 // 0 for "no opinion" (the next comparator decides).
 using JobOrderFn = std::function<int(const Session&, const JobView&, const JobView&)>;
 using TaskOrderFn = std::function<int(const Session&, PodId, PodId)>;
-using PodSetOrderFn = std::function<int(const Session&, JobId, int32_t, int32_t)>;
+using PodSetOrderFn = std::function<int(const Session&, const JobView&, int32_t, int32_t)>;
 // Queue order: l / r queues represented by their best pending job (allocation order) or, when
 // ordering victims, by their victim jobs so far (the job ids are then kNone).
 using QueueOrderFn = std::function<int(const Session&, QueueId, QueueId, const JobView*,
@@ -250,6 +250,7 @@ class Session {
   Quantities ViewAllocated(const JobView& v) const;
   bool TaskLess(PodId l, PodId r) const;
   bool PodSetLess(JobId j, int32_t l, int32_t r) const;
+  bool PodSetViewLess(const JobView& v, int32_t l, int32_t r) const;
   bool QueueLess(QueueId l, QueueId r, JobId l_job, JobId r_job) const;
   bool QueueLess(QueueId l, QueueId r, const JobView* l_job, const JobView* r_job,
                  std::span<const JobView* const> l_victims,

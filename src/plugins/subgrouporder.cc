@@ -11,10 +11,10 @@ class SubGroupOrderPlugin : public Plugin {
   bool NodeChecksDependOnlyOnShapeAndState() const override { return true; }
   std::string_view name() const override { return "subgrouporder"; }
   void OnSessionOpen(Session& ssn) override {
-    ssn.AddPodSetOrderFn([](const Session& s, JobId j, int32_t l, int32_t r) {
-      const Job& job = s.cluster().jobs[j];
-      const int la = s.counters(j, l).active_allocated;
-      const int ra = s.counters(j, r).active_allocated;
+    ssn.AddPodSetOrderFn([](const Session& s, const JobView& v, int32_t l, int32_t r) {
+      const Job& job = s.cluster().jobs[v.job];
+      const int la = s.ViewCounters(v, l).active_allocated;
+      const int ra = s.ViewCounters(v, r).active_allocated;
       const int lmin = job.pod_sets[l].min_available;
       const int rmin = job.pod_sets[r].min_available;
       const bool lsat = la >= lmin;
