@@ -7,7 +7,12 @@
 #include <ostream>
 #include <sstream>
 
+#include <sys/resource.h>
+
+#include <chrono>
+
 #include "framework/scheduler.h"
+#include "sim/synthetic.h"
 #include "scenario/runner.h"
 #include "scenario/scenario.h"
 
@@ -248,6 +253,53 @@ int RunConformance(const ConformanceOptions& options, std::ostream& out, std::os
   }
   out << passed << " passed, " << failed << " failed\n";
   return failed > 0 && !options.report_only ? 1 : 0;
+}
+
+int RunBench(const BenchOptions& options, std::ostream& out, std::ostream& err) {
+  if (options.scenario != "reclaim-large-jobs") {
+    err << "bench: unknown scenario \"" << options.scenario
+        << "\" (available: reclaim-large-jobs)\n";
+    return 2;
+  }
+  using Clock = std::chrono::steady_clock;
+  auto ms = [](Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
+  const Cluster cluster = sim::ReclaimLargeJobsCluster(options.nodes);
+  SchedulerConfig config = SchedulerConfig::Default();
+  config.actions = {"reclaim"};
+  auto scheduler = Scheduler::Create(config, BuiltinPlugins(), BuiltinActions());
+  if (!scheduler.ok()) {
+    err << "bench: " << scheduler.error() << "\n";
+    return 1;
+  }
+  std::vector<double> action_ms, snapshot_ms;
+  size_t evicted = 0, pipelined = 0;
+  for (int run = 0; run < std::max(1, options.runs); ++run) {
+    const auto t0 = Clock::now();
+    auto ssn = scheduler.value()->OpenSession(cluster, 1'700'000'000'000);
+    const auto t1 = Clock::now();
+    scheduler.value()->RunActions(*ssn);
+    const auto t2 = Clock::now();
+    snapshot_ms.push_back(ms(t1 - t0));
+    action_ms.push_back(ms(t2 - t1));
+    evicted = ssn->evictions().size();
+    pipelined = ssn->pipelined().size();
+    scheduler.value()->CloseSession(*ssn);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  nlohmann::json line{{"nodes", options.nodes},
+                      {"action_ms", median(action_ms)},
+                      {"snapshot_ms", median(snapshot_ms)},
+                      {"peak_rss_mib", static_cast<double>(usage.ru_maxrss) / 1024.0},
+                      {"evicted", evicted},
+                      {"pipelined", pipelined},
+                      {"runs", action_ms.size()}};
+  out << line.dump() << "\n";
+  return 0;
 }
 
 }  // namespace gantry::cli

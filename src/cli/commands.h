@@ -26,4 +26,12 @@ struct ConformanceOptions {
 };
 int RunConformance(const ConformanceOptions& options, std::ostream& out, std::ostream& err);
 
+struct BenchOptions {
+  std::string scenario;  // reclaim-large-jobs
+  int nodes = 500;
+  int runs = 5;
+};
+// Prints one JSON line of figures for a built-in benchmark scenario.
+int RunBench(const BenchOptions& options, std::ostream& out, std::ostream& err);
+
 }  // namespace gantry::cli

@@ -28,7 +28,17 @@ int main(int argc, char** argv) {
   conf_cmd->add_flag("--do-nothing", conf.do_nothing,
                      "Run with no actions (the baseline a do-nothing scheduler scores)");
 
+  gantry::cli::BenchOptions bench;
+  auto* bench_cmd =
+      app.add_subcommand("bench", "Run a built-in benchmark scenario and print one JSON line");
+  bench_cmd->add_option("scenario", bench.scenario, "reclaim-large-jobs")->required();
+  bench_cmd->add_option("--nodes", bench.nodes, "Number of 8-GPU nodes")
+      ->check(CLI::Range(10, 1000000));
+  bench_cmd->add_option("--runs", bench.runs, "Runs (the median is printed)")
+      ->check(CLI::Range(1, 1000));
+
   CLI11_PARSE(app, argc, argv);
+  if (bench_cmd->parsed()) return gantry::cli::RunBench(bench, std::cout, std::cerr);
   if (cycle_cmd->parsed()) return gantry::cli::RunCycle(cycle, std::cout, std::cerr);
   if (conf_cmd->parsed()) {
     if (conf.paths.empty() && conf.lists.empty()) {
