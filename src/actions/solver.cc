@@ -198,13 +198,19 @@ class Solver {
   }
 
   void EvictAll(Statement& stmt, const std::vector<PodId>& pods) {
-    for (PodId p : pods) {
-      stmt.Evict(p, EvictionMessage(ssn_, spec_.action, p, job_));
-    }
+    for (PodId p : pods) stmt.Evict(p);
+  }
+
+  std::unique_ptr<Statement> NewStatement() {
+    auto stmt = std::make_unique<Statement>(ssn_);
+    stmt->SetEvictionMessageFn([&ssn = ssn_, action = spec_.action, job = job_](PodId p) {
+      return EvictionMessage(ssn, action, p, job);
+    });
+    return stmt;
   }
 
   PartialResult SolveScenario(const Scenario& scenario) {
-    auto stmt = std::make_unique<Statement>(ssn_);
+    auto stmt = NewStatement();
     EvictAll(*stmt, scenario.recorded_tasks());
     const JobId latest = scenario.LatestPotentialVictimJob(ssn_);
     if (latest == kNone) {

@@ -56,6 +56,8 @@ void Statement::Pipeline(PodId p, NodeId n, bool update_if_on_node) {
 
 void Statement::Evict(PodId p, std::string message) { ApplyEvict(p, std::move(message)); }
 
+void Statement::Evict(PodId p) { ApplyEvict(p, std::string()); }
+
 void Statement::ApplyEvict(PodId p, std::string message) {
   const PodState before = ssn_.pod(p);
   const NodeId n = before.node;
@@ -137,7 +139,9 @@ void Statement::Commit() {
   for (Op& op : ops_) {
     switch (op.kind) {
       case Kind::kEvict:
-        if (!op.cancelled) ssn_.RecordEviction(op.pod, std::move(op.message));
+        if (op.cancelled) break;
+        if (op.message.empty() && message_fn_) op.message = message_fn_(op.pod);
+        ssn_.RecordEviction(op.pod, std::move(op.message));
         break;
       case Kind::kUnevict:
         break;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,10 @@ class Statement {
   void Pipeline(PodId p, NodeId n, bool update_if_on_node = true);
   // Marks an occupying pod as releasing (its resources become releasing on its node).
   void Evict(PodId p, std::string message);
+  // Same, with the message produced only if the eviction is committed (see
+  // SetEvictionMessageFn): simulations evict far more than they commit.
+  void Evict(PodId p);
+  void SetEvictionMessageFn(std::function<std::string(PodId)> fn) { message_fn_ = std::move(fn); }
   // Turns every pod of `j` that this statement allocated into a pipelined one.
   void ConvertAllAllocatedToPipelined(JobId j);
 
@@ -67,6 +72,7 @@ class Statement {
 
   Session& ssn_;
   std::vector<Op> ops_;
+  std::function<std::string(PodId)> message_fn_;
 };
 
 }  // namespace gantry
