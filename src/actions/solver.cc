@@ -1,6 +1,7 @@
 #include "actions/solver.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <numeric>
 #include <set>
@@ -153,19 +154,30 @@ class Solver {
       }
     }
     Scenario scenario(job_, pending, recorded_groups_);
-    std::unique_ptr<JobsByQueue> queue = spec_.victims_queue();
+    // Every prefix starts from the same session state, so the victims queue is built once per
+    // job and copied.
+    if (!base_queue_) base_queue_ = spec_.victims_queue();
+    JobsByQueue queue(*base_queue_);
+    // The recorded victims are evicted once; each scenario rolls back to this point.
+    std::unique_ptr<Statement> stmt = NewStatement();
+    EvictAll(*stmt, scenario.recorded_tasks());
+    const auto base = stmt->checkpoint();
     // The initial scenario (recorded victims only), then one more victim job at a time.
     bool first = true;
     while (true) {
-      if (!first && !AddNextPotentialVictims(*queue, scenario)) {
-        if (queue->empty()) break;
+      if (!first && !AddNextPotentialVictims(queue, scenario)) {
+        if (queue.empty()) break;
         continue;
       }
       first = false;
-      PartialResult r = SolveScenario(scenario);
-      if (r.solved) return r;
-      if (queue->empty()) break;
+      PartialResult r;
+      if (SolveScenario(scenario, *stmt, base, r)) {
+        r.statement = std::move(stmt);
+        return r;
+      }
+      if (queue.empty()) break;
     }
+    stmt->Discard();
     return {};
   }
 
@@ -209,19 +221,17 @@ class Solver {
     return stmt;
   }
 
-  PartialResult SolveScenario(const Scenario& scenario) {
-    auto stmt = NewStatement();
-    EvictAll(*stmt, scenario.recorded_tasks());
+  // Tries one scenario on `stmt` (which holds the recorded evictions up to `base`). Returns true
+  // with `out` filled when solved; otherwise leaves the statement at `base`.
+  bool SolveScenario(const Scenario& scenario, Statement& stmt, Statement::Checkpoint base,
+                     PartialResult& out) {
     const JobId latest = scenario.LatestPotentialVictimJob(ssn_);
     if (latest == kNone) {
-      if (!scenario.recorded_tasks().empty()) {
-        if (auto r = Simulate(scenario, std::move(stmt), scenario.recorded_tasks())) {
-          return std::move(*r);
-        }
-        stmt = std::move(sim_statement_);
-      }
-      stmt->Discard();
-      return {};
+      if (scenario.recorded_tasks().empty()) return false;
+      const Outcome o = Simulate(scenario, stmt, scenario.recorded_tasks(), out);
+      if (o == Outcome::kSolved) return true;
+      stmt.Rollback(base);
+      return false;
     }
     // The nodes of the latest victim job, in name order.
     std::vector<NodeId> nodes;
@@ -235,10 +245,10 @@ class Solver {
       return cluster_nodes[a].name_rank < cluster_nodes[b].name_rank;
     });
     for (NodeId node : nodes) {
-      const auto cp = stmt->checkpoint();
+      const auto cp = stmt.checkpoint();
       const std::vector<PodId> potential =
           node == kNone ? std::vector<PodId>{} : scenario.VictimTasksFromNode(node);
-      EvictAll(*stmt, potential);
+      EvictAll(stmt, potential);
       std::vector<NodeId> added;
       for (PodId p : potential) {
         const NodeId pn = ssn_.pod(p).node;
@@ -249,29 +259,35 @@ class Solver {
       }
       std::vector<PodId> victims = scenario.recorded_tasks();
       victims.insert(victims.end(), potential.begin(), potential.end());
-      auto r = Simulate(scenario, std::move(stmt), victims);
-      if (r) return std::move(*r);
-      stmt = std::move(sim_statement_);
+      const Outcome o = Simulate(scenario, stmt, victims, out);
+      if (o == Outcome::kSolved) return true;
+      if (o == Outcome::kRejected) {
+        stmt.Rollback(base);
+        return false;
+      }
       for (NodeId n : added) feasible_[n] = 0;
-      stmt->Rollback(cp);
+      stmt.Rollback(cp);
     }
-    stmt->Discard();
-    return {};
+    stmt.Rollback(base);
+    return false;
   }
 
-  // Places the pending pods (and re-places victims that fit) with `victims` evicted. Returns a
-  // result when the scenario is decided (solved, or rejected by the validator); nullopt to try
-  // further (the statement is then left in sim_statement_ for the caller to roll back).
-  std::optional<PartialResult> Simulate(const Scenario& scenario, std::unique_ptr<Statement> stmt,
-                                        const std::vector<PodId>& victims) {
-    std::vector<NodeId> nodes;
+  enum class Outcome { kFailed, kRejected, kSolved };
+
+  // Places the pending pods (and re-places victims that fit) with `victims` evicted, then asks
+  // the validator. kFailed: the pods did not fit (the caller rolls back); kRejected: they fit
+  // but the validator refused the scenario; kSolved: `out` holds the victims.
+  Outcome Simulate(const Scenario& scenario, Statement& stmt, const std::vector<PodId>& victims,
+                   PartialResult& out) {
+    nodes_scratch_.clear();
     for (NodeId n = 0; n < static_cast<NodeId>(feasible_.size()); ++n) {
-      if (feasible_[n]) nodes.push_back(n);
+      if (feasible_[n]) nodes_scratch_.push_back(n);
     }
-    if (!AllocatePreemptorAndVictims(*stmt, nodes, scenario, victims)) {
-      sim_statement_ = std::move(stmt);
-      return std::nullopt;
+    if (!CouldFit(scenario.pending(), nodes_scratch_)) return Outcome::kFailed;
+    if (!AllocatePreemptorAndVictims(stmt, nodes_scratch_, scenario, victims)) {
+      return Outcome::kFailed;
     }
+    if (spec_.validator && !spec_.validator(ssn_, scenario.Info())) return Outcome::kRejected;
     std::vector<PodId> preempted, pipelined;
     for (PodId p : victims) {
       const PodStatus st = ssn_.pod(p).status;
@@ -281,23 +297,46 @@ class Solver {
         pipelined.push_back(p);
       }
     }
-    PartialResult r;
-    if (spec_.validator && !spec_.validator(ssn_, scenario.Info())) {
-      stmt->Discard();
-      return r;  // decided: rejected
-    }
-    r.solved = true;
-    r.victim_tasks = preempted;
-    r.victim_tasks.insert(r.victim_tasks.end(), pipelined.begin(), pipelined.end());
-    for (PodId p : r.victim_tasks) {
+    out.solved = true;
+    out.victim_tasks = preempted;
+    out.victim_tasks.insert(out.victim_tasks.end(), pipelined.begin(), pipelined.end());
+    for (PodId p : out.victim_tasks) {
       const VictimGroup* g = scenario.GroupOf(p);
       if (g == nullptr) continue;
       bool seen = false;
-      for (const auto& have : r.victim_groups) seen = seen || &have == g || have.tasks == g->tasks;
-      if (!seen) r.victim_groups.push_back(*g);
+      for (const auto& have : out.victim_groups) seen = seen || have.tasks == g->tasks;
+      if (!seen) out.victim_groups.push_back(*g);
     }
-    r.statement = std::move(stmt);
-    return r;
+    return Outcome::kSolved;
+  }
+
+  // A necessary condition for placing whole-GPU `pods` on `nodes` (pipelining onto idle and
+  // releasing GPUs): for every request size g, the pods asking for at least g GPUs must fit in
+  // the nodes' free GPUs counted in blocks of g. Cheap, and it skips hopeless simulations.
+  bool CouldFit(const std::vector<PodId>& pods, const std::vector<NodeId>& nodes) const {
+    const auto& c = ssn_.cluster();
+    std::vector<double> sizes;
+    for (PodId p : pods) {
+      const Pod& pod = c.pods[p];
+      if (pod.IsSharedGpu() || pod.gpu_kind == GpuRequestKind::kMig) return true;  // not modelled
+      if (pod.request.gpus > 0) sizes.push_back(pod.request.gpus);
+    }
+    if (sizes.empty()) return true;
+    std::sort(sizes.begin(), sizes.end(), std::greater<>());
+    const auto free = ssn_.non_allocated_gpus();
+    double total_free = 0, total_asked = 0;
+    for (NodeId n : nodes) total_free += std::max(0.0, free[n]);
+    for (double g : sizes) total_asked += g;
+    if (total_asked > total_free) return false;
+    size_t i = 0;
+    while (i < sizes.size()) {
+      const double g = sizes[i];
+      while (i < sizes.size() && sizes[i] == g) ++i;  // i = number of pods asking >= g
+      double blocks = 0;
+      for (NodeId n : nodes) blocks += std::floor(std::max(0.0, free[n]) / g);
+      if (static_cast<double>(i) > blocks) return false;
+    }
+    return true;
   }
 
   // KAI's TryToVirtuallyAllocatePreemptorAndGetVictims: every pending job, victim job and the
@@ -333,6 +372,8 @@ class Solver {
         continue;
       }
       if (std::find(victim_jobs.begin(), victim_jobs.end(), v.job) == victim_jobs.end()) continue;
+      ssn_.TasksToAllocate(v.job, tasks_scratch_, /*real=*/false);
+      if (!CouldFit(tasks_scratch_, nodes)) continue;  // would fail; failures change nothing
       AllocateJobTasks(ssn_, stmt, nodes, v.job, /*pipeline_only=*/true);
     }
     return placed;
@@ -343,7 +384,9 @@ class Solver {
   SolverSpec& spec_;
   std::vector<VictimGroup> recorded_groups_;
   std::vector<char> feasible_;
-  std::unique_ptr<Statement> sim_statement_;
+  std::unique_ptr<JobsByQueue> base_queue_;
+  std::vector<NodeId> nodes_scratch_;
+  std::vector<PodId> tasks_scratch_;
 };
 
 }  // namespace

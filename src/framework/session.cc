@@ -1,6 +1,7 @@
 #include "framework/session.h"
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 
 #include "framework/plugin.h"
@@ -120,7 +121,7 @@ void Session::AddPodToNode(PodId p, NodeId n) {
       ns.idle -= r;
   }
   non_allocated_gpus_[n] = ns.idle.gpus + ns.releasing.gpus;
-  if (classes_enabled_) Reclassify(n);
+  MarkClassDirty(n);
 }
 
 void Session::RemovePodFromNode(PodId p, NodeId n) {
@@ -140,7 +141,7 @@ void Session::RemovePodFromNode(PodId p, NodeId n) {
       ns.idle += r;
   }
   non_allocated_gpus_[n] = ns.idle.gpus + ns.releasing.gpus;
-  if (classes_enabled_) Reclassify(n);
+  MarkClassDirty(n);
 }
 
 void Session::FireAllocate(PodId p) {
@@ -415,17 +416,36 @@ struct RankedLess {
 }  // namespace
 
 size_t Session::ClassKeyHash::operator()(const ClassKey& k) const {
-  // FNV-1a over the shape and the three counters.
-  uint64_t h = 1469598103934665603ULL;
-  auto mix = [&h](const void* data, size_t size) {
-    const auto* b = static_cast<const unsigned char*>(data);
-    for (size_t i = 0; i < size; ++i) h = (h ^ b[i]) * 1099511628211ULL;
+  // Mixes the shape and the counters that distinguish nodes in practice (the remaining fields
+  // are compared by ClassKey::operator==).
+  uint64_t h = static_cast<uint64_t>(k.shape) * 0x9E3779B97F4A7C15ULL;
+  auto mix = [&h](double v) {
+    uint64_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    h = (h ^ bits) * 0xFF51AFD7ED558CCDULL;
+    h ^= h >> 33;
   };
-  mix(&k.shape, sizeof k.shape);
-  mix(&k.state.idle, sizeof(Resources));
-  mix(&k.state.used, sizeof(Resources));
-  mix(&k.state.releasing, sizeof(Resources));
+  for (const Resources* r : {&k.state.idle, &k.state.used, &k.state.releasing}) {
+    mix(r->gpus);
+    mix(r->cpu_millis);
+    mix(r->memory_bytes);
+    mix(r->pods);
+  }
   return static_cast<size_t>(h);
+}
+
+void Session::MarkClassDirty(NodeId n) {
+  if (!classes_enabled_ || class_dirty_[n]) return;
+  class_dirty_[n] = 1;
+  dirty_nodes_.push_back(n);
+}
+
+void Session::RefreshClasses() {
+  for (NodeId n : dirty_nodes_) {
+    class_dirty_[n] = 0;
+    Reclassify(n);
+  }
+  dirty_nodes_.clear();
 }
 
 namespace {
@@ -440,6 +460,8 @@ void Session::BuildNodeClasses() {
   class_index_.clear();
   class_members_.clear();
   node_class_.assign(nodes_.size(), -1);
+  class_dirty_.assign(nodes_.size(), 0);
+  dirty_nodes_.clear();
   for (NodeId n = 0; n < static_cast<NodeId>(nodes_.size()); ++n) Reclassify(n);
 }
 
@@ -510,6 +532,7 @@ void Session::RankFittingNodes(PodId p, std::span<const NodeId> candidates, bool
     return;
   }
   ++stats_.rankings_by_class;
+  RefreshClasses();
   // One representative per non-empty class: its smallest-named node.
   class_reps_.clear();
   for (const auto& members : class_members_) {

@@ -392,6 +392,10 @@ class Session {
   };
   void BuildNodeClasses();
   void Reclassify(NodeId n);
+  // Classes are refreshed lazily: a changed node is only marked, and re-filed when a ranking by
+  // class needs it.
+  void MarkClassDirty(NodeId n);
+  void RefreshClasses();
   bool CanRankByClass(PodId p, std::span<const NodeId> candidates) const;
   void RankPerNode(PodId p, std::span<const NodeId> candidates, bool record);
   void PickBestRanked();
@@ -401,6 +405,8 @@ class Session {
   std::unordered_map<ClassKey, int32_t, ClassKeyHash> class_index_;
   std::vector<std::vector<std::pair<int32_t, NodeId>>> class_members_;  // heap by name rank
   std::vector<int32_t> node_class_;
+  std::vector<char> class_dirty_;
+  std::vector<NodeId> dirty_nodes_;
   std::vector<NodeId> class_reps_;
   bool any_anti_affinity_ = false;
   // State of the current ranking, for falling back to per-node order after the first node.
