@@ -323,30 +323,53 @@ class Solver {
     }
     if (sizes.empty()) return true;
     std::sort(sizes.begin(), sizes.end(), std::greater<>());
-    const auto free = ssn_.non_allocated_gpus();
-    double total_free = 0, total_asked = 0;
-    for (NodeId n : nodes) total_free += std::max(0.0, free[n]);
+    double total_asked = 0;
     for (double g : sizes) total_asked += g;
-    if (total_asked > total_free) return false;
+    if (total_asked > FreeBlocks(nodes, 0)) return false;
     size_t i = 0;
     while (i < sizes.size()) {
       const double g = sizes[i];
       while (i < sizes.size() && sizes[i] == g) ++i;  // i = number of pods asking >= g
-      double blocks = 0;
-      for (NodeId n : nodes) blocks += std::floor(std::max(0.0, free[n]) / g);
-      if (static_cast<double>(i) > blocks) return false;
+      if (static_cast<double>(i) > FreeBlocks(nodes, g)) return false;
     }
     return true;
+  }
+
+  // Free GPUs of `nodes` (g = 0) or the number of blocks of g free GPUs, cached until something
+  // is placed or removed (the node list is fixed within a simulation).
+  double FreeBlocks(const std::vector<NodeId>& nodes, double g) const {
+    const uint64_t epoch = ssn_.placement_epoch();
+    if (epoch != blocks_epoch_ || nodes.data() != blocks_nodes_ ||
+        nodes.size() != blocks_count_) {
+      blocks_cache_.clear();
+      blocks_epoch_ = epoch;
+      blocks_nodes_ = nodes.data();
+      blocks_count_ = nodes.size();
+    }
+    for (const auto& [size, value] : blocks_cache_) {
+      if (size == g) return value;
+    }
+    const auto free = ssn_.non_allocated_gpus();
+    double value = 0;
+    for (NodeId n : nodes) {
+      const double f = std::max(0.0, free[n]);
+      value += g == 0 ? f : std::floor(f / g);
+    }
+    blocks_cache_.emplace_back(g, value);
+    return value;
   }
 
   // KAI's TryToVirtuallyAllocatePreemptorAndGetVictims: every pending job, victim job and the
   // preemptor in queue order; only victims and the preemptor are placed (pipelined).
   bool AllocatePreemptorAndVictims(Statement& stmt, const std::vector<NodeId>& nodes,
                                    const Scenario& scenario, const std::vector<PodId>& victims) {
+    const auto& jobs = ssn_.cluster().jobs;
+    is_victim_job_.resize(jobs.size(), 0);
     std::vector<JobId> victim_jobs;
     for (PodId p : victims) {
       const JobId j = ssn_.cluster().pods[p].job;
-      if (std::find(victim_jobs.begin(), victim_jobs.end(), j) == victim_jobs.end()) {
+      if (!is_victim_job_[j]) {
+        is_victim_job_[j] = 1;
         victim_jobs.push_back(j);
       }
     }
@@ -354,29 +377,39 @@ class Solver {
     options.filter_non_pending = false;
     options.filter_unready = false;
     JobsByQueue order(ssn_, options);
-    const auto& jobs = ssn_.cluster().jobs;
-    for (JobId j = 0; j < static_cast<JobId>(jobs.size()); ++j) {
-      if (j == job_) continue;
-      if (ssn_.HasPendingPods(j) ||
-          std::find(victim_jobs.begin(), victim_jobs.end(), j) != victim_jobs.end()) {
-        order.Push(j);
+    // Pending jobs take part in the order (they are never placed here): computed once per job.
+    if (pending_jobs_.empty() && !pending_jobs_known_) {
+      for (JobId j = 0; j < static_cast<JobId>(jobs.size()); ++j) {
+        if (j != job_ && ssn_.HasPendingPods(j)) pending_jobs_.push_back(j);
       }
+      pending_jobs_known_ = true;
+    }
+    for (JobId j : pending_jobs_) {
+      if (!is_victim_job_[j]) order.Push(j);
+    }
+    for (JobId j : victim_jobs) {
+      if (j != job_) order.Push(j);
     }
     order.PushView(JobView{job_, true, scenario.pending()});
     bool placed = false;
+    bool ok = true;
     while (!order.empty()) {
       JobView v = order.PopNextView();
       if (v.job == job_) {
-        if (!AllocateJobTaskList(ssn_, stmt, nodes, job_, scenario.pending(), true)) return false;
+        if (!AllocateJobTaskList(ssn_, stmt, nodes, job_, scenario.pending(), true)) {
+          ok = false;
+          break;
+        }
         placed = true;
         continue;
       }
-      if (std::find(victim_jobs.begin(), victim_jobs.end(), v.job) == victim_jobs.end()) continue;
+      if (!is_victim_job_[v.job]) continue;
       ssn_.TasksToAllocate(v.job, tasks_scratch_, /*real=*/false);
       if (!CouldFit(tasks_scratch_, nodes)) continue;  // would fail; failures change nothing
       AllocateJobTasks(ssn_, stmt, nodes, v.job, /*pipeline_only=*/true);
     }
-    return placed;
+    for (JobId j : victim_jobs) is_victim_job_[j] = 0;
+    return ok && placed;
   }
 
   Session& ssn_;
@@ -387,6 +420,15 @@ class Solver {
   std::unique_ptr<JobsByQueue> base_queue_;
   std::vector<NodeId> nodes_scratch_;
   std::vector<PodId> tasks_scratch_;
+  std::vector<char> is_victim_job_;
+  mutable std::vector<std::pair<double, double>> blocks_cache_;
+  mutable uint64_t blocks_epoch_ = ~0ULL;
+  mutable const NodeId* blocks_nodes_ = nullptr;
+  mutable size_t blocks_count_ = 0;
+  // Jobs with pending pods (other than the preemptor). Fixed for the whole solve: each
+  // simulation starts from the same session state, and simulations only pipeline.
+  std::vector<JobId> pending_jobs_;
+  bool pending_jobs_known_ = false;
 };
 
 }  // namespace
