@@ -5,6 +5,8 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "actions/allocate.h"
 
@@ -27,14 +29,13 @@ class Scenario {
       recorded_tasks_.insert(recorded_tasks_.end(), g.tasks.begin(), g.tasks.end());
       AppendGroup(g);
     }
+    recorded_set_.insert(recorded_tasks_.begin(), recorded_tasks_.end());
   }
 
   JobId preemptor() const { return preemptor_; }
   const std::vector<PodId>& pending() const { return pending_; }
   const std::vector<PodId>& recorded_tasks() const { return recorded_tasks_; }
-  bool IsRecorded(PodId p) const {
-    return std::find(recorded_tasks_.begin(), recorded_tasks_.end(), p) != recorded_tasks_.end();
-  }
+  bool IsRecorded(PodId p) const { return recorded_set_.count(p) > 0; }
 
   void AddPotentialVictims(const Session& ssn, const std::vector<PodId>& tasks) {
     if (tasks.empty()) return;
@@ -65,13 +66,12 @@ class Scenario {
     return out;
   }
 
-  // The group holding `p` (the victim job representative for a task).
-  const VictimGroup* GroupOf(PodId p) const {
-    for (const auto& g : groups_) {
-      if (std::find(g.tasks.begin(), g.tasks.end(), p) != g.tasks.end()) return &g;
-    }
-    return nullptr;
+  // Index of the group holding `p` (the victim job representative for a task), or -1.
+  int GroupIndexOf(PodId p) const {
+    auto it = group_of_.find(p);
+    return it == group_of_.end() ? -1 : it->second;
   }
+  const VictimGroup& group(int i) const { return groups_[static_cast<size_t>(i)]; }
 
   ScenarioInfo Info() const {
     ScenarioInfo info;
@@ -83,6 +83,7 @@ class Scenario {
 
  private:
   void AppendGroup(const VictimGroup& g) {
+    for (PodId p : g.tasks) group_of_.emplace(p, static_cast<int>(groups_.size()));
     groups_.push_back(g);
     for (auto& [job, tasks] : victims_) {
       if (job == g.job) {
@@ -99,6 +100,8 @@ class Scenario {
   std::vector<PodId> recorded_tasks_;
   std::vector<PodId> potential_tasks_;
   std::vector<VictimGroup> groups_;
+  std::unordered_map<PodId, int> group_of_;
+  std::unordered_set<PodId> recorded_set_;
   std::map<NodeId, std::vector<JobId>> potential_jobs_by_node_;
   std::vector<std::pair<JobId, std::vector<PodId>>> victims_;
 };
@@ -300,12 +303,10 @@ class Solver {
     out.solved = true;
     out.victim_tasks = preempted;
     out.victim_tasks.insert(out.victim_tasks.end(), pipelined.begin(), pipelined.end());
+    std::unordered_set<int> seen;
     for (PodId p : out.victim_tasks) {
-      const VictimGroup* g = scenario.GroupOf(p);
-      if (g == nullptr) continue;
-      bool seen = false;
-      for (const auto& have : out.victim_groups) seen = seen || have.tasks == g->tasks;
-      if (!seen) out.victim_groups.push_back(*g);
+      const int g = scenario.GroupIndexOf(p);
+      if (g >= 0 && seen.insert(g).second) out.victim_groups.push_back(scenario.group(g));
     }
     return Outcome::kSolved;
   }

@@ -75,6 +75,16 @@ void JobsByQueue::VictimsOf(QueueId q, std::vector<const JobView*>& out) const {
 }
 
 QueueId JobsByQueue::BestChild(const std::vector<QueueId>& candidates) const {
+  // A single queue with jobs needs no comparison (which can be costly in victim mode).
+  QueueId only = kNone;
+  int with_jobs = 0;
+  for (QueueId q : candidates) {
+    if (HasJobs(q)) {
+      only = q;
+      if (++with_jobs > 1) break;
+    }
+  }
+  if (with_jobs <= 1) return only;
   QueueId best = kNone;
   const JobView* best_job = nullptr;
   std::vector<const JobView*> best_victims, victims;
