@@ -59,8 +59,11 @@ class Scenario {
     auto it = potential_jobs_by_node_.find(node);
     if (it == potential_jobs_by_node_.end()) return out;
     for (JobId job : it->second) {
-      for (const auto& g : groups_) {
-        if (g.job == job) out.insert(out.end(), g.tasks.begin(), g.tasks.end());
+      auto groups = groups_of_job_.find(job);
+      if (groups == groups_of_job_.end()) continue;
+      for (int g : groups->second) {
+        const auto& tasks = groups_[static_cast<size_t>(g)].tasks;
+        out.insert(out.end(), tasks.begin(), tasks.end());
       }
     }
     return out;
@@ -83,15 +86,17 @@ class Scenario {
 
  private:
   void AppendGroup(const VictimGroup& g) {
-    for (PodId p : g.tasks) group_of_.emplace(p, static_cast<int>(groups_.size()));
+    const int index = static_cast<int>(groups_.size());
+    for (PodId p : g.tasks) group_of_.emplace(p, index);
+    groups_of_job_[g.job].push_back(index);
     groups_.push_back(g);
-    for (auto& [job, tasks] : victims_) {
-      if (job == g.job) {
-        tasks.insert(tasks.end(), g.tasks.begin(), g.tasks.end());
-        return;
-      }
+    auto [it, inserted] = victim_index_.emplace(g.job, victims_.size());
+    if (inserted) {
+      victims_.emplace_back(g.job, g.tasks);
+    } else {
+      auto& tasks = victims_[it->second].second;
+      tasks.insert(tasks.end(), g.tasks.begin(), g.tasks.end());
     }
-    victims_.emplace_back(g.job, g.tasks);
   }
 
   JobId preemptor_;
@@ -101,6 +106,8 @@ class Scenario {
   std::vector<PodId> potential_tasks_;
   std::vector<VictimGroup> groups_;
   std::unordered_map<PodId, int> group_of_;
+  std::unordered_map<JobId, std::vector<int>> groups_of_job_;
+  std::unordered_map<JobId, size_t> victim_index_;
   std::unordered_set<PodId> recorded_set_;
   std::map<NodeId, std::vector<JobId>> potential_jobs_by_node_;
   std::vector<std::pair<JobId, std::vector<PodId>>> victims_;
