@@ -35,6 +35,7 @@ class Scenario {
   JobId preemptor() const { return preemptor_; }
   const std::vector<PodId>& pending() const { return pending_; }
   const std::vector<PodId>& recorded_tasks() const { return recorded_tasks_; }
+  const std::vector<PodId>& potential_tasks() const { return potential_tasks_; }
   bool IsRecorded(PodId p) const { return recorded_set_.count(p) > 0; }
 
   void AddPotentialVictims(const Session& ssn, const std::vector<PodId>& tasks) {
@@ -165,9 +166,14 @@ class Solver {
     }
     Scenario scenario(job_, pending, recorded_groups_);
     // Every prefix starts from the same session state, so the victims queue is built once per
-    // job and copied.
+    // job and copied. When the previous prefix's solution took every victim it had popped, a
+    // fresh copy would only re-pop and skip exactly those (they are now recorded): carrying the
+    // previous queue over gives the same sequence without the re-popping.
     if (!base_queue_) base_queue_ = spec_.victims_queue();
-    JobsByQueue queue(*base_queue_);
+    std::unique_ptr<JobsByQueue> queue_ptr = carry_queue_ ? std::move(carry_queue_)
+                                                          : std::make_unique<JobsByQueue>(
+                                                                *base_queue_);
+    JobsByQueue& queue = *queue_ptr;
     // The recorded victims are evicted once; each scenario rolls back to this point.
     std::unique_ptr<Statement> stmt = NewStatement();
     EvictAll(*stmt, scenario.recorded_tasks());
@@ -183,12 +189,29 @@ class Solver {
       PartialResult r;
       if (SolveScenario(scenario, *stmt, base, r)) {
         r.statement = std::move(stmt);
+        if (TookEveryPoppedVictim(scenario, r)) carry_queue_ = std::move(queue_ptr);
         return r;
       }
       if (queue.empty()) break;
     }
     stmt->Discard();
     return {};
+  }
+
+  // True when the solution's victims are exactly the recorded and potential victims of the
+  // scenario (nothing popped was left aside, nothing recorded was put back in place).
+  static bool TookEveryPoppedVictim(const Scenario& scenario, const PartialResult& r) {
+    const size_t expected = scenario.recorded_tasks().size() + scenario.potential_tasks().size();
+    if (r.victim_tasks.size() != expected) return false;
+    std::unordered_set<PodId> got(r.victim_tasks.begin(), r.victim_tasks.end());
+    if (got.size() != expected) return false;
+    for (PodId p : scenario.recorded_tasks()) {
+      if (!got.count(p)) return false;
+    }
+    for (PodId p : scenario.potential_tasks()) {
+      if (!got.count(p)) return false;
+    }
+    return true;
   }
 
   bool AddNextPotentialVictims(JobsByQueue& queue, Scenario& scenario) {
@@ -426,6 +449,7 @@ class Solver {
   std::vector<VictimGroup> recorded_groups_;
   std::vector<char> feasible_;
   std::unique_ptr<JobsByQueue> base_queue_;
+  std::unique_ptr<JobsByQueue> carry_queue_;
   std::vector<NodeId> nodes_scratch_;
   std::vector<PodId> tasks_scratch_;
   std::vector<char> is_victim_job_;
