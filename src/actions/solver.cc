@@ -36,6 +36,8 @@ class Scenario {
   const std::vector<PodId>& pending() const { return pending_; }
   const std::vector<PodId>& recorded_tasks() const { return recorded_tasks_; }
   const std::vector<PodId>& potential_tasks() const { return potential_tasks_; }
+
+
   bool IsRecorded(PodId p) const { return recorded_set_.count(p) > 0; }
 
   void AddPotentialVictims(const Session& ssn, const std::vector<PodId>& tasks) {
@@ -166,14 +168,10 @@ class Solver {
     }
     Scenario scenario(job_, pending, recorded_groups_);
     // Every prefix starts from the same session state, so the victims queue is built once per
-    // job and copied. When the previous prefix's solution took every victim it had popped, a
-    // fresh copy would only re-pop and skip exactly those (they are now recorded): carrying the
-    // previous queue over gives the same sequence without the re-popping.
+    // job and copied. (Its later order depends on the state under the recorded evictions, so a
+    // queue cannot be carried from one prefix to the next.)
     if (!base_queue_) base_queue_ = spec_.victims_queue();
-    std::unique_ptr<JobsByQueue> queue_ptr = carry_queue_ ? std::move(carry_queue_)
-                                                          : std::make_unique<JobsByQueue>(
-                                                                *base_queue_);
-    JobsByQueue& queue = *queue_ptr;
+    JobsByQueue queue(*base_queue_);
     // The recorded victims are evicted once; each scenario rolls back to this point.
     std::unique_ptr<Statement> stmt = NewStatement();
     EvictAll(*stmt, scenario.recorded_tasks());
@@ -189,29 +187,12 @@ class Solver {
       PartialResult r;
       if (SolveScenario(scenario, *stmt, base, r)) {
         r.statement = std::move(stmt);
-        if (TookEveryPoppedVictim(scenario, r)) carry_queue_ = std::move(queue_ptr);
         return r;
       }
       if (queue.empty()) break;
     }
     stmt->Discard();
     return {};
-  }
-
-  // True when the solution's victims are exactly the recorded and potential victims of the
-  // scenario (nothing popped was left aside, nothing recorded was put back in place).
-  static bool TookEveryPoppedVictim(const Scenario& scenario, const PartialResult& r) {
-    const size_t expected = scenario.recorded_tasks().size() + scenario.potential_tasks().size();
-    if (r.victim_tasks.size() != expected) return false;
-    std::unordered_set<PodId> got(r.victim_tasks.begin(), r.victim_tasks.end());
-    if (got.size() != expected) return false;
-    for (PodId p : scenario.recorded_tasks()) {
-      if (!got.count(p)) return false;
-    }
-    for (PodId p : scenario.potential_tasks()) {
-      if (!got.count(p)) return false;
-    }
-    return true;
   }
 
   bool AddNextPotentialVictims(JobsByQueue& queue, Scenario& scenario) {
@@ -316,7 +297,9 @@ class Solver {
     for (NodeId n = 0; n < static_cast<NodeId>(feasible_.size()); ++n) {
       if (feasible_[n]) nodes_scratch_.push_back(n);
     }
-    if (!CouldFit(scenario.pending(), nodes_scratch_)) return Outcome::kFailed;
+    if (ssn_.params().solver_shortcuts && !CouldFit(scenario.pending(), nodes_scratch_)) {
+      return Outcome::kFailed;
+    }
     if (!AllocatePreemptorAndVictims(stmt, nodes_scratch_, scenario, victims)) {
       return Outcome::kFailed;
     }
@@ -415,12 +398,20 @@ class Solver {
       }
       pending_jobs_known_ = true;
     }
+    std::vector<JobId> to_order;
+    to_order.reserve(pending_jobs_.size() + victim_jobs.size());
     for (JobId j : pending_jobs_) {
-      if (!is_victim_job_[j]) order.Push(j);
+      if (!is_victim_job_[j]) to_order.push_back(j);
     }
+    bool victims_need_gpus = true;  // every victim pod asks for whole GPUs
     for (JobId j : victim_jobs) {
-      if (j != job_) order.Push(j);
+      if (j != job_) to_order.push_back(j);
     }
+    for (PodId p : victims) {
+      const Pod& pod = ssn_.cluster().pods[p];
+      victims_need_gpus = victims_need_gpus && !pod.IsSharedGpu() && pod.request.gpus > 0;
+    }
+    order.PushMany(to_order);
     order.PushView(JobView{job_, true, scenario.pending()});
     bool placed = false;
     bool ok = true;
@@ -432,11 +423,16 @@ class Solver {
           break;
         }
         placed = true;
+        // Nothing left for victims that all need GPUs: the rest of the order changes nothing.
+        if (ssn_.params().solver_shortcuts && victims_need_gpus && FreeBlocks(nodes, 0) <= 0) {
+          break;
+        }
         continue;
       }
       if (!is_victim_job_[v.job]) continue;
       ssn_.TasksToAllocate(v.job, tasks_scratch_, /*real=*/false);
-      if (!CouldFit(tasks_scratch_, nodes)) continue;  // would fail; failures change nothing
+      // Would fail, and failures change nothing.
+      if (ssn_.params().solver_shortcuts && !CouldFit(tasks_scratch_, nodes)) continue;
       AllocateJobTasks(ssn_, stmt, nodes, v.job, /*pipeline_only=*/true);
     }
     for (JobId j : victim_jobs) is_victim_job_[j] = 0;
@@ -449,7 +445,7 @@ class Solver {
   std::vector<VictimGroup> recorded_groups_;
   std::vector<char> feasible_;
   std::unique_ptr<JobsByQueue> base_queue_;
-  std::unique_ptr<JobsByQueue> carry_queue_;
+
   std::vector<NodeId> nodes_scratch_;
   std::vector<PodId> tasks_scratch_;
   std::vector<char> is_victim_job_;

@@ -33,6 +33,8 @@ struct SchedulerParams {
   int max_consolidation_preemptees = -1;  // -1: no limit
   bool allow_consolidating_reclaim = true;
   double staleness_grace_period_seconds = 60;  // negative: never evict stale gangs
+  // Victim search shortcuts that give the same result with less work (off only to verify that).
+  bool solver_shortcuts = true;
 };
 
 struct SchedulerConfig {

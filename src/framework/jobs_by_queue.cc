@@ -55,6 +55,24 @@ void JobsByQueue::PushView(JobView v) {
   ++size_;
 }
 
+void JobsByQueue::PushMany(const std::vector<JobId>& jobs) {
+  const auto& cluster = ssn_.cluster();
+  std::vector<QueueId> touched;
+  for (JobId j : jobs) {
+    const QueueId q = cluster.jobs[j].queue;
+    if (q == kNone || !cluster.queues[q].IsLeaf()) continue;
+    if (!cluster.queues[q].parent_name.empty() && cluster.queues[q].parent == kNone) continue;
+    if (std::find(touched.begin(), touched.end(), q) == touched.end()) touched.push_back(q);
+    heaps_[q].push_back(JobView{j, false, {}});
+    for (QueueId a = q; a != kNone; a = cluster.queues[a].parent) ++active_jobs_[a];
+    ++size_;
+  }
+  for (QueueId q : touched) {
+    std::make_heap(heaps_[q].begin(), heaps_[q].end(),
+                   [&](const JobView& a, const JobView& b) { return EntryLess(b, a); });
+  }
+}
+
 const JobView* JobsByQueue::Best(QueueId q) const {
   const auto& queues = ssn_.cluster().queues;
   while (!queues[q].IsLeaf()) {

@@ -37,6 +37,8 @@ class JobsByQueue {
   // Adds a job (again). Jobs of missing or non-leaf queues are ignored.
   void Push(JobId j) { PushView(JobView{j, false, {}}); }
   void PushView(JobView v);
+  // Adds many jobs at once (one heap build per queue instead of one insertion each).
+  void PushMany(const std::vector<JobId>& jobs);
   // Removes and returns the next job, or kNone when empty.
   JobId PopNext();
   // Removes and returns the next entry; empty() must be false.
