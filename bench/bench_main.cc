@@ -143,8 +143,9 @@ std::optional<Args> ParseArgs(int argc, char** argv) {
     } else if (arg == "--keep") {
       if (!value(a.keep)) return fail("--keep needs a folder");
     } else if (arg == "--only") {
-      if (!value(a.only) || (a.only != "load" && a.only != "snapshot" && a.only != "allocate")) {
-        return fail("--only needs load, snapshot or allocate");
+      if (!value(a.only) || (a.only != "load" && a.only != "snapshot" && a.only != "allocate" &&
+                             a.only != "cycle")) {
+        return fail("--only needs load, snapshot, allocate or cycle");
       }
     } else if (arg == "--no-predicates") {
       a.predicates = false;
@@ -216,6 +217,10 @@ struct SizeResult {
   Stats snapshot_plus_allocate;
   size_t binds = 0;
   size_t pipelined = 0;
+  Stats cycle;  // full five-action cycle
+  size_t cycle_binds = 0;
+  size_t cycle_evictions = 0;
+  size_t cycle_pipelined = 0;
   double peak_rss_mib = 0;
 };
 
@@ -328,6 +333,32 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
     if (!args.only.empty()) result.snapshot = Summarize(open_times);
   }
 
+  // (4) A full cycle (session build + the five default actions: allocate, consolidation,
+  // reclaim, preempt, stalegangeviction) on the same cluster, whose queues are over and under
+  // their shares.
+  if (args.only.empty() || args.only == "cycle") {
+    gantry::SchedulerConfig full = sc.config;
+    full.actions = gantry::SchedulerConfig::Default().actions;
+    auto full_created =
+        gantry::Scheduler::Create(full, gantry::BuiltinPlugins(), gantry::BuiltinActions());
+    if (!full_created.ok()) {
+      std::fprintf(stderr, "gantry-bench: config: %s\n", full_created.error().c_str());
+      return false;
+    }
+    std::vector<double> times;
+    for (int r = 0; r < args.runs; ++r) {
+      const auto start = Clock::now();
+      auto ssn = full_created.value()->OpenSession(sc.cluster, now);
+      full_created.value()->RunActions(*ssn);
+      times.push_back(MsSince(start));
+      result.cycle_evictions = ssn->evictions().size();
+      result.cycle_binds = ssn->binds().size();
+      result.cycle_pipelined = ssn->pipelined().size();
+      full_created.value()->CloseSession(*ssn);
+    }
+    result.cycle = Summarize(times);
+  }
+
   scenario.reset();
   result.peak_rss_mib = PeakRssMib();
   std::printf("# nodes=%d: RSS after: current %.1f MiB, peak %.1f MiB\n", nodes, CurrentRssMib(),
@@ -378,14 +409,20 @@ int main(int argc, char** argv) {
                 HumanStats("allocate", r.allocate).c_str(),
                 HumanStats("snapshot+allocate", r.snapshot_plus_allocate).c_str(), r.binds,
                 r.pipelined, r.peak_rss_mib);
+    if (r.cycle.measured) {
+      std::printf("nodes=%d full cycle (5 actions) | %s | binds %zu evictions %zu pipelined %zu\n",
+                  r.nodes, HumanStats("cycle", r.cycle).c_str(), r.cycle_binds,
+                  r.cycle_evictions, r.cycle_pipelined);
+    }
     const bool allocated = r.allocate.measured;
     std::printf("{\"nodes\":%d,\"pods\":%d,\"load_ms\":%s,\"snapshot_ms\":%s,\"allocate_ms\":%s,"
                 "\"snapshot_plus_allocate_ms\":%s,\"binds\":%s,\"pipelined\":%s,"
-                "\"peak_rss_mib\":%.1f}\n",
+                "\"cycle_ms\":%s,\"peak_rss_mib\":%.1f}\n",
                 r.nodes, r.pods, JsonNumber(r.load).c_str(), JsonNumber(r.snapshot).c_str(),
                 JsonNumber(r.allocate).c_str(), JsonNumber(r.snapshot_plus_allocate).c_str(),
                 allocated ? std::to_string(r.binds).c_str() : "null",
-                allocated ? std::to_string(r.pipelined).c_str() : "null", r.peak_rss_mib);
+                allocated ? std::to_string(r.pipelined).c_str() : "null",
+                JsonNumber(r.cycle).c_str(), r.peak_rss_mib);
     std::fflush(stdout);
   }
   if (remove_dir) fs::remove_all(dir, ec);

@@ -160,10 +160,12 @@ class Solver {
 
   PartialResult SolvePartial(const std::vector<PodId>& pending) {
     feasible_.assign(ssn_.cluster().nodes.size(), 0);
-    for (NodeId n : spec_.feasible_nodes) feasible_[n] = 1;
+    feasible_list_.clear();
+    ++feasible_version_;
+    for (NodeId n : spec_.feasible_nodes) AddFeasible(n);
     for (const auto& g : recorded_groups_) {
       for (PodId p : g.tasks) {
-        if (ssn_.pod(p).node != kNone) feasible_[ssn_.pod(p).node] = 1;
+        if (ssn_.pod(p).node != kNone) AddFeasible(ssn_.pod(p).node);
       }
     }
     Scenario scenario(job_, pending, recorded_groups_);
@@ -267,7 +269,7 @@ class Solver {
       for (PodId p : potential) {
         const NodeId pn = ssn_.pod(p).node;
         if (pn != kNone && !feasible_[pn]) {
-          feasible_[pn] = 1;
+          AddFeasible(pn);
           added.push_back(pn);
         }
       }
@@ -279,7 +281,10 @@ class Solver {
         stmt.Rollback(base);
         return false;
       }
+      // The nodes added last are at the end of the list.
       for (NodeId n : added) feasible_[n] = 0;
+      feasible_list_.resize(feasible_list_.size() - added.size());
+      ++feasible_version_;
       stmt.Rollback(cp);
     }
     stmt.Rollback(base);
@@ -293,14 +298,11 @@ class Solver {
   // but the validator refused the scenario; kSolved: `out` holds the victims.
   Outcome Simulate(const Scenario& scenario, Statement& stmt, const std::vector<PodId>& victims,
                    PartialResult& out) {
-    nodes_scratch_.clear();
-    for (NodeId n = 0; n < static_cast<NodeId>(feasible_.size()); ++n) {
-      if (feasible_[n]) nodes_scratch_.push_back(n);
-    }
-    if (ssn_.params().solver_shortcuts && !CouldFit(scenario.pending(), nodes_scratch_)) {
+    const std::vector<NodeId>& nodes = feasible_list_;
+    if (ssn_.params().solver_shortcuts && !CouldFit(scenario.pending(), nodes)) {
       return Outcome::kFailed;
     }
-    if (!AllocatePreemptorAndVictims(stmt, nodes_scratch_, scenario, victims)) {
+    if (!AllocatePreemptorAndVictims(stmt, nodes, scenario, victims)) {
       return Outcome::kFailed;
     }
     if (spec_.validator && !spec_.validator(ssn_, scenario.Info())) return Outcome::kRejected;
@@ -354,11 +356,12 @@ class Solver {
   double FreeBlocks(const std::vector<NodeId>& nodes, double g) const {
     const uint64_t epoch = ssn_.placement_epoch();
     if (epoch != blocks_epoch_ || nodes.data() != blocks_nodes_ ||
-        nodes.size() != blocks_count_) {
+        nodes.size() != blocks_count_ || feasible_version_ != blocks_version_) {
       blocks_cache_.clear();
       blocks_epoch_ = epoch;
       blocks_nodes_ = nodes.data();
       blocks_count_ = nodes.size();
+      blocks_version_ = feasible_version_;
     }
     for (const auto& [size, value] : blocks_cache_) {
       if (size == g) return value;
@@ -446,13 +449,23 @@ class Solver {
   std::vector<char> feasible_;
   std::unique_ptr<JobsByQueue> base_queue_;
 
-  std::vector<NodeId> nodes_scratch_;
   std::vector<PodId> tasks_scratch_;
   std::vector<char> is_victim_job_;
   mutable std::vector<std::pair<double, double>> blocks_cache_;
   mutable uint64_t blocks_epoch_ = ~0ULL;
   mutable const NodeId* blocks_nodes_ = nullptr;
   mutable size_t blocks_count_ = 0;
+  mutable uint64_t blocks_version_ = 0;
+  // Nodes the pending job may use, as flags and as a list (the list is what simulations rank).
+  std::vector<NodeId> feasible_list_;
+  uint64_t feasible_version_ = 0;
+
+  void AddFeasible(NodeId n) {
+    if (feasible_[n]) return;
+    feasible_[n] = 1;
+    feasible_list_.push_back(n);
+    ++feasible_version_;
+  }
   // Jobs with pending pods (other than the preemptor). Fixed for the whole solve: each
   // simulation starts from the same session state, and simulations only pipeline.
   std::vector<JobId> pending_jobs_;

@@ -161,8 +161,8 @@ void Session::RecordBind(PodId p) {
   binds_.push_back({p, pods_[p].node, gpu_groups_[p]});
 }
 
-void Session::RecordEviction(PodId p, std::string message) {
-  evictions_.push_back({p, pods_[p].node, std::move(message)});
+void Session::RecordEviction(PodId p, NodeId from, std::string message) {
+  evictions_.push_back({p, from, std::move(message)});
 }
 
 void Session::RecordPipelined(PodId p, std::string message) {

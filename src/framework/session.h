@@ -310,7 +310,7 @@ class Session {
   void FireAllocate(PodId p);
   void FireDeallocate(PodId p);
   void RecordBind(PodId p);
-  void RecordEviction(PodId p, std::string message);
+  void RecordEviction(PodId p, NodeId from, std::string message);
   void RecordPipelined(PodId p, std::string message);
 
   // Fit error bookkeeping.

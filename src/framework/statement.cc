@@ -141,7 +141,7 @@ void Statement::Commit() {
       case Kind::kEvict:
         if (op.cancelled) break;
         if (op.message.empty() && message_fn_) op.message = message_fn_(op.pod);
-        ssn_.RecordEviction(op.pod, std::move(op.message));
+        ssn_.RecordEviction(op.pod, op.node, std::move(op.message));
         break;
       case Kind::kUnevict:
         break;
