@@ -143,8 +143,8 @@ std::optional<Args> ParseArgs(int argc, char** argv) {
     } else if (arg == "--keep") {
       if (!value(a.keep)) return fail("--keep needs a folder");
     } else if (arg == "--only") {
-      if (!value(a.only) || (a.only != "load" && a.only != "snapshot" && a.only != "allocate" &&
-                             a.only != "cycle")) {
+      if (!value(a.only) ||
+          (a.only != "load" && a.only != "snapshot" && a.only != "allocate" && a.only != "cycle")) {
         return fail("--only needs load, snapshot, allocate or cycle");
       }
     } else if (arg == "--no-predicates") {
@@ -283,8 +283,8 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
   gantry::Scenario& sc = *scenario;
   const int64_t now = gantry::ScenarioStartMs();
   gantry::PrepareScenarioCycle(sc, sc.cluster, now);
-  auto created = gantry::Scheduler::Create(sc.config, gantry::BuiltinPlugins(),
-                                           gantry::BuiltinActions());
+  auto created =
+      gantry::Scheduler::Create(sc.config, gantry::BuiltinPlugins(), gantry::BuiltinActions());
   if (!created.ok()) {
     std::fprintf(stderr, "gantry-bench: config: %s\n", created.error().c_str());
     return false;
@@ -318,9 +318,10 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
       const size_t binds = ctx.session->binds().size();
       const size_t pipelined = ctx.session->pipelined().size();
       if (r > 0 && (binds != result.binds || pipelined != result.pipelined)) {
-        std::printf("# WARNING nodes=%d: run %d bound %zu / pipelined %zu pods, run 0 %zu / %zu "
-                    "(allocate is not deterministic)\n",
-                    nodes, r, binds, pipelined, result.binds, result.pipelined);
+        std::printf(
+            "# WARNING nodes=%d: run %d bound %zu / pipelined %zu pods, run 0 %zu / %zu "
+            "(allocate is not deterministic)\n",
+            nodes, r, binds, pipelined, result.binds, result.pipelined);
       }
       if (r == 0) {
         result.binds = binds;
@@ -403,26 +404,27 @@ int main(int argc, char** argv) {
       status = 1;
       break;
     }
-    std::printf("nodes=%d pods=%d | %s | %s | %s | %s | binds %zu pipelined %zu | peak RSS %.1f MiB\n",
-                r.nodes, r.pods, HumanStats("load", r.load).c_str(),
-                HumanStats("snapshot", r.snapshot).c_str(),
-                HumanStats("allocate", r.allocate).c_str(),
-                HumanStats("snapshot+allocate", r.snapshot_plus_allocate).c_str(), r.binds,
-                r.pipelined, r.peak_rss_mib);
+    std::printf(
+        "nodes=%d pods=%d | %s | %s | %s | %s | binds %zu pipelined %zu | peak RSS %.1f MiB\n",
+        r.nodes, r.pods, HumanStats("load", r.load).c_str(),
+        HumanStats("snapshot", r.snapshot).c_str(), HumanStats("allocate", r.allocate).c_str(),
+        HumanStats("snapshot+allocate", r.snapshot_plus_allocate).c_str(), r.binds, r.pipelined,
+        r.peak_rss_mib);
     if (r.cycle.measured) {
       std::printf("nodes=%d full cycle (5 actions) | %s | binds %zu evictions %zu pipelined %zu\n",
-                  r.nodes, HumanStats("cycle", r.cycle).c_str(), r.cycle_binds,
-                  r.cycle_evictions, r.cycle_pipelined);
+                  r.nodes, HumanStats("cycle", r.cycle).c_str(), r.cycle_binds, r.cycle_evictions,
+                  r.cycle_pipelined);
     }
     const bool allocated = r.allocate.measured;
-    std::printf("{\"nodes\":%d,\"pods\":%d,\"load_ms\":%s,\"snapshot_ms\":%s,\"allocate_ms\":%s,"
-                "\"snapshot_plus_allocate_ms\":%s,\"binds\":%s,\"pipelined\":%s,"
-                "\"cycle_ms\":%s,\"peak_rss_mib\":%.1f}\n",
-                r.nodes, r.pods, JsonNumber(r.load).c_str(), JsonNumber(r.snapshot).c_str(),
-                JsonNumber(r.allocate).c_str(), JsonNumber(r.snapshot_plus_allocate).c_str(),
-                allocated ? std::to_string(r.binds).c_str() : "null",
-                allocated ? std::to_string(r.pipelined).c_str() : "null",
-                JsonNumber(r.cycle).c_str(), r.peak_rss_mib);
+    std::printf(
+        "{\"nodes\":%d,\"pods\":%d,\"load_ms\":%s,\"snapshot_ms\":%s,\"allocate_ms\":%s,"
+        "\"snapshot_plus_allocate_ms\":%s,\"binds\":%s,\"pipelined\":%s,"
+        "\"cycle_ms\":%s,\"peak_rss_mib\":%.1f}\n",
+        r.nodes, r.pods, JsonNumber(r.load).c_str(), JsonNumber(r.snapshot).c_str(),
+        JsonNumber(r.allocate).c_str(), JsonNumber(r.snapshot_plus_allocate).c_str(),
+        allocated ? std::to_string(r.binds).c_str() : "null",
+        allocated ? std::to_string(r.pipelined).c_str() : "null", JsonNumber(r.cycle).c_str(),
+        r.peak_rss_mib);
     std::fflush(stdout);
   }
   if (remove_dir) fs::remove_all(dir, ec);

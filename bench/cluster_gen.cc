@@ -5,10 +5,9 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace gantry::bench {
 
@@ -162,9 +161,8 @@ bool WriteClusterScenario(const ClusterGenOptions& options, const std::string& p
   const int g = options.gpus_per_node;
   summary.nodes = n;
   summary.total_gpus = static_cast<int64_t>(n) * g;
-  const auto used_gpus =
-      static_cast<int64_t>(std::llround(static_cast<double>(summary.total_gpus) *
-                                        options.running_gpu_fraction));
+  const auto used_gpus = static_cast<int64_t>(
+      std::llround(static_cast<double>(summary.total_gpus) * options.running_gpu_fraction));
   summary.free_gpus = summary.total_gpus - used_gpus;
 
   Json doc;
@@ -198,8 +196,7 @@ bool WriteClusterScenario(const ClusterGenOptions& options, const std::string& p
   doc["nodes"] = std::move(nodes);
 
   // Queues: departments first, then their leaf queues. GPU quotas add up to the cluster.
-  const double department_quota =
-      static_cast<double>(summary.total_gpus) / options.departments;
+  const double department_quota = static_cast<double>(summary.total_gpus) / options.departments;
   const double leaf_quota = department_quota / options.queues_per_department;
   Json queues = Json::array();
   std::vector<std::string> leaves;
@@ -233,7 +230,8 @@ bool WriteClusterScenario(const ClusterGenOptions& options, const std::string& p
     int queue;
   };
   std::vector<PendingGang> gangs;
-  const double pending_target = options.pending_to_free_ratio * static_cast<double>(summary.free_gpus);
+  const double pending_target =
+      options.pending_to_free_ratio * static_cast<double>(summary.free_gpus);
   while (static_cast<double>(summary.pending_gpus) < pending_target) {
     PendingGang gang{DrawGangPods(rng), DrawGpusPerPod(rng),
                      rng.Below(static_cast<int>(leaves.size()))};
@@ -267,7 +265,8 @@ bool WriteClusterScenario(const ClusterGenOptions& options, const std::string& p
       job["preemptibility"] = "preemptible";
       job["age_minutes"] = total_jobs - job_index;
       job["min_available"] = 1;
-      job["tasks"] = Json::array({Task(name + "-0", "running", &node_names[static_cast<size_t>(i)], 1)});
+      job["tasks"] =
+          Json::array({Task(name + "-0", "running", &node_names[static_cast<size_t>(i)], 1)});
       jobs.push_back(std::move(job));
       ++job_index;
     }

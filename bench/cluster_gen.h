@@ -27,9 +27,9 @@ struct ClusterGenOptions {
 
 struct ClusterGenSummary {
   int nodes = 0;
-  int queues = 0;            // departments + leaf queues
+  int queues = 0;  // departments + leaf queues
   int jobs = 0;
-  int pods = 0;              // running + pending
+  int pods = 0;  // running + pending
   int running_pods = 0;
   int pending_jobs = 0;
   int pending_pods = 0;

@@ -53,9 +53,8 @@ class JobAllocator {
   bool AllocateGroup(int32_t g, std::span<const NodeId> nodes) {
     const SubGroup& group = job_.groups[g];
     std::vector<int32_t> child_groups = group.child_groups;
-    std::sort(child_groups.begin(), child_groups.end(), [&](int32_t a, int32_t b) {
-      return job_.groups[a].name < job_.groups[b].name;
-    });
+    std::sort(child_groups.begin(), child_groups.end(),
+              [&](int32_t a, int32_t b) { return job_.groups[a].name < job_.groups[b].name; });
     for (int32_t child : child_groups) {
       const auto cp = stmt_.checkpoint();
       if (!AllocateGroup(child, nodes)) {
@@ -125,13 +124,15 @@ class JobAllocator {
       message = "Resources were found for " + std::to_string(num_schedulable) + " pods while " +
                 std::to_string(ps.min_available) +
                 " are required for gang scheduling. Additional pods cannot be scheduled due "
-                "to: " + cause;
+                "to: " +
+                cause;
     } else {
       message = "Resources were found for " + std::to_string(num_schedulable) +
                 " pods from all sub-groups while sub-group " + ps.name + " requires " +
                 std::to_string(ps.min_available) +
                 " pods for gang scheduling. Additional pods cannot be scheduled in this "
-                "sub-group due to: " + cause;
+                "sub-group due to: " +
+                cause;
     }
     ssn_.AddJobFitError(j_, JobFitError{std::string(kPodSchedulingErrors), {message}, ""});
   }

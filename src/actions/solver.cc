@@ -37,7 +37,6 @@ class Scenario {
   const std::vector<PodId>& recorded_tasks() const { return recorded_tasks_; }
   const std::vector<PodId>& potential_tasks() const { return potential_tasks_; }
 
-
   bool IsRecorded(PodId p) const { return recorded_set_.count(p) > 0; }
 
   void AddPotentialVictims(const Session& ssn, const std::vector<PodId>& tasks) {
@@ -202,8 +201,7 @@ class Solver {
     JobView next = queue.PopNextView();
     bool has_more = false;
     std::vector<PodId> victims = TasksToEvict(ssn_, next, has_more);
-    const std::vector<PodId> all =
-        next.partial ? next.pods : ssn_.cluster().jobs[next.job].pods;
+    const std::vector<PodId> all = next.partial ? next.pods : ssn_.cluster().jobs[next.job].pods;
     for (PodId p : victims) {
       if (!scenario.IsRecorded(p)) continue;
       // Part of this job is already a recorded victim: consider only the rest later.
@@ -355,8 +353,8 @@ class Solver {
   // is placed or removed (the node list is fixed within a simulation).
   double FreeBlocks(const std::vector<NodeId>& nodes, double g) const {
     const uint64_t epoch = ssn_.placement_epoch();
-    if (epoch != blocks_epoch_ || nodes.data() != blocks_nodes_ ||
-        nodes.size() != blocks_count_ || feasible_version_ != blocks_version_) {
+    if (epoch != blocks_epoch_ || nodes.data() != blocks_nodes_ || nodes.size() != blocks_count_ ||
+        feasible_version_ != blocks_version_) {
       blocks_cache_.clear();
       blocks_epoch_ = epoch;
       blocks_nodes_ = nodes.data();
@@ -503,9 +501,8 @@ std::vector<PodId> TasksToEvict(const Session& ssn, const JobView& view, bool& h
   // Reverse pod-set order (the last to be allocated is the first to give up pods).
   std::vector<int32_t> order(static_cast<size_t>(num_sets));
   std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    return ssn.PodSetViewLess(view, b, a);
-  });
+  std::sort(order.begin(), order.end(),
+            [&](int32_t a, int32_t b) { return ssn.PodSetViewLess(view, b, a); });
   const std::vector<PodId>& pods = view.partial ? view.pods : job.pods;
   std::vector<PodId> out;
   int total_active = 0;

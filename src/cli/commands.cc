@@ -1,20 +1,19 @@
 #include "cli/commands.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <sstream>
 
-#include <sys/resource.h>
-
-#include <chrono>
-
 #include "framework/scheduler.h"
-#include "sim/synthetic.h"
 #include "scenario/runner.h"
 #include "scenario/scenario.h"
+#include "sim/synthetic.h"
 
 namespace gantry::cli {
 
@@ -95,14 +94,12 @@ int RunCycle(const CycleOptions& options, std::ostream& out, std::ostream& err) 
     cj["cycle"] = cycle;
     auto node_name = [&](NodeId n) { return n == kNone ? std::string() : c.nodes[n].name; };
     for (const auto& b : ssn->binds()) {
-      cj["binds"].push_back({{"pod", c.pods[b.pod].name},
-                             {"node", node_name(b.node)},
-                             {"gpu_groups", b.gpu_groups}});
+      cj["binds"].push_back(
+          {{"pod", c.pods[b.pod].name}, {"node", node_name(b.node)}, {"gpu_groups", b.gpu_groups}});
     }
     for (const auto& e : ssn->evictions()) {
-      cj["evictions"].push_back({{"pod", c.pods[e.pod].name},
-                                 {"node", node_name(e.node)},
-                                 {"message", e.message}});
+      cj["evictions"].push_back(
+          {{"pod", c.pods[e.pod].name}, {"node", node_name(e.node)}, {"message", e.message}});
     }
     for (const auto& p : ssn->pipelined()) {
       cj["pipelined"].push_back({{"pod", c.pods[p.pod].name}, {"node", node_name(p.node)}});
@@ -127,9 +124,8 @@ int RunCycle(const CycleOptions& options, std::ostream& out, std::ostream& err) 
       int pending = 0;
       for (PodId p : c.jobs[j].pods) pending += ssn->pod(p).status == PodStatus::kPending;
       if (pending == 0) continue;
-      cj["pending"].push_back({{"job", c.jobs[j].name},
-                               {"pending_pods", pending},
-                               {"reason", PendingReason(*ssn, j)}});
+      cj["pending"].push_back(
+          {{"job", c.jobs[j].name}, {"pending_pods", pending}, {"reason", PendingReason(*ssn, j)}});
     }
     sched.CloseSession(*ssn);
     Session::WriteBack(*ssn, cluster);

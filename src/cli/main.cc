@@ -19,8 +19,8 @@ int main(int argc, char** argv) {
   cycle_cmd->add_flag("--json", cycle.json, "Print one JSON document instead of text");
 
   gantry::cli::ConformanceOptions conf;
-  auto* conf_cmd = app.add_subcommand(
-      "conformance", "Run scenarios and compare them with their expectations");
+  auto* conf_cmd =
+      app.add_subcommand("conformance", "Run scenarios and compare them with their expectations");
   conf_cmd->add_option("paths", conf.paths, "Scenario files or directories of them");
   conf_cmd->add_option("--list", conf.lists, "A file listing scenario paths, one per line");
   conf_cmd->add_flag("--report-only", conf.report_only, "Exit 0 even when cases fail");

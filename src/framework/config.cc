@@ -51,9 +51,9 @@ Result<PluginConfig> ParsePlugin(const YAML::Node& node, const std::string& wher
     } else if (key.rfind("disable", 0) == 0) {
       // KAI's disableJobOrder / disableTaskOrder / ... flags.
       static const std::map<std::string, std::string> kFlags = {
-          {"disableJobOrder", "job_order"},       {"disableTaskOrder", "task_order"},
-          {"disablePreemptable", "preemptable"},  {"disableReclaimable", "reclaimable"},
-          {"disableQueueOrder", "queue_order"},   {"disablePredicate", "predicate"},
+          {"disableJobOrder", "job_order"},      {"disableTaskOrder", "task_order"},
+          {"disablePreemptable", "preemptable"}, {"disableReclaimable", "reclaimable"},
+          {"disableQueueOrder", "queue_order"},  {"disablePredicate", "predicate"},
           {"disableNodeOrder", "node_order"}};
       auto flag = kFlags.find(key);
       if (flag == kFlags.end()) return Error{where + ": unknown field \"" + key + "\""};

@@ -39,7 +39,8 @@ std::string RenderJobFitErrors(const std::vector<JobFitError>& errors) {
       if (i > 0) joined += ", ";
       joined += e.messages[i];
     }
-    if (!e.pod_set.empty() && e.pod_set != "default") joined = "subgroup " + e.pod_set + ": " + joined;
+    if (!e.pod_set.empty() && e.pod_set != "default")
+      joined = "subgroup " + e.pod_set + ": " + joined;
     lines.push_back("\n" + joined + ".");
   }
   std::sort(lines.begin(), lines.end());

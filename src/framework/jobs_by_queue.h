@@ -23,7 +23,7 @@ struct JobsOrderOptions {
   bool filter_unready = true;      // skip jobs whose pod sets cannot reach their minimum
   bool filter_non_preemptible = false;
   bool filter_non_active_allocated = false;
-  bool victim_queue = false;       // reversed orders, queues compared by their victims
+  bool victim_queue = false;  // reversed orders, queues compared by their victims
 };
 
 class JobsByQueue {

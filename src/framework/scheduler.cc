@@ -21,8 +21,8 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(SchedulerConfig config,
   for (size_t i = 0; i < s->config_.actions.size(); ++i) {
     auto action = actions.Create(s->config_.actions[i]);
     if (!action) {
-      return Error{"actions[" + std::to_string(i) + "]: unknown action \"" +
-                   s->config_.actions[i] + "\""};
+      return Error{"actions[" + std::to_string(i) + "]: unknown action \"" + s->config_.actions[i] +
+                   "\""};
     }
     s->actions_.push_back(std::move(action));
   }

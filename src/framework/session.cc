@@ -45,7 +45,8 @@ Session::Session(const Cluster& cluster, const SchedulerConfig& config, int64_t 
   pod_set_counters_.resize(static_cast<size_t>(cluster.total_pod_sets()));
   for (PodId p = 0; p < static_cast<PodId>(pods.size()); ++p) CountPod(p, +1);
 
-  for (const Pod& pod : pods) any_anti_affinity_ = any_anti_affinity_ || !pod.pod_anti_affinity.empty();
+  for (const Pod& pod : pods)
+    any_anti_affinity_ = any_anti_affinity_ || !pod.pod_anti_affinity.empty();
   BuildNodeClasses();
 
   jobs_.resize(cluster.jobs.size());
@@ -338,8 +339,7 @@ bool Session::FitsIdle(PodId p, NodeId n) const {
 bool Session::FitsIdleOrReleasing(PodId p, NodeId n) const {
   const Pod& pod = cluster_.pods[p];
   if (pod.IsSharedGpu()) return false;
-  return pod.request.FitsInSum(nodes_[n].idle, nodes_[n].releasing,
-                               cluster_.resource_names.size());
+  return pod.request.FitsInSum(nodes_[n].idle, nodes_[n].releasing, cluster_.resource_names.size());
 }
 
 namespace {
@@ -367,7 +367,8 @@ bool Session::FittingNode(PodId p, NodeId n, TaskFitErrors* record, int weight) 
       const Resources available = cluster_.nodes[n].allocatable - nodes_[n].used;
       if (!pod.request.FitsIn(nodes_[n].idle)) {
         bool any = false;
-        if (pod.request.gpus > available.gpus) record->AddNodeReason(kNotEnoughGpus, weight), any = true;
+        if (pod.request.gpus > available.gpus)
+          record->AddNodeReason(kNotEnoughGpus, weight), any = true;
         if (static_cast<int64_t>(pod.request.cpu_millis) >
             static_cast<int64_t>(available.cpu_millis)) {
           record->AddNodeReason(kNotEnoughCpu, weight), any = true;
@@ -377,13 +378,13 @@ bool Session::FittingNode(PodId p, NodeId n, TaskFitErrors* record, int weight) 
         }
         for (int s = 0; s < cluster_.resource_names.size(); ++s) {
           if (pod.request.scalars[s] > available.scalars[s]) {
-            record->AddNodeReason("node(s) didn't have enough resources: " +
-                                      cluster_.resource_names.Name(s),
-                                  weight);
+            record->AddNodeReason(
+                "node(s) didn't have enough resources: " + cluster_.resource_names.Name(s), weight);
             any = true;
           }
         }
-        if (!any && pod.request.pods > available.pods) record->AddNodeReason(kPodNumberExceeded, weight);
+        if (!any && pod.request.pods > available.pods)
+          record->AddNodeReason(kPodNumberExceeded, weight);
       }
     }
     return false;
@@ -493,8 +494,7 @@ bool Session::CanRankByClass(PodId p, std::span<const NodeId> candidates) const 
   }
   const Pod& pod = cluster_.pods[p];
   return !pod.IsSharedGpu() && pod.node_selector.empty() && pod.required_node_affinity.empty() &&
-         pod.pod_affinity.empty() && pod.pod_anti_affinity.empty() &&
-         pod.nominated_node == kNone;
+         pod.pod_affinity.empty() && pod.pod_anti_affinity.empty() && pod.nominated_node == kNone;
 }
 
 void Session::RankPerNode(PodId p, std::span<const NodeId> candidates, bool record) {
@@ -691,8 +691,7 @@ void Session::TasksToAllocate(JobId j, std::vector<PodId>& out, bool real) const
 
   std::vector<int32_t> order(static_cast<size_t>(num_sets));
   std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(),
-            [&](int32_t a, int32_t b) { return PodSetLess(j, a, b); });
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return PodSetLess(j, a, b); });
 
   std::vector<PodId> pending;
   int taken = 0;

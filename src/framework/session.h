@@ -115,9 +115,9 @@ using TaskOrderFn = std::function<int(const Session&, PodId, PodId)>;
 using PodSetOrderFn = std::function<int(const Session&, const JobView&, int32_t, int32_t)>;
 // Queue order: l / r queues represented by their best pending job (allocation order) or, when
 // ordering victims, by their victim jobs so far (the job ids are then kNone).
-using QueueOrderFn = std::function<int(const Session&, QueueId, QueueId, const JobView*,
-                                       const JobView*, std::span<const JobView* const>,
-                                       std::span<const JobView* const>)>;
+using QueueOrderFn =
+    std::function<int(const Session&, QueueId, QueueId, const JobView*, const JobView*,
+                      std::span<const JobView* const>, std::span<const JobView* const>)>;
 // Called once per pod before its nodes are scored, with the candidate node set.
 using NodePreOrderFn = std::function<void(Session&, PodId, std::span<const NodeId>)>;
 using NodeOrderFn = std::function<double(const Session&, PodId, NodeId)>;

@@ -29,8 +29,8 @@ void Statement::Pipeline(PodId p, NodeId n, bool update_if_on_node) {
       ssn_.SetPodNode(p, op.prev_node);
       ssn_.AddPodToNode(p, op.node);
       ssn_.FireAllocate(p);
-      Op undo{Kind::kUnevict, p, op.node, PodStatus::kReleasing, op.node, before.virtual_status,
-              op.message};
+      Op undo{Kind::kUnevict,        p,         op.node, PodStatus::kReleasing, op.node,
+              before.virtual_status, op.message};
       undo.target = i;
       ops_.push_back(std::move(undo));
       ssn_.SetVirtual(p, op.prev_virtual);
@@ -46,7 +46,12 @@ void Statement::Pipeline(PodId p, NodeId n, bool update_if_on_node) {
   ssn_.AddPodToNode(p, n);
   ssn_.FireAllocate(p);
   const auto& pod = ssn_.cluster().pods[p];
-  Op op{Kind::kPipeline, p, n, before.status, before.node, before.virtual_status,
+  Op op{Kind::kPipeline,
+        p,
+        n,
+        before.status,
+        before.node,
+        before.virtual_status,
         "Pod " + pod.namespace_ + "/" + pod.name + " was pipelined to node " +
             ssn_.cluster().nodes[n].name};
   op.kept_old_footprint = keep_old;
@@ -65,8 +70,8 @@ void Statement::ApplyEvict(PodId p, std::string message) {
   ssn_.SetPodStatus(p, PodStatus::kReleasing);
   ssn_.AddPodToNode(p, n);
   ssn_.FireDeallocate(p);
-  ops_.push_back({Kind::kEvict, p, n, before.status, before.node, before.virtual_status,
-                  std::move(message)});
+  ops_.push_back(
+      {Kind::kEvict, p, n, before.status, before.node, before.virtual_status, std::move(message)});
   ssn_.SetVirtual(p, true);
 }
 

@@ -58,7 +58,7 @@ class Statement {
   struct Op {
     Kind kind;
     PodId pod;
-    NodeId node;             // node the operation put the pod on (or evicted it from)
+    NodeId node;  // node the operation put the pod on (or evicted it from)
     PodStatus prev_status;
     NodeId prev_node;
     bool prev_virtual;

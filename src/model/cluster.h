@@ -50,10 +50,10 @@ struct Taint {
 };
 
 struct Toleration {
-  std::string key;       // empty with operator Exists tolerates everything
+  std::string key;           // empty with operator Exists tolerates everything
   std::string op = "Equal";  // Equal or Exists
   std::string value;
-  std::string effect;    // empty tolerates every effect
+  std::string effect;  // empty tolerates every effect
 };
 
 // One requirement of a node selector term or label selector (In, NotIn, Exists, DoesNotExist,
@@ -97,7 +97,7 @@ struct Node {
   bool unschedulable = false;
   Resources allocatable;  // pods slot count in allocatable.pods
   double gpu_memory_mib = 0;
-  int gpu_count = 0;  // physical devices (the nvidia.com/gpu.count label)
+  int gpu_count = 0;         // physical devices (the nvidia.com/gpu.count label)
   std::string mig_strategy;  // "", "single", "mixed"
   // Rank of the name in byte order among all nodes: equal scores are broken by it.
   int32_t name_rank = 0;

@@ -26,9 +26,9 @@ constexpr uint16_t Bits(PodStatus s) { return static_cast<uint16_t>(s); }
 
 // Occupies a node: allocated, pipelined, binding, bound, running, releasing.
 constexpr bool IsActiveUsed(PodStatus s) {
-  return (Bits(s) & (Bits(PodStatus::kAllocated) | Bits(PodStatus::kPipelined) |
-                     Bits(PodStatus::kBinding) | Bits(PodStatus::kBound) |
-                     Bits(PodStatus::kRunning) | Bits(PodStatus::kReleasing))) != 0;
+  return (Bits(s) &
+          (Bits(PodStatus::kAllocated) | Bits(PodStatus::kPipelined) | Bits(PodStatus::kBinding) |
+           Bits(PodStatus::kBound) | Bits(PodStatus::kRunning) | Bits(PodStatus::kReleasing))) != 0;
 }
 // Active-used minus releasing.
 constexpr bool IsActiveAllocated(PodStatus s) {

@@ -221,9 +221,9 @@ class MinRuntimePlugin : public Plugin {
     const uint64_t key = PairKey(reclaimer, victim);
     if (auto it = reclaim_protected_.find(key); it != reclaim_protected_.end()) return it->second;
     const auto& jobs = s.cluster().jobs;
-    const QueueId reclaimer_queue =
-        reclaimer >= 0 && static_cast<size_t>(reclaimer) < jobs.size() ? jobs[reclaimer].queue
-                                                                        : kNone;
+    const QueueId reclaimer_queue = reclaimer >= 0 && static_cast<size_t>(reclaimer) < jobs.size()
+                                        ? jobs[reclaimer].queue
+                                        : kNone;
     const double runtime = ReclaimMinRuntime(s, reclaimer_queue, jobs[victim].queue);
     const auto inside = InsideMinRuntime(s, victim, runtime);
     if (!inside) return false;
@@ -352,8 +352,7 @@ void RegisterMinRuntimePlugin(PluginRegistry& r) {
                      "\" is not a resolve method (lca or queue)"};
       }
     }
-    return PluginPtr(
-        std::make_unique<MinRuntimePlugin>(reclaim.value(), preempt.value(), method));
+    return PluginPtr(std::make_unique<MinRuntimePlugin>(reclaim.value(), preempt.value(), method));
   });
 }
 

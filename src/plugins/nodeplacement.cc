@@ -78,9 +78,9 @@ class NodePlacementPlugin : public Plugin {
   }
   static double Spread(const Session& s, NodeId n, bool gpu) {
     const Node& node = s.cluster().nodes[n];
-    const double count = gpu ? (node.gpu_count > 0 ? node.gpu_count : static_cast<int64_t>(
-                                                                          node.allocatable.gpus))
-                             : node.allocatable.cpu_millis;
+    const double count =
+        gpu ? (node.gpu_count > 0 ? node.gpu_count : static_cast<int64_t>(node.allocatable.gpus))
+            : node.allocatable.cpu_millis;
     if (count == 0) return 0;
     return NonAllocated(s, n, gpu) / count;
   }

@@ -28,8 +28,8 @@ class PendingPlugin : public Plugin {
 }  // namespace
 
 void RegisterPendingPlugins(PluginRegistry& r) {
-  for (const char* name : {"gpusharingorder", "gpupack", "gpuspread", "dynamicresources",
-                           "topology", "snapshot"}) {
+  for (const char* name :
+       {"gpusharingorder", "gpupack", "gpuspread", "dynamicresources", "topology", "snapshot"}) {
     r.Register(name, [name](const std::map<std::string, std::string>&) -> Result<PluginPtr> {
       return PluginPtr(std::make_unique<PendingPlugin>(name));
     });

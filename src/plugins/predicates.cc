@@ -108,8 +108,8 @@ class PredicatesPlugin : public Plugin {
       }
     }
     if (what.empty()) return std::nullopt;
-    std::string message = "The pod " + pod.namespace_ + "/" + pod.name + " requires GPU: " +
-                          Humanize(pod.RequestedGpus(), 1) +
+    std::string message = "The pod " + pod.namespace_ + "/" + pod.name +
+                          " requires GPU: " + Humanize(pod.RequestedGpus(), 1) +
                           ", CPU: " + Humanize(pod.request.cpu_millis, 1000) +
                           " (cores), memory: " + Humanize(pod.request.memory_bytes, 1e9) +
                           " (GB). ";
@@ -153,8 +153,9 @@ class PredicatesPlugin : public Plugin {
       return std::string("node(s) with single MIG strategy accept only whole-GPU requests");
     }
     if (pod.gpu_kind == GpuRequestKind::kMemory && node.gpu_memory_mib <= 0) {
-      return std::string("node is not a gpu node or the gpu memory count on the node was not "
-                         "synced yet");
+      return std::string(
+          "node is not a gpu node or the gpu memory count on the node was not "
+          "synced yet");
     }
     const NodeState& st = s.node(n);
     if (st.idle.pods + st.releasing.pods <= 0) return std::string(kPodNumberExceeded);
@@ -163,7 +164,8 @@ class PredicatesPlugin : public Plugin {
       if (taint.effect != "NoSchedule" && taint.effect != "NoExecute") continue;
       bool tolerated = false;
       for (const Toleration& t : pod.tolerations) tolerated = tolerated || Tolerates(t, taint);
-      if (!tolerated) return "node(s) had untolerated taint {" + taint.key + ": " + taint.value + "}";
+      if (!tolerated)
+        return "node(s) had untolerated taint {" + taint.key + ": " + taint.value + "}";
     }
     for (const auto& [key, value] : pod.node_selector.items()) {
       const std::string* have = node.labels.Get(key);
@@ -171,7 +173,8 @@ class PredicatesPlugin : public Plugin {
     }
     if (!pod.required_node_affinity.empty()) {
       bool any = false;
-      for (const auto& term : pod.required_node_affinity) any = any || MatchesTerm(term, node.labels);
+      for (const auto& term : pod.required_node_affinity)
+        any = any || MatchesTerm(term, node.labels);
       if (!any) return std::string(kNodeAffinity);
     }
     return InterPodAffinity(s, p, n);
@@ -230,8 +233,8 @@ class PredicatesPlugin : public Plugin {
       // Only existing pods' anti-affinity can reject this pod; skip the scan when nobody has any.
       if (!has_anti_affinity_known_) {
         has_anti_affinity_known_ = true;
-        for (const Pod& o : c.pods) has_any_anti_affinity_ = has_any_anti_affinity_ ||
-                                                             !o.pod_anti_affinity.empty();
+        for (const Pod& o : c.pods)
+          has_any_anti_affinity_ = has_any_anti_affinity_ || !o.pod_anti_affinity.empty();
       }
       others_have_anti = has_any_anti_affinity_;
       if (!others_have_anti) return std::nullopt;

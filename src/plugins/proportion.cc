@@ -182,8 +182,8 @@ void DivideResource(const Cluster& cluster, double total, double k_value, QueueR
   for (QueueId q : siblings) by_priority[cluster.queues[q].priority].push_back(q);
   std::map<int, std::map<QueueId, double>, std::greater<>> remainders;
   for (auto& [priority, queues] : by_priority) {
-    remaining = DivideUpToFairShare(cluster, remaining, k_value, res, queues, shares,
-                                    remainders[priority]);
+    remaining =
+        DivideUpToFairShare(cluster, remaining, k_value, res, queues, shares, remainders[priority]);
   }
   for (auto& [priority, rem] : remainders) {
     if (remaining <= 0) break;
@@ -269,10 +269,9 @@ std::string NonPreemptibleOverQuotaMessage(const std::string& queue, QueueResour
                 " cores are already allocated for non-preemptible pods.";
       break;
     case QueueResource::kMemory:
-      details = "Workload requested " + Humanize(requested[r], kMemoryToGb) +
-                " GB memory, but " + queue + " quota is " + Humanize(deserved, kMemoryToGb) +
-                " GB, while " + Humanize(used, kMemoryToGb) +
-                " GB are already allocated for non-preemptible pods.";
+      details = "Workload requested " + Humanize(requested[r], kMemoryToGb) + " GB memory, but " +
+                queue + " quota is " + Humanize(deserved, kMemoryToGb) + " GB, while " +
+                Humanize(used, kMemoryToGb) + " GB are already allocated for non-preemptible pods.";
       break;
   }
   return "Non-preemptible workload is over quota. " + details +
@@ -327,11 +326,10 @@ class ProportionPlugin : public Plugin {
     }
     ComputeFairShares(c, total_, k_value_, shares_);
 
-    ssn.AddQueueOrderFn([this](const Session& s, QueueId l, QueueId r, const JobView* lj,
-                               const JobView* rj, std::span<const JobView* const> lv,
-                               std::span<const JobView* const> rv) {
-      return QueueOrder(s, l, r, lj, rj, lv, rv);
-    });
+    ssn.AddQueueOrderFn(
+        [this](const Session& s, QueueId l, QueueId r, const JobView* lj, const JobView* rj,
+               std::span<const JobView* const> lv,
+               std::span<const JobView* const> rv) { return QueueOrder(s, l, r, lj, rj, lv, rv); });
     ssn.AddJobCapacityFn([this](const Session& s, JobId j, std::span<const PodId> pods) {
       Quantities requested;
       for (PodId p : pods) requested += PodQuantities(s.cluster(), s.cluster().pods[p]);
@@ -345,12 +343,11 @@ class ProportionPlugin : public Plugin {
         [this](Session& s, PodId p) { OnPodEvent(s, p, +1); },
         [this](Session& s, PodId p) { OnPodEvent(s, p, -1); },
     });
-    ssn.AddNonPreemptibleQuotaFn(
-        [this](const Session& s, JobId j, std::span<const PodId> pods) {
-          Quantities requested;
-          for (PodId p : pods) requested += PodQuantities(s.cluster(), s.cluster().pods[p]);
-          return CheckCapacity(s, j, requested, /*check_limit=*/false);
-        });
+    ssn.AddNonPreemptibleQuotaFn([this](const Session& s, JobId j, std::span<const PodId> pods) {
+      Quantities requested;
+      for (PodId p : pods) requested += PodQuantities(s.cluster(), s.cluster().pods[p]);
+      return CheckCapacity(s, j, requested, /*check_limit=*/false);
+    });
     ssn.AddCanReclaimFn([this](const Session& s, JobId j) { return CanReclaim(s, j); });
     ssn.AddReclaimScenarioValidatorFn(
         [this](const Session& s, const ScenarioInfo& sc) { return Reclaimable(s, sc); });
@@ -468,8 +465,7 @@ class ProportionPlugin : public Plugin {
   }
 
   static std::array<bool, 3> Involved(const Quantities& q) {
-    return {q[QueueResource::kCpu] > 0, q[QueueResource::kMemory] > 0,
-            q[QueueResource::kGpu] > 0};
+    return {q[QueueResource::kCpu] > 0, q[QueueResource::kMemory] > 0, q[QueueResource::kGpu] > 0};
   }
 
   // KAI's reclaim strategies: taking `remaining` down is allowed while the reclaimee stays above

@@ -386,12 +386,30 @@ void ParseSubGroupTree(const json& node, const std::string& where, int32_t paren
 void ParseTask(const Obj& o, Scenario& sc, JobId job_id, SubGroupBuild& b, bool best_effort) {
   Cluster& cl = sc.cluster;
   Job& job = cl.jobs[job_id];
-  o.OnlyKeys({"name", "state", "node", "cpu_millis", "memory_bytes", "gpus", "gpu_fraction",
-              "gpu_fraction_devices", "gpu_memory_mib", "mig_devices", "gpu_groups", "subgroup",
-              "task_order_priority", "required_node_affinity", "pod_labels",
-              "pod_affinity_topology_key", "pod_anti_affinity_topology_key", "resource_claims",
-              "resource_claim_templates", "legacy_mig_task", "node_selector", "tolerations",
-              "nominated_node", "labels"});
+  o.OnlyKeys({"name",
+              "state",
+              "node",
+              "cpu_millis",
+              "memory_bytes",
+              "gpus",
+              "gpu_fraction",
+              "gpu_fraction_devices",
+              "gpu_memory_mib",
+              "mig_devices",
+              "gpu_groups",
+              "subgroup",
+              "task_order_priority",
+              "required_node_affinity",
+              "pod_labels",
+              "pod_affinity_topology_key",
+              "pod_anti_affinity_topology_key",
+              "resource_claims",
+              "resource_claim_templates",
+              "legacy_mig_task",
+              "node_selector",
+              "tolerations",
+              "nominated_node",
+              "labels"});
   Pod p;
   p.name = o.Str("name");
   p.uid = p.name;
@@ -532,8 +550,8 @@ void ParseJobs(const Obj& root, Scenario& sc) {
       o.FailField("queue", "unknown queue \"" + job.queue_name + "\"");
     }
     job.priority = o.Int("priority", 0);
-    const std::string pre = o.Str("preemptibility", job.priority < 100 ? "preemptible"
-                                                                       : "non-preemptible");
+    const std::string pre =
+        o.Str("preemptibility", job.priority < 100 ? "preemptible" : "non-preemptible");
     if (pre != "preemptible" && pre != "non-preemptible") {
       o.FailField("preemptibility", "must be preemptible or non-preemptible");
     }

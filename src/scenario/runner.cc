@@ -56,8 +56,8 @@ class Checker {
  private:
   void Diff(const std::string& s) { out_->push_back(when_ + ": " + s); }
 
-  void CheckPods(const std::string& what, const std::vector<PodId>& pods,
-                 const StateExpectation& e, JobId j) {
+  void CheckPods(const std::string& what, const std::vector<PodId>& pods, const StateExpectation& e,
+                 JobId j) {
     double gpus = 0, accepted = 0, cpu = 0, mem = 0;
     for (PodId p : pods) {
       const Pod& pod = c_.pods[p];
@@ -69,8 +69,8 @@ class Checker {
       if (e.node) {
         const std::string node = st.node == kNone ? "" : c_.nodes[st.node].name;
         if (node != *e.node) {
-          Diff(what + ": pod " + pod.name + " is on node \"" + node + "\", expected \"" +
-               *e.node + "\"");
+          Diff(what + ": pod " + pod.name + " is on node \"" + node + "\", expected \"" + *e.node +
+               "\"");
         }
       }
       gpus += pod.RequestedGpus();
@@ -145,8 +145,8 @@ void PrepareScenarioCycle(const Scenario& scenario, Cluster& cluster, int64_t no
     for (PodId p : job.pods) allocated = allocated || IsAllocatedLike(cluster.pods[p].status);
     job.last_start_ms = allocated ? std::optional<int64_t>(now_ms - 60'000) : std::nullopt;
     const auto& stale = scenario.stale_for_seconds[j];
-    job.stale_since_ms = stale ? std::optional<int64_t>(now_ms - static_cast<int64_t>(*stale * 1000))
-                               : std::nullopt;
+    job.stale_since_ms =
+        stale ? std::optional<int64_t>(now_ms - static_cast<int64_t>(*stale * 1000)) : std::nullopt;
   }
 }
 

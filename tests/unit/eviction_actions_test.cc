@@ -9,8 +9,8 @@
 
 #include <algorithm>
 #include <map>
-#include <ostream>
 #include <memory>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -136,8 +136,9 @@ void ExpectSameState(const Snapshot& want, const Snapshot& got, const Cluster& c
 }
 
 void ExpectNoDecisions(const Session& s) {
-  EXPECT_TRUE(s.evictions().empty()) << s.evictions().size() << " evictions, first: "
-                                     << (s.evictions().empty() ? "" : s.evictions()[0].message);
+  EXPECT_TRUE(s.evictions().empty())
+      << s.evictions().size()
+      << " evictions, first: " << (s.evictions().empty() ? "" : s.evictions()[0].message);
   EXPECT_TRUE(s.pipelined().empty()) << s.pipelined().size() << " pipelined";
   EXPECT_TRUE(s.binds().empty()) << s.binds().size() << " binds";
 }
@@ -354,8 +355,8 @@ TEST(ReclaimTest, QueueUnderItsShareTakesOneGpuFromTheQueueOverItsShare) {
   const PodId a1 = PodOf(t.c, t.a1, 0), a2 = PodOf(t.c, t.a2, 0), b1 = PodOf(t.c, t.b1, 0);
 
   // Exactly one of a's pods is releasing, the other still running, both on n0.
-  const int releasing = (s.pod(a1).status == PodStatus::kReleasing) +
-                        (s.pod(a2).status == PodStatus::kReleasing);
+  const int releasing =
+      (s.pod(a1).status == PodStatus::kReleasing) + (s.pod(a2).status == PodStatus::kReleasing);
   EXPECT_EQ(releasing, 1);
   const PodId victim = s.pod(a1).status == PodStatus::kReleasing ? a1 : a2;
   const PodId survivor = victim == a1 ? a2 : a1;
@@ -377,8 +378,8 @@ TEST(ReclaimTest, QueueUnderItsShareTakesOneGpuFromTheQueueOverItsShare) {
   EXPECT_EQ(e.node, t.n0);
   EXPECT_EQ(e.message.rfind("Pod ", 0), 0u) << e.message;
   EXPECT_TRUE(Contains(e.message, "was preempted by workload"));
-  EXPECT_TRUE(Contains(e.message, "Pod ns/" + t.c.pods[victim].name +
-                                      " was preempted by workload ns/b1."));
+  EXPECT_TRUE(
+      Contains(e.message, "Pod ns/" + t.c.pods[victim].name + " was preempted by workload ns/b1."));
 
   // n0: used counts a's two pods (one of them releasing) and b1's pipelined pod; b1 took the
   // releasing GPU, so nothing is releasing or idle any more.
@@ -439,8 +440,8 @@ Departments BuildDepartments() {
     d.p2_jobs.push_back(j);
   }
   for (int i = 0; i < 3; ++i) {
-    const JobId j =
-        AddJob(d.c, "q1-job" + std::to_string(i), {.queue = "q1", .pod = kOneGpu, .creation_ms = i});
+    const JobId j = AddJob(d.c, "q1-job" + std::to_string(i),
+                           {.queue = "q1", .pod = kOneGpu, .creation_ms = i});
     testutil::Place(d.c, PodOf(d.c, j, 0), d.n1);
     d.q1_jobs.push_back(j);
   }
@@ -552,11 +553,11 @@ Fragmented BuildFragmented(int movable) {
     testutil::Place(f.c, PodOf(f.c, j, 0), f.n0);
     f.movable.push_back(j);
   }
-  f.y = AddJob(f.c, "y",
-               {.queue = "q", .pod = kOneGpu, .priority = 50, .creation_ms = 5, .preemptible = false});
+  f.y = AddJob(
+      f.c, "y",
+      {.queue = "q", .pod = kOneGpu, .priority = 50, .creation_ms = 5, .preemptible = false});
   testutil::Place(f.c, PodOf(f.c, f.y, 0), f.n1);
-  f.big = AddJob(f.c, "big",
-                 {.queue = "q", .pod = {.gpus = 4}, .priority = 80, .creation_ms = 10});
+  f.big = AddJob(f.c, "big", {.queue = "q", .pod = {.gpus = 4}, .priority = 80, .creation_ms = 10});
   f.c.Finalize();
   return f;
 }
@@ -621,12 +622,12 @@ TEST(ConsolidationTest, UnlimitedPreempteesMovesThreeJobsToFitTheGang) {
   ExpectConsolidated(*cycle, f);
 }
 
-// Regression (fixed): Session::RecordEviction (framework/session.cc) records the pod's node at commit time,
-// pods_[p].node. For a consolidated pod the statement has by then pipelined it onto its new node,
-// so the EvictionDecision names the node the pod is moving TO (n1) instead of the node it is
-// evicted FROM (n0) - which is what `gantry` prints as the eviction's node. The evict operation
-// knows the right node (Statement::Op::node); Statement::Commit should record that one. KAI
-// evicts the pod object, whose spec.nodeName is still the old node.
+// Regression (fixed): Session::RecordEviction (framework/session.cc) records the pod's node at
+// commit time, pods_[p].node. For a consolidated pod the statement has by then pipelined it onto
+// its new node, so the EvictionDecision names the node the pod is moving TO (n1) instead of the
+// node it is evicted FROM (n0) - which is what `gantry` prints as the eviction's node. The evict
+// operation knows the right node (Statement::Op::node); Statement::Commit should record that one.
+// KAI evicts the pod object, whose spec.nodeName is still the old node.
 TEST(ConsolidationTest, EvictionDecisionNamesTheNodeThePodLeaves) {
   Fragmented f = BuildFragmented(3);
   auto cycle = testutil::RunCycle(f.c, Consolidation(-1));
@@ -697,8 +698,9 @@ TEST(ConsolidationTest, NeverCommitsWhenAMovedPodCannotBePlacedAgain) {
   AddQueue(c, "q");
   const JobId v0 =
       AddJob(c, "v0", {.queue = "q", .pod = {.gpus = 2}, .priority = 50, .creation_ms = 1});
-  const JobId y = AddJob(c, "y", {.queue = "q", .pod = {.gpus = 3}, .priority = 50,
-                                  .creation_ms = 2, .preemptible = false});
+  const JobId y = AddJob(
+      c, "y",
+      {.queue = "q", .pod = {.gpus = 3}, .priority = 50, .creation_ms = 2, .preemptible = false});
   const JobId big =
       AddJob(c, "big", {.queue = "q", .pod = {.gpus = 4}, .priority = 80, .creation_ms = 3});
   testutil::Place(c, PodOf(c, v0, 0), n0);
@@ -748,9 +750,9 @@ PreemptCluster BuildPreempt(bool with_low, bool with_high, bool with_other) {
         AddJob(pc.c, "other", {.queue = "r", .pod = kOneGpu, .priority = 50, .creation_ms = 3});
     testutil::Place(pc.c, PodOf(pc.c, pc.other, 0), pc.n0);
   }
-  pc.pre = AddJob(pc.c, "pre",
-                  {.queue = "q", .pod = kOneGpu, .priority = 100, .creation_ms = 10,
-                   .preemptible = false});
+  pc.pre = AddJob(
+      pc.c, "pre",
+      {.queue = "q", .pod = kOneGpu, .priority = 100, .creation_ms = 10, .preemptible = false});
   pc.c.Finalize();
   return pc;
 }

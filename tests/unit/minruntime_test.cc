@@ -46,8 +46,8 @@ class MinRuntimeTest : public ::testing::Test {
   // `started_ago_s` seconds before now (no recorded start when negative).
   JobId Running(const std::string& name, const std::string& queue, double started_ago_s,
                 int pods = 1, int min_available = -1) {
-    const JobId j = AddJob(c_, name, {.queue = queue, .pods = pods, .pod = kGpuPod,
-                                      .min_available = min_available});
+    const JobId j = AddJob(
+        c_, name, {.queue = queue, .pods = pods, .pod = kGpuPod, .min_available = min_available});
     for (PodId p : c_.jobs[j].pods) Place(c_, p, node_);
     if (started_ago_s >= 0) {
       c_.jobs[j].last_start_ms = kNowMs - static_cast<int64_t>(started_ago_s * 1000);
@@ -302,8 +302,8 @@ TEST_F(MinRuntimeTest, ValidatorCountsOnlyActiveUsedPods) {
   // 4 pods with minimum 2, but one is still pending: 3 active-used, so evicting 2 breaks it.
   AddQueue(c_, "q");
   const JobId preemptor = Pending("preemptor", "q");
-  const JobId j = AddJob(c_, "partly", {.queue = "q", .pods = 4, .pod = kGpuPod,
-                                        .min_available = 2});
+  const JobId j =
+      AddJob(c_, "partly", {.queue = "q", .pods = 4, .pod = kGpuPod, .min_available = 2});
   for (int i = 0; i < 3; ++i) Place(c_, PodOf(c_, j, i), node_);
   c_.jobs[j].last_start_ms = kNowMs - 1'000;
   Session& s = Open({{"defaultPreemptMinRuntime", "60s"}});
@@ -320,8 +320,8 @@ TEST_F(MinRuntimeTest, DisabledFunctionsAreNotRegistered) {
   const JobId preemptor = Pending("preemptor", "q");
   const JobId victim = Running("victim", "q", 1);
   c_.Finalize();
-  SchedulerConfig cfg = OnlyMinRuntime(
-      {{"defaultPreemptMinRuntime", "1h"}, {"defaultReclaimMinRuntime", "1h"}});
+  SchedulerConfig cfg =
+      OnlyMinRuntime({{"defaultPreemptMinRuntime", "1h"}, {"defaultReclaimMinRuntime", "1h"}});
   cfg.plugins[0].disabled_functions = {"preemptable"};
   auto scheduler = MakeScheduler(cfg);
   auto s = scheduler->OpenSession(c_, kNowMs);
@@ -336,8 +336,8 @@ Result<PluginPtr> Create(std::map<std::string, std::string> args) {
 }
 
 TEST(MinRuntimeArgumentsTest, AcceptsGoDurations) {
-  for (const char* text : {"0", "30s", "5m", "1h30m", "1.5h", "250ms", "2d", "1w", "-5m", "+10s",
-                           ".5s", "1h0m0s"}) {
+  for (const char* text :
+       {"0", "30s", "5m", "1h30m", "1.5h", "250ms", "2d", "1w", "-5m", "+10s", ".5s", "1h0m0s"}) {
     EXPECT_TRUE(Create({{"defaultPreemptMinRuntime", text}}).ok()) << text;
     EXPECT_TRUE(Create({{"defaultReclaimMinRuntime", text}}).ok()) << text;
   }
@@ -347,8 +347,8 @@ TEST(MinRuntimeArgumentsTest, AcceptsGoDurations) {
 }
 
 TEST(MinRuntimeArgumentsTest, RejectsMalformedDurationsNamingTheArgument) {
-  for (const char* text : {"", "10", "abc", "5 m", "1x", "s", ".s", "1.2.3s", "--5s",
-                           "99999999999h"}) {
+  for (const char* text :
+       {"", "10", "abc", "5 m", "1x", "s", ".s", "1.2.3s", "--5s", "99999999999h"}) {
     auto created = Create({{"defaultReclaimMinRuntime", text}});
     ASSERT_FALSE(created.ok()) << text;
     EXPECT_TRUE(Contains(created.error(), "defaultReclaimMinRuntime")) << text;
@@ -381,8 +381,7 @@ TEST_F(MinRuntimeTest, DurationArgumentsAreUnderstood) {
   const JobId at_89m = Running("at-89m", "q", 89 * 60);
   const JobId at_91m = Running("at-91m", "q", 91 * 60);
   const JobId at_1s = Running("at-1s", "q", 1);
-  Session& s =
-      Open({{"defaultPreemptMinRuntime", "1h30m"}, {"defaultReclaimMinRuntime", "-5m"}});
+  Session& s = Open({{"defaultPreemptMinRuntime", "1h30m"}, {"defaultReclaimMinRuntime", "-5m"}});
   EXPECT_FALSE(s.PreemptVictimFilter(preemptor, at_89m));
   EXPECT_TRUE(s.PreemptVictimFilter(preemptor, at_91m));
   // A negative default counts as 0.

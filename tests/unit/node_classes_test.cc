@@ -100,7 +100,8 @@ Cluster RandomCluster(uint64_t seed) {
     spec.queue = uniform(0, 1) ? "team-a" : "team-b";
     spec.pods = uniform(1, 6);
     const int kind = uniform(0, 3);
-    spec.pod = kind == 3 ? PodSpec{0, 8000, 8e9} : PodSpec{static_cast<double>(1 << kind), 4000, 16e9};
+    spec.pod =
+        kind == 3 ? PodSpec{0, 8000, 8e9} : PodSpec{static_cast<double>(1 << kind), 4000, 16e9};
     spec.priority = uniform(0, 1) ? 50 : 100;
     spec.preemptible = spec.priority < 100;
     spec.min_available = uniform(0, 3) == 0 ? 1 : spec.pods;
@@ -110,7 +111,8 @@ Cluster RandomCluster(uint64_t seed) {
       for (PodId p : c.jobs[j].pods) c.pods[p].node_selector.Set("zone", "a");
     }
     if (uniform(0, 9) == 0) {
-      for (PodId p : c.jobs[j].pods) c.pods[p].tolerations.push_back({"dedicated", "Exists", "", ""});
+      for (PodId p : c.jobs[j].pods)
+        c.pods[p].tolerations.push_back({"dedicated", "Exists", "", ""});
     }
   }
   c.Finalize();
@@ -131,8 +133,8 @@ TEST_P(NodeClassesTest, SameDecisionsAsRankingEveryNode) {
     for (size_t p = 0; p < c.pods.size(); ++p) {
       EXPECT_EQ(by_class.pods[p].status, per_node.pods[p].status) << c.pods[p].name;
       EXPECT_EQ(by_class.pods[p].node, per_node.pods[p].node) << c.pods[p].name;
-      placed += c.pods[p].status == PodStatus::kPending &&
-                by_class.pods[p].status != PodStatus::kPending;
+      placed +=
+          c.pods[p].status == PodStatus::kPending && by_class.pods[p].status != PodStatus::kPending;
     }
     for (size_t j = 0; j < c.jobs.size(); ++j) {
       EXPECT_EQ(by_class.fit_errors[j], per_node.fit_errors[j]) << c.jobs[j].name;

@@ -324,8 +324,8 @@ TEST_F(InterPodAffinityTest, ExistingPodsAntiAffinityRejectsTheIncomingPod) {
 }
 
 TEST_F(InterPodAffinityTest, MatchingPodOnANodeWithoutTheKeyDoesNotBlockTheFirstPodRule) {
-  // Regression (fixed): Kubernetes' InterPodAffinity (which KAI's predicates call, spec section 13.4)
-  // counts a matching pod only on nodes that carry the term's topology key
+  // Regression (fixed): Kubernetes' InterPodAffinity (which KAI's predicates call, spec
+  // section 13.4) counts a matching pod only on nodes that carry the term's topology key
   // (topologyToMatchedTermCount.update ignores nodes without the label). Here the only app=web pod
   // runs on n-x, which has no zone label, so the counts are empty and the self-affine pending pod
   // may go to any node with a zone (binpack: n-a). PredicatesPlugin::RefreshView sets
@@ -343,10 +343,10 @@ TEST_F(InterPodAffinityTest, MatchingPodOnANodeWithoutTheKeyDoesNotBlockTheFirst
 }
 
 TEST_F(InterPodAffinityTest, AffinityCountsOnlyPodsMatchingAllTerms) {
-  // Regression (fixed): Kubernetes counts an existing pod for the incoming pod's required affinity only
-  // when it matches ALL the terms (updateWithAffinityTerms / podMatchesAllAffinityTerms). The pod
-  // on n-a matches only the first term and the pod on n-b only the second, so no pod counts, the
-  // first-pod rule applies, and the pending pod (which matches both of its terms) may go to any
+  // Regression (fixed): Kubernetes counts an existing pod for the incoming pod's required affinity
+  // only when it matches ALL the terms (updateWithAffinityTerms / podMatchesAllAffinityTerms). The
+  // pod on n-a matches only the first term and the pod on n-b only the second, so no pod counts,
+  // the first-pod rule applies, and the pending pod (which matches both of its terms) may go to any
   // node with a zone. Gantry collects domains per term ({a} and {b}), finds no node in both and
   // leaves the pod pending. (Scenario files generate at most one term per pod.)
   c_.pods[filler_].labels.Set("app", "web");  // on n-a
@@ -455,8 +455,8 @@ TEST_F(NodePlacementTest, CpuSpreadPicksTheEmptierNode) {
 }
 
 TEST_F(NodePlacementTest, DisabledNodeOrderIsNotApplied) {
-  // Regression (fixed): PluginConfig::disabled_functions (config.h; scenario spec section 3: "lists plugin
-  // callbacks to switch off: job_order, task_order, preemptable, reclaimable, queue_order,
+  // Regression (fixed): PluginConfig::disabled_functions (config.h; scenario spec section 3: "lists
+  // plugin callbacks to switch off: job_order, task_order, preemptable, reclaimable, queue_order,
   // predicate, node_order") is parsed by both loaders but never consulted: plugins register every
   // callback regardless. With nodeplacement's node_order switched off the two nodes below tie and
   // n-a wins by name; today binpack still sends the pod to the fuller n-b.

@@ -172,8 +172,8 @@ TEST_F(FormatNumberTest, HugeAndInfiniteValues) {
 }
 
 TEST_F(FormatNumberTest, ExponentFormFromOneMillionLikeGo) {
-  // Regression (fixed): FormatNumber claims to print like Go's %v, but Go's shortest 'g' switches to the
-  // exponent form when the decimal exponent is >= 6 (strconv/ftoa.go: "if precision was the
+  // Regression (fixed): FormatNumber claims to print like Go's %v, but Go's shortest 'g' switches
+  // to the exponent form when the decimal exponent is >= 6 (strconv/ftoa.go: "if precision was the
   // shortest possible, use precision 6 for this decision"), so fmt.Sprintf("%v", 1e6) is
   // "1e+06". FormatNumber prints every integer below 1e21 with "%.0f" ("1000000") and other
   // values with C's %g at the round-trip precision ("1234567.5"). NaN prints "nan", Go "NaN".
@@ -200,11 +200,11 @@ TEST_F(HumanizeTest, DividesAndDropsTrailingZeros) {
 TEST_F(HumanizeTest, NegativeZeroPrintsAsZero) { EXPECT_EQ(Humanize(-0.0, 1), "0"); }
 
 TEST_F(HumanizeTest, CutsToThreeDecimalsLikeKai) {
-  // Regression (fixed): KAI's HumanizeResource is humanize.FtoaWithDigits(v, 3), which formats with six
-  // decimals and then *cuts* the string after the third decimal (stripTrailingDigits), so
-  // 2/3 -> "0.666" and 1.5 GiB (1610612736 bytes) / 1e9 -> "1.61". Humanize rounds with "%.3f"
-  // instead ("0.667", "1.611", "17.18" for a 16 GiB node), so messages that mention memory
-  // sizes in GiB (MaxNodeResources, OverLimit) differ from KAI's.
+  // Regression (fixed): KAI's HumanizeResource is humanize.FtoaWithDigits(v, 3), which formats with
+  // six decimals and then *cuts* the string after the third decimal (stripTrailingDigits), so 2/3
+  // -> "0.666" and 1.5 GiB (1610612736 bytes) / 1e9 -> "1.61". Humanize rounds with "%.3f" instead
+  // ("0.667", "1.611", "17.18" for a 16 GiB node), so messages that mention memory sizes in GiB
+  // (MaxNodeResources, OverLimit) differ from KAI's.
   EXPECT_EQ(Humanize(2, 3), "0.666");               // 0.666666 -> cut -> 0.666
   EXPECT_EQ(Humanize(1610612736, 1e9), "1.61");     // 1.610612 -> 1.610 -> 1.61
   EXPECT_EQ(Humanize(17179869184, 1e9), "17.179");  // 17.179869 -> 17.179

@@ -40,7 +40,8 @@ Cluster RandomContendedCluster(uint64_t seed) {
   };
   Cluster c;
   const int num_nodes = uniform(6, 14);
-  for (int i = 0; i < num_nodes; ++i) AddNode(c, "node-" + std::to_string(100 + i), 8, 64000, 256e9);
+  for (int i = 0; i < num_nodes; ++i)
+    AddNode(c, "node-" + std::to_string(100 + i), 8, 64000, 256e9);
   QueueSpec dept;
   dept.gpu = {static_cast<double>(num_nodes * 4), kUnlimited, 1};
   AddQueue(c, "dept-a", dept);

@@ -40,8 +40,8 @@ class StaleGangEvictionTest : public ::testing::Test {
   // A gang of `pods` pods with minimum `min_available`; the first `running` are running on the
   // node, the rest pending.
   JobId Gang(const std::string& name, int pods, int min_available, int running) {
-    const JobId j = AddJob(c_, name, {.queue = "q", .pods = pods, .pod = kGpuPod,
-                                      .min_available = min_available});
+    const JobId j = AddJob(
+        c_, name, {.queue = "q", .pods = pods, .pod = kGpuPod, .min_available = min_available});
     for (int i = 0; i < running; ++i) Place(c_, PodOf(c_, j, i), node_);
     return j;
   }
@@ -102,8 +102,7 @@ TEST_F(StaleGangEvictionTest, GraceBoundaryIsInclusive) {
   c_.jobs[almost].stale_since_ms = kNowMs - 59'999;
   c_.Finalize();
   auto cycle = RunCycle(c_, StaleOnly(60));
-  EXPECT_EQ(Evicted(*cycle),
-            (std::vector<PodId>{PodOf(c_, exactly, 0), PodOf(c_, exactly, 1)}));
+  EXPECT_EQ(Evicted(*cycle), (std::vector<PodId>{PodOf(c_, exactly, 0), PodOf(c_, exactly, 1)}));
 }
 
 TEST_F(StaleGangEvictionTest, NegativeGraceNeverEvicts) {

@@ -32,7 +32,6 @@ inline void PrintTo(PodStatus s, std::ostream* os) { *os << ToString(s); }
 
 namespace testutil {
 
-
 // The simulated "now" of every test session.
 inline constexpr int64_t kNowMs = 1'700'000'000'000;
 
