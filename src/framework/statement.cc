@@ -29,11 +29,12 @@ void Statement::Pipeline(PodId p, NodeId n, bool update_if_on_node) {
       ssn_.SetPodNode(p, op.prev_node);
       ssn_.AddPodToNode(p, op.node);
       ssn_.FireAllocate(p);
+      const bool restored_virtual = op.prev_virtual;
       Op undo{Kind::kUnevict,        p,         op.node, PodStatus::kReleasing, op.node,
               before.virtual_status, op.message};
       undo.target = i;
-      ops_.push_back(std::move(undo));
-      ssn_.SetVirtual(p, op.prev_virtual);
+      ops_.push_back(std::move(undo));  // may reallocate: `op` is not used past this point
+      ssn_.SetVirtual(p, restored_virtual);
       return;
     }
   }
