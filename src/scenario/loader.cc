@@ -230,6 +230,25 @@ void ParseConfig(const Obj& root, Scenario& sc) {
   }
 }
 
+// Reads the optional "mig_devices" map (MIG resource name -> count) into extended-resource slots.
+// Returns whether any entry was present.
+bool ParseMigDevices(const Obj& o, Cluster& cl, Resources& into) {
+  if (!o.Has("mig_devices")) return false;
+  const json& mig = o.Raw("mig_devices");
+  if (!mig.is_object()) o.FailField("mig_devices", "must be an object");
+  bool any = false;
+  for (auto it = mig.begin(); it != mig.end(); ++it) {
+    if (!it.value().is_number() || it.value().get<double>() < 0) {
+      o.FailField("mig_devices." + it.key(), "must be a non-negative count");
+    }
+    const int slot = cl.resource_names.Intern(it.key());
+    if (slot < 0) o.FailField("mig_devices", "too many distinct extended resources");
+    into.scalars[slot] = it.value().get<double>();
+    any = true;
+  }
+  return any;
+}
+
 void ParseNodes(const Obj& root, Scenario& sc) {
   const json& nodes = root.Array("nodes");
   Cluster& cl = sc.cluster;
@@ -253,18 +272,7 @@ void ParseNodes(const Obj& root, Scenario& sc) {
     if (!n.mig_strategy.empty() && n.mig_strategy != "single" && n.mig_strategy != "mixed") {
       o.FailField("mig_strategy", "must be single or mixed");
     }
-    if (o.Has("mig_devices")) {
-      const json& mig = o.Raw("mig_devices");
-      if (!mig.is_object()) o.FailField("mig_devices", "must be an object");
-      for (auto it = mig.begin(); it != mig.end(); ++it) {
-        if (!it.value().is_number() || it.value().get<double>() < 0) {
-          o.FailField("mig_devices." + it.key(), "must be a non-negative count");
-        }
-        const int slot = cl.resource_names.Intern(it.key());
-        if (slot < 0) o.FailField("mig_devices", "too many distinct extended resources");
-        n.allocatable.scalars[slot] = it.value().get<double>();
-      }
-    }
+    ParseMigDevices(o, cl, n.allocatable);
     for (auto& [k, v] : o.StrMap("labels")) n.labels.Set(k, v);
     for (const auto& t : o.Array("taints")) {
       Obj to(t, o.where() + ".taints");
@@ -456,18 +464,8 @@ void ParseTask(const Obj& o, Scenario& sc, JobId job_id, SubGroupBuild& b, bool 
     }
     p.gpu_memory_mib = m;
   }
-  if (o.Has("mig_devices")) {
-    const json& mig = o.Raw("mig_devices");
-    if (!mig.is_object()) o.FailField("mig_devices", "must be an object");
-    for (auto it = mig.begin(); it != mig.end(); ++it) {
-      if (!it.value().is_number() || it.value().get<double>() < 0) {
-        o.FailField("mig_devices." + it.key(), "must be a non-negative count");
-      }
-      const int slot = cl.resource_names.Intern(it.key());
-      if (slot < 0) o.FailField("mig_devices", "too many distinct extended resources");
-      p.request.scalars[slot] = it.value().get<double>();
-      if (p.gpu_kind == GpuRequestKind::kNoGpu) p.gpu_kind = GpuRequestKind::kMig;
-    }
+  if (ParseMigDevices(o, cl, p.request) && p.gpu_kind == GpuRequestKind::kNoGpu) {
+    p.gpu_kind = GpuRequestKind::kMig;
   }
   p.legacy_mig = o.Bool("legacy_mig_task", false);
   for (const auto& g : o.Array("gpu_groups")) {

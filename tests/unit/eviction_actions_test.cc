@@ -45,95 +45,9 @@ QueueQuota Gpus(double deserved, double over_quota_weight = 1) {
   return QueueQuota{deserved, kUnlimited, over_quota_weight};
 }
 
-// --- Session state snapshots ------------------------------------------------------------------
-
-// Everything an action may change, copied out of the session.
-struct Snapshot {
-  std::vector<PodState> pods;
-  std::vector<NodeState> nodes;
-  std::vector<double> non_allocated_gpus;
-  std::vector<PodSetCounters> counters;  // every pod set of every job, in job order
-  std::vector<std::string> counter_names;
-  std::vector<Quantities> queue_allocated;
-  std::vector<Quantities> queue_fair_share;
-};
-
-Snapshot Take(const Session& s) {
-  Snapshot snap;
-  snap.pods = s.pods();
-  snap.nodes = s.nodes();
-  snap.non_allocated_gpus.assign(s.non_allocated_gpus().begin(), s.non_allocated_gpus().end());
-  const Cluster& c = s.cluster();
-  for (JobId j = 0; j < static_cast<JobId>(c.jobs.size()); ++j) {
-    for (int32_t ps = 0; ps < static_cast<int32_t>(c.jobs[j].pod_sets.size()); ++ps) {
-      snap.counters.push_back(s.counters(j, ps));
-      snap.counter_names.push_back("job " + c.jobs[j].name + " pod set " +
-                                   c.jobs[j].pod_sets[ps].name);
-    }
-  }
-  for (QueueId q = 0; q < static_cast<QueueId>(c.queues.size()); ++q) {
-    const auto allocated = s.QueueAllocated(q);
-    const auto fair = s.QueueFairShare(q);
-    EXPECT_TRUE(allocated.has_value()) << "proportion registers the queue-allocated function";
-    EXPECT_TRUE(fair.has_value()) << "proportion registers the fair-share function";
-    snap.queue_allocated.push_back(allocated.value_or(Quantities{}));
-    snap.queue_fair_share.push_back(fair.value_or(Quantities{}));
-  }
-  return snap;
-}
-
-void ExpectResourcesEq(const Resources& want, const Resources& got, const std::string& what) {
-  EXPECT_EQ(want.cpu_millis, got.cpu_millis) << what << ".cpu_millis";
-  EXPECT_EQ(want.memory_bytes, got.memory_bytes) << what << ".memory_bytes";
-  EXPECT_EQ(want.gpus, got.gpus) << what << ".gpus";
-  EXPECT_EQ(want.pods, got.pods) << what << ".pods";
-  for (int i = 0; i < kMaxScalarResources; ++i) {
-    EXPECT_EQ(want.scalars[i], got.scalars[i]) << what << ".scalars[" << i << "]";
-  }
-}
-
-void ExpectQuantitiesEq(const Quantities& want, const Quantities& got, const std::string& what) {
-  EXPECT_EQ(want[QueueResource::kCpu], got[QueueResource::kCpu]) << what << " cpu";
-  EXPECT_EQ(want[QueueResource::kMemory], got[QueueResource::kMemory]) << what << " memory";
-  EXPECT_EQ(want[QueueResource::kGpu], got[QueueResource::kGpu]) << what << " gpu";
-}
-
-// Field-by-field comparison; `when` names the moment in failure messages.
-void ExpectSameState(const Snapshot& want, const Snapshot& got, const Cluster& c,
-                     const std::string& when) {
-  SCOPED_TRACE(when);
-  ASSERT_EQ(want.pods.size(), got.pods.size());
-  for (size_t p = 0; p < want.pods.size(); ++p) {
-    const std::string name = "pod " + c.pods[p].name;
-    EXPECT_EQ(want.pods[p].status, got.pods[p].status) << name << ".status";
-    EXPECT_EQ(want.pods[p].node, got.pods[p].node) << name << ".node";
-    EXPECT_EQ(want.pods[p].virtual_status, got.pods[p].virtual_status) << name << ".virtual";
-  }
-  ASSERT_EQ(want.nodes.size(), got.nodes.size());
-  for (size_t n = 0; n < want.nodes.size(); ++n) {
-    const std::string name = "node " + c.nodes[n].name;
-    ExpectResourcesEq(want.nodes[n].idle, got.nodes[n].idle, name + ".idle");
-    ExpectResourcesEq(want.nodes[n].used, got.nodes[n].used, name + ".used");
-    ExpectResourcesEq(want.nodes[n].releasing, got.nodes[n].releasing, name + ".releasing");
-  }
-  EXPECT_EQ(want.non_allocated_gpus, got.non_allocated_gpus) << "non-allocated GPUs per node";
-  ASSERT_EQ(want.counters.size(), got.counters.size());
-  for (size_t i = 0; i < want.counters.size(); ++i) {
-    const std::string& name = want.counter_names[i];
-    EXPECT_EQ(want.counters[i].active_allocated, got.counters[i].active_allocated)
-        << name << " active_allocated";
-    EXPECT_EQ(want.counters[i].active_used, got.counters[i].active_used) << name << " active_used";
-    EXPECT_EQ(want.counters[i].alive, got.counters[i].alive) << name << " alive";
-    EXPECT_EQ(want.counters[i].gated, got.counters[i].gated) << name << " gated";
-    EXPECT_EQ(want.counters[i].pending, got.counters[i].pending) << name << " pending";
-  }
-  ASSERT_EQ(want.queue_allocated.size(), got.queue_allocated.size());
-  for (size_t q = 0; q < want.queue_allocated.size(); ++q) {
-    const std::string name = "queue " + c.queues[q].name;
-    ExpectQuantitiesEq(want.queue_allocated[q], got.queue_allocated[q], name + " allocated");
-    ExpectQuantitiesEq(want.queue_fair_share[q], got.queue_fair_share[q], name + " fair share");
-  }
-}
+using testutil::ExpectSameState;
+using testutil::Snapshot;
+using testutil::Take;
 
 void ExpectNoDecisions(const Session& s) {
   EXPECT_TRUE(s.evictions().empty())

@@ -20,41 +20,10 @@ using testutil::PodOf;
 using testutil::PodSpec;
 using testutil::Res;
 
-// Everything a statement may change, copied out of the session.
-struct Snapshot {
-  std::vector<PodState> pods;
-  std::vector<NodeState> nodes;
-  std::vector<PodSetCounters> counters;  // every pod set of every job, in job order
-  std::vector<Quantities> queue_allocated;
-};
-
-Snapshot Take(const Session& s) {
-  Snapshot snap;
-  snap.pods = s.pods();
-  snap.nodes = s.nodes();
-  const Cluster& c = s.cluster();
-  for (JobId j = 0; j < static_cast<JobId>(c.jobs.size()); ++j) {
-    for (int32_t ps = 0; ps < static_cast<int32_t>(c.jobs[j].pod_sets.size()); ++ps) {
-      snap.counters.push_back(s.counters(j, ps));
-    }
-  }
-  for (QueueId q = 0; q < static_cast<QueueId>(c.queues.size()); ++q) {
-    auto allocated = s.QueueAllocated(q);
-    EXPECT_TRUE(allocated.has_value()) << "proportion registers the queue-allocated function";
-    snap.queue_allocated.push_back(allocated.value_or(Quantities{}));
-  }
-  return snap;
-}
-
-void ExpectResourcesEq(const Resources& want, const Resources& got, const std::string& what) {
-  EXPECT_EQ(want.cpu_millis, got.cpu_millis) << what << ".cpu_millis";
-  EXPECT_EQ(want.memory_bytes, got.memory_bytes) << what << ".memory_bytes";
-  EXPECT_EQ(want.gpus, got.gpus) << what << ".gpus";
-  EXPECT_EQ(want.pods, got.pods) << what << ".pods";
-  for (int i = 0; i < kMaxScalarResources; ++i) {
-    EXPECT_EQ(want.scalars[i], got.scalars[i]) << what << ".scalars[" << i << "]";
-  }
-}
+using testutil::ExpectResourcesEq;
+using testutil::ExpectSameState;
+using testutil::Snapshot;
+using testutil::Take;
 
 void ExpectNodeEq(const NodeState& want, const NodeState& got, const std::string& what) {
   ExpectResourcesEq(want.idle, got.idle, what + ".idle");
@@ -63,37 +32,6 @@ void ExpectNodeEq(const NodeState& want, const NodeState& got, const std::string
 }
 
 // Field-by-field comparison of two snapshots; `when` names the moment in failure messages.
-void ExpectSameState(const Snapshot& want, const Snapshot& got, const Cluster& c,
-                     const std::string& when) {
-  SCOPED_TRACE(when);
-  ASSERT_EQ(want.pods.size(), got.pods.size());
-  for (size_t p = 0; p < want.pods.size(); ++p) {
-    const std::string name = "pod " + c.pods[p].name;
-    EXPECT_EQ(want.pods[p].status, got.pods[p].status) << name << ".status";
-    EXPECT_EQ(want.pods[p].node, got.pods[p].node) << name << ".node";
-    EXPECT_EQ(want.pods[p].virtual_status, got.pods[p].virtual_status) << name << ".virtual";
-  }
-  ASSERT_EQ(want.nodes.size(), got.nodes.size());
-  for (size_t n = 0; n < want.nodes.size(); ++n) {
-    ExpectNodeEq(want.nodes[n], got.nodes[n], "node " + c.nodes[n].name);
-  }
-  ASSERT_EQ(want.counters.size(), got.counters.size());
-  for (size_t i = 0; i < want.counters.size(); ++i) {
-    const std::string name = "pod set #" + std::to_string(i);
-    EXPECT_EQ(want.counters[i].active_allocated, got.counters[i].active_allocated) << name;
-    EXPECT_EQ(want.counters[i].active_used, got.counters[i].active_used) << name;
-    EXPECT_EQ(want.counters[i].alive, got.counters[i].alive) << name;
-    EXPECT_EQ(want.counters[i].gated, got.counters[i].gated) << name;
-    EXPECT_EQ(want.counters[i].pending, got.counters[i].pending) << name;
-  }
-  ASSERT_EQ(want.queue_allocated.size(), got.queue_allocated.size());
-  for (size_t q = 0; q < want.queue_allocated.size(); ++q) {
-    for (auto r : kQueueResources) {
-      EXPECT_EQ(want.queue_allocated[q][r], got.queue_allocated[q][r])
-          << "queue " << c.queues[q].name << " allocated[" << static_cast<int>(r) << "]";
-    }
-  }
-}
 
 void ExpectCounters(const Session& s, JobId j, int active_allocated, int active_used, int alive,
                     int pending, const std::string& what) {
