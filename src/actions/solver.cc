@@ -5,6 +5,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <span>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -25,6 +26,8 @@ class Scenario {
  public:
   Scenario(JobId preemptor, std::vector<PodId> pending, const std::vector<VictimGroup>& recorded)
       : preemptor_(preemptor), pending_(std::move(pending)), recorded_groups_(recorded) {
+    info_.preemptor = preemptor_;
+    info_.preemptor_tasks = pending_;
     for (const auto& g : recorded) {
       recorded_tasks_.insert(recorded_tasks_.end(), g.tasks.begin(), g.tasks.end());
       AppendGroup(g);
@@ -78,13 +81,7 @@ class Scenario {
   }
   const VictimGroup& group(int i) const { return groups_[static_cast<size_t>(i)]; }
 
-  ScenarioInfo Info() const {
-    ScenarioInfo info;
-    info.preemptor = preemptor_;
-    info.preemptor_tasks = pending_;
-    info.victims = victims_;
-    return info;
-  }
+  const ScenarioInfo& Info() const { return info_; }
 
  private:
   void AppendGroup(const VictimGroup& g) {
@@ -92,11 +89,12 @@ class Scenario {
     for (PodId p : g.tasks) group_of_.emplace(p, index);
     groups_of_job_[g.job].push_back(index);
     groups_.push_back(g);
-    auto [it, inserted] = victim_index_.emplace(g.job, victims_.size());
+    auto& victims = info_.victims;
+    auto [it, inserted] = victim_index_.emplace(g.job, victims.size());
     if (inserted) {
-      victims_.emplace_back(g.job, g.tasks);
+      victims.emplace_back(g.job, g.tasks);
     } else {
-      auto& tasks = victims_[it->second].second;
+      auto& tasks = victims[it->second].second;
       tasks.insert(tasks.end(), g.tasks.begin(), g.tasks.end());
     }
   }
@@ -112,7 +110,7 @@ class Scenario {
   std::unordered_map<JobId, size_t> victim_index_;
   std::unordered_set<PodId> recorded_set_;
   std::map<NodeId, std::vector<JobId>> potential_jobs_by_node_;
-  std::vector<std::pair<JobId, std::vector<PodId>>> victims_;
+  ScenarioInfo info_;  // what validators see: the preemptor's pods and every victim so far
 };
 
 struct PartialResult {
@@ -168,6 +166,7 @@ class Solver {
       }
     }
     Scenario scenario(job_, pending, recorded_groups_);
+    SortedGpuSizes(pending, pending_sizes_);
     // Every prefix starts from the same session state, so the victims queue is built once per
     // job and copied. (Its later order depends on the state under the recorded evictions, so a
     // queue cannot be carried from one prefix to the next.)
@@ -242,7 +241,7 @@ class Solver {
     const JobId latest = scenario.LatestPotentialVictimJob(ssn_);
     if (latest == kNone) {
       if (scenario.recorded_tasks().empty()) return false;
-      const Outcome o = Simulate(scenario, stmt, scenario.recorded_tasks(), out);
+      const Outcome o = Simulate(scenario, stmt, {}, out);
       if (o == Outcome::kSolved) return true;
       stmt.Rollback(base);
       return false;
@@ -271,9 +270,7 @@ class Solver {
           added.push_back(pn);
         }
       }
-      std::vector<PodId> victims = scenario.recorded_tasks();
-      victims.insert(victims.end(), potential.begin(), potential.end());
-      const Outcome o = Simulate(scenario, stmt, victims, out);
+      const Outcome o = Simulate(scenario, stmt, potential, out);
       if (o == Outcome::kSolved) return true;
       if (o == Outcome::kRejected) {
         stmt.Rollback(base);
@@ -294,25 +291,28 @@ class Solver {
   // Places the pending pods (and re-places victims that fit) with `victims` evicted, then asks
   // the validator. kFailed: the pods did not fit (the caller rolls back); kRejected: they fit
   // but the validator refused the scenario; kSolved: `out` holds the victims.
-  Outcome Simulate(const Scenario& scenario, Statement& stmt, const std::vector<PodId>& victims,
+  // The victims are the scenario's recorded ones plus `potential` (those evicted on top).
+  Outcome Simulate(const Scenario& scenario, Statement& stmt, std::span<const PodId> potential,
                    PartialResult& out) {
     const std::vector<NodeId>& nodes = feasible_list_;
-    if (ssn_.params().solver_shortcuts && !CouldFit(scenario.pending(), nodes)) {
+    if (ssn_.params().solver_shortcuts && !CouldFitSorted(pending_sizes_, nodes)) {
       return Outcome::kFailed;
     }
-    if (!AllocatePreemptorAndVictims(stmt, nodes, scenario, victims)) {
+    if (!AllocatePreemptorAndVictims(stmt, nodes, scenario, potential)) {
       return Outcome::kFailed;
     }
     if (spec_.validator && !spec_.validator(ssn_, scenario.Info())) return Outcome::kRejected;
     std::vector<PodId> preempted, pipelined;
-    for (PodId p : victims) {
+    auto classify = [&](PodId p) {
       const PodStatus st = ssn_.pod(p).status;
       if (st == PodStatus::kReleasing) {
         preempted.push_back(p);
       } else if (st == PodStatus::kPipelined) {
         pipelined.push_back(p);
       }
-    }
+    };
+    for (PodId p : scenario.recorded_tasks()) classify(p);
+    for (PodId p : potential) classify(p);
     out.solved = true;
     out.victim_tasks = preempted;
     out.victim_tasks.insert(out.victim_tasks.end(), pipelined.begin(), pipelined.end());
@@ -328,15 +328,27 @@ class Solver {
   // releasing GPUs): for every request size g, the pods asking for at least g GPUs must fit in
   // the nodes' free GPUs counted in blocks of g. Cheap, and it skips hopeless simulations.
   bool CouldFit(const std::vector<PodId>& pods, const std::vector<NodeId>& nodes) const {
-    const auto& c = ssn_.cluster();
-    std::vector<double> sizes;
+    SortedGpuSizes(pods, sizes_scratch_);
+    return CouldFitSorted(sizes_scratch_, nodes);
+  }
+
+  // The whole-GPU requests of `pods`, largest first; {-1} when some pod's request is not
+  // modelled by CouldFitSorted (shared GPUs, MIG), which then always answers yes.
+  void SortedGpuSizes(const std::vector<PodId>& pods, std::vector<double>& sizes) const {
+    sizes.clear();
     for (PodId p : pods) {
-      const Pod& pod = c.pods[p];
-      if (pod.IsSharedGpu() || pod.gpu_kind == GpuRequestKind::kMig) return true;  // not modelled
+      const Pod& pod = ssn_.cluster().pods[p];
+      if (pod.IsSharedGpu() || pod.gpu_kind == GpuRequestKind::kMig) {
+        sizes.assign(1, -1);
+        return;
+      }
       if (pod.request.gpus > 0) sizes.push_back(pod.request.gpus);
     }
-    if (sizes.empty()) return true;
     std::sort(sizes.begin(), sizes.end(), std::greater<>());
+  }
+
+  bool CouldFitSorted(const std::vector<double>& sizes, const std::vector<NodeId>& nodes) const {
+    if (sizes.empty() || sizes.front() < 0) return true;
     double total_asked = 0;
     for (double g : sizes) total_asked += g;
     if (total_asked > FreeBlocks(nodes, 0)) return false;
@@ -377,17 +389,21 @@ class Solver {
   // KAI's TryToVirtuallyAllocatePreemptorAndGetVictims: every pending job, victim job and the
   // preemptor in queue order; only victims and the preemptor are placed (pipelined).
   bool AllocatePreemptorAndVictims(Statement& stmt, const std::vector<NodeId>& nodes,
-                                   const Scenario& scenario, const std::vector<PodId>& victims) {
+                                   const Scenario& scenario, std::span<const PodId> potential) {
     const auto& jobs = ssn_.cluster().jobs;
     is_victim_job_.resize(jobs.size(), 0);
     std::vector<JobId> victim_jobs;
-    for (PodId p : victims) {
-      const JobId j = ssn_.cluster().pods[p].job;
-      if (!is_victim_job_[j]) {
-        is_victim_job_[j] = 1;
-        victim_jobs.push_back(j);
+    bool victims_need_gpus = true;  // every victim pod asks for whole GPUs
+    auto note_victim = [&](PodId p) {
+      const Pod& pod = ssn_.cluster().pods[p];
+      victims_need_gpus = victims_need_gpus && !pod.IsSharedGpu() && pod.request.gpus > 0;
+      if (!is_victim_job_[pod.job]) {
+        is_victim_job_[pod.job] = 1;
+        victim_jobs.push_back(pod.job);
       }
-    }
+    };
+    for (PodId p : scenario.recorded_tasks()) note_victim(p);
+    for (PodId p : potential) note_victim(p);
     JobsOrderOptions options;
     options.filter_non_pending = false;
     options.filter_unready = false;
@@ -404,13 +420,8 @@ class Solver {
     for (JobId j : pending_jobs_) {
       if (!is_victim_job_[j]) to_order.push_back(j);
     }
-    bool victims_need_gpus = true;  // every victim pod asks for whole GPUs
     for (JobId j : victim_jobs) {
       if (j != job_) to_order.push_back(j);
-    }
-    for (PodId p : victims) {
-      const Pod& pod = ssn_.cluster().pods[p];
-      victims_need_gpus = victims_need_gpus && !pod.IsSharedGpu() && pod.request.gpus > 0;
     }
     order.PushMany(to_order);
     order.PushView(JobView{job_, true, scenario.pending()});
@@ -448,6 +459,8 @@ class Solver {
   std::unique_ptr<JobsByQueue> base_queue_;
 
   std::vector<PodId> tasks_scratch_;
+  mutable std::vector<double> sizes_scratch_;
+  std::vector<double> pending_sizes_;  // the current prefix's GPU requests, largest first
   std::vector<char> is_victim_job_;
   mutable std::vector<std::pair<double, double>> blocks_cache_;
   mutable uint64_t blocks_epoch_ = ~0ULL;
