@@ -21,32 +21,75 @@ struct VictimGroup {
   std::vector<PodId> tasks;
 };
 
+// Per-pod and per-job lookups of a scenario, as flat arrays reused from one scenario to the next
+// (only the entries a scenario touched are reset).
+struct ScenarioIndex {
+  std::vector<int32_t> group_of_pod;   // first group holding the pod, or -1
+  std::vector<char> recorded;          // the pod is a recorded victim
+  std::vector<int32_t> victim_slot;    // per job: its entry in ScenarioInfo::victims, or -1
+  std::vector<std::vector<int32_t>> groups_of_job;
+  std::vector<PodId> touched_pods;
+  std::vector<JobId> touched_jobs;
+
+  void Size(size_t pods, size_t jobs) {
+    if (group_of_pod.size() != pods) {
+      group_of_pod.assign(pods, -1);
+      recorded.assign(pods, 0);
+    }
+    if (victim_slot.size() != jobs) {
+      victim_slot.assign(jobs, -1);
+      groups_of_job.assign(jobs, {});
+    }
+  }
+  void Reset() {
+    for (PodId p : touched_pods) {
+      group_of_pod[p] = -1;
+      recorded[p] = 0;
+    }
+    for (JobId j : touched_jobs) {
+      victim_slot[j] = -1;
+      groups_of_job[j].clear();
+    }
+    touched_pods.clear();
+    touched_jobs.clear();
+  }
+};
+
 // The victims considered for one pod prefix of the pending job.
 class Scenario {
  public:
-  Scenario(JobId preemptor, std::vector<PodId> pending, const std::vector<VictimGroup>& recorded)
-      : preemptor_(preemptor), pending_(std::move(pending)), recorded_groups_(recorded) {
+  Scenario(const Session& ssn, ScenarioIndex& index, JobId preemptor, std::vector<PodId> pending,
+           const std::vector<VictimGroup>& recorded)
+      : index_(index), preemptor_(preemptor), pending_(std::move(pending)) {
+    index_.Size(ssn.cluster().pods.size(), ssn.cluster().jobs.size());
+    index_.Reset();
     info_.preemptor = preemptor_;
     info_.preemptor_tasks = pending_;
     for (const auto& g : recorded) {
       recorded_tasks_.insert(recorded_tasks_.end(), g.tasks.begin(), g.tasks.end());
-      AppendGroup(g);
+      AppendGroup(g.job, g.tasks);
     }
-    recorded_set_.insert(recorded_tasks_.begin(), recorded_tasks_.end());
+    for (PodId p : recorded_tasks_) {
+      index_.recorded[p] = 1;
+      index_.touched_pods.push_back(p);
+    }
   }
+  ~Scenario() { index_.Reset(); }
+  Scenario(const Scenario&) = delete;
+  Scenario& operator=(const Scenario&) = delete;
 
   JobId preemptor() const { return preemptor_; }
   const std::vector<PodId>& pending() const { return pending_; }
   const std::vector<PodId>& recorded_tasks() const { return recorded_tasks_; }
   const std::vector<PodId>& potential_tasks() const { return potential_tasks_; }
 
-  bool IsRecorded(PodId p) const { return recorded_set_.count(p) > 0; }
+  bool IsRecorded(PodId p) const { return index_.recorded[p] != 0; }
 
   void AddPotentialVictims(const Session& ssn, const std::vector<PodId>& tasks) {
     if (tasks.empty()) return;
     potential_tasks_.insert(potential_tasks_.end(), tasks.begin(), tasks.end());
     const JobId job = ssn.cluster().pods[tasks.front()].job;
-    AppendGroup(VictimGroup{job, tasks});
+    AppendGroup(job, tasks);
     for (PodId p : tasks) {
       auto& jobs = potential_jobs_by_node_[ssn.pod(p).node];
       if (std::find(jobs.begin(), jobs.end(), job) == jobs.end()) jobs.push_back(job);
@@ -64,10 +107,8 @@ class Scenario {
     auto it = potential_jobs_by_node_.find(node);
     if (it == potential_jobs_by_node_.end()) return out;
     for (JobId job : it->second) {
-      auto groups = groups_of_job_.find(job);
-      if (groups == groups_of_job_.end()) continue;
-      for (int g : groups->second) {
-        const auto& tasks = groups_[static_cast<size_t>(g)].tasks;
+      for (int32_t g : index_.groups_of_job[job]) {
+        const auto tasks = group_tasks(g);
         out.insert(out.end(), tasks.begin(), tasks.end());
       }
     }
@@ -75,40 +116,50 @@ class Scenario {
   }
 
   // Index of the group holding `p` (the victim job representative for a task), or -1.
-  int GroupIndexOf(PodId p) const {
-    auto it = group_of_.find(p);
-    return it == group_of_.end() ? -1 : it->second;
+  int32_t GroupIndexOf(PodId p) const { return index_.group_of_pod[p]; }
+  JobId group_job(int32_t g) const { return groups_[static_cast<size_t>(g)].job; }
+  std::span<const PodId> group_tasks(int32_t g) const {
+    const Group& group = groups_[static_cast<size_t>(g)];
+    return std::span<const PodId>(group_pods_).subspan(group.begin, group.end - group.begin);
   }
-  const VictimGroup& group(int i) const { return groups_[static_cast<size_t>(i)]; }
 
   const ScenarioInfo& Info() const { return info_; }
 
  private:
-  void AppendGroup(const VictimGroup& g) {
-    const int index = static_cast<int>(groups_.size());
-    for (PodId p : g.tasks) group_of_.emplace(p, index);
-    groups_of_job_[g.job].push_back(index);
-    groups_.push_back(g);
-    auto& victims = info_.victims;
-    auto [it, inserted] = victim_index_.emplace(g.job, victims.size());
-    if (inserted) {
-      victims.emplace_back(g.job, g.tasks);
-    } else {
-      auto& tasks = victims[it->second].second;
-      tasks.insert(tasks.end(), g.tasks.begin(), g.tasks.end());
+  struct Group {
+    JobId job;
+    size_t begin;
+    size_t end;
+  };
+
+  void AppendGroup(JobId job, std::span<const PodId> tasks) {
+    const int32_t index = static_cast<int32_t>(groups_.size());
+    groups_.push_back({job, group_pods_.size(), group_pods_.size() + tasks.size()});
+    group_pods_.insert(group_pods_.end(), tasks.begin(), tasks.end());
+    for (PodId p : tasks) {
+      if (index_.group_of_pod[p] < 0) {
+        index_.group_of_pod[p] = index;
+        index_.touched_pods.push_back(p);
+      }
     }
+    if (index_.victim_slot[job] < 0) {
+      index_.victim_slot[job] = static_cast<int32_t>(info_.victims.size());
+      index_.touched_jobs.push_back(job);
+      info_.victims.emplace_back(job, std::vector<PodId>(tasks.begin(), tasks.end()));
+    } else {
+      auto& v = info_.victims[static_cast<size_t>(index_.victim_slot[job])].second;
+      v.insert(v.end(), tasks.begin(), tasks.end());
+    }
+    index_.groups_of_job[job].push_back(index);
   }
 
+  ScenarioIndex& index_;
   JobId preemptor_;
   std::vector<PodId> pending_;
-  std::vector<VictimGroup> recorded_groups_;
   std::vector<PodId> recorded_tasks_;
   std::vector<PodId> potential_tasks_;
-  std::vector<VictimGroup> groups_;
-  std::unordered_map<PodId, int> group_of_;
-  std::unordered_map<JobId, std::vector<int>> groups_of_job_;
-  std::unordered_map<JobId, size_t> victim_index_;
-  std::unordered_set<PodId> recorded_set_;
+  std::vector<Group> groups_;
+  std::vector<PodId> group_pods_;
   std::map<NodeId, std::vector<JobId>> potential_jobs_by_node_;
   ScenarioInfo info_;  // what validators see: the preemptor's pods and every victim so far
 };
@@ -165,7 +216,7 @@ class Solver {
         if (ssn_.pod(p).node != kNone) AddFeasible(ssn_.pod(p).node);
       }
     }
-    Scenario scenario(job_, pending, recorded_groups_);
+    Scenario scenario(ssn_, index_, job_, pending, recorded_groups_);
     SortedGpuSizes(pending, pending_sizes_);
     // Every prefix starts from the same session state, so the victims queue is built once per
     // job and copied. (Its later order depends on the state under the recorded evictions, so a
@@ -316,10 +367,13 @@ class Solver {
     out.solved = true;
     out.victim_tasks = preempted;
     out.victim_tasks.insert(out.victim_tasks.end(), pipelined.begin(), pipelined.end());
-    std::unordered_set<int> seen;
+    std::unordered_set<int32_t> seen;
     for (PodId p : out.victim_tasks) {
-      const int g = scenario.GroupIndexOf(p);
-      if (g >= 0 && seen.insert(g).second) out.victim_groups.push_back(scenario.group(g));
+      const int32_t g = scenario.GroupIndexOf(p);
+      if (g < 0 || !seen.insert(g).second) continue;
+      const auto tasks = scenario.group_tasks(g);
+      out.victim_groups.push_back(
+          VictimGroup{scenario.group_job(g), std::vector<PodId>(tasks.begin(), tasks.end())});
     }
     return Outcome::kSolved;
   }
@@ -455,6 +509,7 @@ class Solver {
   JobId job_;
   SolverSpec& spec_;
   std::vector<VictimGroup> recorded_groups_;
+  ScenarioIndex index_;
   std::vector<char> feasible_;
   std::unique_ptr<JobsByQueue> base_queue_;
 
