@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# A throwaway Kubernetes control plane on loopback for end-to-end tests: etcd and kube-apiserver
+# built from Go modules (test/e2e/k8sbins), free ports, a generated service-account key, and a
+# static admin token. Usage:
+#
+#   test/e2e/control-plane.sh build        # build (or reuse) the binaries; prints their folder
+#   test/e2e/control-plane.sh start DIR    # start in DIR; writes DIR/kubeconfig and DIR/env
+#   test/e2e/control-plane.sh stop DIR     # stop what `start DIR` started
+#
+# DIR/env holds KUBE_SERVER, KUBE_TOKEN, KUBECONFIG and the two process ids.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+cache_root="${GANTRY_E2E_CACHE:-$HOME/.cache/gantry-e2e}"
+
+bin_dir() {
+  local key
+  key="$(sha256sum "$here/k8sbins/go.sum" | cut -c1-16)"
+  echo "$cache_root/$key/bin"
+}
+
+build() {
+  local out
+  out="$(bin_dir)"
+  if [ -x "$out/kube-apiserver" ] && [ -x "$out/etcd" ]; then
+    echo "$out"
+    return
+  fi
+  mkdir -p "$out"
+  (cd "$here/k8sbins" && go build -o "$out/" ./cmd/...) >&2
+  echo "$out"
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+start() {
+  local dir="$1" bins
+  bins="$(build)"
+  mkdir -p "$dir"
+  dir="$(cd "$dir" && pwd)"
+  local etcd_client etcd_peer api token
+  etcd_client="$(free_port)"
+  etcd_peer="$(free_port)"
+  api="$(free_port)"
+  token="$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+  openssl genrsa -out "$dir/sa.key" 2048 2>/dev/null
+  openssl rsa -in "$dir/sa.key" -pubout -out "$dir/sa.pub" 2>/dev/null
+  echo "$token,admin,admin,\"system:masters\"" >"$dir/tokens.csv"
+
+  "$bins/etcd" --data-dir "$dir/etcd" \
+    --listen-client-urls "http://127.0.0.1:$etcd_client" \
+    --advertise-client-urls "http://127.0.0.1:$etcd_client" \
+    --listen-peer-urls "http://127.0.0.1:$etcd_peer" \
+    --unsafe-no-fsync >"$dir/etcd.log" 2>&1 &
+  local etcd_pid=$!
+  "$bins/kube-apiserver" --etcd-servers "http://127.0.0.1:$etcd_client" \
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api" \
+    --cert-dir "$dir/certs" --service-cluster-ip-range 10.0.0.0/24 \
+    --service-account-issuer https://kubernetes.default.svc \
+    --service-account-key-file "$dir/sa.pub" --service-account-signing-key-file "$dir/sa.key" \
+    --token-auth-file "$dir/tokens.csv" --authorization-mode RBAC \
+    --disable-admission-plugins ServiceAccount >"$dir/apiserver.log" 2>&1 &
+  local api_pid=$!
+
+  local ready=""
+  for _ in $(seq 1 120); do
+    if [ "$(curl -sk -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $token" \
+      "https://127.0.0.1:$api/readyz")" = "200" ]; then
+      ready=1
+      break
+    fi
+    sleep 0.5
+  done
+  cat >"$dir/env" <<EOF
+KUBE_SERVER=https://127.0.0.1:$api
+KUBE_TOKEN=$token
+KUBECONFIG=$dir/kubeconfig
+ETCD_PID=$etcd_pid
+APISERVER_PID=$api_pid
+EOF
+  cat >"$dir/kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: e2e
+  cluster:
+    server: https://127.0.0.1:$api
+    certificate-authority: $dir/certs/apiserver.crt
+contexts:
+- name: e2e
+  context: {cluster: e2e, user: admin}
+current-context: e2e
+users:
+- name: admin
+  user: {token: $token}
+EOF
+  if [ -z "$ready" ]; then
+    echo "control-plane: kube-apiserver did not become ready; see $dir/apiserver.log" >&2
+    stop "$dir"
+    exit 1
+  fi
+  echo "$dir/env"
+}
+
+stop() {
+  local dir="$1"
+  [ -f "$dir/env" ] || return 0
+  # shellcheck disable=SC1091
+  . "$dir/env"
+  kill "$APISERVER_PID" "$ETCD_PID" 2>/dev/null || true
+  for _ in $(seq 1 40); do
+    kill -0 "$APISERVER_PID" 2>/dev/null || kill -0 "$ETCD_PID" 2>/dev/null || return 0
+    sleep 0.25
+  done
+  kill -9 "$APISERVER_PID" "$ETCD_PID" 2>/dev/null || true
+}
+
+case "${1:-}" in
+  build) build ;;
+  start) start "${2:?start needs a folder}" ;;
+  stop) stop "${2:?stop needs a folder}" ;;
+  *)
+    echo "usage: $0 build | start DIR | stop DIR" >&2
+    exit 2
+    ;;
+esac
