@@ -334,10 +334,11 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
     if (!args.only.empty()) result.snapshot = Summarize(open_times);
   }
 
-  // (4) A full cycle (session build + the five default actions: allocate, consolidation,
-  // reclaim, preempt, stalegangeviction) on the same cluster, whose queues are over and under
-  // their shares.
-  if (args.only.empty() || args.only == "cycle") {
+  // (4) With `--only cycle`: a full cycle (session build + the five default actions: allocate,
+  // consolidation, reclaim, preempt, stalegangeviction) on the same cluster, whose queues are over
+  // and under their shares. Not part of the default run: the eviction actions' victim search
+  // does not scale to thousands of nodes yet (see the README).
+  if (args.only == "cycle") {
     gantry::SchedulerConfig full = sc.config;
     full.actions = gantry::SchedulerConfig::Default().actions;
     auto full_created =
