@@ -50,22 +50,4 @@ std::vector<std::string> ActionRegistry::Names() const {
   return names;
 }
 
-Result<bool> ValidateConfig(const SchedulerConfig& config, const PluginRegistry& plugins,
-                            const ActionRegistry& actions) {
-  for (size_t i = 0; i < config.actions.size(); ++i) {
-    if (!actions.Contains(config.actions[i])) {
-      return Error{"actions[" + std::to_string(i) + "]: unknown action \"" + config.actions[i] +
-                   "\""};
-    }
-  }
-  for (size_t i = 0; i < config.plugins.size(); ++i) {
-    auto created = plugins.Create(config.plugins[i]);
-    if (!created.ok()) {
-      return Error{"plugins[" + std::to_string(i) + "] (" + config.plugins[i].name +
-                   "): " + created.error()};
-    }
-  }
-  return true;
-}
-
 }  // namespace gantry

@@ -74,9 +74,4 @@ class ActionRegistry {
   std::map<std::string, ActionFactory, std::less<>> factories_;
 };
 
-// Checks that every action and plugin named in `config` exists and that every plugin accepts
-// its arguments. The error names the offending entry.
-Result<bool> ValidateConfig(const SchedulerConfig& config, const PluginRegistry& plugins,
-                            const ActionRegistry& actions);
-
 }  // namespace gantry

@@ -170,10 +170,6 @@ void Session::RecordPipelined(PodId p, std::string message) {
   pipelined_.push_back({p, pods_[p].node, std::move(message)});
 }
 
-void Session::AddTaskFitReason(PodId p, std::string_view reason) {
-  jobs_[cluster_.pods[p].job].task_fit_errors[p].AddNodeReason(reason);
-}
-
 void Session::SetTaskFitError(PodId p, std::string message) {
   jobs_[cluster_.pods[p].job].task_fit_errors[p].SetError(std::move(message));
 }

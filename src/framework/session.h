@@ -314,7 +314,6 @@ class Session {
   void RecordPipelined(PodId p, std::string message);
 
   // Fit error bookkeeping.
-  void AddTaskFitReason(PodId p, std::string_view reason);
   void SetTaskFitError(PodId p, std::string message);
   void AddJobFitError(JobId j, JobFitError e) { jobs_[j].fit_errors.push_back(std::move(e)); }
 
