@@ -13,8 +13,14 @@ namespace {
 
 class JobAllocator {
  public:
-  JobAllocator(Session& ssn, Statement& stmt, JobId j, bool pipeline_only)
-      : ssn_(ssn), stmt_(stmt), job_(ssn.cluster().jobs[j]), j_(j), pipeline_only_(pipeline_only) {}
+  JobAllocator(Session& ssn, Statement& stmt, JobId j, bool pipeline_only,
+               bool nodes_cover_free_gpus)
+      : ssn_(ssn),
+        stmt_(stmt),
+        job_(ssn.cluster().jobs[j]),
+        j_(j),
+        pipeline_only_(pipeline_only),
+        nodes_cover_free_gpus_(nodes_cover_free_gpus) {}
 
   bool Run(std::span<const NodeId> nodes) {
     ssn_.TasksToAllocate(j_, tasks_, /*real=*/!pipeline_only_);
@@ -94,7 +100,11 @@ class JobAllocator {
       ssn_.SetTaskFitError(p, *err);
       return false;
     }
-    ssn_.RankFittingNodes(p, nodes, !pipeline_only_);
+    if (nodes_cover_free_gpus_ && pipeline_only_) {
+      ssn_.RankFittingNodesCoveringFreeGpus(p, nodes);
+    } else {
+      ssn_.RankFittingNodes(p, nodes, !pipeline_only_);
+    }
     for (NodeId n = ssn_.NextRankedNode(); n != kNone; n = ssn_.NextRankedNode()) {
       if (!pipeline_only_ && ssn_.FitsIdle(p, n)) {
         stmt_.Allocate(p, n);
@@ -142,19 +152,22 @@ class JobAllocator {
   const Job& job_;
   JobId j_;
   bool pipeline_only_;
+  bool nodes_cover_free_gpus_;
   std::vector<PodId> tasks_;
 };
 
 }  // namespace
 
 bool AllocateJobTasks(Session& ssn, Statement& stmt, std::span<const NodeId> nodes, JobId j,
-                      bool pipeline_only) {
-  return JobAllocator(ssn, stmt, j, pipeline_only).Run(nodes);
+                      bool pipeline_only, bool nodes_cover_free_gpus) {
+  return JobAllocator(ssn, stmt, j, pipeline_only, nodes_cover_free_gpus).Run(nodes);
 }
 
 bool AllocateJobTaskList(Session& ssn, Statement& stmt, std::span<const NodeId> nodes, JobId j,
-                         std::vector<PodId> tasks, bool pipeline_only) {
-  return JobAllocator(ssn, stmt, j, pipeline_only).RunTasks(nodes, std::move(tasks));
+                         std::vector<PodId> tasks, bool pipeline_only,
+                         bool nodes_cover_free_gpus) {
+  return JobAllocator(ssn, stmt, j, pipeline_only, nodes_cover_free_gpus)
+      .RunTasks(nodes, std::move(tasks));
 }
 
 void AllocateAction::Execute(Session& ssn) {

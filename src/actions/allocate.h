@@ -28,10 +28,13 @@ class AllocateAction : public Action {
 // Shared by the eviction actions, which place a preemptor after simulating evictions. With
 // `pipeline_only`, pods are only pipelined and no fit errors are recorded. Returns false (leaving
 // the statement at its state before the call) when some task cannot be placed.
+// `nodes_cover_free_gpus`: `nodes` holds every node with unallocated GPUs (see
+// Session::RankFittingNodesCoveringFreeGpus).
 bool AllocateJobTasks(Session& ssn, Statement& stmt, std::span<const NodeId> nodes, JobId j,
-                      bool pipeline_only);
+                      bool pipeline_only, bool nodes_cover_free_gpus = false);
 // Same, for an explicit list of the job's pods (a partial job in victim simulations).
 bool AllocateJobTaskList(Session& ssn, Statement& stmt, std::span<const NodeId> nodes, JobId j,
-                         std::vector<PodId> tasks, bool pipeline_only);
+                         std::vector<PodId> tasks, bool pipeline_only,
+                         bool nodes_cover_free_gpus = false);
 
 }  // namespace gantry

@@ -484,7 +484,8 @@ class Solver {
     while (!order.empty()) {
       JobView v = order.PopNextView();
       if (v.job == job_) {
-        if (!AllocateJobTaskList(ssn_, stmt, nodes, job_, scenario.pending(), true)) {
+        if (!AllocateJobTaskList(ssn_, stmt, nodes, job_, scenario.pending(), true,
+                                 /*nodes_cover_free_gpus=*/true)) {
           ok = false;
           break;
         }
@@ -499,7 +500,8 @@ class Solver {
       ssn_.TasksToAllocate(v.job, tasks_scratch_, /*real=*/false);
       // Would fail, and failures change nothing.
       if (ssn_.params().solver_shortcuts && !CouldFit(tasks_scratch_, nodes)) continue;
-      AllocateJobTasks(ssn_, stmt, nodes, v.job, /*pipeline_only=*/true);
+      AllocateJobTasks(ssn_, stmt, nodes, v.job, /*pipeline_only=*/true,
+                       /*nodes_cover_free_gpus=*/true);
     }
     for (JobId j : victim_jobs) is_victim_job_[j] = 0;
     return ok && placed;

@@ -445,17 +445,12 @@ void Session::RefreshClasses() {
   dirty_nodes_.clear();
 }
 
-namespace {
-using RankedMember = std::pair<int32_t, NodeId>;  // (name rank, node); min-heap by rank
-struct MemberGreater {
-  bool operator()(const RankedMember& a, const RankedMember& b) const { return a.first > b.first; }
-};
-}  // namespace
-
 void Session::BuildNodeClasses() {
   classes_enabled_ = true;
   class_index_.clear();
   class_members_.clear();
+  class_pos_.clear();
+  nonempty_classes_.clear();
   node_class_.assign(nodes_.size(), -1);
   class_dirty_.assign(nodes_.size(), 0);
   dirty_nodes_.clear();
@@ -464,33 +459,60 @@ void Session::BuildNodeClasses() {
 
 void Session::Reclassify(NodeId n) {
   const int32_t old = node_class_[n];
-  const RankedMember me{cluster_.nodes[n].name_rank, n};
+  const std::pair<int32_t, NodeId> me{cluster_.nodes[n].name_rank, n};
   if (old >= 0) {
     auto& members = class_members_[old];
-    auto it = std::find(members.begin(), members.end(), me);
-    if (it != members.end()) {
-      *it = members.back();
-      members.pop_back();
-      std::make_heap(members.begin(), members.end(), MemberGreater{});
+    members.erase(me);
+    if (members.empty()) {
+      // Drop the class from the non-empty list (swap with the last entry).
+      const int32_t pos = class_pos_[old];
+      const int32_t last = nonempty_classes_.back();
+      nonempty_classes_[pos] = last;
+      class_pos_[last] = pos;
+      nonempty_classes_.pop_back();
+      class_pos_[old] = -1;
     }
   }
   const ClassKey key{cluster_.nodes[n].shape, nodes_[n]};
   auto [it, inserted] = class_index_.emplace(key, static_cast<int32_t>(class_members_.size()));
-  if (inserted) class_members_.emplace_back();
-  auto& members = class_members_[it->second];
-  members.push_back(me);
-  std::push_heap(members.begin(), members.end(), MemberGreater{});
-  node_class_[n] = it->second;
+  if (inserted) {
+    class_members_.emplace_back();
+    class_pos_.push_back(-1);
+  }
+  const int32_t c = it->second;
+  auto& members = class_members_[c];
+  if (members.empty()) {
+    class_pos_[c] = static_cast<int32_t>(nonempty_classes_.size());
+    nonempty_classes_.push_back(c);
+  }
+  members.insert(me);
+  node_class_[n] = c;
 }
 
-bool Session::CanRankByClass(PodId p, std::span<const NodeId> candidates) const {
-  if (!classes_enabled_ || any_anti_affinity_ || candidates.size() != all_nodes_.size() ||
-      candidates.data() != all_nodes_.data()) {
-    return false;
-  }
+bool Session::PodRankableByClass(PodId p) const {
+  if (!classes_enabled_ || any_anti_affinity_) return false;
   const Pod& pod = cluster_.pods[p];
   return !pod.IsSharedGpu() && pod.node_selector.empty() && pod.required_node_affinity.empty() &&
          pod.pod_affinity.empty() && pod.pod_anti_affinity.empty() && pod.nominated_node == kNone;
+}
+
+bool Session::CanRankByClass(PodId p, std::span<const NodeId> candidates) const {
+  return candidates.size() == all_nodes_.size() && candidates.data() == all_nodes_.data() &&
+         PodRankableByClass(p);
+}
+
+void Session::RankFittingNodesCoveringFreeGpus(PodId p, std::span<const NodeId> candidates) {
+  const Pod& pod = cluster_.pods[p];
+  if (!params().solver_shortcuts || pod.request.gpus <= 0 || !PodRankableByClass(p)) {
+    RankFittingNodes(p, candidates, /*record=*/false);
+    return;
+  }
+  rank_pod_ = p;
+  rank_candidates_ = all_nodes_;  // a second node, if asked for, comes from every node
+  rank_returned_.clear();
+  ranked_heap_ = false;
+  ranked_by_class_ = true;
+  RankByClass(p, /*record=*/false);
 }
 
 void Session::RankPerNode(PodId p, std::span<const NodeId> candidates, bool record) {
@@ -527,13 +549,15 @@ void Session::RankFittingNodes(PodId p, std::span<const NodeId> candidates, bool
     PickBestRanked();
     return;
   }
+  RankByClass(p, record);
+}
+
+void Session::RankByClass(PodId p, bool record) {
   ++stats_.rankings_by_class;
   RefreshClasses();
   // One representative per non-empty class: its smallest-named node.
   class_reps_.clear();
-  for (const auto& members : class_members_) {
-    if (!members.empty()) class_reps_.push_back(members.front().second);
-  }
+  for (int32_t c : nonempty_classes_) class_reps_.push_back(class_members_[c].begin()->second);
   RankPerNode(p, class_reps_, /*record=*/false);
   if (ranked_.empty() && record) {
     const Pod& pod = cluster_.pods[p];

@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -265,6 +266,11 @@ class Session {
   // score first (ties by node name), kNone when exhausted. Only the nodes actually taken are
   // ordered (a heap), so the common case - the first node is used - costs one pass.
   void RankFittingNodes(PodId p, std::span<const NodeId> candidates, bool record);
+  // Same, when `candidates` is known to hold every node with unallocated GPUs (the victim
+  // search's feasible nodes): a pod that needs whole GPUs can then be ranked over classes of all
+  // nodes - no node outside the candidates could fit it, and the order of the scores does not
+  // depend on which non-fitting nodes are candidates. Records no fit errors.
+  void RankFittingNodesCoveringFreeGpus(PodId p, std::span<const NodeId> candidates);
   NodeId NextRankedNode();
   SchedulableResult IsJobOverQueueCapacity(JobId j, std::span<const PodId> pods) const;
   SchedulableResult IsTaskAllocationOverCapacity(PodId p, NodeId n) const;
@@ -396,13 +402,18 @@ class Session {
   void MarkClassDirty(NodeId n);
   void RefreshClasses();
   bool CanRankByClass(PodId p, std::span<const NodeId> candidates) const;
+  bool PodRankableByClass(PodId p) const;
+  void RankByClass(PodId p, bool record);
   void RankPerNode(PodId p, std::span<const NodeId> candidates, bool record);
   void PickBestRanked();
 
   SessionStats stats_;
   bool classes_enabled_ = false;
   std::unordered_map<ClassKey, int32_t, ClassKeyHash> class_index_;
-  std::vector<std::vector<std::pair<int32_t, NodeId>>> class_members_;  // heap by name rank
+  // Members of each class ordered by name rank (the first is the class's representative).
+  std::vector<std::set<std::pair<int32_t, NodeId>>> class_members_;
+  std::vector<int32_t> class_pos_;         // per class: index in nonempty_classes_, or -1
+  std::vector<int32_t> nonempty_classes_;
   std::vector<int32_t> node_class_;
   std::vector<char> class_dirty_;
   std::vector<NodeId> dirty_nodes_;
