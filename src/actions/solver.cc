@@ -24,9 +24,9 @@ struct VictimGroup {
 // Per-pod and per-job lookups of a scenario, as flat arrays reused from one scenario to the next
 // (only the entries a scenario touched are reset).
 struct ScenarioIndex {
-  std::vector<int32_t> group_of_pod;   // first group holding the pod, or -1
-  std::vector<char> recorded;          // the pod is a recorded victim
-  std::vector<int32_t> victim_slot;    // per job: its entry in ScenarioInfo::victims, or -1
+  std::vector<int32_t> group_of_pod;  // first group holding the pod, or -1
+  std::vector<char> recorded;         // the pod is a recorded victim
+  std::vector<int32_t> victim_slot;   // per job: its entry in ScenarioInfo::victims, or -1
   std::vector<std::vector<int32_t>> groups_of_job;
   std::vector<PodId> touched_pods;
   std::vector<JobId> touched_jobs;
@@ -78,10 +78,8 @@ class Scenario {
   Scenario(const Scenario&) = delete;
   Scenario& operator=(const Scenario&) = delete;
 
-  JobId preemptor() const { return preemptor_; }
   const std::vector<PodId>& pending() const { return pending_; }
   const std::vector<PodId>& recorded_tasks() const { return recorded_tasks_; }
-  const std::vector<PodId>& potential_tasks() const { return potential_tasks_; }
 
   bool IsRecorded(PodId p) const { return index_.recorded[p] != 0; }
 

@@ -237,12 +237,6 @@ bool Session::HasPendingPods(JobId j) const {
 
 // --- Ordering -------------------------------------------------------------------------------
 
-bool Session::JobLess(JobId l, JobId r) const {
-  JobView lv{l, false, {}};
-  JobView rv{r, false, {}};
-  return JobViewLess(lv, rv);
-}
-
 PodSetCounters Session::ViewCounters(const JobView& v, int32_t pod_set) const {
   if (!v.partial) return counters(v.job, pod_set);
   PodSetCounters c;
@@ -262,10 +256,7 @@ Quantities Session::ViewAllocated(const JobView& v) const {
   Quantities q;
   auto add = [&](PodId p) {
     if (!IsAllocatedLike(pods_[p].status)) return;
-    const Pod& pod = cluster_.pods[p];
-    q[QueueResource::kCpu] += pod.request.cpu_millis;
-    q[QueueResource::kMemory] += pod.request.memory_bytes;
-    q[QueueResource::kGpu] += pod.QueueGpuQuota(cluster_.min_node_gpu_memory_mib);
+    q += cluster_.pods[p].QueueQuantities(cluster_.min_node_gpu_memory_mib);
   };
   if (v.partial) {
     for (PodId p : v.pods) add(p);
@@ -302,12 +293,6 @@ bool Session::PodSetViewLess(const JobView& v, int32_t l, int32_t r) const {
   }
   const Job& job = cluster_.jobs[v.job];
   return job.pod_sets[l].name < job.pod_sets[r].name;
-}
-
-bool Session::QueueLess(QueueId l, QueueId r, JobId l_job, JobId r_job) const {
-  const JobView lv{l_job, false, {}};
-  const JobView rv{r_job, false, {}};
-  return QueueLess(l, r, l_job == kNone ? nullptr : &lv, r_job == kNone ? nullptr : &rv, {}, {});
 }
 
 bool Session::QueueLess(QueueId l, QueueId r, const JobView* l_job, const JobView* r_job,
@@ -691,10 +676,7 @@ Quantities Session::ViewTasksQuantities(const JobView& v) const {
     if (st != PodStatus::kPending && !(st == PodStatus::kReleasing && pods_[p].virtual_status)) {
       continue;
     }
-    const Pod& pod = cluster_.pods[p];
-    q[QueueResource::kCpu] += pod.request.cpu_millis;
-    q[QueueResource::kMemory] += pod.request.memory_bytes;
-    q[QueueResource::kGpu] += pod.QueueGpuQuota(cluster_.min_node_gpu_memory_mib);
+    q += cluster_.pods[p].QueueQuantities(cluster_.min_node_gpu_memory_mib);
   }
   return q;
 }
@@ -743,10 +725,7 @@ Quantities Session::TasksToAllocateQuantities(JobId j) const {
   TasksToAllocate(j, tasks, /*real=*/false);
   Quantities q;
   for (PodId p : tasks) {
-    const Pod& pod = cluster_.pods[p];
-    q[QueueResource::kCpu] += pod.request.cpu_millis;
-    q[QueueResource::kMemory] += pod.request.memory_bytes;
-    q[QueueResource::kGpu] += pod.QueueGpuQuota(cluster_.min_node_gpu_memory_mib);
+    q += cluster_.pods[p].QueueQuantities(cluster_.min_node_gpu_memory_mib);
   }
   cached = {job_version_[j], q};
   return q;

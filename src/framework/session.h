@@ -243,7 +243,6 @@ class Session {
   void SetQueueAllocatedFn(QueueQuantitiesFn fn) { queue_allocated_fn_ = std::move(fn); }
 
   // --- Evaluation (in configuration order, with KAI's fallbacks) ----------------------------
-  bool JobLess(JobId l, JobId r) const;
   bool JobViewLess(const JobView& l, const JobView& r) const;
   // Pod-set counters of a view (the session's counters for whole jobs).
   PodSetCounters ViewCounters(const JobView& v, int32_t pod_set) const;
@@ -252,7 +251,6 @@ class Session {
   bool TaskLess(PodId l, PodId r) const;
   bool PodSetLess(JobId j, int32_t l, int32_t r) const;
   bool PodSetViewLess(const JobView& v, int32_t l, int32_t r) const;
-  bool QueueLess(QueueId l, QueueId r, JobId l_job, JobId r_job) const;
   bool QueueLess(QueueId l, QueueId r, const JobView* l_job, const JobView* r_job,
                  std::span<const JobView* const> l_victims,
                  std::span<const JobView* const> r_victims) const;
@@ -332,7 +330,6 @@ class Session {
 
  private:
   void CountPod(PodId p, int sign);
-  Quantities QuantitiesOf(const Resources& r, const Pod& pod) const;
 
   const Cluster& cluster_;
   const SchedulerConfig& config_;
@@ -412,7 +409,7 @@ class Session {
   std::unordered_map<ClassKey, int32_t, ClassKeyHash> class_index_;
   // Members of each class ordered by name rank (the first is the class's representative).
   std::vector<std::set<std::pair<int32_t, NodeId>>> class_members_;
-  std::vector<int32_t> class_pos_;         // per class: index in nonempty_classes_, or -1
+  std::vector<int32_t> class_pos_;  // per class: index in nonempty_classes_, or -1
   std::vector<int32_t> nonempty_classes_;
   std::vector<int32_t> node_class_;
   std::vector<char> class_dirty_;

@@ -151,6 +151,14 @@ struct Pod {
   double RequestedGpus() const;
   // GPUs charged to the queue for this pod (fractions count their share of a device).
   double QueueGpuQuota(double min_node_gpu_memory_mib) const;
+  // What the pod charges its queue: cpu, memory and QueueGpuQuota.
+  Quantities QueueQuantities(double min_node_gpu_memory_mib) const {
+    Quantities q;
+    q[QueueResource::kCpu] = request.cpu_millis;
+    q[QueueResource::kMemory] = request.memory_bytes;
+    q[QueueResource::kGpu] = QueueGpuQuota(min_node_gpu_memory_mib);
+    return q;
+  }
 };
 
 // A leaf of the sub-group tree: the pods of one gang with its minimum.

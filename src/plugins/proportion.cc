@@ -331,9 +331,7 @@ class ProportionPlugin : public Plugin {
                std::span<const JobView* const> lv,
                std::span<const JobView* const> rv) { return QueueOrder(s, l, r, lj, rj, lv, rv); });
     ssn.AddJobCapacityFn([this](const Session& s, JobId j, std::span<const PodId> pods) {
-      Quantities requested;
-      for (PodId p : pods) requested += PodQuantities(s.cluster(), s.cluster().pods[p]);
-      return CheckCapacity(s, j, requested, /*check_limit=*/true);
+      return CheckCapacity(s, j, Requested(s.cluster(), pods), /*check_limit=*/true);
     });
     ssn.AddTaskCapacityFn([this](const Session& s, PodId p, NodeId) {
       const Pod& pod = s.cluster().pods[p];
@@ -344,9 +342,7 @@ class ProportionPlugin : public Plugin {
         [this](Session& s, PodId p) { OnPodEvent(s, p, -1); },
     });
     ssn.AddNonPreemptibleQuotaFn([this](const Session& s, JobId j, std::span<const PodId> pods) {
-      Quantities requested;
-      for (PodId p : pods) requested += PodQuantities(s.cluster(), s.cluster().pods[p]);
-      return CheckCapacity(s, j, requested, /*check_limit=*/false);
+      return CheckCapacity(s, j, Requested(s.cluster(), pods), /*check_limit=*/false);
     });
     ssn.AddCanReclaimFn([this](const Session& s, JobId j) { return CanReclaim(s, j); });
     ssn.AddReclaimScenarioValidatorFn(
@@ -361,11 +357,7 @@ class ProportionPlugin : public Plugin {
 
  private:
   static Quantities PodQuantities(const Cluster& c, const Pod& pod) {
-    Quantities q;
-    q[QueueResource::kCpu] = pod.request.cpu_millis;
-    q[QueueResource::kMemory] = pod.request.memory_bytes;
-    q[QueueResource::kGpu] = pod.QueueGpuQuota(c.min_node_gpu_memory_mib);
-    return q;
+    return pod.QueueQuantities(c.min_node_gpu_memory_mib);
   }
 
   template <typename F>
