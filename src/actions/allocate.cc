@@ -105,7 +105,20 @@ class JobAllocator {
     } else {
       ssn_.RankFittingNodes(p, nodes, !pipeline_only_);
     }
+    const bool shared = ssn_.cluster().pods[p].IsSharedGpu();
     for (NodeId n = ssn_.NextRankedNode(); n != kNone; n = ssn_.NextRankedNode()) {
+      if (shared) {
+        // Devices first: the node may still lack them (then the next node is tried).
+        bool needs_releasing = false;
+        if (!ssn_.SelectSharedGpus(p, n, pipeline_only_, groups_, needs_releasing)) continue;
+        if (pipeline_only_ || needs_releasing) {
+          stmt_.Pipeline(p, n, /*update_if_on_node=*/false, std::move(groups_));
+        } else {
+          stmt_.Allocate(p, n, std::move(groups_));
+        }
+        groups_.clear();
+        return true;
+      }
       if (!pipeline_only_ && ssn_.FitsIdle(p, n)) {
         stmt_.Allocate(p, n);
       } else {
@@ -154,6 +167,7 @@ class JobAllocator {
   bool pipeline_only_;
   bool nodes_cover_free_gpus_;
   std::vector<PodId> tasks_;
+  std::vector<int32_t> groups_;  // shared-GPU devices chosen for the pod being placed
 };
 
 }  // namespace

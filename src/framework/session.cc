@@ -1,6 +1,8 @@
 #include "framework/session.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <numeric>
 
@@ -22,13 +24,15 @@ Session::Session(const Cluster& cluster, const SchedulerConfig& config, int64_t 
     : cluster_(cluster), config_(config), now_ms_(now_ms) {
   const auto& pods = cluster.pods;
   pods_.resize(pods.size());
-  gpu_groups_.resize(pods.size());
+  pod_groups_.resize(pods.size());
+  accepted_gpus_.assign(pods.size(), 0);
   for (size_t i = 0; i < pods.size(); ++i) {
     pods_[i].status = pods[i].status;
     pods_[i].node = pods[i].node;
-    if (!pods[i].gpu_groups.empty()) gpu_groups_[i] = pods[i].gpu_groups;
+    for (const std::string& g : pods[i].gpu_groups) pod_groups_[i].push_back(InternGroup(g));
   }
   nodes_.resize(cluster.nodes.size());
+  shared_.resize(cluster.nodes.size());
   all_nodes_.resize(cluster.nodes.size());
   std::iota(all_nodes_.begin(), all_nodes_.end(), 0);
   non_allocated_gpus_.resize(cluster.nodes.size());
@@ -107,7 +111,9 @@ void Session::SetPodStatus(PodId p, PodStatus s) {
 
 void Session::AddPodToNode(PodId p, NodeId n) {
   ++placement_epoch_;
-  const Resources r = NodeFootprint(cluster_.pods[p]);
+  const Pod& pod = cluster_.pods[p];
+  accepted_gpus_[p] = AcceptedGpusOn(p, n);
+  const Resources r = NodeFootprint(pod);
   NodeState& ns = nodes_[n];
   ns.used += r;
   switch (pods_[p].status) {
@@ -120,6 +126,13 @@ void Session::AddPodToNode(PodId p, NodeId n) {
       break;
     default:
       ns.idle -= r;
+  }
+  if (pod.IsSharedGpu()) {
+    const int64_t memory = PodGpuMemoryOn(p, n);
+    for (int32_t g : pod_groups_[p]) {
+      shared_[n].Add(g, memory, pods_[p].status, cluster_.nodes[n].gpu_count, ns.used.gpus,
+                     ns.idle.gpus, ns.releasing.gpus);
+    }
   }
   non_allocated_gpus_[n] = ns.idle.gpus + ns.releasing.gpus;
   MarkClassDirty(n);
@@ -141,8 +154,174 @@ void Session::RemovePodFromNode(PodId p, NodeId n) {
     default:
       ns.idle += r;
   }
+  const Pod& pod = cluster_.pods[p];
+  if (pod.IsSharedGpu()) {
+    const int64_t memory = PodGpuMemoryOn(p, n);
+    for (int32_t g : pod_groups_[p]) {
+      shared_[n].Remove(g, memory, pods_[p].status, cluster_.nodes[n].gpu_count, ns.used.gpus,
+                        ns.idle.gpus, ns.releasing.gpus);
+    }
+  }
   non_allocated_gpus_[n] = ns.idle.gpus + ns.releasing.gpus;
   MarkClassDirty(n);
+}
+
+// --- Shared GPUs ----------------------------------------------------------------------------
+
+int32_t Session::InternGroup(const std::string& name) {
+  auto [it, inserted] = group_ids_.emplace(name, static_cast<int32_t>(group_names_.size()));
+  if (inserted) group_names_.push_back(name);
+  return it->second;
+}
+
+int32_t Session::NewGroup() {
+  // A UUID-shaped id from a counter mixed with the session clock: deterministic for a given
+  // session, and checked against every id already known.
+  for (;;) {
+    uint64_t a = static_cast<uint64_t>(now_ms_) * 0x9E3779B97F4A7C15ULL + (++group_seq_);
+    auto mix = [](uint64_t z) {
+      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+      z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+      return z ^ (z >> 31);
+    };
+    const uint64_t hi = mix(a);
+    const uint64_t lo = mix(a ^ 0xD1B54A32D192ED03ULL);
+    char buf[37];
+    std::snprintf(buf, sizeof buf, "%08x-%04x-4%03x-%04x-%012llx",
+                  static_cast<unsigned>(hi >> 32), static_cast<unsigned>((hi >> 16) & 0xFFFF),
+                  static_cast<unsigned>(hi & 0xFFF),
+                  static_cast<unsigned>(0x8000 | ((lo >> 48) & 0x3FFF)),
+                  static_cast<unsigned long long>(lo & 0xFFFFFFFFFFFFULL));
+    if (group_ids_.count(buf) == 0) return InternGroup(buf);
+  }
+}
+
+std::vector<std::string> Session::GroupNames(PodId p) const {
+  std::vector<std::string> names;
+  names.reserve(pod_groups_[p].size());
+  for (int32_t g : pod_groups_[p]) names.push_back(group_names_[g]);
+  return names;
+}
+
+int64_t Session::PodGpuMemoryOn(PodId p, NodeId n) const {
+  const Pod& pod = cluster_.pods[p];
+  if (pod.gpu_memory_mib > 0) return static_cast<int64_t>(pod.gpu_memory_mib);
+  return static_cast<int64_t>(pod.gpu_fraction * cluster_.nodes[n].gpu_memory_mib);
+}
+
+namespace {
+// KAI's getGpuMemoryFractionalOnNode: a memory amount as a device share, rounded up to hundredths.
+double MemoryAsPortion(int64_t memory, double device_memory) {
+  return std::ceil(static_cast<double>(memory) / device_memory * 100) / 100;
+}
+// KAI's fixed-point GPU count of `devices` devices of `portion` each.
+double FixedPointGpus(double portion, int devices) {
+  return static_cast<double>(std::llround(portion * 100) * devices) / 100;
+}
+}  // namespace
+
+double Session::AcceptedGpusOn(PodId p, NodeId n) const {
+  const Pod& pod = cluster_.pods[p];
+  switch (pod.gpu_kind) {
+    case GpuRequestKind::kMig:
+      return pod.mig_gpus;
+    case GpuRequestKind::kFraction:
+    case GpuRequestKind::kMemory: {
+      const double portion =
+          pod.gpu_memory_mib > 0
+              ? MemoryAsPortion(PodGpuMemoryOn(p, n), cluster_.nodes[n].gpu_memory_mib)
+              : pod.gpu_fraction;
+      return FixedPointGpus(portion, std::max(1, pod.gpu_devices));
+    }
+    default:
+      return pod.request.gpus;
+  }
+}
+
+double Session::RequiredInitGpusOn(PodId p, NodeId n) const {
+  const Pod& pod = cluster_.pods[p];
+  if (pod.gpu_kind == GpuRequestKind::kMig) return pod.RequestGpuQuota();
+  const double device_memory = cluster_.nodes[n].gpu_memory_mib;
+  int64_t memory = 0;
+  if (pod.IsSharedGpu()) {
+    memory = PodGpuMemoryOn(p, n);
+  } else if (pod.request.gpus > 0) {
+    memory = static_cast<int64_t>(device_memory);  // one device, whatever the count (as KAI)
+  }
+  return MemoryAsPortion(memory, device_memory);
+}
+
+bool Session::SharedFits(PodId p, NodeId n, bool with_releasing) const {
+  const Pod& pod = cluster_.pods[p];
+  const NodeState& ns = nodes_[n];
+  static const Resources kZero{};
+  Resources base = pod.request;
+  base.gpus = 0;
+  Resources avail = ns.idle;
+  if (with_releasing) avail += ns.releasing;
+  const double free_gpus = avail.gpus;
+  avail.gpus = 0;
+  if (!base.FitsInSum(avail, kZero, cluster_.resource_names.size())) return false;
+  const double device_memory = cluster_.nodes[n].gpu_memory_mib;
+  const int64_t memory = PodGpuMemoryOn(p, n);
+  if (pod.gpu_memory_mib > 0) {
+    const double portion = MemoryAsPortion(memory, device_memory);
+    if (portion > 1 && portion != std::floor(portion)) return false;
+  }
+  const int devices = std::max(1, pod.gpu_devices);
+  const int whole = static_cast<int>(std::floor(free_gpus));
+  if (whole >= devices) return true;
+  return whole + shared_[n].CountFitting(memory, static_cast<int64_t>(device_memory), devices) >=
+         devices;
+}
+
+bool Session::SelectSharedGpus(PodId p, NodeId n, bool pipeline_only, std::vector<int32_t>& groups,
+                               bool& needs_releasing) {
+  const Pod& pod = cluster_.pods[p];
+  const NodeState& ns = nodes_[n];
+  const int64_t device_memory = static_cast<int64_t>(cluster_.nodes[n].gpu_memory_mib);
+  const int64_t memory = PodGpuMemoryOn(p, n);
+  auto score = [&](const SharedGpu* d) -> std::optional<double> {
+    double total = 0;
+    for (const auto& fn : gpu_order_fns_) {
+      auto v = fn(*this, p, n, d);
+      if (!v) return std::nullopt;
+      total += *v;
+    }
+    return total;
+  };
+  gpu_candidates_.clear();
+  for (const SharedGpu& d : shared_[n].devices()) {
+    if (!NodeSharedGpus::FitsOnGroup(d, memory, device_memory)) continue;
+    if (auto v = score(&d)) gpu_candidates_.push_back({*v, d.group});
+  }
+  if (ns.idle.gpus > 0 || ns.releasing.gpus > 0) {
+    const int whole = static_cast<int>(ns.idle.gpus) + static_cast<int>(ns.releasing.gpus);
+    if (auto v = score(nullptr)) {
+      for (int i = 0; i < whole; ++i) gpu_candidates_.push_back({*v, -1});
+    }
+  }
+  // Best score first; equal scores keep their order (shared devices before whole ones).
+  std::stable_sort(gpu_candidates_.begin(), gpu_candidates_.end(),
+                   [](const GpuCandidate& a, const GpuCandidate& b) { return a.score > b.score; });
+  const int devices = std::max(1, pod.gpu_devices);
+  const bool fits_idle = FitsIdle(p, n);
+  groups.clear();
+  needs_releasing = false;
+  for (const GpuCandidate& c : gpu_candidates_) {
+    if (c.group < 0) {
+      needs_releasing = needs_releasing || pipeline_only || !fits_idle;
+      groups.push_back(NewGroup());
+    } else {
+      const SharedGpu* d = shared_[n].Find(c.group);
+      needs_releasing = needs_releasing || !NodeSharedGpus::FitsIdleOnGroup(*d, memory, device_memory) ||
+                        !fits_idle;
+      groups.push_back(c.group);
+    }
+    if (static_cast<int>(groups.size()) == devices) return true;
+  }
+  groups.clear();
+  return false;
 }
 
 void Session::FireAllocate(PodId p) {
@@ -159,7 +338,7 @@ void Session::FireDeallocate(PodId p) {
 
 void Session::RecordBind(PodId p) {
   SetPodStatus(p, PodStatus::kBinding);
-  binds_.push_back({p, pods_[p].node, gpu_groups_[p]});
+  binds_.push_back({p, pods_[p].node, GroupNames(p)});
 }
 
 void Session::RecordEviction(PodId p, NodeId from, std::string message) {
@@ -256,7 +435,7 @@ Quantities Session::ViewAllocated(const JobView& v) const {
   Quantities q;
   auto add = [&](PodId p) {
     if (!IsAllocatedLike(pods_[p].status)) return;
-    q += cluster_.pods[p].QueueQuantities(cluster_.min_node_gpu_memory_mib);
+    q += AcceptedQuantities(p);
   };
   if (v.partial) {
     for (PodId p : v.pods) add(p);
@@ -311,7 +490,7 @@ bool Session::QueueLess(QueueId l, QueueId r, const JobView* l_job, const JobVie
 
 bool Session::FitsIdle(PodId p, NodeId n) const {
   const Pod& pod = cluster_.pods[p];
-  if (pod.IsSharedGpu()) return false;  // shared-GPU placement is not supported yet
+  if (pod.IsSharedGpu()) return SharedFits(p, n, /*with_releasing=*/false);
   if (pod.IsBestEffort()) return true;
   static const Resources kZero{};
   return pod.request.FitsInSum(nodes_[n].idle, kZero, cluster_.resource_names.size());
@@ -319,7 +498,7 @@ bool Session::FitsIdle(PodId p, NodeId n) const {
 
 bool Session::FitsIdleOrReleasing(PodId p, NodeId n) const {
   const Pod& pod = cluster_.pods[p];
-  if (pod.IsSharedGpu()) return false;
+  if (pod.IsSharedGpu()) return SharedFits(p, n, /*with_releasing=*/true);
   return pod.request.FitsInSum(nodes_[n].idle, nodes_[n].releasing, cluster_.resource_names.size());
 }
 
@@ -328,8 +507,7 @@ constexpr std::string_view kNotEnoughGpus = "node(s) didn't have enough resource
 constexpr std::string_view kNotEnoughCpu = "node(s) didn't have enough resources: CPU cores";
 constexpr std::string_view kNotEnoughMemory = "node(s) didn't have enough resources: memory";
 constexpr std::string_view kPodNumberExceeded = "node(s) pod number exceeded";
-constexpr std::string_view kSharedGpuUnsupported =
-    "node(s) didn't have enough resources: GPU sharing is not supported yet";
+constexpr std::string_view kNotEnoughGpuMemory = "node(s) didn't have enough resources: GPU memory";
 }  // namespace
 
 bool Session::FittingNode(PodId p, NodeId n, bool record) {
@@ -340,16 +518,18 @@ bool Session::FittingNode(PodId p, NodeId n, TaskFitErrors* record, int weight) 
   if (!FitsIdleOrReleasing(p, n)) {
     if (record) {
       const Pod& pod = cluster_.pods[p];
-      if (pod.IsSharedGpu()) {
-        record->AddNodeReason(kSharedGpuUnsupported, weight);
-        return false;
-      }
       // Against what is not used at all (capacity - used), as KAI reports it.
-      const Resources available = cluster_.nodes[n].allocatable - nodes_[n].used;
-      if (!pod.request.FitsIn(nodes_[n].idle)) {
+      Resources available = cluster_.nodes[n].allocatable - nodes_[n].used;
+      const bool shared = pod.IsSharedGpu();
+      if (shared) available.gpus -= shared_[n].UsedGroups();
+      if (shared || !pod.request.FitsIn(nodes_[n].idle)) {
         bool any = false;
-        if (pod.request.gpus > available.gpus)
+        const double wanted_gpus = shared ? pod.RequestedGpus() : pod.request.gpus;
+        if (wanted_gpus > available.gpus)
           record->AddNodeReason(kNotEnoughGpus, weight), any = true;
+        if (shared && pod.gpu_memory_mib > cluster_.nodes[n].gpu_memory_mib) {
+          record->AddNodeReason(kNotEnoughGpuMemory, weight), any = true;
+        }
         if (static_cast<int64_t>(pod.request.cpu_millis) >
             static_cast<int64_t>(available.cpu_millis)) {
           record->AddNodeReason(kNotEnoughCpu, weight), any = true;
@@ -458,7 +638,7 @@ void Session::Reclassify(NodeId n) {
       class_pos_[old] = -1;
     }
   }
-  const ClassKey key{cluster_.nodes[n].shape, nodes_[n]};
+  const ClassKey key{cluster_.nodes[n].shape, nodes_[n], shared_[n]};
   auto [it, inserted] = class_index_.emplace(key, static_cast<int32_t>(class_members_.size()));
   if (inserted) {
     class_members_.emplace_back();
@@ -676,7 +856,7 @@ Quantities Session::ViewTasksQuantities(const JobView& v) const {
     if (st != PodStatus::kPending && !(st == PodStatus::kReleasing && pods_[p].virtual_status)) {
       continue;
     }
-    q += cluster_.pods[p].QueueQuantities(cluster_.min_node_gpu_memory_mib);
+    q += cluster_.pods[p].InitQuantities(cluster_.min_node_gpu_memory_mib);
   }
   return q;
 }
@@ -725,7 +905,7 @@ Quantities Session::TasksToAllocateQuantities(JobId j) const {
   TasksToAllocate(j, tasks, /*real=*/false);
   Quantities q;
   for (PodId p : tasks) {
-    q += cluster_.pods[p].QueueQuantities(cluster_.min_node_gpu_memory_mib);
+    q += cluster_.pods[p].InitQuantities(cluster_.min_node_gpu_memory_mib);
   }
   cached = {job_version_[j], q};
   return q;
@@ -743,7 +923,7 @@ void Session::WriteBack(const Session& s, Cluster& cluster) {
         if (deleting) {
           pod.status = PodStatus::kReleasing;
           pod.node = st.node;
-          pod.gpu_groups = s.gpu_groups_[p];
+          pod.gpu_groups = s.GroupNames(p);
         } else {
           pod.status = PodStatus::kPending;
           pod.node = kNone;
@@ -756,12 +936,12 @@ void Session::WriteBack(const Session& s, Cluster& cluster) {
       case PodStatus::kBinding:
         pod.status = PodStatus::kRunning;
         pod.node = st.node;
-        pod.gpu_groups = s.gpu_groups_[p];
+        pod.gpu_groups = s.GroupNames(p);
         break;
       default:
         pod.status = st.status;
         pod.node = st.node;
-        pod.gpu_groups = s.gpu_groups_[p];
+        pod.gpu_groups = s.GroupNames(p);
     }
   }
 }

@@ -23,6 +23,7 @@
 
 #include "framework/config.h"
 #include "framework/fit_errors.h"
+#include "framework/gpu_sharing.h"
 #include "model/cluster.h"
 
 namespace gantry {
@@ -138,6 +139,10 @@ using VictimFilterFn = std::function<bool(const Session&, JobId preemptor, JobId
 // Is a simulated scenario an acceptable solution?
 using ScenarioValidatorFn = std::function<bool(const Session&, const ScenarioInfo&)>;
 using OnJobSolutionStartFn = std::function<void(const Session&)>;
+// Scores a device of `node` for a shared-GPU pod (higher first): `device` is a shared device
+// already in use, or null for a free whole device. nullopt leaves the device out.
+using GpuOrderFn =
+    std::function<std::optional<double>(const Session&, PodId, NodeId, const SharedGpu* device)>;
 
 struct EventHandler {
   PodEventFn on_allocate;    // a pod started to occupy resources (allocated or pipelined)
@@ -176,7 +181,33 @@ class Session {
   }
   JobState& job_state(JobId j) { return jobs_[j]; }
   const JobState& job_state(JobId j) const { return jobs_[j]; }
-  const std::vector<std::string>& gpu_groups(PodId p) const { return gpu_groups_[p]; }
+  // Shared-GPU groups a pod occupies (interned ids; GroupName turns one into its id string).
+  const std::vector<int32_t>& pod_groups(PodId p) const { return pod_groups_[p]; }
+  std::vector<std::string> GroupNames(PodId p) const;
+  const std::string& GroupName(int32_t group) const { return group_names_[group]; }
+  // A fresh group id, unused anywhere in the cluster or this session.
+  int32_t NewGroup();
+  // Sets the groups of a pod (Statement records the previous ones).
+  void SetPodGroups(PodId p, std::vector<int32_t> groups) { pod_groups_[p] = std::move(groups); }
+  // The shared devices of a node.
+  const NodeSharedGpus& shared_gpus(NodeId n) const { return shared_[n]; }
+  // GPU memory (MiB) a shared-GPU pod takes on each of its devices on node n.
+  int64_t PodGpuMemoryOn(PodId p, NodeId n) const;
+  // GPUs the pod was granted when it was last placed (KAI's AcceptedResource), as its queue
+  // charge; 0 for a pod never placed.
+  double AcceptedGpus(PodId p) const { return accepted_gpus_[p]; }
+  Quantities AcceptedQuantities(PodId p) const {
+    return cluster_.pods[p].WithGpus(accepted_gpus_[p]);
+  }
+  // GPUs the queue capacity check charges for placing the pod on node n (KAI's
+  // GetRequiredInitQuota: the device share on that node; a whole-GPU pod counts one device).
+  double RequiredInitGpusOn(PodId p, NodeId n) const;
+  // Chooses the devices of node n for a shared-GPU pod (KAI's FittingGPUs and
+  // GetNodePreferableGpuForSharing): fitting shared devices and free whole devices, best GPU-order
+  // score first. Fills `groups` (new groups for whole devices) and sets `needs_releasing` when
+  // some chosen device has room only once releasing pods are gone. False if too few devices.
+  bool SelectSharedGpus(PodId p, NodeId n, bool pipeline_only, std::vector<int32_t>& groups,
+                        bool& needs_releasing);
   std::span<const NodeId> all_nodes() const { return all_nodes_; }
   // Whole GPUs not allocated (idle + releasing), per node, as one flat array.
   std::span<const double> non_allocated_gpus() const { return non_allocated_gpus_; }
@@ -238,6 +269,7 @@ class Session {
   void AddOnJobSolutionStartFn(OnJobSolutionStartFn fn) {
     on_job_solution_start_fns_.push_back(std::move(fn));
   }
+  void AddGpuOrderFn(GpuOrderFn fn) { gpu_order_fns_.push_back(std::move(fn)); }
   void SetQueueDeservedFn(QueueQuantitiesFn fn) { queue_deserved_fn_ = std::move(fn); }
   void SetQueueFairShareFn(QueueQuantitiesFn fn) { queue_fair_share_fn_ = std::move(fn); }
   void SetQueueAllocatedFn(QueueQuantitiesFn fn) { queue_allocated_fn_ = std::move(fn); }
@@ -339,7 +371,21 @@ class Session {
   std::vector<NodeState> nodes_;
   std::vector<PodSetCounters> pod_set_counters_;
   std::vector<JobState> jobs_;
-  std::vector<std::vector<std::string>> gpu_groups_;
+  std::vector<std::vector<int32_t>> pod_groups_;
+  std::vector<std::string> group_names_;
+  std::unordered_map<std::string, int32_t> group_ids_;
+  uint64_t group_seq_ = 0;
+  int32_t InternGroup(const std::string& name);
+  std::vector<NodeSharedGpus> shared_;
+  std::vector<double> accepted_gpus_;
+  double AcceptedGpusOn(PodId p, NodeId n) const;
+  bool SharedFits(PodId p, NodeId n, bool with_releasing) const;
+  struct GpuCandidate {
+    double score;
+    int32_t group;  // -1: a free whole device
+  };
+  std::vector<GpuCandidate> gpu_candidates_;
+  std::vector<GpuOrderFn> gpu_order_fns_;
   std::vector<NodeId> all_nodes_;
   uint64_t placement_epoch_ = 0;
   // Whole GPUs not allocated (idle + releasing) per node, kept in a flat array: the first,
@@ -384,9 +430,10 @@ class Session {
   struct ClassKey {
     int32_t shape;
     NodeState state;
+    NodeSharedGpus shared;  // device state (empty on nodes without shared GPUs)
     bool operator==(const ClassKey& o) const {
       return shape == o.shape && state.idle == o.state.idle && state.used == o.state.used &&
-             state.releasing == o.state.releasing;
+             state.releasing == o.state.releasing && shared == o.shared;
     }
   };
   struct ClassKeyHash {

@@ -4,21 +4,32 @@
 
 namespace gantry {
 
-void Statement::Allocate(PodId p, NodeId n) {
+void Statement::SwapGroups(Op& op, std::vector<int32_t>& groups) {
+  if (groups.empty()) return;
+  op.groups_changed = true;
+  op.prev_groups = ssn_.pod_groups(op.pod);
+  ssn_.SetPodGroups(op.pod, std::move(groups));
+}
+
+void Statement::Allocate(PodId p, NodeId n, std::vector<int32_t> gpu_groups) {
   const PodState before = ssn_.pod(p);
+  Op op{Kind::kAllocate, p, n, before.status, before.node, before.virtual_status, {}};
+  SwapGroups(op, gpu_groups);
   ssn_.SetPodStatus(p, PodStatus::kAllocated);
   ssn_.SetPodNode(p, n);
   ssn_.AddPodToNode(p, n);
   ssn_.FireAllocate(p);
-  ops_.push_back({Kind::kAllocate, p, n, before.status, before.node, before.virtual_status, {}});
+  ops_.push_back(std::move(op));
   ssn_.SetVirtual(p, true);
 }
 
-void Statement::Pipeline(PodId p, NodeId n, bool update_if_on_node) {
+void Statement::Pipeline(PodId p, NodeId n, bool update_if_on_node,
+                         std::vector<int32_t> gpu_groups) {
   const PodState before = ssn_.pod(p);
   const bool evicted_here =
       before.status == PodStatus::kReleasing && before.node != kNone && before.virtual_status;
-  if (evicted_here && before.node == n && !update_if_on_node) {
+  const bool other_devices = !gpu_groups.empty() && gpu_groups != ssn_.pod_groups(p);
+  if (evicted_here && before.node == n && !update_if_on_node && !other_devices) {
     // Back on its own node: cancel the earliest live eviction of this pod.
     for (size_t i = 0; i < ops_.size(); ++i) {
       Op& op = ops_[i];
@@ -42,10 +53,6 @@ void Statement::Pipeline(PodId p, NodeId n, bool update_if_on_node) {
   // An evicted pod keeps its releasing footprint where it was; any other occupying pod moves.
   const bool keep_old = was_on_node && before.status == PodStatus::kReleasing;
   if (was_on_node && !keep_old) ssn_.RemovePodFromNode(p, before.node);
-  ssn_.SetPodStatus(p, PodStatus::kPipelined);
-  ssn_.SetPodNode(p, n);
-  ssn_.AddPodToNode(p, n);
-  ssn_.FireAllocate(p);
   const auto& pod = ssn_.cluster().pods[p];
   Op op{Kind::kPipeline,
         p,
@@ -56,6 +63,11 @@ void Statement::Pipeline(PodId p, NodeId n, bool update_if_on_node) {
         "Pod " + pod.namespace_ + "/" + pod.name + " was pipelined to node " +
             ssn_.cluster().nodes[n].name};
   op.kept_old_footprint = keep_old;
+  SwapGroups(op, gpu_groups);
+  ssn_.SetPodStatus(p, PodStatus::kPipelined);
+  ssn_.SetPodNode(p, n);
+  ssn_.AddPodToNode(p, n);
+  ssn_.FireAllocate(p);
   ops_.push_back(std::move(op));
   ssn_.SetVirtual(p, true);
 }
@@ -78,18 +90,26 @@ void Statement::ApplyEvict(PodId p, std::string message) {
 
 void Statement::ConvertAllAllocatedToPipelined(JobId j) {
   std::vector<Op> kept;
-  std::vector<std::pair<PodId, NodeId>> to_pipeline;
+  struct Move {
+    PodId pod;
+    NodeId node;
+    std::vector<int32_t> groups;
+  };
+  std::vector<Move> to_pipeline;
   kept.reserve(ops_.size());
   for (Op& op : ops_) {  // (no kUnevict can be present: allocate evicts nothing)
     if (op.kind == Kind::kAllocate && ssn_.cluster().pods[op.pod].job == j) {
+      // The pod keeps the devices it was given (they are restored after the undo).
+      std::vector<int32_t> groups = op.groups_changed ? ssn_.pod_groups(op.pod)
+                                                      : std::vector<int32_t>{};
       Undo(op);
-      to_pipeline.emplace_back(op.pod, op.node);
+      to_pipeline.push_back({op.pod, op.node, std::move(groups)});
     } else {
       kept.push_back(op);
     }
   }
   ops_ = std::move(kept);
-  for (auto [p, n] : to_pipeline) Pipeline(p, n);
+  for (auto& m : to_pipeline) Pipeline(m.pod, m.node, true, std::move(m.groups));
 }
 
 void Statement::Undo(Op& op) {
@@ -99,12 +119,14 @@ void Statement::Undo(Op& op) {
       ssn_.SetPodStatus(op.pod, op.prev_status);
       // KAI clears the node of a pod whose allocation is rolled back.
       ssn_.SetPodNode(op.pod, kNone);
+      if (op.groups_changed) ssn_.SetPodGroups(op.pod, op.prev_groups);
       ssn_.FireDeallocate(op.pod);
       break;
     case Kind::kPipeline: {
       ssn_.RemovePodFromNode(op.pod, op.node);
       ssn_.SetPodStatus(op.pod, op.prev_status);
       ssn_.SetPodNode(op.pod, op.prev_node);
+      if (op.groups_changed) ssn_.SetPodGroups(op.pod, op.prev_groups);
       if (IsActiveUsed(op.prev_status) && op.prev_node != kNone && !op.kept_old_footprint) {
         ssn_.AddPodToNode(op.pod, op.prev_node);
       }

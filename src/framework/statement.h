@@ -27,12 +27,15 @@ class Statement {
   Statement(const Statement&) = delete;
   Statement& operator=(const Statement&) = delete;
 
-  // Places a pending pod on the node's idle resources (status allocated).
-  void Allocate(PodId p, NodeId n);
+  // Places a pending pod on the node's idle resources (status allocated). A shared-GPU pod
+  // passes the devices chosen for it (Session::SelectSharedGpus); others pass none.
+  void Allocate(PodId p, NodeId n, std::vector<int32_t> gpu_groups = {});
   // Places a pod on resources that are still being released (status pipelined). A pod this
   // statement evicted keeps its releasing footprint on its old node; placed back on that same
-  // node (and `update_if_on_node` false) the eviction is simply undone instead.
-  void Pipeline(PodId p, NodeId n, bool update_if_on_node = true);
+  // node (and `update_if_on_node` false) the eviction is simply undone instead - unless a
+  // shared-GPU pod comes back onto other devices than it had.
+  void Pipeline(PodId p, NodeId n, bool update_if_on_node = true,
+                std::vector<int32_t> gpu_groups = {});
   // Marks an occupying pod as releasing (its resources become releasing on its node).
   void Evict(PodId p, std::string message);
   // Same, with the message produced only if the eviction is committed (see
@@ -56,6 +59,9 @@ class Statement {
  private:
   enum class Kind : uint8_t { kAllocate, kPipeline, kEvict, kUnevict };
   struct Op {
+    Op(Kind k, PodId p, NodeId n, PodStatus ps, NodeId pn, bool pv, std::string m)
+        : kind(k), pod(p), node(n), prev_status(ps), prev_node(pn), prev_virtual(pv),
+          message(std::move(m)) {}
     Kind kind;
     PodId pod;
     NodeId node;  // node the operation put the pod on (or evicted it from)
@@ -66,7 +72,11 @@ class Statement {
     bool kept_old_footprint = false;  // pipeline of an evicted pod: still releasing on prev_node
     bool cancelled = false;           // evict undone by a later kUnevict
     size_t target = 0;                // kUnevict: index of the evict operation it cancels
+    bool groups_changed = false;      // the operation replaced the pod's shared-GPU groups
+    std::vector<int32_t> prev_groups;  // ... which were these
   };
+  // Gives the pod `groups` if any were chosen, noting the previous ones in `op`.
+  void SwapGroups(Op& op, std::vector<int32_t>& groups);
   void Undo(Op& op);
   void ApplyEvict(PodId p, std::string message);
 

@@ -62,25 +62,29 @@ double Pod::RequestedGpus() const {
     case GpuRequestKind::kWhole:
       return request.gpus;
     case GpuRequestKind::kFraction:
-      return std::round(gpu_fraction * 100) / 100 * std::max(1, gpu_devices);
+      // KAI's fixed-point rule: hundredths of a device, times the device count.
+      return static_cast<double>(std::llround(gpu_fraction * 100) * std::max(1, gpu_devices)) / 100;
     default:
       return 0;
   }
 }
 
-double Pod::QueueGpuQuota(double min_node_gpu_memory_mib) const {
+double Pod::RequestGpuQuota() const {
   switch (gpu_kind) {
     case GpuRequestKind::kWhole:
-      return request.gpus;
     case GpuRequestKind::kFraction:
-      return RequestedGpus();
-    case GpuRequestKind::kMemory:
-      return min_node_gpu_memory_mib > 0
-                 ? std::max(1, gpu_devices) * gpu_memory_mib / min_node_gpu_memory_mib
-                 : 0;
+      return RequestedGpus() + mig_gpus;
     default:
-      return 0;
+      return mig_gpus;
   }
+}
+
+double Pod::InitGpuQuota(double min_node_gpu_memory_mib) const {
+  double gpus = RequestGpuQuota();
+  if (gpu_kind == GpuRequestKind::kMemory && min_node_gpu_memory_mib > 0) {
+    gpus += std::max(1, gpu_devices) * (gpu_memory_mib / min_node_gpu_memory_mib);
+  }
+  return gpus;
 }
 
 namespace {

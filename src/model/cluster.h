@@ -149,14 +149,27 @@ struct Pod {
   // GPUs as KAI's gpus_required counts them: whole count, or the fraction rounded to hundredths
   // times the device count.
   double RequestedGpus() const;
-  // GPUs charged to the queue for this pod (fractions count their share of a device).
-  double QueueGpuQuota(double min_node_gpu_memory_mib) const;
-  // What the pod charges its queue: cpu, memory and QueueGpuQuota.
-  Quantities QueueQuantities(double min_node_gpu_memory_mib) const {
+  // GPU-equivalents of the pod's MIG instances (a `<g>g.<m>gb` profile counts g per instance),
+  // computed when the pod is loaded.
+  double mig_gpus = 0;
+
+  // The three ways KAI's queue accounting counts a pod's GPUs (the node-dependent fourth, what a
+  // placed pod was granted, lives in the session):
+  //  - RequestGpuQuota: the request itself (queue capacity checks of a job): whole GPUs, the
+  //    rounded fraction, MIG GPU-equivalents; a GPU-memory request counts 0 here.
+  //  - InitGpuQuota: what allocating the pod is expected to cost (queue order, reclaim): the
+  //    request, with GPU memory converted to devices with the cluster's smallest GPU memory.
+  double RequestGpuQuota() const;
+  double InitGpuQuota(double min_node_gpu_memory_mib) const;
+  Quantities RequestQuantities() const { return WithGpus(RequestGpuQuota()); }
+  Quantities InitQuantities(double min_node_gpu_memory_mib) const {
+    return WithGpus(InitGpuQuota(min_node_gpu_memory_mib));
+  }
+  Quantities WithGpus(double gpus) const {
     Quantities q;
     q[QueueResource::kCpu] = request.cpu_millis;
     q[QueueResource::kMemory] = request.memory_bytes;
-    q[QueueResource::kGpu] = QueueGpuQuota(min_node_gpu_memory_mib);
+    q[QueueResource::kGpu] = gpus;
     return q;
   }
 };

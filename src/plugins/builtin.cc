@@ -13,6 +13,7 @@ void RegisterBuiltinPlugins(PluginRegistry& registry) {
   RegisterNodePlacementPlugin(registry);
   RegisterNodeScorePlugins(registry);
   RegisterMinRuntimePlugin(registry);
+  RegisterGpuSharingPlugins(registry);
   RegisterPendingPlugins(registry);
 }
 

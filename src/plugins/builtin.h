@@ -20,6 +20,7 @@ void RegisterSubGroupOrderPlugin(PluginRegistry& r);
 void RegisterNodePlacementPlugin(PluginRegistry& r);
 void RegisterNodeScorePlugins(PluginRegistry& r);  // nodeavailability, resourcetype, nominatednode
 void RegisterMinRuntimePlugin(PluginRegistry& r);
+void RegisterGpuSharingPlugins(PluginRegistry& r);
 void RegisterPendingPlugins(PluginRegistry& r);
 
 // A node without GPUs and without MIG (shared by nodeplacement and resourcetype).

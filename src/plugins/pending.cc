@@ -1,7 +1,6 @@
 // Plugins of KAI's default configuration whose behaviour concerns capabilities Gantry does not
 // have yet. They are accepted in configurations (so KAI's configuration loads unchanged) and
 // register no callbacks; each becomes a real plugin with the capability it belongs to:
-//   gpusharingorder, gpupack, gpuspread - device order for shared (fractional) GPUs
 //   dynamicresources                     - DRA resource claims
 //   topology                             - topology-aware placement
 //   snapshot                             - debugging endpoint of the live scheduler
@@ -29,7 +28,7 @@ class PendingPlugin : public Plugin {
 
 void RegisterPendingPlugins(PluginRegistry& r) {
   for (const char* name :
-       {"gpusharingorder", "gpupack", "gpuspread", "dynamicresources", "topology", "snapshot"}) {
+       {"dynamicresources", "topology", "snapshot"}) {
     r.Register(name, [name](const std::map<std::string, std::string>&) -> Result<PluginPtr> {
       return PluginPtr(std::make_unique<PendingPlugin>(name));
     });

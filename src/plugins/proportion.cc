@@ -309,7 +309,7 @@ class ProportionPlugin : public Plugin {
       const Job& job = c.jobs[pod.job];
       const PodStatus st = ssn.pod(p).status;
       if (IsAllocatedLike(st)) {
-        const Quantities q = PodQuantities(c, pod);
+        const Quantities q = ssn.AcceptedQuantities(p);
         ForAncestors(c, job.queue, [&](QueueShare& s) {
           for (auto res : kQueueResources) {
             s[res].allocated += q[res];
@@ -318,7 +318,7 @@ class ProportionPlugin : public Plugin {
           }
         });
       } else if (st == PodStatus::kPending) {
-        const Quantities q = PodQuantities(c, pod);
+        const Quantities q = pod.InitQuantities(c.min_node_gpu_memory_mib);
         ForAncestors(c, job.queue, [&](QueueShare& s) {
           for (auto res : kQueueResources) s[res].request += q[res];
         });
@@ -331,18 +331,19 @@ class ProportionPlugin : public Plugin {
                std::span<const JobView* const> lv,
                std::span<const JobView* const> rv) { return QueueOrder(s, l, r, lj, rj, lv, rv); });
     ssn.AddJobCapacityFn([this](const Session& s, JobId j, std::span<const PodId> pods) {
-      return CheckCapacity(s, j, Requested(s.cluster(), pods), /*check_limit=*/true);
+      return CheckCapacity(s, j, RequestedQuota(s.cluster(), pods), /*check_limit=*/true);
     });
-    ssn.AddTaskCapacityFn([this](const Session& s, PodId p, NodeId) {
+    ssn.AddTaskCapacityFn([this](const Session& s, PodId p, NodeId n) {
       const Pod& pod = s.cluster().pods[p];
-      return CheckCapacity(s, pod.job, PodQuantities(s.cluster(), pod), /*check_limit=*/true);
+      return CheckCapacity(s, pod.job, pod.WithGpus(s.RequiredInitGpusOn(p, n)),
+                           /*check_limit=*/true);
     });
     ssn.AddEventHandler(EventHandler{
         [this](Session& s, PodId p) { OnPodEvent(s, p, +1); },
         [this](Session& s, PodId p) { OnPodEvent(s, p, -1); },
     });
     ssn.AddNonPreemptibleQuotaFn([this](const Session& s, JobId j, std::span<const PodId> pods) {
-      return CheckCapacity(s, j, Requested(s.cluster(), pods), /*check_limit=*/false);
+      return CheckCapacity(s, j, RequestedQuota(s.cluster(), pods), /*check_limit=*/false);
     });
     ssn.AddCanReclaimFn([this](const Session& s, JobId j) { return CanReclaim(s, j); });
     ssn.AddReclaimScenarioValidatorFn(
@@ -356,8 +357,9 @@ class ProportionPlugin : public Plugin {
   void OnSessionClose(Session&) override { shares_.clear(); }
 
  private:
+  // What allocating the pod is expected to cost its queue (GPU memory as device shares).
   static Quantities PodQuantities(const Cluster& c, const Pod& pod) {
-    return pod.QueueQuantities(c.min_node_gpu_memory_mib);
+    return pod.InitQuantities(c.min_node_gpu_memory_mib);
   }
 
   template <typename F>
@@ -369,7 +371,7 @@ class ProportionPlugin : public Plugin {
     const Cluster& c = s.cluster();
     const Pod& pod = c.pods[p];
     const Job& job = c.jobs[pod.job];
-    const Quantities q = PodQuantities(c, pod);
+    const Quantities q = s.AcceptedQuantities(p);
     ForAncestors(c, job.queue, [&](QueueShare& sh) {
       for (auto res : kQueueResources) {
         sh[res].allocated += sign * q[res];
@@ -416,6 +418,12 @@ class ProportionPlugin : public Plugin {
   static Quantities Requested(const Cluster& c, std::span<const PodId> pods) {
     Quantities q;
     for (PodId p : pods) q += PodQuantities(c, c.pods[p]);
+    return q;
+  }
+  // The pods' requests as the capacity checks count them (GPU memory not converted).
+  static Quantities RequestedQuota(const Cluster& c, std::span<const PodId> pods) {
+    Quantities q;
+    for (PodId p : pods) q += c.pods[p].RequestQuantities();
     return q;
   }
 
@@ -504,7 +512,7 @@ class ProportionPlugin : public Plugin {
         bool any = false;
         for (PodId p : group) {
           if (consolidating && IsActiveAllocated(s.pod(p).status)) continue;
-          q += PodQuantities(c, c.pods[p]);
+          q += s.AcceptedQuantities(p);
           any = true;
         }
         return any ? std::optional<Quantities>(q) : std::nullopt;

@@ -2,6 +2,7 @@
 // every field checked. Errors read "<file>: <object path> (<name>): <field>: <problem>".
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -249,6 +250,24 @@ bool ParseMigDevices(const Obj& o, Cluster& cl, Resources& into) {
   return any;
 }
 
+// GPU-equivalents of MIG instances: a "nvidia.com/mig-<g>g.<m>gb" instance counts g.
+double MigGpuEquivalents(const Cluster& cl, const Resources& r) {
+  double gpus = 0;
+  for (int s = 0; s < cl.resource_names.size(); ++s) {
+    if (r.scalars[s] <= 0) continue;
+    const std::string& name = cl.resource_names.Name(s);
+    constexpr std::string_view kPrefix = "nvidia.com/mig-";
+    if (name.rfind(kPrefix, 0) != 0) continue;
+    size_t pos = kPrefix.size();
+    size_t digits = 0;
+    while (pos + digits < name.size() && std::isdigit(static_cast<unsigned char>(name[pos + digits])))
+      ++digits;
+    if (digits == 0 || pos + digits >= name.size() || name[pos + digits] != 'g') continue;
+    gpus += std::stoi(name.substr(pos, digits)) * r.scalars[s];
+  }
+  return gpus;
+}
+
 void ParseNodes(const Obj& root, Scenario& sc) {
   const json& nodes = root.Array("nodes");
   Cluster& cl = sc.cluster;
@@ -450,10 +469,17 @@ void ParseTask(const Obj& o, Scenario& sc, JobId job_id, SubGroupBuild& b, bool 
     const double f = o.Num("gpu_fraction");
     if (f <= 0 || f > 1) o.FailField("gpu_fraction", "must be in (0, 1]");
     if (p.request.gpus > 0) o.FailField("gpu_fraction", "cannot be combined with gpus");
-    p.gpu_kind = GpuRequestKind::kFraction;
-    p.gpu_fraction = f;
     p.gpu_devices = o.Int("gpu_fraction_devices", 1);
     if (p.gpu_devices < 1) o.FailField("gpu_fraction_devices", "must be at least 1");
+    if (f == 1) {
+      // A whole device is a whole-GPU request, not a share (as KAI reads it).
+      p.gpu_kind = GpuRequestKind::kWhole;
+      p.request.gpus = p.gpu_devices;
+      p.gpu_devices = 0;
+    } else {
+      p.gpu_kind = GpuRequestKind::kFraction;
+      p.gpu_fraction = f;
+    }
   }
   if (o.Has("gpu_memory_mib")) {
     const double m = o.Num("gpu_memory_mib");
@@ -467,6 +493,7 @@ void ParseTask(const Obj& o, Scenario& sc, JobId job_id, SubGroupBuild& b, bool 
   if (ParseMigDevices(o, cl, p.request) && p.gpu_kind == GpuRequestKind::kNoGpu) {
     p.gpu_kind = GpuRequestKind::kMig;
   }
+  p.mig_gpus = MigGpuEquivalents(cl, p.request);
   p.legacy_mig = o.Bool("legacy_mig_task", false);
   for (const auto& g : o.Array("gpu_groups")) {
     if (!g.is_string()) o.FailField("gpu_groups", "must be a list of strings");

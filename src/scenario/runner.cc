@@ -74,7 +74,9 @@ class Checker {
         }
       }
       gpus += pod.RequestedGpus();
-      if (IsActiveUsed(st.status)) accepted += pod.RequestedGpus();
+      // What the pod was last granted (KAI's AcceptedResource GPUs, MIG instances excluded; kept
+      // even after the placement is rolled back).
+      if (pod.gpu_kind != GpuRequestKind::kMig) accepted += ssn_.AcceptedGpus(p);
       cpu += pod.request.cpu_millis;
       mem += pod.request.memory_bytes;
     }
