@@ -78,10 +78,25 @@ class PredicatesPlugin : public Plugin {
     capacity_pod_ = kNone;
     has_anti_affinity_known_ = false;
     has_any_anti_affinity_ = false;
-    mig_.assign(ssn.cluster().nodes.size(), MigKind::kNone);
-    for (size_t n = 0; n < ssn.cluster().nodes.size(); ++n) {
-      const std::string& m = ssn.cluster().nodes[n].mig_strategy;
-      mig_[n] = m == "mixed" ? MigKind::kMixed : m == "single" ? MigKind::kSingle : MigKind::kNone;
+    const Cluster& cl = ssn.cluster();
+    mig_.assign(cl.nodes.size(), MigKind::kNone);
+    mig_enabled_.assign(cl.nodes.size(), 0);
+    legacy_mig_pods_.assign(cl.nodes.size(), std::string());
+    for (size_t n = 0; n < cl.nodes.size(); ++n) {
+      const Node& node = cl.nodes[n];
+      mig_enabled_[n] = IsMigEnabled(cl, node);
+      const std::string& m = node.mig_strategy;
+      if (mig_enabled_[n]) {
+        mig_[n] = m == "mixed" ? MigKind::kMixed : m == "single" ? MigKind::kSingle : MigKind::kNone;
+      }
+    }
+    // Legacy MIG pods mark their node for the whole session (KAI never unmarks it).
+    for (PodId p = 0; p < static_cast<PodId>(cl.pods.size()); ++p) {
+      const Pod& pod = cl.pods[p];
+      const PodState& st = ssn.pod(p);
+      if (!pod.legacy_mig || !IsActiveUsed(st.status) || st.node == kNone) continue;
+      std::string& list = legacy_mig_pods_[st.node];
+      list += (list.empty() ? "" : " ") + pod.namespace_ + "/" + pod.name;
     }
     ssn.AddPrePredicateFn([this](Session& s, PodId p) { return PrePredicate(s, p); });
     ssn.AddPredicateFn([this](Session& s, PodId p, NodeId n) { return Predicate(s, p, n); });
@@ -141,17 +156,7 @@ class PredicatesPlugin : public Plugin {
       return "node does not have enough capacity. Reason: " + capacity_.reason +
              ", Details: " + capacity_.message;
     }
-    if (pod.legacy_mig) return std::string("legacy MIG pods are not supported");
-    const MigKind mig = mig_[n];
-    if (pod.gpu_kind == GpuRequestKind::kMig && mig == MigKind::kNone) {
-      return std::string("node(s) are not MIG enabled");
-    }
-    if (mig == MigKind::kMixed && (pod.request.gpus > 0 || pod.IsSharedGpu())) {
-      return std::string("node(s) with mixed MIG strategy accept only MIG requests");
-    }
-    if (mig == MigKind::kSingle && (pod.IsSharedGpu() || pod.gpu_kind == GpuRequestKind::kMig)) {
-      return std::string("node(s) with single MIG strategy accept only whole-GPU requests");
-    }
+    if (auto reason = NodeTypeReason(c, pod, n)) return reason;
     if (pod.gpu_kind == GpuRequestKind::kMemory && node.gpu_memory_mib <= 0) {
       return std::string(
           "node is not a gpu node or the gpu memory count on the node was not "
@@ -269,6 +274,47 @@ class PredicatesPlugin : public Plugin {
 
   Resources max_node_;
   std::vector<MigKind> mig_;
+  std::vector<char> mig_enabled_;
+  std::vector<std::string> legacy_mig_pods_;  // per node, space-separated "ns/name"
+
+  // KAI's MIG enablement: the mig-enabled label when present, else any MIG resource.
+  static bool IsMigEnabled(const Cluster& c, const Node& node) {
+    if (const std::string* v = node.labels.Get("node-role.kubernetes.io/mig-enabled")) {
+      return *v == "true" || *v == "1" || *v == "True" || *v == "TRUE" || *v == "t" || *v == "T";
+    }
+    for (int s = 0; s < c.resource_names.size(); ++s) {
+      if (node.allocatable.scalars[s] > 0 &&
+          c.resource_names.Name(s).rfind("nvidia.com/mig-", 0) == 0) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // KAI's node-type rules (NodeInfo.PredicateByNodeResourcesType).
+  std::optional<std::string> NodeTypeReason(const Cluster& c, const Pod& pod, NodeId n) const {
+    if (pod.legacy_mig) {
+      return "Legacy MIG jobs cannot be scheduled on node " + c.nodes[n].name;
+    }
+    if (pod.IsCpuOnly()) return std::nullopt;
+    const bool mig_pod = pod.gpu_kind == GpuRequestKind::kMig;
+    if (!mig_enabled_[n]) {
+      if (mig_pod) return std::string("MIG job cannot be scheduled on non-MIG node");
+      return std::nullopt;
+    }
+    if (mig_pod && !legacy_mig_pods_[n].empty()) {
+      return "MIG job cannot be scheduled on node with legacy MIG jobs: <[" +
+             legacy_mig_pods_[n] + "]>";
+    }
+    const bool regular = pod.gpu_kind == GpuRequestKind::kWhole;
+    if (mig_[n] == MigKind::kSingle && !regular) {
+      return std::string("only whole gpu jobs can run on a node with MigStrategy='single'");
+    }
+    if (mig_[n] == MigKind::kMixed && !mig_pod) {
+      return std::string("non MIG jobs cant run on a node with MigStrategy='mixed'");
+    }
+    return std::nullopt;
+  }
   AffinityView view_;
   PodId capacity_pod_ = kNone;
   uint64_t capacity_epoch_ = 0;
