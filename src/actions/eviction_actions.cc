@@ -7,9 +7,6 @@
 //  preempt       - within one queue, a job evicts lower-priority preemptible jobs.
 //  consolidation - moves preemptible pods to other nodes so a job fits; valid only when every
 //                  moved pod is placed again (no pod is actually lost).
-#include <cmath>
-#include <cstdio>
-#include <tuple>
 #include <algorithm>
 #include <memory>
 
@@ -167,42 +164,13 @@ class ConsolidationAction : public Action {
   // job's next pods, in device count and in GPU memory.
   static bool EnoughGpusInCluster(const Session& ssn, JobId j) {
     const Cluster& c = ssn.cluster();
-    // MIG profiles among the extended resources: (slot, gpus, memory GB) per instance.
-    std::vector<std::tuple<int, int, int>> mig;
-    for (int s = 0; s < c.resource_names.size(); ++s) {
-      int g = 0, m = 0;
-      if (std::sscanf(c.resource_names.Name(s).c_str(), "nvidia.com/mig-%dg.%dgb", &g, &m) == 2) {
-        mig.emplace_back(s, g, m);
-      }
-    }
-    auto portion = [](int64_t memory, double device_memory) {
-      return std::ceil(static_cast<double>(memory) / device_memory * 100) / 100;
-    };
     double free_gpus = 0;
     int64_t free_memory = 0;
     for (NodeId n = 0; n < static_cast<NodeId>(c.nodes.size()); ++n) {
-      const NodeState& st = ssn.node(n);
-      const double device_memory = c.nodes[n].gpu_memory_mib;
-      const auto dm = static_cast<int64_t>(device_memory);
-      double idle = st.idle.gpus;
-      double releasing = st.releasing.gpus;
-      for (auto [slot, g, m] : mig) {
-        idle += g * st.idle.scalars[slot];
-        releasing += g * st.releasing.scalars[slot];
-      }
-      for (const SharedGpu& d : ssn.shared_gpus(n).devices()) {
-        if (d.allocated > 0) {
-          free_gpus += 1 - portion(d.allocated, device_memory);
-          free_memory += dm - d.allocated;
-        }
-        const bool wholly_releasing = d.used != 0 && d.releasing == d.used;
-        if (d.releasing > 0 && !wholly_releasing) {
-          free_gpus += portion(d.releasing, device_memory);
-          free_memory += d.releasing;
-        }
-      }
+      const auto [idle, idle_memory] = ssn.IdleGpuSum(n);
+      const auto [releasing, releasing_memory] = ssn.ReleasingGpuSum(n);
       free_gpus += idle + releasing;
-      free_memory += static_cast<int64_t>(idle) * dm + static_cast<int64_t>(releasing) * dm;
+      free_memory += idle_memory + releasing_memory;
     }
     std::vector<PodId> tasks;
     ssn.TasksToAllocate(j, tasks, /*real=*/false);
@@ -212,9 +180,9 @@ class ConsolidationAction : public Action {
       const Pod& pod = c.pods[p];
       wanted_gpus += pod.RequestedGpus();
       wanted_memory += static_cast<int64_t>(pod.gpu_memory_mib);
-      for (auto [slot, g, m] : mig) {
-        wanted_gpus += g * pod.request.scalars[slot];
-        wanted_memory += static_cast<int64_t>(m * pod.request.scalars[slot]);
+      for (const auto& m : ssn.mig_profiles()) {
+        wanted_gpus += m.gpus * pod.request.scalars[m.slot];
+        wanted_memory += static_cast<int64_t>(m.mem_gb * pod.request.scalars[m.slot]);
       }
     }
     return free_gpus >= wanted_gpus && free_memory >= wanted_memory;

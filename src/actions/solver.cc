@@ -550,7 +550,10 @@ std::vector<NodeId> FeasibleNodesForJob(const Session& ssn, JobId job) {
   for (PodId p : c.jobs[job].pods) all = all || c.pods[p].IsCpuOnly();
   std::vector<NodeId> nodes;
   for (NodeId n = 0; n < static_cast<NodeId>(c.nodes.size()); ++n) {
-    if (all || ssn.node(n).idle.gpus > 0 || ssn.node(n).releasing.gpus > 0) nodes.push_back(n);
+    if (all || ssn.node(n).idle.gpus > 0 || ssn.node(n).releasing.gpus > 0 ||
+        ssn.IdleGpuSum(n).first > 0 || ssn.ReleasingGpuSum(n).first > 0) {
+      nodes.push_back(n);
+    }
   }
   return nodes;
 }

@@ -33,6 +33,13 @@ Session::Session(const Cluster& cluster, const SchedulerConfig& config, int64_t 
   }
   nodes_.resize(cluster.nodes.size());
   shared_.resize(cluster.nodes.size());
+  for (int slot = 0; slot < cluster.resource_names.size(); ++slot) {
+    int g = 0, m = 0;
+    if (std::sscanf(cluster.resource_names.Name(slot).c_str(), "nvidia.com/mig-%dg.%dgb", &g,
+                    &m) == 2) {
+      mig_profiles_.push_back({slot, g, m});
+    }
+  }
   all_nodes_.resize(cluster.nodes.size());
   std::iota(all_nodes_.begin(), all_nodes_.end(), 0);
   non_allocated_gpus_.resize(cluster.nodes.size());
@@ -236,6 +243,39 @@ double Session::AcceptedGpusOn(PodId p, NodeId n) const {
     default:
       return pod.request.gpus;
   }
+}
+
+std::pair<double, int64_t> Session::IdleGpuSum(NodeId n) const {
+  const NodeState& st = nodes_[n];
+  const double device_memory = cluster_.nodes[n].gpu_memory_mib;
+  double shared = 0;
+  int64_t shared_memory = 0;
+  for (const SharedGpu& d : shared_[n].devices()) {
+    if (d.allocated <= 0) continue;
+    shared += 1 - MemoryAsPortion(d.allocated, device_memory);
+    shared_memory += static_cast<int64_t>(device_memory) - d.allocated;
+  }
+  double whole = st.idle.gpus;
+  for (const MigProfile& m : mig_profiles_) whole += m.gpus * st.idle.scalars[m.slot];
+  return {shared + whole,
+          shared_memory + static_cast<int64_t>(whole) * static_cast<int64_t>(device_memory)};
+}
+
+std::pair<double, int64_t> Session::ReleasingGpuSum(NodeId n) const {
+  const NodeState& st = nodes_[n];
+  const double device_memory = cluster_.nodes[n].gpu_memory_mib;
+  double shared = 0;
+  int64_t shared_memory = 0;
+  for (const SharedGpu& d : shared_[n].devices()) {
+    const bool wholly_releasing = d.used != 0 && d.releasing == d.used;
+    if (d.releasing <= 0 || wholly_releasing) continue;
+    shared += MemoryAsPortion(d.releasing, device_memory);
+    shared_memory += d.releasing;
+  }
+  double whole = st.releasing.gpus;
+  for (const MigProfile& m : mig_profiles_) whole += m.gpus * st.releasing.scalars[m.slot];
+  return {shared + whole,
+          shared_memory + static_cast<int64_t>(whole) * static_cast<int64_t>(device_memory)};
 }
 
 double Session::RequiredInitGpusOn(PodId p, NodeId n) const {

@@ -193,6 +193,17 @@ class Session {
   const NodeSharedGpus& shared_gpus(NodeId n) const { return shared_[n]; }
   // GPU memory (MiB) a shared-GPU pod takes on each of its devices on node n.
   int64_t PodGpuMemoryOn(PodId p, NodeId n) const;
+  // KAI's GetSumOfIdleGPUs / GetSumOfReleasingGPUs: a node's idle (releasing) GPUs counting
+  // whole devices, the free (releasing) part of shared devices and MIG instances as
+  // GPU-equivalents; second, the same as GPU memory in MiB.
+  std::pair<double, int64_t> IdleGpuSum(NodeId n) const;
+  std::pair<double, int64_t> ReleasingGpuSum(NodeId n) const;
+  struct MigProfile {
+    int slot;    // extended-resource slot
+    int gpus;    // g of nvidia.com/mig-<g>g.<m>gb
+    int mem_gb;  // m
+  };
+  const std::vector<MigProfile>& mig_profiles() const { return mig_profiles_; }
   // GPUs the pod was granted when it was last placed (KAI's AcceptedResource), as its queue
   // charge; 0 for a pod never placed.
   double AcceptedGpus(PodId p) const { return accepted_gpus_[p]; }
@@ -377,6 +388,7 @@ class Session {
   uint64_t group_seq_ = 0;
   int32_t InternGroup(const std::string& name);
   std::vector<NodeSharedGpus> shared_;
+  std::vector<MigProfile> mig_profiles_;
   std::vector<double> accepted_gpus_;
   double AcceptedGpusOn(PodId p, NodeId n) const;
   bool SharedFits(PodId p, NodeId n, bool with_releasing) const;
