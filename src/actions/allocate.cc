@@ -34,6 +34,7 @@ class JobAllocator {
 
  private:
   bool RunTasks(std::span<const NodeId> nodes) {
+    ssn_.PreJobAllocation(j_);
     if (auto result = ssn_.IsJobOverQueueCapacity(j_, tasks_); !result.schedulable) {
       if (!pipeline_only_) {
         ssn_.AddJobFitError(j_, JobFitError{result.reason, {result.message}, "default"});
@@ -41,7 +42,9 @@ class JobAllocator {
       return false;
     }
     const auto cp = stmt_.checkpoint();
-    if (AllocateGroup(0, nodes)) return true;
+    std::vector<PodId> all;
+    TasksUnderGroup(0, all);
+    if (AllocateGroup(0, all, nodes)) return true;
     stmt_.Rollback(cp);
     return false;
   }
@@ -56,27 +59,37 @@ class JobAllocator {
     }
   }
 
-  bool AllocateGroup(int32_t g, std::span<const NodeId> nodes) {
+  // KAI's allocateSubGroupSet: the group's node sets (topology domains) are tried in order; in
+  // each, child groups and then pod sets are allocated, and a failure rolls back to the set's
+  // start.
+  bool AllocateGroup(int32_t g, const std::vector<PodId>& tasks, std::span<const NodeId> nodes) {
+    std::vector<std::vector<NodeId>> sets;
+    if (!ssn_.SubsetNodes(SubGroupRef{j_, false, g}, tasks, nodes, !pipeline_only_, sets)) {
+      return AllocateGroupOn(g, nodes);
+    }
+    for (const auto& set : sets) {
+      const auto cp = stmt_.checkpoint();
+      if (AllocateGroupOn(g, set)) return true;
+      stmt_.Rollback(cp);
+    }
+    return false;
+  }
+
+  bool AllocateGroupOn(int32_t g, std::span<const NodeId> nodes) {
     const SubGroup& group = job_.groups[g];
     std::vector<int32_t> child_groups = group.child_groups;
     std::sort(child_groups.begin(), child_groups.end(),
               [&](int32_t a, int32_t b) { return job_.groups[a].name < job_.groups[b].name; });
+    std::vector<PodId> child_tasks;
     for (int32_t child : child_groups) {
-      const auto cp = stmt_.checkpoint();
-      if (!AllocateGroup(child, nodes)) {
-        stmt_.Rollback(cp);
-        return false;
-      }
+      TasksUnderGroup(child, child_tasks);
+      if (!AllocateGroup(child, child_tasks, nodes)) return false;
     }
     std::vector<int32_t> pod_sets = group.child_pod_sets;
     std::sort(pod_sets.begin(), pod_sets.end(),
               [&](int32_t a, int32_t b) { return ssn_.PodSetLess(j_, a, b); });
     for (int32_t s : pod_sets) {
-      const auto cp = stmt_.checkpoint();
-      if (!AllocatePodSet(s, nodes)) {
-        stmt_.Rollback(cp);
-        return false;
-      }
+      if (!AllocatePodSet(s, nodes)) return false;
     }
     return true;
   }
@@ -86,6 +99,19 @@ class JobAllocator {
     for (PodId p : tasks_) {
       if (ssn_.cluster().pods[p].pod_set == s) tasks.push_back(p);
     }
+    std::vector<std::vector<NodeId>> sets;
+    if (!ssn_.SubsetNodes(SubGroupRef{j_, true, s}, tasks, nodes, !pipeline_only_, sets)) {
+      return AllocateTasks(tasks, nodes);
+    }
+    for (const auto& set : sets) {
+      const auto cp = stmt_.checkpoint();
+      if (AllocateTasks(tasks, set)) return true;
+      stmt_.Rollback(cp);
+    }
+    return false;
+  }
+
+  bool AllocateTasks(const std::vector<PodId>& tasks, std::span<const NodeId> nodes) {
     for (size_t i = 0; i < tasks.size(); ++i) {
       if (!AllocateTask(tasks[i], nodes)) {
         if (!pipeline_only_) RecordFailure(tasks[i], static_cast<int>(i));

@@ -35,12 +35,14 @@ std::string RenderJobFitErrors(const std::vector<JobFitError>& errors) {
   std::vector<std::string> lines;
   for (const auto& e : errors) {
     std::string joined;
-    for (size_t i = 0; i < e.messages.size(); ++i) {
+    const auto& parts = e.detailed.empty() ? e.messages : e.detailed;
+    for (size_t i = 0; i < parts.size(); ++i) {
       if (i > 0) joined += ", ";
-      joined += e.messages[i];
+      joined += parts[i];
     }
     if (!e.pod_set.empty() && e.pod_set != "default")
       joined = "subgroup " + e.pod_set + ": " + joined;
+    if (!e.domain.empty()) joined = "<" + e.domain + ">: " + joined;
     lines.push_back("\n" + joined + ".");
   }
   std::sort(lines.begin(), lines.end());

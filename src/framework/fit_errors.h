@@ -34,9 +34,16 @@ class TaskFitErrors {
 
 // A job-level unschedulable explanation.
 struct JobFitError {
+  JobFitError() = default;
+  JobFitError(std::string r, std::vector<std::string> m, std::string set = "")
+      : reason(std::move(r)), messages(std::move(m)), pod_set(std::move(set)) {}
   std::string reason;
   std::vector<std::string> messages;
   std::string pod_set;  // empty or "default" for the job's default pod set
+  // Longer texts for the detailed rendering (messages are used when empty).
+  std::vector<std::string> detailed;
+  // Topology domain the error is about ("<domain>: " prefix), empty otherwise.
+  std::string domain;
 };
 
 // KAI's JobFitErrorsToDetailedMessage: "\n<R>." followed by one sorted "\n<D>." line per error.

@@ -73,14 +73,15 @@ Session::~Session() = default;
 
 void Session::Open(std::span<Plugin* const> plugins, std::span<const PluginConfig> configs) {
   plugins_.assign(plugins.begin(), plugins.end());
-  for (Plugin* plugin : plugins_) {
-    classes_enabled_ = classes_enabled_ && plugin->NodeChecksDependOnlyOnShapeAndState();
-  }
   for (size_t i = 0; i < plugins_.size(); ++i) {
     opening_ = i < configs.size() ? &configs[i] : nullptr;
     plugins_[i]->OnSessionOpen(*this);
   }
   opening_ = nullptr;
+  // Asked after opening: a plugin may know only then (e.g. whether the cluster has topologies).
+  for (Plugin* plugin : plugins_) {
+    classes_enabled_ = classes_enabled_ && plugin->NodeChecksDependOnlyOnShapeAndState();
+  }
 }
 
 bool Session::Disabled(std::string_view name) const {
@@ -210,8 +211,7 @@ std::vector<std::string> Session::GroupNames(PodId p) const {
   return names;
 }
 
-int64_t Session::PodGpuMemoryOn(PodId p, NodeId n) const {
-  const Pod& pod = cluster_.pods[p];
+int64_t Session::GpuMemoryOn(const Pod& pod, NodeId n) const {
   if (pod.gpu_memory_mib > 0) return static_cast<int64_t>(pod.gpu_memory_mib);
   return static_cast<int64_t>(pod.gpu_fraction * cluster_.nodes[n].gpu_memory_mib);
 }
@@ -309,6 +309,38 @@ bool Session::SharedFits(PodId p, NodeId n, bool with_releasing) const {
     if (portion > 1 && portion != std::floor(portion)) return false;
   }
   const int devices = std::max(1, pod.gpu_devices);
+  const int whole = static_cast<int>(std::floor(free_gpus));
+  if (whole >= devices) return true;
+  return whole + shared_[n].CountFitting(memory, static_cast<int64_t>(device_memory), devices) >=
+         devices;
+}
+
+bool Session::RepresentativeFits(const Pod& pod, NodeId n) const {
+  const NodeState& ns = nodes_[n];
+  static const Resources kZero{};
+  Resources base = pod.request;
+  base.gpus = 0;
+  base.pods = 0;
+  for (const MigProfile& m : mig_profiles_) base.scalars[m.slot] = 0;
+  Resources avail = ns.idle;
+  avail += ns.releasing;
+  const double free_gpus = avail.gpus;
+  avail.gpus = 0;
+  if (!base.FitsInSum(avail, kZero, cluster_.resource_names.size())) return false;
+  const double device_memory = cluster_.nodes[n].gpu_memory_mib;
+  int devices = 0;
+  int64_t memory = 0;
+  if (pod.IsSharedGpu()) {
+    devices = std::max(1, pod.gpu_devices);
+    memory = GpuMemoryOn(pod, n);
+    if (pod.gpu_memory_mib > 0) {
+      const double portion = MemoryAsPortion(memory, device_memory);
+      if (portion > 1 && portion != std::floor(portion)) return false;
+    }
+  } else if (pod.request.gpus > 0) {
+    devices = static_cast<int>(pod.request.gpus);
+    memory = static_cast<int64_t>(device_memory);
+  }
   const int whole = static_cast<int>(std::floor(free_gpus));
   if (whole >= devices) return true;
   return whole + shared_[n].CountFitting(memory, static_cast<int64_t>(device_memory), devices) >=
@@ -868,6 +900,38 @@ bool Session::PreemptScenarioValid(const ScenarioInfo& scenario) const {
     if (!fn(*this, scenario)) return false;
   }
   return true;
+}
+
+bool Session::SubsetNodes(const SubGroupRef& ref, std::span<const PodId> tasks,
+                          std::span<const NodeId> nodes, bool record,
+                          std::vector<std::vector<NodeId>>& out) {
+  out.clear();
+  bool changed = false;
+  std::vector<std::vector<NodeId>> next;
+  std::vector<std::vector<NodeId>> produced;
+  for (const auto& fn : subset_nodes_fns_) {
+    if (!changed) {
+      if (!fn(*this, ref, tasks, nodes, record, produced)) continue;
+      out = std::move(produced);
+      changed = true;
+      continue;
+    }
+    next.clear();
+    for (const auto& set : out) {
+      produced.clear();
+      if (fn(*this, ref, tasks, set, record, produced)) {
+        for (auto& s : produced) next.push_back(std::move(s));
+      } else {
+        next.push_back(set);
+      }
+    }
+    out = std::move(next);
+  }
+  return changed;
+}
+
+void Session::PreJobAllocation(JobId j) {
+  for (const auto& fn : pre_job_allocation_fns_) fn(*this, j);
 }
 
 void Session::OnJobSolutionStart() const {

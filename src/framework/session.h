@@ -144,6 +144,22 @@ using OnJobSolutionStartFn = std::function<void(const Session&)>;
 using GpuOrderFn =
     std::function<std::optional<double>(const Session&, PodId, NodeId, const SharedGpu* device)>;
 
+// A node of a job's sub-group tree: a group (pod_set false; index 0 is the root) or a pod set.
+struct SubGroupRef {
+  JobId job = kNone;
+  bool pod_set = false;
+  int32_t index = 0;
+};
+// Splits the candidate `nodes` for the `tasks` of a sub-group into node sets to try in order
+// (KAI's SubsetNodesFn; e.g. one per topology domain). Returns false for "no change" (the nodes
+// as they are); an empty `out` with true means no node set at all. `record`: the attempt is real
+// (not a simulation) and may record job fit errors.
+using SubsetNodesFn =
+    std::function<bool(Session&, const SubGroupRef&, std::span<const PodId> tasks,
+                       std::span<const NodeId> nodes, bool record,
+                       std::vector<std::vector<NodeId>>& out)>;
+using PreJobAllocationFn = std::function<void(Session&, JobId)>;
+
 struct EventHandler {
   PodEventFn on_allocate;    // a pod started to occupy resources (allocated or pipelined)
   PodEventFn on_deallocate;  // a pod stopped occupying them (rolled back or evicted)
@@ -192,7 +208,12 @@ class Session {
   // The shared devices of a node.
   const NodeSharedGpus& shared_gpus(NodeId n) const { return shared_[n]; }
   // GPU memory (MiB) a shared-GPU pod takes on each of its devices on node n.
-  int64_t PodGpuMemoryOn(PodId p, NodeId n) const;
+  int64_t PodGpuMemoryOn(PodId p, NodeId n) const { return GpuMemoryOn(cluster_.pods[p], n); }
+  int64_t GpuMemoryOn(const Pod& pod, NodeId n) const;
+  // Whether a synthetic request (the topology plugin's representative pods: k copies of a job's
+  // largest pod) fits node n's idle and releasing resources, as KAI checks such a pod: resources
+  // other than GPUs and MIG instances, then whole free devices plus shared devices with room.
+  bool RepresentativeFits(const Pod& pod, NodeId n) const;
   // KAI's GetSumOfIdleGPUs / GetSumOfReleasingGPUs: a node's idle (releasing) GPUs counting
   // whole devices, the free (releasing) part of shared devices and MIG instances as
   // GPU-equivalents; second, the same as GPU memory in MiB.
@@ -281,6 +302,10 @@ class Session {
     on_job_solution_start_fns_.push_back(std::move(fn));
   }
   void AddGpuOrderFn(GpuOrderFn fn) { gpu_order_fns_.push_back(std::move(fn)); }
+  void AddSubsetNodesFn(SubsetNodesFn fn) { subset_nodes_fns_.push_back(std::move(fn)); }
+  void AddPreJobAllocationFn(PreJobAllocationFn fn) {
+    pre_job_allocation_fns_.push_back(std::move(fn));
+  }
   void SetQueueDeservedFn(QueueQuantitiesFn fn) { queue_deserved_fn_ = std::move(fn); }
   void SetQueueFairShareFn(QueueQuantitiesFn fn) { queue_fair_share_fn_ = std::move(fn); }
   void SetQueueAllocatedFn(QueueQuantitiesFn fn) { queue_allocated_fn_ = std::move(fn); }
@@ -327,6 +352,12 @@ class Session {
   bool ReclaimScenarioValid(const ScenarioInfo& scenario) const;
   bool PreemptScenarioValid(const ScenarioInfo& scenario) const;
   void OnJobSolutionStart() const;
+  // Runs the subset-node functions in order, each on every node set the previous one produced.
+  // False: no function changed anything (use `nodes` as they are); otherwise `out` holds the sets.
+  bool SubsetNodes(const SubGroupRef& ref, std::span<const PodId> tasks,
+                   std::span<const NodeId> nodes, bool record,
+                   std::vector<std::vector<NodeId>>& out);
+  void PreJobAllocation(JobId j);
   // A job is elastic when some pod set has fewer required pods than pods.
   bool IsElastic(JobId j) const;
   std::optional<Quantities> QueueAllocated(QueueId q) const;
@@ -398,6 +429,8 @@ class Session {
   };
   std::vector<GpuCandidate> gpu_candidates_;
   std::vector<GpuOrderFn> gpu_order_fns_;
+  std::vector<SubsetNodesFn> subset_nodes_fns_;
+  std::vector<PreJobAllocationFn> pre_job_allocation_fns_;
   std::vector<NodeId> all_nodes_;
   uint64_t placement_epoch_ = 0;
   // Whole GPUs not allocated (idle + releasing) per node, kept in a flat array: the first,

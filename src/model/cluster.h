@@ -90,6 +90,13 @@ struct TopologyConstraint {
   std::string preferred_level;
 };
 
+// A Topology object (kai.scheduler/v1alpha1): node-label keys from the outermost domain level to
+// the innermost (e.g. zone, block, rack). A node belongs to the topology only if it has every one.
+struct Topology {
+  std::string name;
+  std::vector<std::string> levels;
+};
+
 struct Node {
   std::string name;
   Labels labels;
@@ -244,6 +251,7 @@ struct Cluster {
   std::vector<Pod> pods;
   std::vector<Job> jobs;
   std::vector<Queue> queues;
+  std::vector<Topology> topologies;
   ResourceNames resource_names;
   double min_node_gpu_memory_mib = 100;
 

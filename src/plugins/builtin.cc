@@ -14,6 +14,7 @@ void RegisterBuiltinPlugins(PluginRegistry& registry) {
   RegisterNodeScorePlugins(registry);
   RegisterMinRuntimePlugin(registry);
   RegisterGpuSharingPlugins(registry);
+  RegisterTopologyPlugin(registry);
   RegisterPendingPlugins(registry);
 }
 

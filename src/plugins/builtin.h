@@ -21,6 +21,7 @@ void RegisterNodePlacementPlugin(PluginRegistry& r);
 void RegisterNodeScorePlugins(PluginRegistry& r);  // nodeavailability, resourcetype, nominatednode
 void RegisterMinRuntimePlugin(PluginRegistry& r);
 void RegisterGpuSharingPlugins(PluginRegistry& r);
+void RegisterTopologyPlugin(PluginRegistry& r);
 void RegisterPendingPlugins(PluginRegistry& r);
 
 // A node without GPUs and without MIG (shared by nodeplacement and resourcetype).

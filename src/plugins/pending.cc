@@ -2,7 +2,6 @@
 // have yet. They are accepted in configurations (so KAI's configuration loads unchanged) and
 // register no callbacks; each becomes a real plugin with the capability it belongs to:
 //   dynamicresources                     - DRA resource claims
-//   topology                             - topology-aware placement
 //   snapshot                             - debugging endpoint of the live scheduler
 // Workloads that need these capabilities are reported unschedulable with a reason saying so
 // rather than placed wrongly.
@@ -28,7 +27,7 @@ class PendingPlugin : public Plugin {
 
 void RegisterPendingPlugins(PluginRegistry& r) {
   for (const char* name :
-       {"dynamicresources", "topology", "snapshot"}) {
+       {"dynamicresources", "snapshot"}) {
     r.Register(name, [name](const std::map<std::string, std::string>&) -> Result<PluginPtr> {
       return PluginPtr(std::make_unique<PendingPlugin>(name));
     });

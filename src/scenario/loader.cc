@@ -368,6 +368,31 @@ struct SubGroupBuild {
   std::map<std::string, int32_t> pod_set_by_name;
 };
 
+void ParseTopologies(const Obj& root, Scenario& sc) {
+  std::set<std::string> names;
+  const auto& list = root.Array("topologies");
+  for (size_t i = 0; i < list.size(); ++i) {
+    Obj o(list[i], "topologies[" + std::to_string(i) + "]");
+    o.OnlyKeys({"name", "levels"});
+    Topology t;
+    t.name = o.Str("name");
+    if (t.name.empty()) o.FailField("name", "must not be empty");
+    if (!names.insert(t.name).second) o.FailField("name", "duplicate topology \"" + t.name + "\"");
+    std::set<std::string> seen;
+    for (const auto& level : o.Array("levels")) {
+      if (!level.is_string() || level.get<std::string>().empty()) {
+        o.FailField("levels", "must be a list of node-label keys");
+      }
+      if (!seen.insert(level.get<std::string>()).second) {
+        o.FailField("levels", "duplicate level \"" + level.get<std::string>() + "\"");
+      }
+      t.levels.push_back(level.get<std::string>());
+    }
+    if (t.levels.empty()) o.FailField("levels", "must name at least one level");
+    sc.cluster.topologies.push_back(std::move(t));
+  }
+}
+
 std::optional<TopologyConstraint> ParseTopologyConstraint(const Obj& o) {
   if (!o.Has("topology_constraint")) return std::nullopt;
   Obj t(o.Raw("topology_constraint"), o.where() + ".topology_constraint");
@@ -711,6 +736,7 @@ Result<Scenario> ParseScenario(const std::string& text, const std::string& origi
     ParseConfig(root, sc);
     ParseNodes(root, sc);
     ParseQueues(root, sc);
+    ParseTopologies(root, sc);
     ParseJobs(root, sc);
     ParseExpect(root, sc);
   } catch (const LoadError& e) {
