@@ -15,13 +15,14 @@ namespace {
 // accounting is separate.
 Resources NodeFootprint(const Pod& pod) {
   Resources r = pod.request;
+  r.gpus += pod.dra_gpus;  // GPUs of DRA claims count like device-plugin GPUs
   if (pod.IsSharedGpu()) r.gpus = 0;
   return r;
 }
 }  // namespace
 
 Session::Session(const Cluster& cluster, const SchedulerConfig& config, int64_t now_ms)
-    : cluster_(cluster), config_(config), now_ms_(now_ms) {
+    : cluster_(cluster), config_(config), now_ms_(now_ms), dra_(cluster) {
   const auto& pods = cluster.pods;
   pods_.resize(pods.size());
   pod_groups_.resize(pods.size());
@@ -241,7 +242,7 @@ double Session::AcceptedGpusOn(PodId p, NodeId n) const {
       return FixedPointGpus(portion, std::max(1, pod.gpu_devices));
     }
     default:
-      return pod.request.gpus;
+      return pod.request.gpus + pod.dra_gpus;
   }
 }
 
@@ -565,12 +566,19 @@ bool Session::FitsIdle(PodId p, NodeId n) const {
   if (pod.IsSharedGpu()) return SharedFits(p, n, /*with_releasing=*/false);
   if (pod.IsBestEffort()) return true;
   static const Resources kZero{};
+  if (pod.dra_gpus > 0) {
+    return NodeFootprint(pod).FitsInSum(nodes_[n].idle, kZero, cluster_.resource_names.size());
+  }
   return pod.request.FitsInSum(nodes_[n].idle, kZero, cluster_.resource_names.size());
 }
 
 bool Session::FitsIdleOrReleasing(PodId p, NodeId n) const {
   const Pod& pod = cluster_.pods[p];
   if (pod.IsSharedGpu()) return SharedFits(p, n, /*with_releasing=*/true);
+  if (pod.dra_gpus > 0) {
+    return NodeFootprint(pod).FitsInSum(nodes_[n].idle, nodes_[n].releasing,
+                                        cluster_.resource_names.size());
+  }
   return pod.request.FitsInSum(nodes_[n].idle, nodes_[n].releasing, cluster_.resource_names.size());
 }
 
@@ -594,9 +602,10 @@ bool Session::FittingNode(PodId p, NodeId n, TaskFitErrors* record, int weight) 
       Resources available = cluster_.nodes[n].allocatable - nodes_[n].used;
       const bool shared = pod.IsSharedGpu();
       if (shared) available.gpus -= shared_[n].UsedGroups();
-      if (shared || !pod.request.FitsIn(nodes_[n].idle)) {
+      if (shared || !NodeFootprint(pod).FitsIn(nodes_[n].idle)) {
         bool any = false;
-        const double wanted_gpus = shared ? pod.RequestedGpus() : pod.request.gpus;
+        const double wanted_gpus =
+            shared ? pod.RequestedGpus() : pod.request.gpus + pod.dra_gpus;
         if (wanted_gpus > available.gpus)
           record->AddNodeReason(kNotEnoughGpus, weight), any = true;
         if (shared && pod.gpu_memory_mib > cluster_.nodes[n].gpu_memory_mib) {
@@ -729,7 +738,8 @@ void Session::Reclassify(NodeId n) {
 bool Session::PodRankableByClass(PodId p) const {
   if (!classes_enabled_ || any_anti_affinity_) return false;
   const Pod& pod = cluster_.pods[p];
-  return !pod.IsSharedGpu() && pod.node_selector.empty() && pod.required_node_affinity.empty() &&
+  return !pod.IsSharedGpu() && pod.claims.empty() && pod.node_selector.empty() &&
+         pod.required_node_affinity.empty() &&
          pod.pod_affinity.empty() && pod.pod_anti_affinity.empty() && pod.nominated_node == kNone;
 }
 
@@ -757,7 +767,7 @@ void Session::RankPerNode(PodId p, std::span<const NodeId> candidates, bool reco
   ranked_.clear();
   const Pod& pod = cluster_.pods[p];
   // Whole-GPU pods skip nodes without enough unallocated GPUs before anything else.
-  const double need_gpus = pod.IsSharedGpu() ? 0 : pod.request.gpus;
+  const double need_gpus = pod.IsSharedGpu() ? 0 : pod.request.gpus + pod.dra_gpus;
   for (NodeId n : candidates) {
     if (non_allocated_gpus_[n] < need_gpus) continue;
     ++stats_.nodes_checked;
@@ -1018,6 +1028,8 @@ Quantities Session::TasksToAllocateQuantities(JobId j) const {
 // --- Write back -----------------------------------------------------------------------------
 
 void Session::WriteBack(const Session& s, Cluster& cluster) {
+  // Claims keep what they got (allocations and reservations) for the next cycle.
+  cluster.resource_claims = s.dra_.claims();
   for (PodId p = 0; p < static_cast<PodId>(cluster.pods.size()); ++p) {
     Pod& pod = cluster.pods[p];
     const PodState& st = s.pods_[p];

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "framework/config.h"
+#include "framework/dra.h"
 #include "framework/fit_errors.h"
 #include "framework/gpu_sharing.h"
 #include "model/cluster.h"
@@ -205,6 +206,9 @@ class Session {
   int32_t NewGroup();
   // Sets the groups of a pod (Statement records the previous ones).
   void SetPodGroups(PodId p, std::vector<int32_t> groups) { pod_groups_[p] = std::move(groups); }
+  // DRA claims and devices (changed by the dynamicresources plugin).
+  const DraState& dra() const { return dra_; }
+  DraState& dra() { return dra_; }
   // The shared devices of a node.
   const NodeSharedGpus& shared_gpus(NodeId n) const { return shared_[n]; }
   // GPU memory (MiB) a shared-GPU pod takes on each of its devices on node n.
@@ -419,6 +423,7 @@ class Session {
   uint64_t group_seq_ = 0;
   int32_t InternGroup(const std::string& name);
   std::vector<NodeSharedGpus> shared_;
+  DraState dra_;
   std::vector<MigProfile> mig_profiles_;
   std::vector<double> accepted_gpus_;
   double AcceptedGpusOn(PodId p, NodeId n) const;

@@ -1,6 +1,7 @@
 #include "model/cluster.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <numeric>
 
@@ -73,10 +74,16 @@ double Pod::RequestGpuQuota() const {
   switch (gpu_kind) {
     case GpuRequestKind::kWhole:
     case GpuRequestKind::kFraction:
-      return RequestedGpus() + mig_gpus;
+      return RequestedGpus() + mig_gpus + dra_gpus;
     default:
-      return mig_gpus;
+      return mig_gpus + dra_gpus;
   }
+}
+
+bool ResourceClaim::IsGpuClaim() const {
+  std::string lower = device_class;
+  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return lower.find("gpu") != std::string::npos;
 }
 
 double Pod::InitGpuQuota(double min_node_gpu_memory_mib) const {

@@ -97,6 +97,40 @@ struct Topology {
   std::vector<std::string> levels;
 };
 
+// DRA (resource.k8s.io): a ResourceSlice publishes `device_count` devices ("0".."n-1") of a driver
+// on one node, or on every node.
+struct ResourceSlice {
+  std::string name;
+  std::string driver;
+  std::string device_class;
+  NodeId node = -1;  // kNone: available on all nodes
+  int32_t device_count = 0;
+};
+
+// A device of a slice: (slice index, device index).
+struct DeviceRef {
+  int32_t slice = 0;
+  int32_t device = 0;
+  bool operator==(const DeviceRef&) const = default;
+};
+
+// A ResourceClaim asking for `count` devices of one device class. Its observed status: the
+// devices allocated to it (empty: not allocated) and who holds a reservation on it.
+struct ResourceClaim {
+  std::string name;
+  std::string namespace_;
+  Labels labels;
+  std::string device_class;
+  int32_t count = 0;
+  bool from_template = false;  // generated from a pod's ResourceClaimTemplate
+  // Observed state.
+  std::vector<DeviceRef> allocation;
+  bool allocated = false;
+  int32_t other_consumers = 0;     // reservations by pods outside the cluster model
+  std::vector<int32_t> reserved;   // pods (PodId) holding a reservation
+  bool IsGpuClaim() const;         // KAI: the device class name contains "gpu"
+};
+
 struct Node {
   std::string name;
   Labels labels;
@@ -108,6 +142,7 @@ struct Node {
   std::string mig_strategy;  // "", "single", "mixed"
   // Rank of the name in byte order among all nodes: equal scores are broken by it.
   int32_t name_rank = 0;
+  int32_t dra_gpus = 0;  // GPUs published by DRA ResourceSlices (included in allocatable.gpus)
   // Nodes with the same value have the same allocatable resources, taints, schedulability and
   // MIG setup: they differ only in name and labels (set by Cluster::Finalize).
   int32_t shape = 0;
@@ -128,6 +163,9 @@ struct Pod {
   int32_t gpu_devices = 0;
   double gpu_memory_mib = 0;
   bool legacy_mig = false;
+  // DRA: the claims the pod references, and the GPUs they ask for (devices of GPU classes).
+  std::vector<int32_t> claims;
+  int32_t dra_gpus = 0;
 
   Labels labels;
   Labels node_selector;
@@ -151,7 +189,8 @@ struct Pod {
     return gpu_kind == GpuRequestKind::kFraction || gpu_kind == GpuRequestKind::kMemory;
   }
   bool IsCpuOnly() const {
-    return request.gpus == 0 && !IsSharedGpu() && gpu_kind != GpuRequestKind::kMig;
+    return request.gpus == 0 && !IsSharedGpu() && gpu_kind != GpuRequestKind::kMig &&
+           dra_gpus == 0;
   }
   // GPUs as KAI's gpus_required counts them: whole count, or the fraction rounded to hundredths
   // times the device count.
@@ -252,6 +291,11 @@ struct Cluster {
   std::vector<Job> jobs;
   std::vector<Queue> queues;
   std::vector<Topology> topologies;
+  // DRA objects.
+  std::vector<std::string> device_classes;
+  std::vector<ResourceSlice> resource_slices;
+  std::vector<ResourceClaim> resource_claims;
+  bool dra_enabled = true;  // the DynamicResourceAllocation feature gate
   ResourceNames resource_names;
   double min_node_gpu_memory_mib = 100;
 

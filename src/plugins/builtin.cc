@@ -15,6 +15,7 @@ void RegisterBuiltinPlugins(PluginRegistry& registry) {
   RegisterMinRuntimePlugin(registry);
   RegisterGpuSharingPlugins(registry);
   RegisterTopologyPlugin(registry);
+  RegisterDynamicResourcesPlugin(registry);
   RegisterPendingPlugins(registry);
 }
 

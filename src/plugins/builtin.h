@@ -22,6 +22,7 @@ void RegisterNodeScorePlugins(PluginRegistry& r);  // nodeavailability, resource
 void RegisterMinRuntimePlugin(PluginRegistry& r);
 void RegisterGpuSharingPlugins(PluginRegistry& r);
 void RegisterTopologyPlugin(PluginRegistry& r);
+void RegisterDynamicResourcesPlugin(PluginRegistry& r);
 void RegisterPendingPlugins(PluginRegistry& r);
 
 // A node without GPUs and without MIG (shared by nodeplacement and resourcetype).

@@ -1,10 +1,7 @@
-// Plugins of KAI's default configuration whose behaviour concerns capabilities Gantry does not
-// have yet. They are accepted in configurations (so KAI's configuration loads unchanged) and
-// register no callbacks; each becomes a real plugin with the capability it belongs to:
-//   dynamicresources                     - DRA resource claims
-//   snapshot                             - debugging endpoint of the live scheduler
-// Workloads that need these capabilities are reported unschedulable with a reason saying so
-// rather than placed wrongly.
+// Plugins of KAI's default configuration that do not take part in scheduling decisions. They
+// are accepted in configurations (so KAI's configuration loads unchanged) and register no
+// callbacks:
+//   snapshot - a debugging endpoint of the live scheduler (serves the session's cluster state).
 #include "framework/session.h"
 #include "plugins/builtin.h"
 #include "plugins/plugin_util.h"
@@ -27,7 +24,7 @@ class PendingPlugin : public Plugin {
 
 void RegisterPendingPlugins(PluginRegistry& r) {
   for (const char* name :
-       {"dynamicresources", "snapshot"}) {
+       {"snapshot"}) {
     r.Register(name, [name](const std::map<std::string, std::string>&) -> Result<PluginPtr> {
       return PluginPtr(std::make_unique<PendingPlugin>(name));
     });

@@ -297,6 +297,9 @@ class PredicatesPlugin : public Plugin {
       return "Legacy MIG jobs cannot be scheduled on node " + c.nodes[n].name;
     }
     if (pod.IsCpuOnly()) return std::nullopt;
+    if (pod.request.gpus > 0 && c.nodes[n].dra_gpus > 0) {
+      return std::string("device-plugin GPU requests cannot be scheduled on DRA-only nodes");
+    }
     const bool mig_pod = pod.gpu_kind == GpuRequestKind::kMig;
     if (!mig_enabled_[n]) {
       if (mig_pod) return std::string("MIG job cannot be scheduled on non-MIG node");

@@ -180,6 +180,12 @@ void ParseConfig(const Obj& root, Scenario& sc) {
     c.FailField("mode", "must be single_session or multi_round");
   }
   sc.multi_round = mode == "multi_round";
+  if (c.Has("feature_gates")) {
+    Obj gates(c.Raw("feature_gates"), c.where() + ".feature_gates");
+    if (gates.Has("DynamicResourceAllocation")) {
+      sc.cluster.dra_enabled = gates.Bool("DynamicResourceAllocation", true);
+    }
+  }
   sc.rounds_until_match = c.Int("rounds_until_match", 2);
   sc.rounds_after_match = c.Int("rounds_after_match", 5);
   if (sc.rounds_until_match < 0 || sc.rounds_after_match < 0) {
@@ -248,6 +254,39 @@ bool ParseMigDevices(const Obj& o, Cluster& cl, Resources& into) {
     any = true;
   }
   return any;
+}
+
+// The pod's DRA claims: by name, or generated from a template (then not shared between pods).
+void ParsePodClaims(const Obj& o, Cluster& cl, Pod& p) {
+  auto find_claim = [&](const std::string& name, const char* field) {
+    for (size_t c = 0; c < cl.resource_claims.size(); ++c) {
+      const ResourceClaim& rc = cl.resource_claims[c];
+      if (rc.name == name && rc.namespace_ == p.namespace_) return static_cast<int32_t>(c);
+    }
+    o.FailField(field, "unknown resource claim \"" + name + "\" in namespace \"" +
+                           p.namespace_ + "\"");
+    return int32_t{-1};
+  };
+  for (const auto& c : o.Array("resource_claims")) {
+    if (!c.is_string()) o.FailField("resource_claims", "must be a list of claim names");
+    p.claims.push_back(find_claim(c.get<std::string>(), "resource_claims"));
+  }
+  if (o.Has("resource_claim_templates")) {
+    const json& t = o.Raw("resource_claim_templates");
+    if (!t.is_object()) o.FailField("resource_claim_templates", "must map template to claim name");
+    for (auto it = t.begin(); it != t.end(); ++it) {
+      if (!it.value().is_string()) {
+        o.FailField("resource_claim_templates." + it.key(), "must be a claim name");
+      }
+      const int32_t c = find_claim(it.value().get<std::string>(), "resource_claim_templates");
+      cl.resource_claims[c].from_template = true;
+      p.claims.push_back(c);
+    }
+  }
+  for (int32_t c : p.claims) {
+    const ResourceClaim& rc = cl.resource_claims[c];
+    if (rc.IsGpuClaim()) p.dra_gpus += rc.count;
+  }
 }
 
 // GPU-equivalents of MIG instances: a "nvidia.com/mig-<g>g.<m>gb" instance counts g.
@@ -367,6 +406,111 @@ struct SubGroupBuild {
   Job& job;
   std::map<std::string, int32_t> pod_set_by_name;
 };
+
+// DRA objects. Claims reserved for pods of the scenario are resolved to pods after the jobs are
+// read (ResolveClaimReservations).
+void ParseDra(const Obj& root, Scenario& sc, std::vector<std::vector<std::string>>& reserved_names) {
+  if (!root.Has("dra")) return;
+  Cluster& cl = sc.cluster;
+  Obj d(root.Raw("dra"), "dra");
+  d.OnlyKeys({"device_classes", "resource_slices", "resource_claims"});
+  for (const auto& dc : d.Array("device_classes")) {
+    if (!dc.is_string()) d.FailField("device_classes", "must be a list of names");
+    cl.device_classes.push_back(dc.get<std::string>());
+  }
+  const auto& slices = d.Array("resource_slices");
+  for (size_t i = 0; i < slices.size(); ++i) {
+    Obj o(slices[i], "dra.resource_slices[" + std::to_string(i) + "]");
+    o.OnlyKeys({"name", "driver", "device_class", "node", "all_nodes", "node_selector",
+                "device_count"});
+    ResourceSlice rs;
+    rs.name = o.Str("name");
+    rs.driver = o.Str("driver");
+    rs.device_class = o.Str("device_class", rs.driver);
+    rs.device_count = o.Int("device_count", 0);
+    if (rs.device_count < 0) o.FailField("device_count", "must not be negative");
+    if (o.Has("node")) {
+      const std::string node = o.Str("node");
+      auto it = cl.node_index.find(node);
+      if (it == cl.node_index.end()) o.FailField("node", "unknown node \"" + node + "\"");
+      rs.node = it->second;
+    } else if (!o.Bool("all_nodes", false)) {
+      o.FailField("node", "a slice needs a node or all_nodes: true");
+    }
+    if (rs.node != kNone) {
+      std::string lower = rs.driver;
+      for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      if (lower.find("gpu") != std::string::npos) {
+        // GPUs published through DRA join the node's GPUs (KAI's AddDRAGPUs).
+        Node& n = cl.nodes[rs.node];
+        n.dra_gpus += rs.device_count;
+        n.allocatable.gpus += rs.device_count;
+      }
+    }
+    cl.resource_slices.push_back(std::move(rs));
+  }
+  const auto& claims = d.Array("resource_claims");
+  for (size_t i = 0; i < claims.size(); ++i) {
+    Obj o(claims[i], "dra.resource_claims[" + std::to_string(i) + "]");
+    o.OnlyKeys({"name", "namespace", "labels", "device_class", "count", "reserved_for_count",
+                "status"});
+    ResourceClaim rc;
+    rc.name = o.Str("name");
+    rc.namespace_ = o.Str("namespace", "");
+    if (o.Has("labels")) {
+      const json& labels = o.Raw("labels");
+      if (!labels.is_object()) o.FailField("labels", "must be a map of strings");
+      for (auto it = labels.begin(); it != labels.end(); ++it) {
+        if (!it.value().is_string()) o.FailField("labels." + it.key(), "must be a string");
+        rc.labels.Set(it.key(), it.value().get<std::string>());
+      }
+    }
+    rc.device_class = o.Str("device_class");
+    rc.count = o.Int("count", 1);
+    if (rc.count < 1) o.FailField("count", "must be at least 1");
+    rc.other_consumers = o.Int("reserved_for_count", 0);
+    if (rc.other_consumers < 0) o.FailField("reserved_for_count", "must not be negative");
+    std::vector<std::string> names;
+    if (o.Has("status")) {
+      Obj st(o.Raw("status"), o.where() + ".status");
+      st.OnlyKeys({"allocation", "reserved_for"});
+      if (st.Has("allocation")) {
+        Obj alloc(st.Raw("allocation"), st.where() + ".allocation");
+        Obj devices(alloc.Raw("devices"), alloc.where() + ".devices");
+        const auto& results = devices.Array("results");
+        for (size_t k = 0; k < results.size(); ++k) {
+          Obj r(results[k], devices.where() + ".results[" + std::to_string(k) + "]");
+          const std::string pool = r.Str("pool");
+          const std::string device = r.Str("device");
+          // The device of the node's slice (pools are named after nodes).
+          bool found = false;
+          for (size_t si = 0; si < cl.resource_slices.size() && !found; ++si) {
+            const ResourceSlice& sl = cl.resource_slices[si];
+            const std::string slice_pool = sl.node == kNone ? sl.name : cl.nodes[sl.node].name;
+            if (slice_pool != pool) continue;
+            for (int32_t dv = 0; dv < sl.device_count; ++dv) {
+              if (std::to_string(dv) == device) {
+                rc.allocation.push_back({static_cast<int32_t>(si), dv});
+                found = true;
+                break;
+              }
+            }
+          }
+          if (!found) r.FailField("device", "no device \"" + device + "\" in pool \"" + pool + "\"");
+        }
+        rc.allocated = true;
+      }
+      for (const auto& holder : st.Array("reserved_for")) {
+        if (!holder.is_object() || !holder.contains("name")) {
+          st.FailField("reserved_for", "must be a list of {resource, name, uid}");
+        }
+        names.push_back(holder.at("name").get<std::string>());
+      }
+    }
+    reserved_names.push_back(std::move(names));
+    cl.resource_claims.push_back(std::move(rc));
+  }
+}
 
 void ParseTopologies(const Obj& root, Scenario& sc) {
   std::set<std::string> names;
@@ -520,6 +664,7 @@ void ParseTask(const Obj& o, Scenario& sc, JobId job_id, SubGroupBuild& b, bool 
   }
   p.mig_gpus = MigGpuEquivalents(cl, p.request);
   p.legacy_mig = o.Bool("legacy_mig_task", false);
+  ParsePodClaims(o, cl, p);
   for (const auto& g : o.Array("gpu_groups")) {
     if (!g.is_string()) o.FailField("gpu_groups", "must be a list of strings");
     p.gpu_groups.push_back(g.get<std::string>());
@@ -725,6 +870,7 @@ Result<Scenario> ParseScenario(const std::string& text, const std::string& origi
   Scenario sc;
   sc.origin = origin;
   sc.config = SchedulerConfig::Default();
+  std::vector<std::vector<std::string>> reserved_names;  // per claim
   try {
     Obj root(doc, origin);
     root.OnlyKeys({"format_version", "name", "source", "config", "nodes", "queues", "topologies",
@@ -737,6 +883,7 @@ Result<Scenario> ParseScenario(const std::string& text, const std::string& origi
     ParseNodes(root, sc);
     ParseQueues(root, sc);
     ParseTopologies(root, sc);
+    ParseDra(root, sc, reserved_names);
     ParseJobs(root, sc);
     ParseExpect(root, sc);
   } catch (const LoadError& e) {
@@ -745,6 +892,18 @@ Result<Scenario> ParseScenario(const std::string& text, const std::string& origi
     return Error{origin + ": " + e.what()};
   }
   sc.cluster.Finalize();
+  // Reservations naming pods of the scenario; any other name is an outside consumer.
+  for (size_t c = 0; c < reserved_names.size(); ++c) {
+    ResourceClaim& rc = sc.cluster.resource_claims[c];
+    for (const std::string& name : reserved_names[c]) {
+      const PodId p = sc.cluster.FindPod(name);
+      if (p == kNone) {
+        ++rc.other_consumers;
+      } else {
+        rc.reserved.push_back(p);
+      }
+    }
+  }
   for (size_t j = 0; j < sc.cluster.jobs.size(); ++j) {
     const Job& job = sc.cluster.jobs[j];
     if (!sc.cluster.queues[job.queue].IsLeaf()) {

@@ -76,7 +76,10 @@ class Checker {
       gpus += pod.RequestedGpus();
       // What the pod was last granted (KAI's AcceptedResource GPUs, MIG instances excluded; kept
       // even after the placement is rolled back).
-      if (pod.gpu_kind != GpuRequestKind::kMig) accepted += ssn_.AcceptedGpus(p);
+      // (DRA claim GPUs are not part of it either.)
+      if (pod.gpu_kind != GpuRequestKind::kMig && ssn_.AcceptedGpus(p) > 0) {
+        accepted += ssn_.AcceptedGpus(p) - pod.dra_gpus;
+      }
       cpu += pod.request.cpu_millis;
       mem += pod.request.memory_bytes;
     }
