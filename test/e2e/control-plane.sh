@@ -122,17 +122,24 @@ EOF
   echo "$dir/env"
 }
 
+# stop_pid PID: SIGTERM, up to 10 s to exit, then SIGKILL.
+stop_pid() {
+  kill "$1" 2>/dev/null || return 0
+  for _ in $(seq 1 40); do
+    kill -0 "$1" 2>/dev/null || return 0
+    sleep 0.25
+  done
+  kill -9 "$1" 2>/dev/null || true
+}
+
 stop() {
   local dir="$1"
   [ -f "$dir/env" ] || return 0
   # shellcheck disable=SC1091
   . "$dir/env"
-  kill "$APISERVER_PID" "$ETCD_PID" 2>/dev/null || true
-  for _ in $(seq 1 40); do
-    kill -0 "$APISERVER_PID" 2>/dev/null || kill -0 "$ETCD_PID" 2>/dev/null || return 0
-    sleep 0.25
-  done
-  kill -9 "$APISERVER_PID" "$ETCD_PID" 2>/dev/null || true
+  # The API server first: without etcd its graceful shutdown hangs until killed.
+  stop_pid "$APISERVER_PID"
+  stop_pid "$ETCD_PID"
 }
 
 case "${1:-}" in

@@ -29,10 +29,13 @@ build() {
     return
   fi
   mkdir -p "$out.tmp"
-  (cd "$here/driver" && go build -o "$out.tmp/gantry-e2e" ./cmd/gantry-e2e &&
-    go test -c -o "$out.tmp/e2e.test" ./suite) >&2
+  (cd "$here/driver" && go build -ldflags "-s -w" -o "$out.tmp/gantry-e2e" ./cmd/gantry-e2e &&
+    go test -c -ldflags "-s -w" -o "$out.tmp/e2e.test" ./suite) >&2
   rm -rf "$out"
   mv "$out.tmp" "$out"
+  # Builds of other sources are left to other checkouts for a day, then removed.
+  find "$cache_root" -maxdepth 1 -name 'driver-*' ! -name "driver-$key" -mmin +1440 \
+    -exec rm -rf {} + 2>/dev/null || true
   echo "$out"
 }
 
@@ -51,6 +54,20 @@ up() {
   # The fake kubelet runs until `down`; its output goes to a file so nothing waits on it.
   nohup "$bins/gantry-e2e" kubelet "$dir" >"$dir/kubelet.log" 2>&1 </dev/null &
   echo $! >"$dir/kubelet.pid"
+  local synced=""
+  for _ in $(seq 1 150); do
+    if grep -q "fake kubelet synced" "$dir/kubelet.log"; then
+      synced=1
+      break
+    fi
+    kill -0 "$(cat "$dir/kubelet.pid")" 2>/dev/null || break
+    sleep 0.2
+  done
+  if [ -z "$synced" ]; then
+    echo "e2e: the fake kubelet did not start; see $dir/kubelet.log" >&2
+    down "$dir"
+    return 1
+  fi
   echo "e2e: control plane ready in $dir (admin: $dir/kubeconfig)"
 }
 

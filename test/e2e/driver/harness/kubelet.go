@@ -66,6 +66,9 @@ func (k *FakeKubelet) Run(ctx context.Context) error {
 			return fmt.Errorf("fake kubelet: cache of %v did not sync", typ)
 		}
 	}
+	if k.Log != nil {
+		k.Log.Printf("fake kubelet synced")
+	}
 	go func() {
 		<-ctx.Done()
 		queue.ShutDown()
