@@ -18,11 +18,20 @@ import (
 	"k8s.io/client-go/util/workqueue"
 )
 
+// Annotations a test puts on a pod to have it finish: after RunForAnnotation (a duration such as
+// "2s") of running, the pod's containers exit with ExitCodeAnnotation (default 0): the pod becomes
+// Succeeded, or Failed for a non-zero code.
+const (
+	RunForAnnotation   = "gantry-e2e/run-for"
+	ExitCodeAnnotation = "gantry-e2e/exit-code"
+)
+
 // FakeKubelet plays the kubelet of every node labelled FakeNodeLabel=true: a pod bound to such a
-// node is marked Running and Ready (containers started, a pod IP), and a pod being deleted
-// gracefully is finished the way a kubelet does once its containers stopped: a delete with grace
-// period 0 and a UID precondition. Nothing else (no images, probes, restarts or node heartbeats:
-// without a node lifecycle controller nodes stay Ready as created).
+// node is marked Running and Ready (containers started, a pod IP); a pod annotated with
+// RunForAnnotation completes after that long; and a pod being deleted gracefully is finished the
+// way a kubelet does once its containers stopped: a delete with grace period 0 and a UID
+// precondition. Nothing else (no images, probes, restarts or node heartbeats: without a node
+// lifecycle controller nodes stay Ready as created).
 type FakeKubelet struct {
 	Client kubernetes.Interface
 	Log    *log.Logger
@@ -78,43 +87,48 @@ func (k *FakeKubelet) Run(ctx context.Context) error {
 		if quit {
 			return nil
 		}
-		err := k.sync(ctx, pods.Lister(), nodes.Lister(), key)
-		if err != nil {
+		after, err := k.sync(ctx, pods.Lister(), nodes.Lister(), key)
+		switch {
+		case err != nil:
 			if k.Log != nil {
 				k.Log.Printf("pod %s: %v (retrying)", key, err)
 			}
 			queue.AddRateLimited(key)
-		} else {
+		case after > 0:
+			queue.Forget(key)
+			queue.AddAfter(key, after)
+		default:
 			queue.Forget(key)
 		}
 		queue.Done(key)
 	}
 }
 
-func (k *FakeKubelet) sync(ctx context.Context, podLister listersv1.PodLister, nodeLister listersv1.NodeLister, key string) error {
+// sync brings one pod a step further; a positive duration asks to look again after it.
+func (k *FakeKubelet) sync(ctx context.Context, podLister listersv1.PodLister, nodeLister listersv1.NodeLister, key string) (time.Duration, error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return nil
+		return 0, nil
 	}
 	pod, err := podLister.Pods(ns).Get(name)
 	if apierrors.IsNotFound(err) {
-		return nil
+		return 0, nil
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if pod.Spec.NodeName == "" {
-		return nil
+		return 0, nil
 	}
 	node, err := nodeLister.Get(pod.Spec.NodeName)
 	if apierrors.IsNotFound(err) {
-		return nil // not (yet) a node; its add event requeues the pod
+		return 0, nil // not (yet) a node; its add event requeues the pod
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if node.Labels[FakeNodeLabel] != "true" {
-		return nil
+		return 0, nil
 	}
 	if pod.DeletionTimestamp != nil {
 		zero := int64(0)
@@ -125,12 +139,15 @@ func (k *FakeKubelet) sync(ctx context.Context, podLister listersv1.PodLister, n
 			k.Log.Printf("pod %s: containers stopped, deleted", key)
 		}
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-			return nil // gone already, or a new pod of the same name
+			return 0, nil // gone already, or a new pod of the same name
 		}
-		return err
+		return 0, err
+	}
+	if pod.Status.Phase == corev1.PodRunning {
+		return k.finish(ctx, pod, key)
 	}
 	if pod.Status.Phase != corev1.PodPending && pod.Status.Phase != "" {
-		return nil
+		return 0, nil
 	}
 	running := RunningStatus(pod, node)
 	updated := pod.DeepCopy()
@@ -140,9 +157,44 @@ func (k *FakeKubelet) sync(ctx context.Context, podLister listersv1.PodLister, n
 		k.Log.Printf("pod %s: running on %s", key, node.Name)
 	}
 	if apierrors.IsNotFound(err) {
-		return nil
+		return 0, nil
 	}
-	return err
+	return 0, err // (the update event brings the pod back, Running, for finish)
+}
+
+// finish completes a running pod whose RunForAnnotation time is up, or says when to look again.
+func (k *FakeKubelet) finish(ctx context.Context, pod *corev1.Pod, key string) (time.Duration, error) {
+	runFor, ok := pod.Annotations[RunForAnnotation]
+	if !ok || pod.Status.StartTime == nil {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(runFor)
+	if err != nil {
+		if k.Log != nil {
+			k.Log.Printf("pod %s: bad %s %q: %v", key, RunForAnnotation, runFor, err)
+		}
+		return 0, nil
+	}
+	if left := time.Until(pod.Status.StartTime.Add(d)); left > 0 {
+		return left, nil
+	}
+	code := int32(0)
+	if s := pod.Annotations[ExitCodeAnnotation]; s != "" {
+		var c int
+		if _, err := fmt.Sscanf(s, "%d", &c); err == nil {
+			code = int32(c)
+		}
+	}
+	updated := pod.DeepCopy()
+	updated.Status = CompletedStatus(pod, code)
+	_, err = k.Client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
+	if err == nil && k.Log != nil {
+		k.Log.Printf("pod %s: %s (exit code %d)", key, updated.Status.Phase, code)
+	}
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	return 0, err
 }
 
 // RunningStatus is the status a kubelet reports once a pod's containers all started.
@@ -192,6 +244,36 @@ func RunningStatus(pod *corev1.Pod, node *corev1.Node) corev1.PodStatus {
 			State:        corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
 			RestartCount: 0,
 		})
+	}
+	return status
+}
+
+// CompletedStatus is a running pod's status once every container exited with code.
+func CompletedStatus(pod *corev1.Pod, code int32) corev1.PodStatus {
+	now := metav1.Now()
+	status := *pod.Status.DeepCopy()
+	status.Phase = corev1.PodSucceeded
+	reason := "Completed"
+	if code != 0 {
+		status.Phase = corev1.PodFailed
+		reason = "Error"
+	}
+	for i, c := range status.Conditions {
+		if c.Type == corev1.PodReady || c.Type == corev1.ContainersReady {
+			status.Conditions[i].Status = corev1.ConditionFalse
+			status.Conditions[i].Reason = "PodCompleted"
+			status.Conditions[i].LastTransitionTime = now
+		}
+	}
+	for i, c := range status.ContainerStatuses {
+		started := metav1.Now()
+		if c.State.Running != nil {
+			started = c.State.Running.StartedAt
+		}
+		status.ContainerStatuses[i].Ready = false
+		status.ContainerStatuses[i].Started = new(bool)
+		status.ContainerStatuses[i].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: code, Reason: reason, StartedAt: started, FinishedAt: now, ContainerID: c.ContainerID}}
 	}
 	return status
 }

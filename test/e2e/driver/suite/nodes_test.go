@@ -141,6 +141,36 @@ func TestFakeNodesAndKubelet(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("graceful delete finished by the fake kubelet after %s", time.Since(start).Round(time.Millisecond))
+
+	// Pods annotated to finish do, with their exit code: a job's worker succeeds, another fails.
+	for name, code := range map[string]string{"worker-ok": "0", "worker-bad": "3"} {
+		p := pendingPod(name, 1)
+		p.Annotations = map[string]string{harness.RunForAnnotation: "1s", harness.ExitCodeAnnotation: code}
+		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		bind(name, small)
+	}
+	for name, phase := range map[string]corev1.PodPhase{"worker-ok": corev1.PodSucceeded, "worker-bad": corev1.PodFailed} {
+		var last *corev1.Pod
+		err := harness.Poll(ctx, 30*time.Second, name+" "+string(phase), func(ctx context.Context) (bool, error) {
+			p, err := pods.Get(ctx, name, metav1.GetOptions{})
+			last = p
+			return err == nil && p.Status.Phase == phase, err
+		})
+		if err != nil {
+			t.Fatalf("%v; last status %s", err, toJSON(last.Status))
+		}
+		term := last.Status.ContainerStatuses[0].State.Terminated
+		if term == nil || (phase == corev1.PodFailed) != (term.ExitCode == 3) || podReady(last) {
+			t.Errorf("%s: container state %+v, ready %v", name, last.Status.ContainerStatuses[0].State, podReady(last))
+		}
+		ran := term.FinishedAt.Sub(last.Status.StartTime.Time)
+		// (The kubelet counts from the stored, whole-second start time, so this holds exactly.)
+		if ran < time.Second {
+			t.Errorf("%s finished %s after it started, before its run-for of 1s", name, ran)
+		}
+	}
 }
 
 func podReady(p *corev1.Pod) bool {
