@@ -8,10 +8,15 @@
 #   test/e2e/control-plane.sh stop DIR     # stop what `start DIR` started
 #
 # DIR/env holds KUBE_SERVER, KUBE_TOKEN, KUBECONFIG and the two process ids.
+#
+# Besides admin (system:masters), the token file has one user per Gantry component,
+# gantry-scheduler and gantry-binder, with no group and so no permission until something binds
+# them (test/e2e binds them to the deploy/rbac roles). Each user gets DIR/kubeconfig-USER.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 cache_root="${GANTRY_E2E_CACHE:-$HOME/.cache/gantry-e2e}"
+users="gantry-scheduler gantry-binder"
 
 bin_dir() {
   local key
@@ -35,6 +40,26 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
 
+# kubeconfig DIR PORT USER TOKEN: a kubeconfig verifying the API server's self-signed certificate.
+kubeconfig() {
+  cat <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: e2e
+  cluster:
+    server: https://127.0.0.1:$2
+    certificate-authority: $1/certs/apiserver.crt
+contexts:
+- name: e2e
+  context: {cluster: e2e, user: $3}
+current-context: e2e
+users:
+- name: $3
+  user: {token: $4}
+EOF
+}
+
 start() {
   local dir="$1" bins
   bins="$(build)"
@@ -48,6 +73,10 @@ start() {
   openssl genrsa -out "$dir/sa.key" 2048 2>/dev/null
   openssl rsa -in "$dir/sa.key" -pubout -out "$dir/sa.pub" 2>/dev/null
   echo "$token,admin,admin,\"system:masters\"" >"$dir/tokens.csv"
+  local user
+  for user in $users; do
+    echo "$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n'),$user,$user" >>"$dir/tokens.csv"
+  done
 
   "$bins/etcd" --data-dir "$dir/etcd" \
     --listen-client-urls "http://127.0.0.1:$etcd_client" \
@@ -80,22 +109,11 @@ KUBECONFIG=$dir/kubeconfig
 ETCD_PID=$etcd_pid
 APISERVER_PID=$api_pid
 EOF
-  cat >"$dir/kubeconfig" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: e2e
-  cluster:
-    server: https://127.0.0.1:$api
-    certificate-authority: $dir/certs/apiserver.crt
-contexts:
-- name: e2e
-  context: {cluster: e2e, user: admin}
-current-context: e2e
-users:
-- name: admin
-  user: {token: $token}
-EOF
+  kubeconfig "$dir" "$api" admin "$token" >"$dir/kubeconfig"
+  for user in $users; do
+    kubeconfig "$dir" "$api" "$user" "$(grep ",$user,$user\$" "$dir/tokens.csv" | cut -d, -f1)" \
+      >"$dir/kubeconfig-$user"
+  done
   if [ -z "$ready" ]; then
     echo "control-plane: kube-apiserver did not become ready; see $dir/apiserver.log" >&2
     stop "$dir"
@@ -104,17 +122,24 @@ EOF
   echo "$dir/env"
 }
 
+# stop_pid PID: SIGTERM, up to 10 s to exit, then SIGKILL.
+stop_pid() {
+  kill "$1" 2>/dev/null || return 0
+  for _ in $(seq 1 40); do
+    kill -0 "$1" 2>/dev/null || return 0
+    sleep 0.25
+  done
+  kill -9 "$1" 2>/dev/null || true
+}
+
 stop() {
   local dir="$1"
   [ -f "$dir/env" ] || return 0
   # shellcheck disable=SC1091
   . "$dir/env"
-  kill "$APISERVER_PID" "$ETCD_PID" 2>/dev/null || true
-  for _ in $(seq 1 40); do
-    kill -0 "$APISERVER_PID" 2>/dev/null || kill -0 "$ETCD_PID" 2>/dev/null || return 0
-    sleep 0.25
-  done
-  kill -9 "$APISERVER_PID" "$ETCD_PID" 2>/dev/null || true
+  # The API server first: without etcd its graceful shutdown hangs until killed.
+  stop_pid "$APISERVER_PID"
+  stop_pid "$ETCD_PID"
 }
 
 case "${1:-}" in

@@ -1,0 +1,179 @@
+package suite
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"gantry/test/e2e/driver/harness"
+)
+
+func chartDir() string { return filepath.Join(env.RepoRoot, "deploy", "helm", "gantry") }
+
+func render(t *testing.T, namespace string, overrides map[string]interface{}) []*unstructured.Unstructured {
+	t.Helper()
+	out, how, err := harness.RenderChart(chartDir(), "gantry", namespace, overrides)
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	t.Logf("chart rendered with %s", how)
+	objs, err := harness.DecodeYAML([]byte(out))
+	if err != nil {
+		t.Fatalf("rendered chart is not YAML: %v\n%s", err, out)
+	}
+	return objs
+}
+
+func objKey(o *unstructured.Unstructured) string {
+	return fmt.Sprintf("%s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
+}
+
+// withoutChecksum drops the chart's config-checksum pod annotation (it makes pods restart when
+// the configuration changes; the plain manifests have no templating to compute it).
+func withoutChecksum(o *unstructured.Unstructured) *unstructured.Unstructured {
+	o = o.DeepCopy()
+	ann, found, _ := unstructured.NestedStringMap(o.Object, "spec", "template", "metadata", "annotations")
+	if found {
+		delete(ann, "checksum/config")
+		if len(ann) == 0 {
+			unstructured.RemoveNestedField(o.Object, "spec", "template", "metadata", "annotations")
+		} else {
+			unstructured.SetNestedStringMap(o.Object, ann, "spec", "template", "metadata", "annotations")
+		}
+	}
+	return o
+}
+
+// The chart with its default values renders exactly the plain manifests of deploy/ (less the
+// Namespace, which `helm install --create-namespace` makes), and ships the same CRDs.
+func TestHelmChartMatchesPlainManifests(t *testing.T) {
+	rendered := render(t, harness.Namespace, nil)
+	files, err := harness.KustomizationResources(env.RepoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := env.ReadManifests(files...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]*unstructured.Unstructured{}
+	for _, o := range plain {
+		if o.GetKind() != "Namespace" {
+			want[objKey(o)] = o
+		}
+	}
+	got := map[string]*unstructured.Unstructured{}
+	for _, o := range rendered {
+		if _, dup := got[objKey(o)]; dup {
+			t.Errorf("chart renders %s twice", objKey(o))
+		}
+		got[objKey(o)] = o
+	}
+	for k, w := range want {
+		g, ok := got[k]
+		if !ok {
+			t.Errorf("chart does not render %s", k)
+			continue
+		}
+		if !equalJSON(withoutChecksum(g).Object, w.Object) {
+			t.Errorf("%s differs between the chart and deploy/\nchart: %s\ndeploy: %s", k, toJSON(withoutChecksum(g).Object), toJSON(w.Object))
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("chart renders %s, which deploy/ does not have", k)
+		}
+	}
+	if len(got) < 10 {
+		t.Errorf("only %d objects rendered", len(got))
+	}
+
+	crds, _ := harness.CRDFiles(env.RepoRoot)
+	chartCRDs, _ := filepath.Glob(filepath.Join(chartDir(), "crds", "*.yaml"))
+	if len(crds) != 4 || len(chartCRDs) != len(crds) {
+		t.Fatalf("CRD files: deploy/crds %d, chart %d", len(crds), len(chartCRDs))
+	}
+	for _, f := range crds {
+		a, _ := os.ReadFile(f)
+		b, err := os.ReadFile(filepath.Join(chartDir(), "crds", filepath.Base(f)))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("chart crds/%s differs from deploy/crds (copy it over): %v", filepath.Base(f), err)
+		}
+	}
+}
+
+// Values take effect, and everything the chart renders into another namespace is valid for the
+// API server (server-side dry run).
+func TestHelmChartValues(t *testing.T) {
+	ctx := ctxFor(t)
+	ns := newNamespace(t, ctx, "helm")
+	objs := render(t, ns, map[string]interface{}{
+		"image":            map[string]interface{}{"repository": "registry.example.com/gantry", "tag": "1.2.3"},
+		"schedulerName":    "gantry",
+		"scheduler":        map[string]interface{}{"replicas": 2, "period": "500ms"},
+		"binder":           map[string]interface{}{"replicas": 3},
+		"nodeSelector":     map[string]interface{}{"node-role.kubernetes.io/control-plane": ""},
+		"tolerations":      []interface{}{map[string]interface{}{"key": "dedicated", "operator": "Exists"}},
+		"defaultQueues":    map[string]interface{}{"create": false},
+		"imagePullSecrets": []interface{}{map[string]interface{}{"name": "regcred"}},
+	})
+	var kinds []string
+	for _, o := range objs {
+		kinds = append(kinds, o.GetKind())
+		if o.GetKind() == "Queue" {
+			t.Errorf("defaultQueues.create=false still renders Queue %s", o.GetName())
+		}
+		if o.GetNamespace() != "" && o.GetNamespace() != ns {
+			t.Errorf("%s rendered into namespace %q, want %q", objKey(o), o.GetNamespace(), ns)
+		}
+		if o.GetKind() != "Deployment" {
+			continue
+		}
+		replicas, _, _ := unstructured.NestedInt64(o.Object, "spec", "replicas")
+		wantReplicas := map[string]int64{"gantry-scheduler": 2, "gantry-binder": 3}[o.GetName()]
+		if replicas != wantReplicas {
+			t.Errorf("%s replicas %d, want %d", o.GetName(), replicas, wantReplicas)
+		}
+		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		c := containers[0].(map[string]interface{})
+		if c["image"] != "registry.example.com/gantry:1.2.3" {
+			t.Errorf("%s image %v", o.GetName(), c["image"])
+		}
+		if o.GetName() == "gantry-scheduler" {
+			args := fmt.Sprint(c["args"])
+			if !strings.Contains(args, "--scheduler-name gantry") || !strings.Contains(args, "--period 500ms") {
+				t.Errorf("scheduler args %s", args)
+			}
+		}
+		sel, _, _ := unstructured.NestedStringMap(o.Object, "spec", "template", "spec", "nodeSelector")
+		tol, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "tolerations")
+		secrets, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "imagePullSecrets")
+		if _, ok := sel["node-role.kubernetes.io/control-plane"]; !ok || len(tol) != 1 || len(secrets) != 1 {
+			t.Errorf("%s placement not rendered: nodeSelector %v tolerations %v imagePullSecrets %v", o.GetName(), sel, tol, secrets)
+		}
+	}
+	sort.Strings(kinds)
+	t.Logf("rendered: %v", kinds)
+
+	for _, o := range render(t, ns, nil) {
+		ri, err := admin.Resource(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := o.MarshalJSON()
+		force := true
+		_, err = ri.Patch(ctx, o.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{
+			FieldManager: "helm-dry-run", Force: &force, DryRun: []string{metav1.DryRunAll}, FieldValidation: "Strict"})
+		if err != nil {
+			t.Errorf("API server refuses %s: %v", objKey(o), err)
+		}
+	}
+}
