@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -247,6 +248,13 @@ bool ParseMigDevices(const Obj& o, Cluster& cl, Resources& into) {
   for (auto it = mig.begin(); it != mig.end(); ++it) {
     if (!it.value().is_number() || it.value().get<double>() < 0) {
       o.FailField("mig_devices." + it.key(), "must be a non-negative count");
+    }
+    int g = 0, m = 0;
+    char tail = 0;
+    if (std::sscanf(it.key().c_str(), "nvidia.com/mig-%dg.%dgb%c", &g, &m, &tail) != 2 || g <= 0 ||
+        m <= 0) {
+      o.FailField("mig_devices." + it.key(),
+                  "unknown MIG profile (expected nvidia.com/mig-<g>g.<m>gb)");
     }
     const int slot = cl.resource_names.Intern(it.key());
     if (slot < 0) o.FailField("mig_devices", "too many distinct extended resources");

@@ -237,6 +237,9 @@ struct Snapshot {
   std::vector<std::string> counter_names;
   std::vector<Quantities> queue_allocated;
   std::vector<Quantities> queue_fair_share;
+  std::vector<NodeSharedGpus> shared;              // per node
+  std::vector<std::vector<int32_t>> pod_groups;    // per pod
+  std::vector<ResourceClaim> claims;               // DRA claims
 };
 
 inline Snapshot Take(const Session& s) {
@@ -245,6 +248,13 @@ inline Snapshot Take(const Session& s) {
   snap.nodes = s.nodes();
   snap.non_allocated_gpus.assign(s.non_allocated_gpus().begin(), s.non_allocated_gpus().end());
   const Cluster& c = s.cluster();
+  for (NodeId n = 0; n < static_cast<NodeId>(c.nodes.size()); ++n) {
+    snap.shared.push_back(s.shared_gpus(n));
+  }
+  for (PodId p = 0; p < static_cast<PodId>(c.pods.size()); ++p) {
+    snap.pod_groups.push_back(s.pod_groups(p));
+  }
+  snap.claims = s.dra().claims();
   for (JobId j = 0; j < static_cast<JobId>(c.jobs.size()); ++j) {
     for (int32_t ps = 0; ps < static_cast<int32_t>(c.jobs[j].pod_sets.size()); ++ps) {
       snap.counters.push_back(s.counters(j, ps));
@@ -300,6 +310,19 @@ inline void ExpectSameState(const Snapshot& want, const Snapshot& got, const Clu
     ExpectResourcesEq(want.nodes[n].releasing, got.nodes[n].releasing, name + ".releasing");
   }
   EXPECT_EQ(want.non_allocated_gpus, got.non_allocated_gpus) << "non-allocated GPUs per node";
+  ASSERT_EQ(want.shared.size(), got.shared.size());
+  for (size_t n = 0; n < want.shared.size(); ++n) {
+    // Device by device (memory used / releasing / allocated and the releasing mark), in order.
+    EXPECT_TRUE(want.shared[n] == got.shared[n]) << "shared GPUs of node " << c.nodes[n].name;
+  }
+  EXPECT_EQ(want.pod_groups, got.pod_groups) << "shared-GPU groups per pod";
+  ASSERT_EQ(want.claims.size(), got.claims.size());
+  for (size_t k = 0; k < want.claims.size(); ++k) {
+    const std::string name = "claim " + want.claims[k].name;
+    EXPECT_EQ(want.claims[k].allocated, got.claims[k].allocated) << name << ".allocated";
+    EXPECT_EQ(want.claims[k].allocation, got.claims[k].allocation) << name << ".allocation";
+    EXPECT_EQ(want.claims[k].reserved, got.claims[k].reserved) << name << ".reserved";
+  }
   ASSERT_EQ(want.counters.size(), got.counters.size());
   for (size_t i = 0; i < want.counters.size(); ++i) {
     const std::string& name = want.counter_names[i];
