@@ -1,7 +1,11 @@
 // gantry-bench: times the scheduler's hot path on synthetic clusters (see README.md).
 //
 //   gantry-bench [--nodes 100,1000,5000] [--runs 7] [--keep DIR] [--no-predicates]
-//                [--only load|snapshot|allocate] [--seed N]
+//                [--only load|snapshot|allocate|cycle] [--seed N] [--variant whole|sharing]
+//
+// `--variant sharing` generates the GPU-sharing and topology variant of the cluster: 30% of the
+// pods ask for a fraction of a GPU and pending gangs carry zone/block/rack topology constraints
+// (cluster_gen.h).
 //
 // For each size it writes one scenario file (cluster_gen.h), then measures, each as min and median
 // of --runs runs:
@@ -81,6 +85,7 @@ struct Args {
   std::string only;  // "", "load", "snapshot" or "allocate"
   bool predicates = true;
   std::optional<uint64_t> seed;
+  std::string variant = "whole";  // "whole" or "sharing" (fractions + topology)
 };
 
 void Usage(FILE* out) {
@@ -93,7 +98,9 @@ void Usage(FILE* out) {
                "  --no-predicates  use the default plugin list without \"predicates\"\n"
                "  --only STAGE     measure one stage; `--only allocate` times session build +\n"
                "                   allocate in gantry_bench_measured_region (for callgrind)\n"
-               "  --seed N         generator seed (default: a fixed constant)\n");
+               "  --seed N         generator seed (default: a fixed constant)\n"
+               "  --variant V      whole (default) or sharing: 30%% fractional pods and a\n"
+               "                   zone/block/rack topology with constrained gangs\n");
 }
 
 bool ParseInt(const std::string& s, long long min, long long& out) {
@@ -151,6 +158,10 @@ std::optional<Args> ParseArgs(int argc, char** argv) {
       a.predicates = false;
     } else if (arg == "--predicates") {
       a.predicates = true;
+    } else if (arg == "--variant") {
+      if (!value(a.variant) || (a.variant != "whole" && a.variant != "sharing")) {
+        return fail("--variant needs whole or sharing");
+      }
     } else if (arg == "--seed") {
       long long n = 0;
       if (!value(v) || !ParseInt(v, 0, n)) return fail("--seed needs a non-negative integer");
@@ -233,6 +244,10 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
   gantry::bench::ClusterGenOptions gen;
   gen.nodes = nodes;
   gen.with_predicates = args.predicates;
+  if (args.variant == "sharing") {
+    gen.fractional_share = 0.3;
+    gen.topology = true;
+  }
   if (args.seed) gen.seed = *args.seed;
   const fs::path file = dir / ("bench-" + std::to_string(nodes) + "-nodes.json");
   gantry::bench::ClusterGenSummary summary;
@@ -247,12 +262,14 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
   std::printf(
       "# nodes=%d: generated %s in %.0f ms (%ju bytes): %d queues, %d jobs, %d pods "
       "(%d running, %d pending in %d gangs); GPUs %jd total, %jd free, %jd requested by pending "
-      "pods; %d full nodes, %d empty nodes; predicates %s\n",
+      "pods; %d full nodes, %d empty nodes; predicates %s; variant %s (%d fractional pods, %d "
+      "constrained gangs)\n",
       nodes, file.c_str(), gen_ms, static_cast<uintmax_t>(fs::file_size(file)), summary.queues,
       summary.jobs, summary.pods, summary.running_pods, summary.pending_pods, summary.pending_jobs,
       static_cast<intmax_t>(summary.total_gpus), static_cast<intmax_t>(summary.free_gpus),
       static_cast<intmax_t>(summary.pending_gpus), summary.full_nodes, summary.empty_nodes,
-      args.predicates ? "on" : "off");
+      args.predicates ? "on" : "off", args.variant.c_str(), summary.fractional_pods,
+      summary.constrained_jobs);
   std::printf("# nodes=%d: RSS before: current %.1f MiB, peak %.1f MiB\n", nodes, rss_before,
               peak_before);
   std::fflush(stdout);
@@ -418,10 +435,11 @@ int main(int argc, char** argv) {
     }
     const bool allocated = r.allocate.measured;
     std::printf(
-        "{\"nodes\":%d,\"pods\":%d,\"load_ms\":%s,\"snapshot_ms\":%s,\"allocate_ms\":%s,"
+        "{\"variant\":\"%s\",\"nodes\":%d,\"pods\":%d,\"load_ms\":%s,\"snapshot_ms\":%s,\"allocate_ms\":%s,"
         "\"snapshot_plus_allocate_ms\":%s,\"binds\":%s,\"pipelined\":%s,"
         "\"cycle_ms\":%s,\"peak_rss_mib\":%.1f}\n",
-        r.nodes, r.pods, JsonNumber(r.load).c_str(), JsonNumber(r.snapshot).c_str(),
+        args.variant.c_str(), r.nodes, r.pods, JsonNumber(r.load).c_str(),
+        JsonNumber(r.snapshot).c_str(),
         JsonNumber(r.allocate).c_str(), JsonNumber(r.snapshot_plus_allocate).c_str(),
         allocated ? std::to_string(r.binds).c_str() : "null",
         allocated ? std::to_string(r.pipelined).c_str() : "null", JsonNumber(r.cycle).c_str(),

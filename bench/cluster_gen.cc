@@ -23,6 +23,9 @@ constexpr int64_t kCpuMillisPerGpu = 8'000;
 constexpr int64_t kMemoryBytesPerGpu = 64'000'000'000;
 constexpr int kMaxPods = 110;
 constexpr int kGpuMemoryMib = 100;  // every corpus node uses 100
+constexpr int kNodesPerRack = 8;
+constexpr int kRacksPerBlock = 4;
+constexpr int kBlocksPerZone = 4;
 
 // Random helpers over the raw engine output only: std::uniform_*_distribution are
 // implementation-defined, and the file must not depend on the standard library.
@@ -140,15 +143,27 @@ int DrawGpusPerPod(Rng& rng) {
   return kGpus[static_cast<size_t>(rng.Weighted(kWeights))];
 }
 
-Json Task(const std::string& name, const char* state, const std::string* node, int gpus) {
+Json Task(const std::string& name, const char* state, const std::string* node, int gpus,
+          double fraction = 0) {
   Json t;
   t["name"] = name;
   t["state"] = state;
   if (node) t["node"] = *node;
   t["cpu_millis"] = kCpuMillisPerGpu * gpus;
   t["memory_bytes"] = kMemoryBytesPerGpu * gpus;
-  t["gpus"] = gpus;
+  if (fraction > 0) {
+    t["gpu_fraction"] = fraction;
+    // A running fraction holds a device of its own.
+    if (node) t["gpu_groups"] = Json::array({name + "-gpu"});
+  } else {
+    t["gpus"] = gpus;
+  }
   return t;
+}
+
+double DrawFraction(Rng& rng) {
+  constexpr std::array<double, 3> kFractions = {0.25, 0.5, 0.75};
+  return kFractions[static_cast<size_t>(rng.Below(3))];
 }
 
 }  // namespace
@@ -191,9 +206,21 @@ bool WriteClusterScenario(const ClusterGenOptions& options, const std::string& p
                           {"nvidia.com/gpu.count", std::to_string(g)},
                           {"nvidia.com/gpu.memory", std::to_string(kGpuMemoryMib)},
                           {"nvidia.com/mig.strategy", ""}};
+    if (options.topology) {
+      const int rack = i / kNodesPerRack;
+      const int block = rack / kRacksPerBlock;
+      const int zone = block / kBlocksPerZone;
+      node["labels"]["bench/zone"] = "z" + std::to_string(zone);
+      node["labels"]["bench/block"] = "b" + std::to_string(block);
+      node["labels"]["bench/rack"] = "r" + std::to_string(rack);
+    }
     nodes.push_back(std::move(node));
   }
   doc["nodes"] = std::move(nodes);
+  if (options.topology) {
+    doc["topologies"] = Json::array(
+        {Json{{"name", "bench"}, {"levels", Json::array({"bench/zone", "bench/block", "bench/rack"})}}});
+  }
 
   // Queues: departments first, then their leaf queues. GPU quotas add up to the cluster.
   const double department_quota = static_cast<double>(summary.total_gpus) / options.departments;
@@ -225,16 +252,31 @@ bool WriteClusterScenario(const ClusterGenOptions& options, const std::string& p
   // Running one-GPU pods, one job each, on nodes left with varying free GPUs.
   const std::vector<int> free = DrawFreeGpus(rng, n, g, summary.free_gpus);
   struct PendingGang {
-    int pods;
-    int gpus_per_pod;
-    int queue;
+    int pods = 0;
+    int gpus_per_pod = 0;
+    int queue = 0;
+    double fraction = 0;        // > 0: every pod asks for this share of a GPU
+    std::string required;       // topology constraint levels ("" = none)
+    std::string preferred;
   };
   std::vector<PendingGang> gangs;
   const double pending_target =
       options.pending_to_free_ratio * static_cast<double>(summary.free_gpus);
   while (static_cast<double>(summary.pending_gpus) < pending_target) {
-    PendingGang gang{DrawGangPods(rng), DrawGpusPerPod(rng),
-                     rng.Below(static_cast<int>(leaves.size()))};
+    PendingGang gang;
+    gang.pods = DrawGangPods(rng);
+    gang.gpus_per_pod = DrawGpusPerPod(rng);
+    gang.queue = rng.Below(static_cast<int>(leaves.size()));
+    if (options.fractional_share > 0 && rng.Unit() < options.fractional_share) {
+      gang.gpus_per_pod = 1;
+      gang.fraction = DrawFraction(rng);
+      summary.fractional_pods += gang.pods;
+    }
+    if (options.topology && gang.pods > 1) {
+      gang.required = rng.Below(2) == 0 ? "bench/zone" : "bench/block";
+      gang.preferred = "bench/rack";
+      ++summary.constrained_jobs;
+    }
     summary.pending_gpus += static_cast<int64_t>(gang.pods) * gang.gpus_per_pod;
     summary.pending_pods += gang.pods;
     gangs.push_back(gang);
@@ -265,8 +307,13 @@ bool WriteClusterScenario(const ClusterGenOptions& options, const std::string& p
       job["preemptibility"] = "preemptible";
       job["age_minutes"] = total_jobs - job_index;
       job["min_available"] = 1;
-      job["tasks"] =
-          Json::array({Task(name + "-0", "running", &node_names[static_cast<size_t>(i)], 1)});
+      double fraction = 0;
+      if (options.fractional_share > 0 && rng.Unit() < options.fractional_share) {
+        fraction = DrawFraction(rng);
+        ++summary.fractional_pods;
+      }
+      job["tasks"] = Json::array(
+          {Task(name + "-0", "running", &node_names[static_cast<size_t>(i)], 1, fraction)});
       jobs.push_back(std::move(job));
       ++job_index;
     }
@@ -282,10 +329,20 @@ bool WriteClusterScenario(const ClusterGenOptions& options, const std::string& p
     job["priority"] = 50;
     job["preemptibility"] = "preemptible";
     job["age_minutes"] = total_jobs - job_index;
-    job["min_available"] = gang.pods;
+    if (gang.required.empty()) {
+      job["min_available"] = gang.pods;
+    } else {
+      job["subgroup_tree"] = Json{
+          {"name", ""},
+          {"topology_constraint", Json{{"topology", "bench"},
+                                       {"required_level", gang.required},
+                                       {"preferred_level", gang.preferred}}},
+          {"children", Json::array({Json{{"name", "default"}, {"min_available", gang.pods}}})}};
+    }
     Json tasks = Json::array();
     for (int p = 0; p < gang.pods; ++p) {
-      tasks.push_back(Task(name + "-" + std::to_string(p), "pending", nullptr, gang.gpus_per_pod));
+      tasks.push_back(Task(name + "-" + std::to_string(p), "pending", nullptr, gang.gpus_per_pod,
+                           gang.fraction));
     }
     job["tasks"] = std::move(tasks);
     jobs.push_back(std::move(job));

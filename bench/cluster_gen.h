@@ -6,6 +6,8 @@
 // are left with varying free GPUs; pending gangs of 1-32 pods of 1-8 GPUs each (min_available =
 // pod count) in random leaf queues, asking for about twice the free GPUs in total.
 //
+// Variants (fractional pods, topology) are described with ClusterGenOptions.
+//
 // The same options always produce the same file, byte for byte (std::mt19937_64, fixed seed).
 #pragma once
 
@@ -22,6 +24,13 @@ struct ClusterGenOptions {
   double running_gpu_fraction = 0.75;  // share of all GPUs held by running one-GPU pods
   double pending_to_free_ratio = 2.0;  // pending GPU request / free GPUs
   bool with_predicates = true;         // the default plugin list with or without "predicates"
+  // Variant: share of pods asking for a fraction of a GPU (running one-GPU pods and whole pending
+  // gangs of one-GPU pods are turned into fractions of 0.25, 0.5 or 0.75).
+  double fractional_share = 0;
+  // Variant: a three-level topology (zone / block / rack: 8 nodes per rack, 4 racks per block,
+  // 4 blocks per zone); pending gangs of several pods require their zone or block and prefer a
+  // rack.
+  bool topology = false;
   uint64_t seed = 0x6a616e7472794245;  // fixed: the file only depends on the options
 };
 
@@ -38,6 +47,8 @@ struct ClusterGenSummary {
   int64_t pending_gpus = 0;  // sum of the pending pods' requests
   int full_nodes = 0;        // nodes with no free GPU
   int empty_nodes = 0;       // nodes with every GPU free
+  int fractional_pods = 0;   // running + pending pods asking for a fraction
+  int constrained_jobs = 0;  // pending gangs with a topology constraint
 };
 
 // Writes the scenario to `path` (overwriting it). Returns false with `error` set when the file
