@@ -460,6 +460,7 @@ class TopologyPlugin : public Plugin {
     any_resource = max.request.cpu_millis > 0 || max.request.memory_bytes > 0 ||
                    max.RequestedGpus() > 0 || max.gpu_memory_mib > 0 || max.request.HasScalars();
     const int all = static_cast<int>(tasks.size());
+    test_ = max;
     Allocatable(s, tree, root, max, any_resource, all);
     return true;
   }
@@ -479,22 +480,45 @@ class TopologyPlugin : public Plugin {
     return sum;
   }
 
-  // The largest k such that k copies of `max` fit the node's idle and releasing resources.
-  static int Accommodation(Session& s, NodeId n, const Pod& max) {
-    int k = 0;
-    Pod test = max;
-    for (;;) {
-      const int next = k + 1;
-      test.request = max.request;
-      test.request.cpu_millis *= next;
-      test.request.memory_bytes *= next;
-      for (double& v : test.request.scalars) v *= next;
-      if (max.gpu_kind == GpuRequestKind::kWhole) test.request.gpus = max.request.gpus * next;
-      test.gpu_devices = max.gpu_devices * next;
-      if (!s.RepresentativeFits(test, n)) return k;
-      k = next;
-      if (k > 1 << 20) return k;  // a pod asking for nothing that counts
+  // The largest k such that k copies of `max` fit the node's idle and releasing resources. An
+  // upper bound from the per-resource quotients is checked downwards (the fit is monotone in k).
+  int Accommodation(Session& s, NodeId n, const Pod& max) {
+    const NodeState& st = s.node(n);
+    Resources avail = st.idle;
+    avail += st.releasing;
+    double bound = std::numeric_limits<double>::infinity();
+    auto limit = [&](double want, double have) {
+      if (want > 0) bound = std::min(bound, std::floor(have / want));
+    };
+    limit(max.request.cpu_millis, avail.cpu_millis);
+    limit(max.request.memory_bytes, avail.memory_bytes);
+    for (int i = 0; i < s.cluster().resource_names.size(); ++i) {
+      bool mig = false;
+      for (const auto& m : s.mig_profiles()) mig = mig || m.slot == i;
+      if (!mig) limit(max.request.scalars[i], avail.scalars[i]);
     }
+    if (max.IsSharedGpu()) {
+      const int64_t memory = s.GpuMemoryOn(max, n);
+      const auto device_memory = static_cast<int64_t>(s.cluster().nodes[n].gpu_memory_mib);
+      const double devices = std::floor(avail.gpus) +
+                             s.shared_gpus(n).CountFitting(memory, device_memory, 1 << 30);
+      limit(std::max(1, max.gpu_devices), devices);
+    } else if (max.request.gpus > 0) {
+      limit(max.request.gpus, std::floor(avail.gpus));
+    }
+    if (bound == std::numeric_limits<double>::infinity()) return 1 << 20;
+    int k = static_cast<int>(std::max(0.0, bound)) + 1;
+    while (k > 0) {
+      test_.request = max.request;
+      test_.request.cpu_millis *= k;
+      test_.request.memory_bytes *= k;
+      for (double& v : test_.request.scalars) v *= k;
+      if (max.gpu_kind == GpuRequestKind::kWhole) test_.request.gpus = max.request.gpus * k;
+      test_.gpu_devices = max.gpu_devices * k;
+      if (s.RepresentativeFits(test_, n)) return k;
+      --k;
+    }
+    return 0;
   }
 
   std::optional<JobFitError> DomainFit(const Session& s, const SubGroupRef& ref,
@@ -647,6 +671,7 @@ class TopologyPlugin : public Plugin {
 
   std::vector<Tree> trees_;
   std::unordered_map<std::string, size_t> tree_index_;
+  Pod test_;  // scratch representative pod (no allocation per node)
   std::unordered_map<int64_t, std::vector<double>> scores_;
 };
 
