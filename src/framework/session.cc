@@ -33,6 +33,7 @@ Session::Session(const Cluster& cluster, const SchedulerConfig& config, int64_t 
     for (const std::string& g : pods[i].gpu_groups) pod_groups_[i].push_back(InternGroup(g));
   }
   nodes_.resize(cluster.nodes.size());
+  node_version_.assign(cluster.nodes.size(), 0);
   shared_.resize(cluster.nodes.size());
   for (int slot = 0; slot < cluster.resource_names.size(); ++slot) {
     int g = 0, m = 0;
@@ -120,6 +121,7 @@ void Session::SetPodStatus(PodId p, PodStatus s) {
 
 void Session::AddPodToNode(PodId p, NodeId n) {
   ++placement_epoch_;
+  ++node_version_[n];
   const Pod& pod = cluster_.pods[p];
   accepted_gpus_[p] = AcceptedGpusOn(p, n);
   const Resources r = NodeFootprint(pod);
@@ -149,6 +151,7 @@ void Session::AddPodToNode(PodId p, NodeId n) {
 
 void Session::RemovePodFromNode(PodId p, NodeId n) {
   ++placement_epoch_;
+  ++node_version_[n];
   const Resources r = NodeFootprint(cluster_.pods[p]);
   NodeState& ns = nodes_[n];
   ns.used -= r;

@@ -249,6 +249,8 @@ class Session {
   std::span<const double> non_allocated_gpus() const { return non_allocated_gpus_; }
   // Changes whenever a pod is added to or removed from a node (for plugin caches).
   uint64_t placement_epoch() const { return placement_epoch_; }
+  // Changes whenever a pod is added to or removed from node n (for per-node plugin caches).
+  uint32_t node_version(NodeId n) const { return node_version_[n]; }
 
   // Job-level derived facts (KAI's PodGroupInfo helpers).
   int NumAllocatedLike(JobId j) const;
@@ -438,6 +440,7 @@ class Session {
   std::vector<PreJobAllocationFn> pre_job_allocation_fns_;
   std::vector<NodeId> all_nodes_;
   uint64_t placement_epoch_ = 0;
+  std::vector<uint32_t> node_version_;
   // Whole GPUs not allocated (idle + releasing) per node, kept in a flat array: the first,
   // cheapest filter when ranking nodes for a pod.
   std::vector<double> non_allocated_gpus_;

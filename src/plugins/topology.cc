@@ -112,6 +112,8 @@ class TopologyPlugin : public Plugin {
     trees_.clear();
     tree_index_.clear();
     scores_.clear();
+    signatures_.clear();
+    acc_cache_.clear();
     for (const Topology& t : c.topologies) Build(c, t);
     if (trees_.empty()) return;
     ssn.AddSubsetNodesFn([this](Session& s, const SubGroupRef& ref, std::span<const PodId> tasks,
@@ -126,6 +128,8 @@ class TopologyPlugin : public Plugin {
   void OnSessionClose(Session&) override {
     trees_.clear();
     scores_.clear();
+    signatures_.clear();
+    acc_cache_.clear();
   }
 
  private:
@@ -246,7 +250,7 @@ class TopologyPlugin : public Plugin {
     }
     const Resources asked = SumRequests(s, tasks);
     const int count = static_cast<int>(tasks.size());
-    if (auto err = DomainFit(s, ref, asked, count, domain)) {
+    if (!DomainFits(s, asked, count, domain)) {
       if (record) {
         AddSimpleError(s, ref.job,
                        NoMatch(c, ref, tree,
@@ -320,8 +324,10 @@ class TopologyPlugin : public Plugin {
     for (size_t k = 0; k < levels.size(); ++k) {
       for (int32_t d : DomainsAtLevel(tree, levels[k])) {
         if (!allowed.empty() && !allowed[d]) continue;
-        if (auto err = DomainFit(s, ref, asked, count, tree.domains[d])) {
-          if (k + 1 == levels.size()) top_errors.push_back(std::move(*err));
+        if (!DomainFits(s, asked, count, tree.domains[d])) {
+          if (record && k + 1 == levels.size()) {
+            top_errors.push_back(DomainError(s, ref, asked, count, tree.domains[d]));
+          }
           continue;
         }
         fitting.push_back(d);
@@ -461,6 +467,7 @@ class TopologyPlugin : public Plugin {
                    max.RequestedGpus() > 0 || max.gpu_memory_mib > 0 || max.request.HasScalars();
     const int all = static_cast<int>(tasks.size());
     test_ = max;
+    signature_ = SignatureOf(max);
     Allocatable(s, tree, root, max, any_resource, all);
     return true;
   }
@@ -470,7 +477,7 @@ class TopologyPlugin : public Plugin {
     dom.allocatable_pods = 0;
     if (dom.children.empty()) {
       for (NodeId n : dom.nodes) {
-        dom.allocatable_pods += any_resource ? Accommodation(s, n, max) : all;
+        dom.allocatable_pods += any_resource ? CachedAccommodation(s, n, max) : all;
       }
       return dom.allocatable_pods;
     }
@@ -478,6 +485,33 @@ class TopologyPlugin : public Plugin {
     for (int32_t child : dom.children) sum += Allocatable(s, tree, child, max, any_resource, all);
     tree.domains[d].allocatable_pods = sum;
     return sum;
+  }
+
+  // Accommodation per node and representative pod, kept while the node does not change (most
+  // jobs look at every node of the tree, few nodes change between jobs).
+  int CachedAccommodation(Session& s, NodeId n, const Pod& max) {
+    auto& cache = acc_cache_[static_cast<size_t>(signature_)];
+    if (cache.empty()) cache.assign(s.cluster().nodes.size(), {~0U, 0});
+    auto& entry = cache[static_cast<size_t>(n)];
+    if (entry.first != s.node_version(n)) {
+      entry = {s.node_version(n), Accommodation(s, n, max)};
+    }
+    return entry.second;
+  }
+
+  // The index of the representative pod's shape among those seen this session.
+  int SignatureOf(const Pod& max) {
+    for (size_t i = 0; i < signatures_.size(); ++i) {
+      const Pod& o = signatures_[i];
+      if (o.request == max.request && o.gpu_kind == max.gpu_kind &&
+          o.gpu_fraction == max.gpu_fraction && o.gpu_devices == max.gpu_devices &&
+          o.gpu_memory_mib == max.gpu_memory_mib) {
+        return static_cast<int>(i);
+      }
+    }
+    signatures_.push_back(max);
+    acc_cache_.emplace_back();
+    return static_cast<int>(signatures_.size() - 1);
   }
 
   // The largest k such that k copies of `max` fit the node's idle and releasing resources. An
@@ -521,12 +555,19 @@ class TopologyPlugin : public Plugin {
     return 0;
   }
 
-  std::optional<JobFitError> DomainFit(const Session& s, const SubGroupRef& ref,
-                                       const Resources& asked, int count, const Domain& d) const {
+  // KAI's checkJobDomainFit: enough representative pods, or else a requested-to-free ratio of at
+  // most 1.
+  static bool DomainFits(const Session& s, const Resources& asked, int count, const Domain& d) {
+    if (d.allocatable_pods != kAllocatablePodsNotSet) return d.allocatable_pods >= count;
+    return RatioToFree(s, asked, d) <= 1;
+  }
+
+  // The fit error of a domain that does not fit (built only when it is recorded).
+  static JobFitError DomainError(const Session& s, const SubGroupRef& ref, const Resources& asked,
+                                 int count, const Domain& d) {
     const Cluster& c = s.cluster();
     const std::string sub = NameOf(c, ref);
     if (d.allocatable_pods != kAllocatablePodsNotSet) {
-      if (d.allocatable_pods >= count) return std::nullopt;
       JobFitError e{"Not enough resources for the workload",
                     {"node-group " + d.id + " can allocate only " +
                      std::to_string(d.allocatable_pods) + " of " + std::to_string(count) +
@@ -535,7 +576,6 @@ class TopologyPlugin : public Plugin {
       e.domain = d.id;
       return e;
     }
-    if (RatioToFree(s, asked, d) <= 1) return std::nullopt;
     JobFitError e{"Not enough resources for the workload", {}, sub};
     e.domain = d.id;
     if (asked.gpus > d.free.gpus) {
@@ -672,6 +712,9 @@ class TopologyPlugin : public Plugin {
   std::vector<Tree> trees_;
   std::unordered_map<std::string, size_t> tree_index_;
   Pod test_;  // scratch representative pod (no allocation per node)
+  std::vector<Pod> signatures_;
+  int signature_ = 0;
+  std::vector<std::vector<std::pair<uint32_t, int>>> acc_cache_;  // per signature, per node
   std::unordered_map<int64_t, std::vector<double>> scores_;
 };
 
