@@ -1,55 +1,15 @@
 // The libcurl Transport: a pool of easy handles (each keeps its connections alive between
 // requests), TLS from the Config, and a bearer token that follows its file when it rotates.
 #include <curl/curl.h>
-#include <sys/stat.h>
 
-#include <fstream>
 #include <mutex>
-#include <sstream>
 
+#include "kube/token_source.h"
 #include "kube/transport.h"
 
 namespace gantry::kube {
 
 namespace {
-
-// The bearer token: fixed, or read from a file and re-read when the file's modification time
-// or size changes (kubelet rotates projected service-account tokens by swapping the file).
-class TokenSource {
- public:
-  TokenSource(std::string token, std::string file)
-      : token_(std::move(token)), file_(std::move(file)) {}
-
-  std::string Get() {
-    if (file_.empty()) return token_;
-    std::lock_guard<std::mutex> lock(mu_);
-    struct stat st {};
-    if (::stat(file_.c_str(), &st) != 0) return token_;  // keep the last one we had
-    if (loaded_ && st.st_mtim.tv_sec == mtime_.tv_sec && st.st_mtim.tv_nsec == mtime_.tv_nsec &&
-        st.st_size == size_) {
-      return token_;
-    }
-    std::ifstream in(file_, std::ios::binary);
-    if (!in) return token_;
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    std::string t = ss.str();
-    while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
-    token_ = t;
-    mtime_ = st.st_mtim;
-    size_ = st.st_size;
-    loaded_ = true;
-    return token_;
-  }
-
- private:
-  std::mutex mu_;
-  std::string token_;
-  std::string file_;
-  bool loaded_ = false;
-  struct timespec mtime_ {};
-  off_t size_ = 0;
-};
 
 struct StreamState {
   CURL* handle = nullptr;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "kube/config.h"
+#include "kube/token_source.h"
 
 namespace gantry::kube {
 namespace {
@@ -212,6 +213,24 @@ TEST_F(KubeConfigTest, InClusterReadsTheServiceAccountMount) {
   Result<Config> no_port = InClusterConfig(getenv, paths);
   ASSERT_FALSE(no_port.ok());
   EXPECT_NE(no_port.error().find("KUBERNETES_SERVICE_PORT"), std::string::npos);
+}
+
+TEST_F(KubeConfigTest, TokenFileIsReReadWhenItRotates) {
+  std::string path = Write("token", "first-token\n");
+  TokenSource source("", path);
+  EXPECT_EQ(source.Get(), "first-token");
+  EXPECT_EQ(source.Get(), "first-token");
+  // Same size, new content: the changed modification time triggers the re-read.
+  Write("token", "other-token\n");
+  fs::last_write_time(path, fs::last_write_time(path) + std::chrono::seconds(5));
+  EXPECT_EQ(source.Get(), "other-token");
+  Write("token", "a-longer-third-token");
+  EXPECT_EQ(source.Get(), "a-longer-third-token");
+  fs::remove(path);  // mid-rotation: keep the last token rather than send none
+  EXPECT_EQ(source.Get(), "a-longer-third-token");
+
+  TokenSource fixed("static", "");
+  EXPECT_EQ(fixed.Get(), "static");
 }
 
 TEST_F(KubeConfigTest, DefaultConfigPrefersKubeconfigVariable) {
