@@ -104,17 +104,32 @@ EOF
   echo "$dir/env"
 }
 
+# True while the process runs (a zombie waiting to be reaped by init counts as gone).
+alive() {
+  local state
+  state="$(ps -o stat= -p "$1" 2>/dev/null)" || return 1
+  [ -n "$state" ] && [ "${state#Z}" = "$state" ]
+}
+
+# SIGTERM, up to 10 s to exit, then SIGKILL.
+stop_pid() {
+  local pid="$1"
+  kill "$pid" 2>/dev/null || return 0
+  for _ in $(seq 1 40); do
+    alive "$pid" || return 0
+    sleep 0.25
+  done
+  kill -9 "$pid" 2>/dev/null || true
+}
+
 stop() {
   local dir="$1"
   [ -f "$dir/env" ] || return 0
   # shellcheck disable=SC1091
   . "$dir/env"
-  kill "$APISERVER_PID" "$ETCD_PID" 2>/dev/null || true
-  for _ in $(seq 1 40); do
-    kill -0 "$APISERVER_PID" 2>/dev/null || kill -0 "$ETCD_PID" 2>/dev/null || return 0
-    sleep 0.25
-  done
-  kill -9 "$APISERVER_PID" "$ETCD_PID" 2>/dev/null || true
+  # The API server first: without etcd it keeps retrying instead of shutting down.
+  stop_pid "$APISERVER_PID"
+  stop_pid "$ETCD_PID"
 }
 
 case "${1:-}" in
