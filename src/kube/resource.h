@@ -38,6 +38,8 @@ inline const ResourceType kConfigMaps{"", "v1", "configmaps", "ConfigMap", true}
 inline const ResourceType kLeases{"coordination.k8s.io", "v1", "leases", "Lease", true};
 inline const ResourceType kPriorityClasses{"scheduling.k8s.io", "v1", "priorityclasses",
                                            "PriorityClass", false};
+inline const ResourceType kCustomResourceDefinitions{
+    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", false};
 // KAI Scheduler's custom resources.
 inline const ResourceType kQueues{"scheduling.run.ai", "v2", "queues", "Queue", false};
 inline const ResourceType kPodGroups{"scheduling.run.ai", "v2alpha2", "podgroups", "PodGroup",

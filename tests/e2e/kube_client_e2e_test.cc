@@ -4,6 +4,7 @@
 // TLS is verified).
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -383,6 +384,111 @@ TEST_F(KubeE2E, LeaseIsAcquiredRenewedAndNotTakenWhileHeld) {
   ASSERT_TRUE(taken.ok());
   EXPECT_EQ(taken.value()["spec"]["holderIdentity"], "replica-b");
   EXPECT_FALSE(a.TryAcquireOrRenew());
+}
+
+// A CRD that keeps any fields, with a status subresource, for one of KAI's resource types.
+Object CrdFor(const ResourceType& type) {
+  std::string singular = type.kind;
+  for (char& c : singular) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return {{"apiVersion", "apiextensions.k8s.io/v1"},
+          {"kind", "CustomResourceDefinition"},
+          {"metadata", {{"name", type.resource + "." + type.group}}},
+          {"spec",
+           {{"group", type.group},
+            {"scope", type.namespaced ? "Namespaced" : "Cluster"},
+            {"names",
+             {{"plural", type.resource},
+              {"singular", singular},
+              {"kind", type.kind},
+              {"listKind", type.kind + "List"}}},
+            {"versions",
+             {{{"name", type.version},
+               {"served", true},
+               {"storage", true},
+               {"subresources", {{"status", json::object()}}},
+               {"schema",
+                {{"openAPIV3Schema",
+                  {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}}}}}}}}}}};
+}
+
+bool Established(const Object& crd) {
+  if (!crd.contains("status") || !crd["status"].contains("conditions")) return false;
+  for (const Object& c : crd["status"]["conditions"]) {
+    if (c.value("type", "") == "Established" && c.value("status", "") == "True") return true;
+  }
+  return false;
+}
+
+// Creates the CRD and waits, on a watch from the creation's resourceVersion, until it is served.
+void InstallCrd(Client& client, const ResourceType& type) {
+  ApiResult<Object> created =
+      client.Create(resources::kCustomResourceDefinitions, "", CrdFor(type));
+  ASSERT_TRUE(created.ok()) << created.error().ToString();
+  if (Established(created.value())) return;
+  ListOptions o;
+  o.field_selector = "metadata.name=" + NameOf(created.value());
+  o.resource_version = ResourceVersionOf(created.value());
+  o.timeout_seconds = static_cast<int>(kWait.count());
+  bool established = false;
+  std::atomic<bool> never{false};
+  ApiResult<WatchEnd> end = client.Watch(
+      resources::kCustomResourceDefinitions, "", o,
+      [&](WatchEvent&& ev) {
+        established = Established(ev.object);
+        return !established;
+      },
+      never);
+  ASSERT_TRUE(end.ok()) << end.error().ToString();
+  ASSERT_TRUE(established) << type.Describe() << " was not established in time";
+}
+
+TEST_F(KubeE2E, KaiCustomResourcesThroughGroupedPaths) {
+  ASSERT_NO_FATAL_FAILURE(InstallCrd(*client_, resources::kQueues));
+  ASSERT_NO_FATAL_FAILURE(InstallCrd(*client_, resources::kPodGroups));
+
+  // A cluster-scoped Queue with a status written through the subresource.
+  Object queue = {{"apiVersion", resources::kQueues.ApiVersion()},
+                  {"kind", "Queue"},
+                  {"metadata", {{"name", "team-a"}}},
+                  {"spec", {{"resources", {{"gpu", {{"quota", 8}, {"limit", -1}}}}}}}};
+  ApiResult<Object> q = client_->Create(resources::kQueues, "", queue);
+  ASSERT_TRUE(q.ok()) << q.error().ToString();
+  ApiResult<Object> st = client_->Patch(resources::kQueues, "", "team-a", PatchType::kMerge,
+                                        {{"status", {{"allocated", {{"gpu", "2"}}}}}}, "status");
+  ASSERT_TRUE(st.ok()) << st.error().ToString();
+  ApiResult<Object> got = client_->Get(resources::kQueues, "", "team-a");
+  ASSERT_TRUE(got.ok()) << got.error().ToString();
+  EXPECT_EQ(got.value()["status"]["allocated"]["gpu"], "2");
+  EXPECT_EQ(got.value()["spec"]["resources"]["gpu"]["quota"], 8);
+
+  // Namespaced PodGroups, watched through a ListWatcher.
+  Recorder rec;
+  ListWatchOptions wo;
+  wo.ns = *ns_;
+  ListWatcher watcher(client_, resources::kPodGroups, wo, rec);
+  std::thread t([&] { watcher.Run(); });
+  struct Joiner {
+    ListWatcher& w;
+    std::thread& t;
+    ~Joiner() {
+      w.Stop();
+      if (t.joinable()) t.join();
+    }
+  } joiner{watcher, t};
+  ASSERT_TRUE(rec.WaitForSync());
+  Object pg = {{"apiVersion", resources::kPodGroups.ApiVersion()},
+               {"kind", "PodGroup"},
+               {"metadata", {{"name", "job-1"}, {"labels", {{"kai.scheduler/queue", "team-a"}}}}},
+               {"spec", {{"minMember", 2}, {"queue", "team-a"}}}};
+  ApiResult<Object> created = client_->Create(resources::kPodGroups, *ns_, pg);
+  ASSERT_TRUE(created.ok()) << created.error().ToString();
+  EXPECT_TRUE(rec.WaitFor(EventType::kAdded, "job-1").has_value());
+  ListOptions lo;
+  lo.label_selector = "kai.scheduler/queue=team-a";
+  ApiResult<Object> list = client_->ListAll(resources::kPodGroups, "", lo);  // all namespaces
+  ASSERT_TRUE(list.ok()) << list.error().ToString();
+  ASSERT_EQ(list.value()["items"].size(), 1u);
+  EXPECT_EQ(NamespaceOf(list.value()["items"][0]), *ns_);
 }
 
 }  // namespace
