@@ -386,6 +386,25 @@ TEST_F(KubeE2E, LeaseIsAcquiredRenewedAndNotTakenWhileHeld) {
   EXPECT_FALSE(a.TryAcquireOrRenew());
 }
 
+TEST_F(KubeE2E, OneClientServesManyThreads) {
+  json cm = {{"metadata", {{"name", "shared"}}}, {"data", {{"k", "v"}}}};
+  ASSERT_TRUE(client_->Create(resources::kConfigMaps, *ns_, cm).ok());
+  constexpr int kThreads = 4;
+  constexpr int kCalls = 25;
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kCalls; ++i) {
+        ApiResult<Object> got = client_->Get(resources::kConfigMaps, *ns_, "shared");
+        if (got.ok() && got.value()["data"]["k"] == "v") ok.fetch_add(1);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(ok.load(), kThreads * kCalls);
+}
+
 // A CRD that keeps any fields, with a status subresource, for one of KAI's resource types.
 Object CrdFor(const ResourceType& type) {
   std::string singular = type.kind;
