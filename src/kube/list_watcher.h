@@ -32,7 +32,7 @@ class WatchHandler {
   virtual void OnEvent(EventType type, const Object& object) = 0;
   // A list or watch failed; the watcher retries after `retry_in` (zero: relists at once).
   // Informational (logging, metrics).
-  virtual void OnError(const ApiError& error, Clock::Duration retry_in) {}
+  virtual void OnError(const ApiError& /*error*/, Clock::Duration /*retry_in*/) {}
 };
 
 struct ListWatchOptions {
