@@ -1,7 +1,5 @@
 #include "kube/leader_election.h"
 
-#include <cmath>
-
 #include "kube/time_format.h"
 
 namespace gantry::kube {
@@ -67,24 +65,20 @@ void LeaderElector::Observe(const Object& lease) {
   if (changed && on_new_leader_) on_new_leader_(holder);
 }
 
-Object LeaderElector::NewSpec(const Object& old_spec, bool taking_over) const {
+Object LeaderElector::NewSpec(const Object& old_spec, Takeover takeover) const {
   Object spec = old_spec.is_object() ? old_spec : Object::object();
   std::string now = FormatMicroTime(clock_->WallNow());
   spec["holderIdentity"] = config_.identity;
   spec["leaseDurationSeconds"] = WholeSeconds(config_.lease_duration);
   spec["renewTime"] = now;
-  if (taking_over) {
-    spec["acquireTime"] = now;
-    int64_t transitions = 0;
-    if (auto it = spec.find("leaseTransitions"); it != spec.end() && it->is_number_integer()) {
-      transitions = it->get<int64_t>();
-    }
-    // A lease nobody held before (just released, or created empty) is not a transition.
-    if (!SpecString(old_spec.is_object() ? old_spec : Object::object(), "holderIdentity").empty()) {
-      ++transitions;
-    }
-    spec["leaseTransitions"] = transitions;
+  if (takeover == Takeover::kRenew) return spec;
+  spec["acquireTime"] = now;
+  int64_t transitions = 0;
+  if (auto it = spec.find("leaseTransitions"); it != spec.end() && it->is_number_integer()) {
+    transitions = it->get<int64_t>();
   }
+  // Every change of holder is a transition; a new lease starts at zero.
+  spec["leaseTransitions"] = takeover == Takeover::kCreate ? 0 : transitions + 1;
   return spec;
 }
 
@@ -104,7 +98,7 @@ bool LeaderElector::TryAcquireOrRenew() {
         {"apiVersion", "coordination.k8s.io/v1"},
         {"kind", "Lease"},
         {"metadata", {{"name", config_.lease_name}, {"namespace", config_.lease_namespace}}},
-        {"spec", NewSpec(Object::object(), true)}};
+        {"spec", NewSpec(Object::object(), Takeover::kCreate)}};
     ApiResult<Object> created = client_->Create(resources::kLeases, config_.lease_namespace, lease);
     if (!created.ok()) return attempt_failed();
     Observe(created.value());
@@ -124,7 +118,7 @@ bool LeaderElector::TryAcquireOrRenew() {
     if (held) return false;
   }
   Object spec = lease.value("spec", Object::object());
-  lease["spec"] = NewSpec(spec, !ours);
+  lease["spec"] = NewSpec(spec, ours ? Takeover::kRenew : Takeover::kTakeOver);
   ApiResult<Object> updated = client_->Update(resources::kLeases, config_.lease_namespace, lease);
   if (!updated.ok()) return attempt_failed();
   Observe(updated.value());

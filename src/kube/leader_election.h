@@ -69,7 +69,10 @@ class LeaderElector {
 
  private:
   void Observe(const Object& lease);
-  Object NewSpec(const Object& old_spec, bool taking_over) const;
+  enum class Takeover { kCreate, kTakeOver, kRenew };
+  // The spec we write: ourselves as holder, renewed now; acquireTime and leaseTransitions
+  // updated unless renewing.
+  Object NewSpec(const Object& old_spec, Takeover takeover) const;
   void Lose();
 
   std::shared_ptr<Client> client_;
