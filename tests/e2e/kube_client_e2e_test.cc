@@ -9,11 +9,14 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <mutex>
 #include <optional>
 #include <random>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "kube/client.h"
@@ -403,6 +406,92 @@ TEST_F(KubeE2E, OneClientServesManyThreads) {
   }
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(ok.load(), kThreads * kCalls);
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST_F(KubeE2E, ClientCertificateAuthAndTlsVerification) {
+  const char* path = std::getenv("KUBECONFIG_CERT");  // NOLINT(concurrency-mt-unsafe)
+  ASSERT_NE(path, nullptr) << "KUBECONFIG_CERT is not set: run through run_with_control_plane.sh";
+  Result<Config> cfg = LoadKubeconfig(path);
+  ASSERT_TRUE(cfg.ok()) << cfg.error();
+  ASSERT_FALSE(cfg.value().tls.client_cert_pem.empty());
+  ASSERT_TRUE(cfg.value().token.empty());
+  auto get_ns = [&](const Config& c) -> ApiResult<Object> {
+    ApiResult<std::shared_ptr<Client>> client = Client::FromConfig(c);
+    if (!client.ok()) return client.error();
+    return client.value()->Get(resources::kNamespaces, "", *ns_);
+  };
+
+  ApiResult<Object> with_cert = get_ns(cfg.value());
+  ASSERT_TRUE(with_cert.ok()) << with_cert.error().ToString();
+  EXPECT_EQ(NameOf(with_cert.value()), *ns_);
+
+  Config anonymous = cfg.value();
+  anonymous.tls.client_cert_pem.clear();
+  anonymous.tls.client_key_pem.clear();
+  ApiResult<Object> refused = get_ns(anonymous);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().http_status, 403) << refused.error().ToString();
+  EXPECT_EQ(refused.error().reason, "Forbidden");
+
+  // The server's certificate does not chain to another CA: TLS verification must fail...
+  std::string folder = std::filesystem::path(path).parent_path().string();
+  Config wrong_ca = cfg.value();
+  wrong_ca.tls.ca_pem = ReadAll(folder + "/client-ca.crt");
+  ASSERT_FALSE(wrong_ca.tls.ca_pem.empty());
+  ApiResult<Object> unverified = get_ns(wrong_ca);
+  ASSERT_FALSE(unverified.ok());
+  EXPECT_TRUE(unverified.error().IsTransport()) << unverified.error().ToString();
+  // ...unless the configuration says to skip it.
+  wrong_ca.tls.insecure_skip_verify = true;
+  ApiResult<Object> insecure = get_ns(wrong_ca);
+  EXPECT_TRUE(insecure.ok()) << insecure.error().ToString();
+}
+
+TEST_F(KubeE2E, InClusterConfigFollowsTheRotatingTokenFile) {
+  ASSERT_FALSE(config_->token.empty());
+  // The service-account mount and environment a pod would have, pointing at this server.
+  std::string hostport = config_->server.substr(std::string("https://").size());
+  std::string host = hostport.substr(0, hostport.rfind(':'));
+  std::string port = hostport.substr(hostport.rfind(':') + 1);
+  std::filesystem::path mount =
+      std::filesystem::temp_directory_path() / ("gantry-e2e-sa-" + RandomSuffix());
+  std::filesystem::create_directories(mount);
+  struct Cleanup {
+    std::filesystem::path p;
+    ~Cleanup() { std::filesystem::remove_all(p); }
+  } cleanup{mount};
+  InClusterPaths paths{(mount / "token").string(), (mount / "ca.crt").string(),
+                       (mount / "namespace").string()};
+  std::ofstream(paths.token_file) << "not-a-valid-token";
+  std::ofstream(paths.ca_file) << config_->tls.ca_pem;
+  std::ofstream(paths.namespace_file) << *ns_;
+  auto getenv = [&](const std::string& k) -> std::optional<std::string> {
+    if (k == "KUBERNETES_SERVICE_HOST") return host;
+    if (k == "KUBERNETES_SERVICE_PORT") return port;
+    return std::nullopt;
+  };
+  Result<Config> cfg = InClusterConfig(getenv, paths);
+  ASSERT_TRUE(cfg.ok()) << cfg.error();
+  EXPECT_EQ(cfg.value().default_namespace, *ns_);
+  ApiResult<std::shared_ptr<Client>> client = Client::FromConfig(cfg.value());
+  ASSERT_TRUE(client.ok()) << client.error().ToString();
+
+  ApiResult<Object> rejected = client.value()->Get(resources::kNamespaces, "", *ns_);
+  ASSERT_FALSE(rejected.ok());
+  EXPECT_EQ(rejected.error().http_status, 401) << rejected.error().ToString();
+
+  // kubelet rotates the token: the same client picks up the new file.
+  std::ofstream(paths.token_file, std::ios::trunc) << config_->token << "\n";
+  ApiResult<Object> accepted = client.value()->Get(resources::kNamespaces, "", *ns_);
+  ASSERT_TRUE(accepted.ok()) << accepted.error().ToString();
+  EXPECT_EQ(NameOf(accepted.value()), *ns_);
 }
 
 // A CRD that keeps any fields, with a status subresource, for one of KAI's resource types.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs an end-to-end test binary against a throwaway control plane (kube-apiserver + etcd built
 # from Go modules by test/e2e/control-plane.sh) started in a temporary folder and always stopped
-# at the end, whatever happens. The binary gets KUBECONFIG. Exit code 77 (skipped) when Go is
+# at the end, whatever happens. The binary gets KUBECONFIG (admin token) and KUBECONFIG_CERT
+# (admin client certificate). Exit code 77 (skipped) when Go is
 # not installed, since the control plane cannot be built without it.
 #
 #   tests/e2e/run_with_control_plane.sh TEST_BINARY [ARGS...]
@@ -35,5 +36,5 @@ started=$(date +%s)
 "$control_plane" start "$dir/cp" >/dev/null
 echo "control plane ready in $(($(date +%s) - started)) s"
 # The test has its own time limit so that this script, not CTest, ends it and cleans up.
-KUBECONFIG="$dir/cp/kubeconfig" timeout --signal=TERM --kill-after=10 "${GANTRY_E2E_TIMEOUT:-300}" \
+KUBECONFIG="$dir/cp/kubeconfig" KUBECONFIG_CERT="$dir/cp/kubeconfig-cert" timeout --signal=TERM --kill-after=10 "${GANTRY_E2E_TIMEOUT:-300}" \
   "$test_bin" "$@"
