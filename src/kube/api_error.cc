@@ -5,7 +5,8 @@
 namespace gantry::kube {
 
 std::string ApiError::ToString() const {
-  if (http_status == 0) return "transport: " + message;
+  if (http_status == 0)
+    return (reason == "Invalid" ? "invalid request: " : "transport: ") + message;
   std::string out = "HTTP " + std::to_string(http_status);
   if (!reason.empty()) out += " " + reason;
   if (!message.empty()) out += ": " + message;

@@ -2,9 +2,11 @@
 // Kubernetes Status object the server returned, and ApiResult<T>, a value or an ApiError.
 //
 // Callers branch on the predicates (IsNotFound, IsConflict, IsAlreadyExists, IsGone, ...)
-// rather than on strings. An error that never reached the server (connection refused, TLS
-// failure, timeout, cancelled) has http_status 0; a response that could not be decoded keeps
-// its HTTP status and says so in the message.
+// rather than on strings. An error without a response (connection refused, TLS failure, timeout,
+// cancelled) has http_status 0 and IsTransport(): worth retrying. A request the client refused
+// to send (bad arguments: no name, a JSON patch that is not an array) has http_status 0 and
+// reason "Invalid": retrying cannot help. A response that could not be decoded keeps its HTTP
+// status and says so in the message.
 #pragma once
 
 #include <string>
@@ -15,11 +17,14 @@
 namespace gantry::kube {
 
 struct ApiError {
-  int http_status = 0;  // 0: no HTTP response (transport error or cancelled)
+  int http_status = 0;  // 0: no HTTP response (transport error, cancelled, or refused locally)
   std::string reason;   // Status.reason, e.g. "NotFound", "Conflict", "AlreadyExists", "Expired"
   std::string message;  // Status.message, or what went wrong locally
 
-  bool IsTransport() const { return http_status == 0; }
+  // No response from the server (and not a locally refused request).
+  bool IsTransport() const { return http_status == 0 && reason.empty(); }
+  // The client refused to send the request: its arguments are wrong.
+  bool IsInvalidRequest() const { return http_status == 0 && reason == "Invalid"; }
   bool IsNotFound() const { return http_status == 404 || reason == "NotFound"; }
   bool IsConflict() const { return http_status == 409 && reason != "AlreadyExists"; }
   bool IsAlreadyExists() const { return reason == "AlreadyExists"; }
@@ -27,7 +32,7 @@ struct ApiError {
   bool IsGone() const { return http_status == 410 || reason == "Expired" || reason == "Gone"; }
   bool IsTooManyRequests() const { return http_status == 429; }
   bool IsServerError() const { return http_status >= 500; }
-  // "HTTP 409 Conflict: <message>" or "transport: <message>".
+  // "HTTP 409 Conflict: <message>", "transport: <message>" or "invalid request: <message>".
   std::string ToString() const;
 };
 

@@ -15,7 +15,8 @@ std::string Field(const Object& object, const char* key) {
   return it->get<std::string>();
 }
 
-ApiError LocalError(std::string message) { return ApiError{0, "", std::move(message)}; }
+// A request refused before sending it.
+ApiError LocalError(std::string message) { return ApiError{0, "Invalid", std::move(message)}; }
 
 // A name used as a path segment must be non-empty and free of '/', '?', '#' and '%'.
 bool ValidSegment(std::string_view s) {

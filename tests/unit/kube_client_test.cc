@@ -105,7 +105,10 @@ TEST_F(KubeClientTest, GetReturnsTheObjectOrTheStatusError) {
 
   ApiResult<Object> invalid = client_->Get(resources::kPods, "ns", "a/b");
   ASSERT_FALSE(invalid.ok());
-  EXPECT_TRUE(invalid.error().IsTransport());  // never sent
+  EXPECT_TRUE(invalid.error().IsInvalidRequest());  // never sent
+  EXPECT_FALSE(invalid.error().IsTransport());
+  EXPECT_EQ(invalid.error().ToString().rfind("invalid request: get pods", 0), 0u)
+      << invalid.error().ToString();
   EXPECT_EQ(transport_->requests().size(), 3u);
 }
 
@@ -204,7 +207,10 @@ TEST_F(KubeClientTest, WritesUseTheRightVerbsPathsAndContentTypes) {
 }
 
 TEST_F(KubeClientTest, BadArgumentsFailBeforeSending) {
-  EXPECT_FALSE(client_->Create(resources::kPods, "ns", {{"spec", {}}}).ok());
+  ApiResult<Object> no_name = client_->Create(resources::kPods, "ns", {{"spec", {}}});
+  ASSERT_FALSE(no_name.ok());
+  EXPECT_TRUE(no_name.error().IsInvalidRequest());
+  EXPECT_NE(no_name.error().message.find("metadata.name"), std::string::npos);
   EXPECT_FALSE(client_->Create(resources::kPods, "", {{"metadata", {{"name", "p"}}}}).ok());
   EXPECT_FALSE(client_->Update(resources::kPods, "ns", json::object()).ok());
   ApiResult<Object> p =
@@ -227,6 +233,19 @@ TEST_F(KubeClientTest, ConflictAndAlreadyExistsAreDistinguished) {
   ASSERT_FALSE(del.ok());
   EXPECT_TRUE(del.error().IsConflict());
   EXPECT_NE(del.error().message.find("Precondition"), std::string::npos);
+}
+
+TEST(CurlTransportTest, ConnectionRefusedIsATransportErrorNamingTheUrl) {
+  Config cfg;
+  cfg.server = "https://127.0.0.1:1";  // nothing listens on port 1
+  cfg.source = "test";
+  ApiResult<std::shared_ptr<Client>> client = Client::FromConfig(cfg);
+  ASSERT_TRUE(client.ok()) << client.error().ToString();
+  ApiResult<Object> got = client.value()->Get(resources::kNodes, "", "n1");
+  ASSERT_FALSE(got.ok());
+  EXPECT_TRUE(got.error().IsTransport()) << got.error().ToString();
+  EXPECT_NE(got.error().message.find("https://127.0.0.1:1/api/v1/nodes/n1"), std::string::npos)
+      << got.error().message;
 }
 
 TEST(EventTest, MakeEventReferencesTheObject) {

@@ -151,7 +151,7 @@ TEST_F(LeaderElectionTest, ReleaseLetsTheNextCandidateInWithoutWaiting) {
   EXPECT_TRUE(released.value());
   EXPECT_FALSE(a.IsLeader());
   EXPECT_EQ(Holder(), "");
-  EXPECT_TRUE(b.TryAcquireOrRenew());                       // no clock advance needed
+  EXPECT_TRUE(b.TryAcquireOrRenew());  // no clock advance needed
   EXPECT_EQ(server_.lease["spec"]["leaseTransitions"], 1);
 }
 
