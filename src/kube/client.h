@@ -114,9 +114,10 @@ class Client {
   // Opens one watch (GET ...?watch=1) from options.resource_version and delivers each ADDED,
   // MODIFIED, DELETED and BOOKMARK event to `on_event` until the server ends the stream,
   // `on_event` returns false, or `cancel` becomes true (then "cancelled", http_status 0; the
-  // canceller must also call cancel.notify_all()). An ERROR event ends the watch with its Status
-  // as the error (IsGone() for an expired resourceVersion); so does an HTTP error or a malformed
-  // event. Most callers want ListWatcher instead.
+  // canceller should also call cancel.notify_all(), which FakeTransport waits on). An ERROR
+  // event ends the watch with its Status as the error (IsGone() for an expired
+  // resourceVersion); so does an HTTP error or a malformed event. Most callers want
+  // ListWatcher instead.
   ApiResult<WatchEnd> Watch(const ResourceType& type, std::string_view ns,
                             const ListOptions& options,
                             const std::function<bool(WatchEvent&&)>& on_event,

@@ -59,7 +59,8 @@ using TransportPtr = std::shared_ptr<Transport>;
 
 // A libcurl transport for `config`: TLS as configured, bearer token (a token file is re-read
 // when its modification time or size changes), HTTP keep-alive through a pool of reusable
-// handles. Fails when the TLS material is unusable.
+// handles. Fails only when libcurl cannot be initialised or the config has no server; unusable
+// TLS material shows as a transport error on the first request.
 ApiResult<TransportPtr> MakeCurlTransport(const Config& config);
 
 }  // namespace gantry::kube
