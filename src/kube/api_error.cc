@@ -17,7 +17,8 @@ ApiError DecodeStatusError(int http_status, std::string_view body) {
   ApiError err;
   err.http_status = http_status;
   nlohmann::json status = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (status.is_object() && status.value("kind", "") == "Status") {
+  auto kind = status.is_object() ? status.find("kind") : status.end();
+  if (kind != status.end() && kind->is_string() && *kind == "Status") {
     if (auto it = status.find("reason"); it != status.end() && it->is_string()) err.reason = *it;
     if (auto it = status.find("message"); it != status.end() && it->is_string()) {
       err.message = *it;

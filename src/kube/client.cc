@@ -6,13 +6,8 @@ namespace gantry::kube {
 
 namespace {
 
-std::string Field(const Object& object, const char* key) {
-  if (!object.is_object()) return "";
-  auto meta = object.find("metadata");
-  if (meta == object.end() || !meta->is_object()) return "";
-  auto it = meta->find(key);
-  if (it == meta->end() || !it->is_string()) return "";
-  return it->get<std::string>();
+std::string Field(const Object& object, std::string_view key) {
+  return StringAt(object, {"metadata", key});
 }
 
 // A request refused before sending it.
@@ -36,6 +31,17 @@ const char* PatchContentType(PatchType t) {
 }
 
 }  // namespace
+
+std::string StringAt(const Object& object, std::initializer_list<std::string_view> path) {
+  const Object* at = &object;
+  for (std::string_view key : path) {
+    if (!at->is_object()) return "";
+    auto it = at->find(key);
+    if (it == at->end()) return "";
+    at = &*it;
+  }
+  return at->is_string() ? at->get<std::string>() : "";
+}
 
 std::string NameOf(const Object& object) { return Field(object, "name"); }
 std::string NamespaceOf(const Object& object) { return Field(object, "namespace"); }
@@ -90,8 +96,8 @@ ApiResult<Object> Client::Send(std::string method, std::string path, std::string
   const HttpResponse& r = resp.value();
   if (r.status < 200 || r.status >= 300) return DecodeStatusError(r.status, r.body);
   Object out = Object::parse(r.body, nullptr, /*allow_exceptions=*/false);
-  if (out.is_discarded()) {
-    return ApiError{r.status, "", req.method + " " + req.path + ": response is not JSON"};
+  if (out.is_discarded() || !out.is_object()) {
+    return ApiError{r.status, "", req.method + " " + req.path + ": response is not a JSON object"};
   }
   return out;
 }
@@ -121,10 +127,7 @@ ApiResult<Object> Client::ListAll(const ResourceType& type, std::string_view ns,
     } else if (page_items != p.end() && !page_items->is_null()) {
       return ApiError{200, "", "list " + type.Describe() + ": \"items\" is not an array"};
     }
-    std::string next;
-    if (auto meta = p.find("metadata"); meta != p.end() && meta->is_object()) {
-      next = meta->value("continue", "");
-    }
+    std::string next = StringAt(p, {"metadata", "continue"});
     if (all.is_null()) {
       all = std::move(p);
       all.erase("items");

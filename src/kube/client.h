@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -136,6 +137,9 @@ class Client {
   RateLimiter limiter_;
 };
 
+// The string at `path` inside `object`, e.g. StringAt(pod, {"spec", "nodeName"}); "" when a step
+// is missing or of another type (never throws).
+std::string StringAt(const Object& object, std::initializer_list<std::string_view> path);
 // The name, namespace, uid and resourceVersion of an object ("" when absent).
 std::string NameOf(const Object& object);
 std::string NamespaceOf(const Object& object);

@@ -1,5 +1,7 @@
 #include "kube/leader_election.h"
 
+#include <algorithm>
+
 #include "kube/time_format.h"
 
 namespace gantry::kube {
@@ -13,6 +15,12 @@ int64_t WholeSeconds(Clock::Duration d) {
 std::string SpecString(const Object& spec, const char* key) {
   auto it = spec.find(key);
   return it != spec.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// The lease's spec, or an empty one when absent or not an object (a lease edited by hand).
+Object SpecOf(const Object& lease) {
+  auto it = lease.is_object() ? lease.find("spec") : lease.end();
+  return it != lease.end() && it->is_object() ? *it : Object::object();
 }
 
 }  // namespace
@@ -42,12 +50,12 @@ std::string LeaderElector::holder() const {
 }
 
 void LeaderElector::Observe(const Object& lease) {
-  Object spec = lease.value("spec", Object::object());
-  if (!spec.is_object()) spec = Object::object();
+  Object spec = SpecOf(lease);
   std::string holder = SpecString(spec, "holderIdentity");
   int64_t secs = 0;
   if (auto it = spec.find("leaseDurationSeconds"); it != spec.end() && it->is_number_integer()) {
-    secs = it->get<int64_t>();
+    constexpr int64_t kMaxSeconds = 365 * 24 * 3600;  // far beyond any sane lease; no overflow
+    secs = std::min(it->get<int64_t>(), kMaxSeconds);
   }
   std::string record = holder + "|" + SpecString(spec, "renewTime") + "|" + std::to_string(secs);
   if (record != observed_record_) {
@@ -117,8 +125,7 @@ bool LeaderElector::TryAcquireOrRenew() {
     bool held = !holder.empty() && now < observed_at_ + observed_duration_;
     if (held) return false;
   }
-  Object spec = lease.value("spec", Object::object());
-  lease["spec"] = NewSpec(spec, ours ? Takeover::kRenew : Takeover::kTakeOver);
+  lease["spec"] = NewSpec(SpecOf(lease), ours ? Takeover::kRenew : Takeover::kTakeOver);
   ApiResult<Object> updated = client_->Update(resources::kLeases, config_.lease_namespace, lease);
   if (!updated.ok()) return attempt_failed();
   Observe(updated.value());
@@ -134,12 +141,12 @@ ApiResult<bool> LeaderElector::Release() {
       client_->Get(resources::kLeases, config_.lease_namespace, config_.lease_name);
   if (!got.ok()) return got.error();
   Object lease = std::move(got).value();
-  if (SpecString(lease.value("spec", Object::object()), "holderIdentity") != config_.identity) {
-    return false;
-  }
-  lease["spec"]["holderIdentity"] = "";
-  lease["spec"]["leaseDurationSeconds"] = 1;
-  lease["spec"]["renewTime"] = FormatMicroTime(clock_->WallNow());
+  Object spec = SpecOf(lease);
+  if (SpecString(spec, "holderIdentity") != config_.identity) return false;
+  spec["holderIdentity"] = "";
+  spec["leaseDurationSeconds"] = 1;
+  spec["renewTime"] = FormatMicroTime(clock_->WallNow());
+  lease["spec"] = std::move(spec);
   ApiResult<Object> updated = client_->Update(resources::kLeases, config_.lease_namespace, lease);
   if (!updated.ok()) return updated.error();
   Observe(updated.value());

@@ -46,10 +46,7 @@ bool ListWatcher::ListAndSync() {
     return false;
   }
   Object& l = list.value();
-  std::string rv;
-  if (auto meta = l.find("metadata"); meta != l.end() && meta->is_object()) {
-    rv = meta->value("resourceVersion", "");
-  }
+  std::string rv = StringAt(l, {"metadata", "resourceVersion"});
   if (rv.empty()) {
     BackOff(ApiError{200, "", "list " + type_.Describe() + ": no metadata.resourceVersion"});
     return false;

@@ -101,7 +101,7 @@ TEST_F(KubeClientTest, GetReturnsTheObjectOrTheStatusError) {
   ApiResult<Object> bad = client_->Get(resources::kPods, "ns", "r");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().http_status, 200);
-  EXPECT_NE(bad.error().message.find("not JSON"), std::string::npos);
+  EXPECT_NE(bad.error().message.find("not a JSON object"), std::string::npos);
 
   ApiResult<Object> invalid = client_->Get(resources::kPods, "ns", "a/b");
   ASSERT_FALSE(invalid.ok());
@@ -204,6 +204,34 @@ TEST_F(KubeClientTest, WritesUseTheRightVerbsPathsAndContentTypes) {
   EXPECT_EQ(binding["target"]["name"], "node-1");
   EXPECT_EQ(binding["target"]["kind"], "Node");
   EXPECT_EQ(binding["metadata"]["uid"], "u1");
+}
+
+// Responses of the wrong shape are errors, never exceptions or crashes.
+TEST_F(KubeClientTest, OddlyShapedResponsesAreErrors) {
+  transport_->PushResponse(HttpResponse{200, "[1, 2]"});
+  ApiResult<Object> arr = client_->Get(resources::kPods, "ns", "p");
+  ASSERT_FALSE(arr.ok());
+  EXPECT_NE(arr.error().message.find("not a JSON object"), std::string::npos);
+
+  // A continue token of the wrong type ends the pagination instead of throwing.
+  transport_->PushResponse(
+      Json(200, {{"metadata", {{"resourceVersion", 5}, {"continue", 7}}}, {"items", {}}}));
+  ApiResult<Object> list = client_->ListAll(resources::kPods, "ns", {});
+  ASSERT_TRUE(list.ok()) << list.error().ToString();
+  EXPECT_EQ(ResourceVersionOf(list.value()), "");
+
+  transport_->PushResponse(Json(200, {{"items", "nope"}}));
+  ApiResult<Object> bad_items = client_->ListAll(resources::kPods, "ns", {});
+  ASSERT_FALSE(bad_items.ok());
+  EXPECT_NE(bad_items.error().message.find("\"items\""), std::string::npos);
+
+  ApiError odd = DecodeStatusError(500, json({{"kind", 5}, {"reason", 1}}).dump());
+  EXPECT_EQ(odd.http_status, 500);
+  EXPECT_EQ(odd.reason, "");
+
+  EXPECT_EQ(StringAt(json({{"spec", {{"nodeName", "n1"}}}}), {"spec", "nodeName"}), "n1");
+  EXPECT_EQ(StringAt(json({{"spec", 3}}), {"spec", "nodeName"}), "");
+  EXPECT_EQ(StringAt(json::array(), {"metadata", "name"}), "");
 }
 
 TEST_F(KubeClientTest, BadArgumentsFailBeforeSending) {

@@ -2,6 +2,8 @@
 // resourceVersion), with candidates sharing one fake clock.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "kube/fake_transport.h"
 #include "kube/leader_election.h"
 #include "kube/time_format.h"
@@ -172,6 +174,24 @@ TEST_F(LeaderElectionTest, StaleWritesConflict) {
   EXPECT_EQ(server_.rv, rv_before + 1);  // only the GET's bump: the PUT was refused
   clock_->Advance(seconds(9));
   EXPECT_FALSE(a.TryAcquireOrRenew());  // 11 s without a successful renewal
+}
+
+TEST_F(LeaderElectionTest, MangledLeaseIsTakenOverNotCrashedOn) {
+  server_.lease = {{"apiVersion", "coordination.k8s.io/v1"},
+                   {"kind", "Lease"},
+                   {"metadata", {{"name", "gantry"}, {"resourceVersion", "1"}}},
+                   {"spec", "garbage"}};
+  server_.rv = 1;
+  LeaderElector a = Candidate("a");
+  EXPECT_TRUE(a.TryAcquireOrRenew());  // no holder in it: free to take
+  EXPECT_EQ(Holder(), "a");
+
+  server_.lease["spec"] = {{"holderIdentity", "b"},
+                           {"leaseDurationSeconds", std::numeric_limits<int64_t>::max()},
+                           {"renewTime", 42}};
+  EXPECT_FALSE(a.TryAcquireOrRenew());  // held by b for a very long time
+  clock_->Advance(std::chrono::hours(24 * 400));
+  EXPECT_TRUE(a.TryAcquireOrRenew());  // the duration is capped, not overflowed
 }
 
 TEST_F(LeaderElectionTest, RunCallsBackAndReleasesOnStop) {

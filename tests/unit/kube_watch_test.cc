@@ -280,6 +280,17 @@ TEST_F(ListWatcherTest, StopFromAnotherThreadEndsAnIdleWatch) {
   EXPECT_EQ(Lists(), 1);
 }
 
+TEST_F(ListWatcherTest, ListWithoutAResourceVersionIsRetried) {
+  transport_->PushResponse(HttpResponse{
+      200, json({{"metadata", {{"resourceVersion", 12}}}, {"items", json::array()}}).dump()});
+  transport_->PushResponse(ListResponse("13", {"a"}));
+  handler_.stop_after_syncs = 1;
+  auto w = Make();
+  w->Run();
+  EXPECT_EQ(handler_.log, (std::vector<std::string>{"ERR:200", "SYNC@13:a,"}));
+  EXPECT_EQ(clock_->sleeps().size(), 1u);
+}
+
 TEST_F(ListWatcherTest, MalformedEventRewatchesAfterBackoff) {
   transport_->PushResponse(ListResponse("10", {}));
   transport_->PushStream({200, {EventLine("ADDED", "a", "11"), "{garbage\n"}, "", false});
