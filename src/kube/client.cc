@@ -10,6 +10,11 @@ std::string Field(const Object& object, std::string_view key) {
   return StringAt(object, {"metadata", key});
 }
 
+// Request bodies: invalid UTF-8 in a caller's strings is replaced (U+FFFD) rather than thrown.
+std::string Serialize(const Object& o) {
+  return o.dump(-1, ' ', false, Object::error_handler_t::replace);
+}
+
 // A request refused before sending it.
 ApiError LocalError(std::string message) { return ApiError{0, "Invalid", std::move(message)}; }
 
@@ -154,7 +159,7 @@ ApiResult<Object> Client::Create(const ResourceType& type, std::string_view ns,
   if (type.namespaced && ns.empty()) {
     return LocalError("create " + type.Describe() + " " + NameOf(object) + ": namespace missing");
   }
-  return Send("POST", type.CollectionPath(ns), "application/json", object.dump());
+  return Send("POST", type.CollectionPath(ns), "application/json", Serialize(object));
 }
 
 ApiResult<Object> Client::Update(const ResourceType& type, std::string_view ns,
@@ -163,7 +168,7 @@ ApiResult<Object> Client::Update(const ResourceType& type, std::string_view ns,
   if (!ValidSegment(name)) {
     return LocalError("update " + type.Describe() + ": metadata.name missing or invalid");
   }
-  return Send("PUT", type.ObjectPath(ns, name), "application/json", object.dump());
+  return Send("PUT", type.ObjectPath(ns, name), "application/json", Serialize(object));
 }
 
 ApiResult<Object> Client::UpdateStatus(const ResourceType& type, std::string_view ns,
@@ -172,7 +177,7 @@ ApiResult<Object> Client::UpdateStatus(const ResourceType& type, std::string_vie
   if (!ValidSegment(name)) {
     return LocalError("update status of " + type.Describe() + ": metadata.name missing or invalid");
   }
-  return Send("PUT", type.ObjectPath(ns, name, "status"), "application/json", object.dump());
+  return Send("PUT", type.ObjectPath(ns, name, "status"), "application/json", Serialize(object));
 }
 
 ApiResult<Object> Client::Patch(const ResourceType& type, std::string_view ns,
@@ -185,7 +190,7 @@ ApiResult<Object> Client::Patch(const ResourceType& type, std::string_view ns,
                                                       : ": a merge patch must be an object"));
   }
   return Send("PATCH", type.ObjectPath(ns, name, subresource), PatchContentType(patch_type),
-              patch.dump());
+              Serialize(patch));
 }
 
 ApiResult<Object> Client::Delete(const ResourceType& type, std::string_view ns,
@@ -198,7 +203,7 @@ ApiResult<Object> Client::Delete(const ResourceType& type, std::string_view ns,
     body["preconditions"]["resourceVersion"] = options.precondition_resource_version;
   }
   if (!options.propagation_policy.empty()) body["propagationPolicy"] = options.propagation_policy;
-  return Send("DELETE", type.ObjectPath(ns, name), "application/json", body.dump());
+  return Send("DELETE", type.ObjectPath(ns, name), "application/json", Serialize(body));
 }
 
 ApiResult<Object> Client::BindPod(std::string_view ns, std::string_view pod, std::string_view node,
@@ -212,7 +217,7 @@ ApiResult<Object> Client::BindPod(std::string_view ns, std::string_view pod, std
       {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", std::string(node)}}}};
   if (!pod_uid.empty()) binding["metadata"]["uid"] = std::string(pod_uid);
   return Send("POST", resources::kPods.ObjectPath(ns, pod, "binding"), "application/json",
-              binding.dump());
+              Serialize(binding));
 }
 
 ApiResult<WatchEnd> Client::Watch(const ResourceType& type, std::string_view ns,

@@ -247,6 +247,13 @@ TEST_F(KubeClientTest, BadArgumentsFailBeforeSending) {
   EXPECT_NE(p.error().message.find("must be an array"), std::string::npos);
   EXPECT_FALSE(client_->BindPod("ns", "p", "").ok());
   EXPECT_TRUE(transport_->requests().empty());
+
+  // Invalid UTF-8 in a label is sent replaced, not thrown.
+  transport_->PushResponse(Json(201, {{"kind", "Pod"}}));
+  ApiResult<Object> odd = client_->Create(
+      resources::kPods, "ns", {{"metadata", {{"name", "p"}, {"labels", {{"a", "\xff"}}}}}});
+  ASSERT_TRUE(odd.ok()) << odd.error().ToString();
+  EXPECT_EQ(json::parse(Last().body)["metadata"]["labels"]["a"], "\xef\xbf\xbd");
 }
 
 TEST_F(KubeClientTest, ConflictAndAlreadyExistsAreDistinguished) {
