@@ -4,7 +4,8 @@
 # static admin token. Usage:
 #
 #   test/e2e/control-plane.sh build        # build (or reuse) the binaries; prints their folder
-#   test/e2e/control-plane.sh start DIR    # start in DIR; writes DIR/kubeconfig and DIR/env
+#   test/e2e/control-plane.sh start DIR    # start in DIR; writes DIR/kubeconfig (admin token),
+#                                          # DIR/kubeconfig-cert (admin client certificate) and DIR/env
 #   test/e2e/control-plane.sh stop DIR     # stop what `start DIR` started
 #
 # DIR/env holds KUBE_SERVER, KUBE_TOKEN, KUBECONFIG and the two process ids.
@@ -77,6 +78,13 @@ start() {
   for user in $users; do
     echo "$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n'),$user,$user" >>"$dir/tokens.csv"
   done
+  # A client CA and an admin client certificate signed by it.
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=e2e-client-ca" \
+    -keyout "$dir/client-ca.key" -out "$dir/client-ca.crt" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -subj "/O=system:masters/CN=cert-admin" \
+    -keyout "$dir/admin.key" -out "$dir/admin.csr" 2>/dev/null
+  openssl x509 -req -in "$dir/admin.csr" -CA "$dir/client-ca.crt" -CAkey "$dir/client-ca.key" \
+    -CAcreateserial -days 2 -out "$dir/admin.crt" 2>/dev/null
 
   "$bins/etcd" --data-dir "$dir/etcd" \
     --listen-client-urls "http://127.0.0.1:$etcd_client" \
@@ -89,7 +97,8 @@ start() {
     --cert-dir "$dir/certs" --service-cluster-ip-range 10.0.0.0/24 \
     --service-account-issuer https://kubernetes.default.svc \
     --service-account-key-file "$dir/sa.pub" --service-account-signing-key-file "$dir/sa.key" \
-    --token-auth-file "$dir/tokens.csv" --authorization-mode RBAC \
+    --token-auth-file "$dir/tokens.csv" --client-ca-file "$dir/client-ca.crt" \
+    --authorization-mode RBAC \
     --disable-admission-plugins ServiceAccount >"$dir/apiserver.log" 2>&1 &
   local api_pid=$!
 
@@ -114,6 +123,23 @@ EOF
     kubeconfig "$dir" "$api" "$user" "$(grep ",$user,$user\$" "$dir/tokens.csv" | cut -d, -f1)" \
       >"$dir/kubeconfig-$user"
   done
+  # Relative certificate paths (resolved against the kubeconfig's folder) and an inline CA.
+  cat >"$dir/kubeconfig-cert" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: e2e
+  cluster:
+    server: https://127.0.0.1:$api
+    certificate-authority-data: $(base64 -w0 "$dir/certs/apiserver.crt" 2>/dev/null)
+contexts:
+- name: e2e
+  context: {cluster: e2e, user: cert-admin}
+current-context: e2e
+users:
+- name: cert-admin
+  user: {client-certificate: admin.crt, client-key: admin.key}
+EOF
   if [ -z "$ready" ]; then
     echo "control-plane: kube-apiserver did not become ready; see $dir/apiserver.log" >&2
     stop "$dir"
@@ -122,14 +148,22 @@ EOF
   echo "$dir/env"
 }
 
-# stop_pid PID: SIGTERM, up to 10 s to exit, then SIGKILL.
+# True while the process runs (a zombie waiting to be reaped by init counts as gone).
+alive() {
+  local state
+  state="$(ps -o stat= -p "$1" 2>/dev/null)" || return 1
+  [ -n "$state" ] && [ "${state#Z}" = "$state" ]
+}
+
+# SIGTERM, up to 10 s to exit, then SIGKILL.
 stop_pid() {
-  kill "$1" 2>/dev/null || return 0
+  local pid="$1"
+  kill "$pid" 2>/dev/null || return 0
   for _ in $(seq 1 40); do
-    kill -0 "$1" 2>/dev/null || return 0
+    alive "$pid" || return 0
     sleep 0.25
   done
-  kill -9 "$1" 2>/dev/null || true
+  kill -9 "$pid" 2>/dev/null || true
 }
 
 stop() {

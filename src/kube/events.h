@@ -1,0 +1,26 @@
+// Building core/v1 Events ("Scheduled", "FailedScheduling", "Evicted", ...) about an object.
+// Create the result with Client::Create(resources::kEvents, NamespaceOf(event), event).
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "kube/client.h"
+
+namespace gantry::kube {
+
+struct EventInfo {
+  std::string type = "Normal";  // "Normal" or "Warning"
+  std::string reason;           // UpperCamelCase, e.g. "Scheduled"
+  std::string message;
+  std::string component;  // source.component / reportingComponent, e.g. "kai-scheduler"
+  std::string instance;   // reportingInstance (e.g. the pod name); optional
+};
+
+// An Event about `involved` (an object of `type`; its name, namespace, uid and resourceVersion
+// are copied), timestamped `now`, in the object's namespace ("default" for cluster-scoped
+// objects). Its name is unique per object and nanosecond.
+Object MakeEvent(const ResourceType& type, const Object& involved, const EventInfo& info,
+                 std::chrono::system_clock::time_point now);
+
+}  // namespace gantry::kube

@@ -1,0 +1,66 @@
+// The HTTP seam under the client: a Transport sends one request to the API server and returns
+// the response, or streams a response body (watches) chunk by chunk as it arrives.
+//
+// The production transport is libcurl (MakeCurlTransport); tests use FakeTransport
+// (fake_transport.h), which answers from canned responses without sockets. Everything above
+// this interface (Client, ListWatcher, LeaderElector) is tested through it.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "kube/api_error.h"
+#include "kube/config.h"
+
+namespace gantry::kube {
+
+struct HttpRequest {
+  std::string method;        // GET, POST, PUT, PATCH, DELETE
+  std::string path;          // path and query, from the server root: "/api/v1/pods?limit=5"
+  std::string content_type;  // of body; empty when there is none
+  std::string body;
+  // Whole-request timeout; zero means none (streams rely on the server-side timeoutSeconds
+  // and on cancellation).
+  std::chrono::milliseconds timeout{0};
+};
+
+struct HttpResponse {
+  int status = 0;
+  std::string body;
+};
+
+// Receives a streamed body as it arrives, in chunks split anywhere. Return false to abort.
+using BodySink = std::function<bool(std::string_view chunk)>;
+
+// Thread-safe: any number of threads may call Do and Stream at once.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  // Sends the request and returns the whole response, any HTTP status included. Fails (an
+  // ApiError with http_status 0) only when there is no response: connection, TLS, timeout.
+  virtual ApiResult<HttpResponse> Do(const HttpRequest& request) = 0;
+
+  // Sends the request and streams the body. When the status is 2xx, each chunk goes to `sink`
+  // and the returned response has an empty body; otherwise the body is collected into the
+  // response instead (an error Status) and `sink` is never called. Returns when the server ends
+  // the response, when `sink` returns false, or soon after `cancel` becomes true (then it fails
+  // with message "cancelled").
+  virtual ApiResult<HttpResponse> Stream(const HttpRequest& request, const BodySink& sink,
+                                         const std::atomic<bool>& cancel) = 0;
+};
+using TransportPtr = std::shared_ptr<Transport>;
+
+// A libcurl transport for `config`: TLS as configured, bearer token (a token file is re-read
+// when its modification time or size changes), HTTP keep-alive through a pool of reusable
+// handles. Fails only when libcurl cannot be initialised or the config has no server; unusable
+// TLS material shows as a transport error on the first request.
+ApiResult<TransportPtr> MakeCurlTransport(const Config& config);
+
+}  // namespace gantry::kube
