@@ -1,5 +1,6 @@
 #include "kube/client.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace gantry::kube {
@@ -93,11 +94,21 @@ std::string Client::Query(const ListOptions& o, bool watch) {
 
 ApiResult<Object> Client::Send(std::string method, std::string path, std::string content_type,
                                std::string body) {
-  limiter_.Accept();
   HttpRequest req{std::move(method), std::move(path), std::move(content_type), std::move(body),
                   options_.request_timeout};
-  ApiResult<HttpResponse> resp = transport_->Do(req);
-  if (!resp.ok()) return resp.error();
+  ApiResult<HttpResponse> resp = ApiError{};
+  for (int attempt = 0;; ++attempt) {
+    limiter_.Accept();
+    resp = transport_->Do(req);
+    if (!resp.ok()) return resp.error();
+    const HttpResponse& r = resp.value();
+    bool retryable =
+        r.retry_after_seconds >= 0 && (r.status == 429 || (r.status >= 500 && req.method == "GET"));
+    if (!retryable || attempt >= options_.max_retries) break;
+    auto wait = std::min<Clock::Duration>(std::chrono::seconds(r.retry_after_seconds),
+                                          options_.max_retry_after);
+    options_.clock->SleepFor(wait, nullptr);
+  }
   const HttpResponse& r = resp.value();
   if (r.status < 200 || r.status >= 300) return DecodeStatusError(r.status, r.body);
   Object out = Object::parse(r.body, nullptr, /*allow_exceptions=*/false);

@@ -37,6 +37,11 @@ struct ClientOptions {
   double qps = 50;  // <= 0: no client-side limit
   int burst = 100;
   std::chrono::milliseconds request_timeout{30'000};  // every call except watches
+  // Retries of a response that carries Retry-After: a 429 (the server did not process the
+  // request) for any verb, a 5xx only for GET. Each waits Retry-After, at most
+  // max_retry_after, on the clock. Other failures are returned at once.
+  int max_retries = 3;
+  std::chrono::seconds max_retry_after{10};
   ClockPtr clock = RealClock();
 };
 

@@ -2,6 +2,7 @@
 // requests), TLS from the Config, and a bearer token that follows its file when it rotates.
 #include <curl/curl.h>
 
+#include <cctype>
 #include <mutex>
 
 #include "kube/token_source.h"
@@ -19,7 +20,35 @@ struct StreamState {
   bool status_known = false;
   bool aborted_by_sink = false;
   std::string error_body;  // non-2xx (or a plain Do): the whole body
+  int retry_after_seconds = -1;
 };
+
+// Picks Retry-After (seconds form) out of the response headers.
+size_t HeaderCallback(char* data, size_t size, size_t n, void* user) {
+  auto* st = static_cast<StreamState*>(user);
+  size_t len = size * n;
+  std::string_view line(data, len);
+  constexpr std::string_view kName = "retry-after:";
+  if (line.size() > kName.size()) {
+    bool match = true;
+    for (size_t i = 0; i < kName.size() && match; ++i) {
+      match = std::tolower(static_cast<unsigned char>(line[i])) == kName[i];
+    }
+    if (match) {
+      std::string_view v = line.substr(kName.size());
+      while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+      int secs = 0;
+      size_t digits = 0;
+      while (digits < v.size() && digits < 9 &&
+             std::isdigit(static_cast<unsigned char>(v[digits]))) {
+        secs = secs * 10 + (v[digits] - '0');
+        ++digits;
+      }
+      st->retry_after_seconds = digits > 0 ? secs : -1;
+    }
+  }
+  return len;
+}
 
 size_t WriteCallback(char* data, size_t size, size_t n, void* user) {
   auto* st = static_cast<StreamState*>(user);
@@ -181,6 +210,8 @@ class CurlTransport : public Transport {
                          static_cast<curl_off_t>(request.body.size()));
       }
     }
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, HeaderCallback);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &st);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, WriteCallback);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &st);
     if (st.cancel != nullptr) {
@@ -197,13 +228,13 @@ class CurlTransport : public Transport {
 
     if (rc == CURLE_ABORTED_BY_CALLBACK) return ApiError{0, "", "cancelled"};
     if (rc == CURLE_WRITE_ERROR && st.aborted_by_sink) {
-      return HttpResponse{static_cast<int>(status), ""};
+      return HttpResponse{static_cast<int>(status), "", st.retry_after_seconds};
     }
     if (rc != CURLE_OK) {
       std::string msg = errbuf[0] != '\0' ? errbuf : curl_easy_strerror(rc);
       return ApiError{0, "", request.method + " " + url + ": " + msg};
     }
-    return HttpResponse{static_cast<int>(status), std::move(st.error_body)};
+    return HttpResponse{static_cast<int>(status), std::move(st.error_body), st.retry_after_seconds};
   }
 
   std::string server_;

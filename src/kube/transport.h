@@ -33,6 +33,9 @@ struct HttpRequest {
 struct HttpResponse {
   int status = 0;
   std::string body;
+  // The Retry-After header in seconds (the server asks the client to come back later, e.g. a
+  // 429 from API Priority and Fairness); -1 when absent or not a number of seconds.
+  int retry_after_seconds = -1;
 };
 
 // Receives a streamed body as it arrives, in chunks split anywhere. Return false to abort.

@@ -234,6 +234,45 @@ TEST_F(KubeClientTest, OddlyShapedResponsesAreErrors) {
   EXPECT_EQ(StringAt(json::array(), {"metadata", "name"}), "");
 }
 
+TEST(ClientRetryTest, RetryAfterIsHonouredWithinLimits) {
+  auto transport = std::make_shared<FakeTransport>();
+  auto clock = std::make_shared<FakeClock>();
+  ClientOptions o;
+  o.qps = 0;
+  o.clock = clock;
+  o.max_retries = 2;
+  o.max_retry_after = std::chrono::seconds(5);
+  Client client(transport, o);
+  json busy = StatusBody(429, "TooManyRequests", "too many requests");
+  // 429 twice (the second asks for 60 s: capped at 5), then success.
+  transport->PushResponse(HttpResponse{429, busy.dump(), 1});
+  transport->PushResponse(HttpResponse{429, busy.dump(), 60});
+  transport->PushResponse(Json(200, {{"metadata", {{"name", "p"}}}}));
+  ApiResult<Object> got = client.Get(resources::kPods, "ns", "p");
+  ASSERT_TRUE(got.ok()) << got.error().ToString();
+  EXPECT_EQ(clock->sleeps(),
+            (std::vector<Clock::Duration>{std::chrono::seconds(1), std::chrono::seconds(5)}));
+
+  // Out of retries: the last 429 is returned.
+  for (int i = 0; i < 3; ++i) transport->PushResponse(HttpResponse{429, busy.dump(), 0});
+  ApiResult<Object> exhausted = client.Get(resources::kPods, "ns", "p");
+  ASSERT_FALSE(exhausted.ok());
+  EXPECT_TRUE(exhausted.error().IsTooManyRequests());
+  EXPECT_EQ(transport->requests().size(), 6u);
+
+  // A 503 with Retry-After is retried for GET but not for a create (it may have been applied).
+  transport->PushResponse(HttpResponse{503, "{}", 1});
+  ApiResult<Object> created =
+      client.Create(resources::kPods, "ns", {{"metadata", {{"name", "q"}}}});
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.error().http_status, 503);
+  EXPECT_EQ(transport->requests().size(), 7u);
+  // Without Retry-After nothing is retried.
+  transport->PushResponse(HttpResponse{429, busy.dump()});
+  EXPECT_FALSE(client.Get(resources::kPods, "ns", "p").ok());
+  EXPECT_EQ(transport->requests().size(), 8u);
+}
+
 TEST_F(KubeClientTest, BadArgumentsFailBeforeSending) {
   ApiResult<Object> no_name = client_->Create(resources::kPods, "ns", {{"spec", {}}});
   ASSERT_FALSE(no_name.ok());
