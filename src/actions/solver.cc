@@ -384,16 +384,14 @@ class Solver {
     return CouldFitSorted(sizes_scratch_, nodes);
   }
 
-  // The whole-GPU requests of `pods`, largest first; {-1} when some pod's request is not
-  // modelled by CouldFitSorted (shared GPUs, MIG), which then always answers yes.
+  // The whole-GPU requests of `pods`, largest first. Shared-GPU, MIG and DRA requests are left
+  // out: they can only make placing the whole-GPU pods harder, so the check stays a necessary
+  // condition.
   void SortedGpuSizes(const std::vector<PodId>& pods, std::vector<double>& sizes) const {
     sizes.clear();
     for (PodId p : pods) {
       const Pod& pod = ssn_.cluster().pods[p];
-      if (pod.IsSharedGpu() || pod.gpu_kind == GpuRequestKind::kMig) {
-        sizes.assign(1, -1);
-        return;
-      }
+      if (pod.IsSharedGpu()) continue;
       if (pod.request.gpus > 0) sizes.push_back(pod.request.gpus);
     }
     std::sort(sizes.begin(), sizes.end(), std::greater<>());
