@@ -86,8 +86,25 @@ void NodeSharedGpus::Add(int32_t group, int64_t memory, PodStatus status, int de
   }
 }
 
+void NodeSharedGpus::DropIfIdle(int32_t group) {
+  for (auto it = devices_.begin(); it != devices_.end(); ++it) {
+    if (it->group != group) continue;
+    if (it->used == 0 && it->releasing == 0 && it->allocated == 0 && !it->marked_releasing) {
+      devices_.erase(it);
+    }
+    return;
+  }
+}
+
 void NodeSharedGpus::Remove(int32_t group, int64_t memory, PodStatus status, int device_count,
                             double whole_used, double& idle_gpus, double& releasing_gpus) {
+  RemoveImpl(group, memory, status, device_count, whole_used, idle_gpus, releasing_gpus);
+  DropIfIdle(group);
+}
+
+void NodeSharedGpus::RemoveImpl(int32_t group, int64_t memory, PodStatus status,
+                                int device_count, double whole_used, double& idle_gpus,
+                                double& releasing_gpus) {
   SharedGpu& d = Get(group);
   d.used -= memory;
   auto used_gpus = [&] { return Whole(whole_used) + UsedGroups(); };

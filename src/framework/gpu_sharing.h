@@ -9,8 +9,11 @@
 //
 // The rules are KAI's (pkg/scheduler/api/node_info/gpu_sharing_node_info.go), including their
 // order of evaluation: the counters are compared right after each change, so the same sequence of
-// adds and removes leaves the same idle / releasing counts as in KAI. Groups stay listed once seen
-// in a session (as map entries do in KAI), in the order they appeared.
+// adds and removes leaves the same idle / releasing counts as in KAI. Groups are listed in the
+// order they appeared; a group left with nothing in use, releasing or allocated is dropped (KAI
+// keeps such map entries, but no rule can tell them from absent ones: a group is only joined
+// while in use, and a freed device gets a new group) - otherwise the simulations of the victim
+// search would leave thousands of dead entries on busy nodes.
 //
 // Nothing here allocates except the first appearance of a group on a node.
 #pragma once
@@ -67,6 +70,9 @@ class NodeSharedGpus {
 
  private:
   SharedGpu& Get(int32_t group);
+  void RemoveImpl(int32_t group, int64_t memory, PodStatus status, int device_count,
+                  double whole_used, double& idle_gpus, double& releasing_gpus);
+  void DropIfIdle(int32_t group);
   std::vector<SharedGpu> devices_;
 };
 
