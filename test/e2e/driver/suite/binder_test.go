@@ -27,16 +27,19 @@ import (
 // binderProcess is `gantry binder` running as the gantry-binder user (deploy/'s RBAC), with its
 // log kept in the control-plane folder.
 type binderProcess struct {
-	cmd  *exec.Cmd
-	port int
-	done chan error
-	mu   sync.Mutex
-	log  []string
+	cmd      *exec.Cmd
+	port     int
+	identity string
+	done     chan error
+	stopOnce sync.Once
+	exitCode int
+	mu       sync.Mutex
+	log      []string
 }
 
-var servingPort = regexp.MustCompile(`serving /metrics, /healthz, /readyz on port (\d+)`)
+var servingPort = regexp.MustCompile(`serving /metrics, /healthz, /readyz on port (\d+); campaigning for lease \S+ as (\S+)`)
 
-func startBinder(t *testing.T, bin string) *binderProcess {
+func startBinder(t *testing.T, bin, logName string) *binderProcess {
 	t.Helper()
 	cmd := exec.Command(bin, "binder", "--kubeconfig", env.Kubeconfig(harness.BinderUser),
 		"--metrics-address", "127.0.0.1:0", "--workers", "2")
@@ -44,7 +47,7 @@ func startBinder(t *testing.T, bin string) *binderProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logFile, err := os.Create(filepath.Join(env.Dir, "binder-e2e.log"))
+	logFile, err := os.Create(filepath.Join(env.Dir, logName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +55,11 @@ func startBinder(t *testing.T, bin string) *binderProcess {
 		t.Fatalf("start %s binder: %v", bin, err)
 	}
 	p := &binderProcess{cmd: cmd, done: make(chan error, 1)}
-	portCh := make(chan int, 1)
+	type serving struct {
+		port     int
+		identity string
+	}
+	servingCh := make(chan serving, 1)
 	go func() {
 		scanner := bufio.NewScanner(io.TeeReader(stderr, logFile))
 		for scanner.Scan() {
@@ -62,14 +69,15 @@ func startBinder(t *testing.T, bin string) *binderProcess {
 			p.mu.Unlock()
 			if m := servingPort.FindStringSubmatch(line); m != nil {
 				port, _ := strconv.Atoi(m[1])
-				portCh <- port
+				servingCh <- serving{port, m[2]}
 			}
 		}
 		logFile.Close()
 		p.done <- cmd.Wait()
 	}()
 	select {
-	case p.port = <-portCh:
+	case s := <-servingCh:
+		p.port, p.identity = s.port, s.identity
 	case err := <-p.done:
 		t.Fatalf("the binder exited at start (%v):\n%s", err, p.Log())
 	case <-time.After(30 * time.Second):
@@ -85,17 +93,20 @@ func (p *binderProcess) Log() string {
 	return strings.Join(p.log, "\n")
 }
 
-// stop sends SIGTERM and returns the exit code (-1 when it had to be killed).
+// stop sends SIGTERM and returns the exit code (-1 when it had to be killed). Idempotent.
 func (p *binderProcess) stop() int {
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(30 * time.Second):
-		p.cmd.Process.Kill()
-		<-p.done
-		return -1
-	}
-	return p.cmd.ProcessState.ExitCode()
+	p.stopOnce.Do(func() {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+			p.exitCode = p.cmd.ProcessState.ExitCode()
+		case <-time.After(30 * time.Second):
+			p.cmd.Process.Kill()
+			<-p.done
+			p.exitCode = -1
+		}
+	})
+	return p.exitCode
 }
 
 func (p *binderProcess) get(path string) (int, string, error) {
@@ -130,7 +141,8 @@ func bindRequest(ns, name string, pod *corev1.Pod, node string, backoffLimit int
 // binder's least-privilege RBAC: a fitting pod is bound and its request Succeeded; a request for
 // a node deleted meanwhile is retried up to its backoff limit, then Failed with the pod unbound;
 // a pod already bound is a success; its /metrics carry KAI's binder metric names, /healthz and
-// /readyz answer 200; SIGTERM stops it cleanly and releases its lease.
+// /readyz answer 200; a second replica stands by until SIGTERM stops the first cleanly (exit 0,
+// lease released), then takes over.
 func TestBinder(t *testing.T) {
 	bin := os.Getenv("GANTRY_BIN")
 	if bin == "" {
@@ -157,12 +169,9 @@ func TestBinder(t *testing.T) {
 		return p
 	}
 
-	binder := startBinder(t, bin)
-	stopped := false
+	binder := startBinder(t, bin, "binder-e2e.log")
 	t.Cleanup(func() {
-		if !stopped {
-			binder.stop()
-		}
+		binder.stop()
 		if t.Failed() {
 			t.Logf("binder log:\n%s", binder.Log())
 		}
@@ -310,16 +319,51 @@ func TestBinder(t *testing.T) {
 		}
 	})
 
-	// SIGTERM: a clean exit that releases the lease for a successor.
-	stopped = true
+	// A second replica stands by (ready: it knows the leader) and binds nothing; when the leader
+	// stops on SIGTERM it releases the lease, and the standby takes over.
+	standby := startBinder(t, bin, "binder-e2e-standby.log")
+	t.Cleanup(func() {
+		standby.stop()
+		if t.Failed() {
+			t.Logf("standby binder log:\n%s", standby.Log())
+		}
+	})
+	if err := harness.Poll(ctx, 30*time.Second, "standby /readyz 200", func(ctx context.Context) (bool, error) {
+		code, _, err := standby.get("/readyz")
+		return code == 200, err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	holder := func() string {
+		lease, err := admin.Kube.CoordinationV1().Leases(harness.Namespace).Get(ctx, "gantry-binder", metav1.GetOptions{})
+		if err != nil || lease.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *lease.Spec.HolderIdentity
+	}
+	if h := holder(); h != binder.identity {
+		t.Fatalf("lease held by %q, want the first binder %q", h, binder.identity)
+	}
+
 	if code := binder.stop(); code != 0 {
 		t.Errorf("the binder exited with %d after SIGTERM, want 0", code)
 	}
-	lease, err := admin.Kube.CoordinationV1().Leases(harness.Namespace).Get(ctx, "gantry-binder", metav1.GetOptions{})
-	if err != nil {
+	if err := harness.Poll(ctx, 30*time.Second, "the standby holds the lease", func(ctx context.Context) (bool, error) {
+		return holder() == standby.identity, nil
+	}); err != nil {
+		t.Fatalf("%v (holder %q)", err, holder())
+	}
+	pod := createPod("after-failover")
+	if _, err := brs.Create(ctx, bindRequest(ns, "after-failover", pod, fit, 1), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" {
-		t.Errorf("the lease is still held by %q after the binder stopped", *lease.Spec.HolderIdentity)
+	waitPhase("after-failover", "Succeeded", 30*time.Second)
+
+	// SIGTERM: a clean exit that releases the lease for a successor.
+	if code := standby.stop(); code != 0 {
+		t.Errorf("the standby exited with %d after SIGTERM, want 0", code)
+	}
+	if h := holder(); h != "" {
+		t.Errorf("the lease is still held by %q after both binders stopped", h)
 	}
 }
