@@ -1,4 +1,4 @@
-// The binder's log: one line per call on standard error, prefixed with the UTC time; lines from
+// The binder's log: one line per call on standard error, prefixed with the UTC time (milliseconds); lines from
 // different threads never interleave.
 #pragma once
 
