@@ -41,8 +41,9 @@ int main(int argc, char** argv) {
   gantry::binder::BinderOptions binder;
   auto* binder_cmd = app.add_subcommand(
       "binder", "Carry out BindRequests: bind their pods and report in their status");
-  binder_cmd->add_option("--kubeconfig", binder.kubeconfig,
-                         "kubeconfig file (default: $KUBECONFIG, else in-cluster configuration)");
+  binder_cmd->add_option(
+      "--kubeconfig", binder.kubeconfig,
+      "kubeconfig file (default: $KUBECONFIG, else in-cluster, else ~/.kube/config)");
   binder_cmd
       ->add_option("--metrics-address", binder.metrics_address,
                    "Address serving /metrics, /healthz and /readyz")

@@ -152,7 +152,13 @@ void HttpServer::AcceptLoop() {
     if (r < 0 && errno == EINTR) continue;
     if (r < 0 || (fds[1].revents & POLLIN) != 0 || stopping_.load()) break;
     int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;  // the client went away, or out of descriptors for a moment
+    if (fd < 0) {
+      // Out of descriptors: the connection stays in the backlog; don't spin on it meanwhile.
+      if (errno == EMFILE || errno == ENFILE) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      continue;  // otherwise the client went away
+    }
     std::vector<std::thread> done;
     {
       std::lock_guard<std::mutex> lock(mu_);
