@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -417,6 +418,37 @@ TEST_F(BinderTest, StepsRunInOrderAndRollBackCompletedOnesInReverse) {
   EXPECT_EQ(cluster_.BindRequestStatus("ns/bindfails")["phase"], "Failed");
 }
 
+TEST(GpuSharingStep, ValidatesFractionalAllocations) {
+  json pod = json::object(), node = json::object();
+  auto check = [&](const std::string& type, int count, const std::string& portion,
+                   std::vector<std::string> groups) {
+    BindRequest br;
+    br.received_resource_type = type;
+    br.received_gpu_count = count;
+    br.received_gpu_portion = portion;
+    br.selected_gpu_groups = std::move(groups);
+    BindAttempt attempt{br, pod, node};
+    auto err = GpuSharingStep().PreBind(attempt);
+    if (err) {
+      EXPECT_FALSE(err->retryable) << err->message;  // retrying cannot fix a request
+    }
+    return err ? err->message : std::string("ok");
+  };
+  EXPECT_EQ(check("Regular", 2, "", {}), "ok");
+  EXPECT_EQ(check("Fraction", 1, "0.50", {"g1"}), "ok");
+  EXPECT_EQ(check("Fraction", 2, "1", {"g1", "g2"}), "ok");
+  EXPECT_EQ(check("Fraction", 1, "0.5", {}),
+            "a fractional GPU allocation without spec.selectedGPUGroups");
+  EXPECT_EQ(check("Fraction", 2, "0.5", {"g1"}),
+            "spec.receivedGPU.count is 2 but 1 GPU groups are selected");
+  EXPECT_EQ(check("Fraction", 2, "0.5", {"g1", "g1"}), "GPU group g1 selected twice");
+  EXPECT_EQ(check("Fraction", 1, "0.5", {""}), "an empty name in spec.selectedGPUGroups");
+  EXPECT_EQ(check("Fraction", 1, "1.5", {"g1"}),
+            "spec.receivedGPU.portion \"1.5\" is not a number in (0, 1]");
+  EXPECT_EQ(check("Fraction", 1, "half", {"g1"}),
+            "spec.receivedGPU.portion \"half\" is not a number in (0, 1]");
+}
+
 TEST(NodeFit, ParsesQuantities) {
   EXPECT_EQ(ParseQuantity("1"), 1);
   EXPECT_EQ(ParseQuantity("1", 1000), 1000);
@@ -539,6 +571,40 @@ TEST_F(BinderTest, ControllerBindsListedRequestsAndCountsReconciles) {
   EXPECT_EQ(metrics.reconcile_total.With({"bindrequest", "success"}).Value(), 6);
   EXPECT_EQ(metrics.max_concurrent_reconciles.Value(), 3);
   EXPECT_EQ(metrics.active_workers.Value(), 0);
+}
+
+TEST_F(BinderTest, ControllerRetriesAFailedAttemptAfterItsBackoff) {
+  // Fake time: the retry becomes due only when the test advances the clock.
+  cluster_.AddPod("ns", "p", 1);
+  cluster_.AddBindRequest("ns", "br", "p", "missing", 1);
+  Reconciler reconciler(client_, DefaultSteps(client_), {.retry_base = seconds(5)});
+  ControllerOptions options;
+  options.workers = 2;
+  Controller controller(client_, reconciler, options, nullptr, clock_);
+  controller.Start();
+  auto wait_for = [&](const std::function<bool()>& condition) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!condition() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return condition();
+  };
+  ASSERT_TRUE(wait_for([&] { return controller.queue().Scheduled() == 1; }));
+  EXPECT_EQ(cluster_.BindRequestStatus("ns/br")["phase"], "Pending");
+  EXPECT_EQ(cluster_.BindRequestStatus("ns/br")["failedAttempts"], 1);
+  clock_->Advance(seconds(4));  // not due yet: nothing happens
+  EXPECT_EQ(controller.queue().Scheduled(), 1u);
+  {
+    // The node appears; the retry (due at 5 s) binds the pod.
+    std::lock_guard<std::mutex> lock(cluster_.mu);
+    cluster_.AddNode("missing", 8);
+  }
+  clock_->Advance(seconds(1));
+  EXPECT_TRUE(wait_for(
+      [&] { return cluster_.BindRequestStatus("ns/br").value("phase", "") == "Succeeded"; }));
+  controller.Stop();
+  EXPECT_EQ(cluster_.NodeOf("ns/p"), "missing");
+  EXPECT_EQ(cluster_.status_writes.size(), 2u);
 }
 
 }  // namespace
