@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "binder/binder.h"
 #include "cli/commands.h"
 
 int main(int argc, char** argv) {
@@ -37,7 +38,26 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--runs", bench.runs, "Runs (the median is printed)")
       ->check(CLI::Range(1, 1000));
 
+  gantry::binder::BinderOptions binder;
+  auto* binder_cmd = app.add_subcommand(
+      "binder", "Carry out BindRequests: bind their pods and report in their status");
+  binder_cmd->add_option(
+      "--kubeconfig", binder.kubeconfig,
+      "kubeconfig file (default: $KUBECONFIG, else in-cluster, else ~/.kube/config)");
+  binder_cmd
+      ->add_option("--metrics-address", binder.metrics_address,
+                   "Address serving /metrics, /healthz and /readyz")
+      ->capture_default_str();
+  binder_cmd->add_option("--workers", binder.workers, "BindRequests carried out concurrently")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  binder_cmd
+      ->add_option("--namespace-for-leases", binder.lease_namespace,
+                   "Namespace of the leader-election Lease (gantry-binder)")
+      ->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
+  if (binder_cmd->parsed()) return gantry::binder::RunBinder(binder, std::cerr);
   if (bench_cmd->parsed()) return gantry::cli::RunBench(bench, std::cout, std::cerr);
   if (cycle_cmd->parsed()) return gantry::cli::RunCycle(cycle, std::cout, std::cerr);
   if (conf_cmd->parsed()) {

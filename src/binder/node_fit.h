@@ -1,0 +1,44 @@
+// Whether a node still has room for a pod, computed from the API objects the way the kubelet
+// admits pods: the pod's effective requests (containers, init containers, overhead) plus those of
+// every pod already bound to the node and not finished must not exceed the node's allocatable,
+// resource by resource, and the node must have a free pod slot.
+//
+// Quantities are Kubernetes resource quantities ("500m", "1.5", "64Gi", "1e3"); CPU is compared
+// in millicores and everything else in whole units, each rounded up, as the scheduler does.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gantry::binder {
+
+// Resource name -> amount (millicores for "cpu", whole units otherwise).
+using ResourceAmounts = std::map<std::string, int64_t>;
+
+// Parses a quantity into units of 1/`scale` (scale 1000 for millicores, 1 otherwise), rounded up
+// and saturated at INT64_MAX. nullopt when the text is not a quantity.
+std::optional<int64_t> ParseQuantity(std::string_view text, int64_t scale = 1);
+
+// A resource list ({"cpu": "2", "memory": "1Gi"}) in amounts; unparsable entries are skipped.
+ResourceAmounts AmountsOf(const nlohmann::json& resource_list);
+
+// The pod's effective requests: the larger of (sum of app containers + restartable init
+// containers) and each init container's (with the restartable ones started before it), plus
+// spec.overhead.
+ResourceAmounts PodRequests(const nlohmann::json& pod);
+
+// Whether a pod on a node still counts against its capacity (not Succeeded or Failed).
+bool PodOccupiesNode(const nlohmann::json& pod);
+
+// Why `pod` does not fit on `node` given the pods already bound there (the pod itself, if among
+// them, is ignored), e.g. "node n1 has 1 of nvidia.com/gpu free, the pod requests 2"; nullopt
+// when it fits.
+std::optional<std::string> NodeFitError(const nlohmann::json& pod, const nlohmann::json& node,
+                                        const std::vector<nlohmann::json>& pods_on_node);
+
+}  // namespace gantry::binder

@@ -1,0 +1,611 @@
+// The binder against an in-memory fake API server (kube::FakeTransport with a handler that keeps
+// BindRequests, pods and nodes): reconcile outcomes and status writes, retries and the backoff
+// limit, idempotence, node room, the bind-step seam (order, rollback), quantities, the work
+// queue, and the controller end to end.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "binder/bind_request.h"
+#include "binder/controller.h"
+#include "binder/node_fit.h"
+#include "binder/reconciler.h"
+#include "binder/steps.h"
+#include "binder/work_queue.h"
+#include "kube/fake_transport.h"
+#include "observability/kai_metrics.h"
+
+namespace gantry::binder {
+namespace {
+
+using nlohmann::json;
+using Next = ReconcileResult::Next;
+using std::chrono::seconds;
+
+constexpr const char* kBrPrefix = "/apis/scheduling.run.ai/v1alpha2/namespaces/";
+
+json Status(int code, const std::string& reason) {
+  return {{"kind", "Status"}, {"code", code}, {"reason", reason}, {"message", reason}};
+}
+
+// A tiny API server: BindRequests (status subresource with resourceVersion checks), pods
+// (binding subresource with uid precondition, list by spec.nodeName), nodes, events.
+class FakeCluster {
+ public:
+  kube::HttpResponse Handle(const kube::HttpRequest& r) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto reply = [](int code, const json& body) { return kube::HttpResponse{code, body.dump()}; };
+    std::string path = r.path.substr(0, r.path.find('?'));
+    std::string query =
+        r.path.find('?') == std::string::npos ? "" : r.path.substr(r.path.find('?'));
+    if (r.method == "POST" && path.ends_with("/events")) return reply(201, json::parse(r.body));
+    if (r.method == "GET" && path == "/api/v1/pods") {
+      std::string node = query.substr(query.find("spec.nodeName%3D") + 16);
+      node = node.substr(0, node.find('&'));
+      json items = json::array();
+      for (auto& [name, pod] : pods) {
+        if (pod["spec"].value("nodeName", "") == node) items.push_back(pod);
+      }
+      return reply(
+          200, {{"kind", "PodList"}, {"items", items}, {"metadata", {{"resourceVersion", "1"}}}});
+    }
+    if (r.method == "GET" && path == "/apis/scheduling.run.ai/v1alpha2/bindrequests") {
+      json items = json::array();
+      for (auto& [key, br] : brs) items.push_back(br);
+      return reply(200,
+                   {{"items", items}, {"metadata", {{"resourceVersion", std::to_string(rv)}}}});
+    }
+    if (path.starts_with("/api/v1/nodes/")) {
+      std::string name = path.substr(14);
+      if (!nodes.count(name)) return reply(404, Status(404, "NotFound"));
+      return reply(200, nodes[name]);
+    }
+    if (path.starts_with("/api/v1/namespaces/")) {  // pods
+      std::string rest = path.substr(19);           // ns/pods/name[/binding]
+      std::string ns = rest.substr(0, rest.find('/'));
+      std::string name = rest.substr(ns.size() + 6);
+      bool binding = name.ends_with("/binding");
+      if (binding) name = name.substr(0, name.size() - 8);
+      std::string key = ns + "/" + name;
+      if (!pods.count(key)) return reply(404, Status(404, "NotFound"));
+      json& pod = pods[key];
+      if (!binding) return reply(200, pod);
+      ++bind_calls;
+      json body = json::parse(r.body);
+      bind_bodies.push_back(body);
+      if (fail_binds > 0) {
+        --fail_binds;
+        return reply(500, Status(500, "InternalError"));
+      }
+      if (body["metadata"].value("uid", "") != pod["metadata"]["uid"]) {
+        return reply(409, Status(409, "Conflict"));
+      }
+      if (!pod["spec"].value("nodeName", "").empty()) return reply(409, Status(409, "Conflict"));
+      pod["spec"]["nodeName"] = body["target"]["name"];
+      return reply(201, Status(201, "Created"));
+    }
+    if (path.starts_with(kBrPrefix)) {
+      std::string rest = path.substr(std::string(kBrPrefix).size());
+      std::string ns = rest.substr(0, rest.find('/'));
+      std::string name = rest.substr(ns.size() + 14);
+      bool status = name.ends_with("/status");
+      if (status) name = name.substr(0, name.size() - 7);
+      std::string key = ns + "/" + name;
+      if (!brs.count(key)) return reply(404, Status(404, "NotFound"));
+      json& br = brs[key];
+      if (r.method == "GET") return reply(200, br);
+      if (r.method == "PUT" && status) {
+        json next = json::parse(r.body);
+        if (next["metadata"].value("resourceVersion", "") != br["metadata"]["resourceVersion"] ||
+            conflict_status_writes > 0) {
+          if (conflict_status_writes > 0) --conflict_status_writes;
+          return reply(409, Status(409, "Conflict"));
+        }
+        br["status"] = next["status"];
+        br["metadata"]["resourceVersion"] = std::to_string(++rv);
+        status_writes.push_back(next["status"]);
+        return reply(200, br);
+      }
+    }
+    return reply(400, Status(400, "BadRequest: " + r.method + " " + r.path));
+  }
+
+  void AddNode(const std::string& name, int gpus, const std::string& cpu = "32") {
+    nodes[name] = {{"metadata", {{"name", name}}},
+                   {"status",
+                    {{"allocatable",
+                      {{"nvidia.com/gpu", std::to_string(gpus)},
+                       {"cpu", cpu},
+                       {"memory", "256Gi"},
+                       {"pods", "110"}}}}}};
+  }
+  void AddPod(const std::string& ns, const std::string& name, int gpus,
+              const std::string& node = "") {
+    json pod = {
+        {"metadata", {{"name", name}, {"namespace", ns}, {"uid", "uid-" + name}}},
+        {"spec",
+         {{"schedulerName", "kai-scheduler"},
+          {"containers",
+           {{{"name", "main"},
+             {"resources",
+              {{"requests", {{"nvidia.com/gpu", std::to_string(gpus)}, {"cpu", "1"}}}}}}}}}},
+        {"status", {{"phase", "Pending"}}}};
+    if (!node.empty()) pod["spec"]["nodeName"] = node;
+    pods[ns + "/" + name] = pod;
+  }
+  json& AddBindRequest(const std::string& ns, const std::string& name, const std::string& pod,
+                       const std::string& node, std::optional<int> backoff_limit = {}) {
+    json br = {
+        {"apiVersion", "scheduling.run.ai/v1alpha2"},
+        {"kind", "BindRequest"},
+        {"metadata",
+         {{"name", name}, {"namespace", ns}, {"resourceVersion", std::to_string(++rv)}}},
+        {"spec", {{"podName", pod}, {"selectedNode", node}, {"receivedResourceType", "Regular"}}}};
+    if (backoff_limit) br["spec"]["backoffLimit"] = *backoff_limit;
+    return brs[ns + "/" + name] = br;
+  }
+  json BindRequestStatus(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu);
+    return brs[key].value("status", json::object());
+  }
+  std::string NodeOf(const std::string& pod_key) {
+    std::lock_guard<std::mutex> lock(mu);
+    return pods[pod_key]["spec"].value("nodeName", "");
+  }
+
+  std::mutex mu;
+  std::map<std::string, json> brs, pods, nodes;
+  int rv = 100;
+  int bind_calls = 0;
+  int fail_binds = 0;
+  int conflict_status_writes = 0;
+  std::vector<json> bind_bodies;
+  std::vector<json> status_writes;
+};
+
+class BinderTest : public ::testing::Test {
+ protected:
+  BinderTest() {
+    transport_->SetHandler([this](const kube::HttpRequest& r) { return cluster_.Handle(r); });
+    client_ =
+        std::make_shared<kube::Client>(transport_, kube::ClientOptions{.qps = 0, .clock = clock_});
+  }
+  Reconciler MakeReconciler(BindSteps steps) {
+    return Reconciler(client_, std::move(steps),
+                      {.retry_base = seconds(1), .retry_max = seconds(60)});
+  }
+  Reconciler MakeReconciler() { return MakeReconciler(DefaultSteps(client_)); }
+  int Requests(const std::string& method, const std::string& contains) {
+    int n = 0;
+    for (const auto& r : transport_->requests()) {
+      if (r.method == method && r.path.find(contains) != std::string::npos) ++n;
+    }
+    return n;
+  }
+
+  FakeCluster cluster_;
+  std::shared_ptr<kube::FakeClock> clock_ = std::make_shared<kube::FakeClock>();
+  std::shared_ptr<kube::FakeTransport> transport_ = std::make_shared<kube::FakeTransport>();
+  std::shared_ptr<kube::Client> client_;
+};
+
+TEST_F(BinderTest, BindsAFittingPodAndRecordsSuccess) {
+  cluster_.AddNode("n1", 8);
+  cluster_.AddPod("ns", "p", 2);
+  cluster_.AddBindRequest("ns", "p-br", "p", "n1", 3);
+  Reconciler r = MakeReconciler();
+  ReconcileResult res = r.Reconcile("ns", "p-br");
+  EXPECT_EQ(res.next, Next::kDone);
+  EXPECT_EQ(res.metric_result, "success");
+  EXPECT_EQ(cluster_.NodeOf("ns/p"), "n1");
+  EXPECT_EQ(cluster_.BindRequestStatus("ns/p-br"), json({{"phase", "Succeeded"}}));
+  ASSERT_EQ(cluster_.bind_bodies.size(), 1u);
+  EXPECT_EQ(cluster_.bind_bodies[0]["metadata"]["uid"], "uid-p");  // the uid precondition
+  EXPECT_EQ(Requests("POST", "/namespaces/ns/events"), 1);         // "Bound"
+  // Again: already Succeeded, nothing is read beyond the request and nothing is written.
+  size_t before = transport_->requests().size();
+  EXPECT_EQ(r.Reconcile("ns", "p-br").next, Next::kDone);
+  EXPECT_EQ(transport_->requests().size(), before + 1);
+  EXPECT_EQ(cluster_.status_writes.size(), 1u);
+}
+
+TEST_F(BinderTest, PodAlreadyBoundToTheNodeSucceedsWithoutBinding) {
+  cluster_.AddNode("n1", 8);
+  cluster_.AddPod("ns", "p", 2, "n1");
+  cluster_.AddBindRequest("ns", "br", "p", "n1");
+  EXPECT_EQ(MakeReconciler().Reconcile("ns", "br").metric_result, "success");
+  EXPECT_EQ(cluster_.bind_calls, 0);
+  EXPECT_EQ(cluster_.BindRequestStatus("ns/br")["phase"], "Succeeded");
+}
+
+TEST_F(BinderTest, PodBoundElsewhereFailsAtOnce) {
+  cluster_.AddNode("n1", 8);
+  cluster_.AddPod("ns", "p", 2, "n2");
+  cluster_.AddBindRequest("ns", "br", "p", "n1", 3);
+  ReconcileResult res = MakeReconciler().Reconcile("ns", "br");
+  EXPECT_EQ(res.next, Next::kDone);
+  EXPECT_EQ(res.metric_result, "error");
+  json status = cluster_.BindRequestStatus("ns/br");
+  EXPECT_EQ(status["phase"], "Failed");
+  EXPECT_EQ(status["failedAttempts"], 4);  // no retry can help: the attempts are forfeited
+  EXPECT_NE(status["reason"].get<std::string>().find("bound to node n2"), std::string::npos);
+  EXPECT_EQ(cluster_.bind_calls, 0);
+  EXPECT_EQ(cluster_.NodeOf("ns/p"), "n2");
+}
+
+TEST_F(BinderTest, NodeGoneIsRetriedWithBackoffThenFails) {
+  cluster_.AddPod("ns", "p", 1);
+  cluster_.AddBindRequest("ns", "br", "p", "gone", 2);
+  Reconciler r = MakeReconciler();
+  ReconcileResult first = r.Reconcile("ns", "br");
+  EXPECT_EQ(first.next, Next::kRetryAfter);
+  EXPECT_EQ(first.after, seconds(1));
+  EXPECT_EQ(first.metric_result, "error");
+  EXPECT_EQ(cluster_.BindRequestStatus("ns/br"),
+            json({{"phase", "Pending"}, {"reason", "node gone not found"}, {"failedAttempts", 1}}));
+  ReconcileResult second = r.Reconcile("ns", "br");
+  EXPECT_EQ(second.next, Next::kRetryAfter);
+  EXPECT_EQ(second.after, seconds(2));
+  EXPECT_EQ(cluster_.BindRequestStatus("ns/br")["failedAttempts"], 2);
+  ReconcileResult third = r.Reconcile("ns", "br");
+  EXPECT_EQ(third.next, Next::kDone);
+  EXPECT_EQ(cluster_.BindRequestStatus("ns/br"),
+            json({{"phase", "Failed"}, {"reason", "node gone not found"}, {"failedAttempts", 3}}));
+  // Failed for good: further reconciles change nothing.
+  EXPECT_EQ(r.Reconcile("ns", "br").next, Next::kDone);
+  EXPECT_EQ(cluster_.status_writes.size(), 3u);
+  EXPECT_EQ(cluster_.bind_calls, 0);
+  EXPECT_EQ(cluster_.NodeOf("ns/p"), "");
+}
+
+TEST_F(BinderTest, BackoffIsCappedAndUnsetLimitMeansNoRetry) {
+  cluster_.AddPod("ns", "p", 1);
+  json& br = cluster_.AddBindRequest("ns", "br", "p", "gone", 100);
+  br["status"] = {{"phase", "Pending"}, {"failedAttempts", 9}};
+  ReconcileResult capped = MakeReconciler().Reconcile("ns", "br");
+  EXPECT_EQ(capped.after, seconds(60));  // 1 s * 2^9 capped at retry_max
+  cluster_.AddBindRequest("ns", "nolimit", "p", "gone");
+  EXPECT_EQ(MakeReconciler().Reconcile("ns", "nolimit").next, Next::kDone);
+  EXPECT_EQ(cluster_.BindRequestStatus("ns/nolimit")["phase"], "Failed");
+  EXPECT_EQ(cluster_.BindRequestStatus("ns/nolimit")["failedAttempts"], 1);
+}
+
+TEST_F(BinderTest, NodeWithoutRoomIsAFailedAttempt) {
+  cluster_.AddNode("n1", 8);
+  cluster_.AddPod("ns", "running", 6, "n1");
+  cluster_.AddPod("ns", "done", 8, "n1");
+  cluster_.pods["ns/done"]["status"]["phase"] = "Succeeded";  // frees its GPUs
+  cluster_.AddPod("ns", "p", 4);
+  cluster_.AddBindRequest("ns", "br", "p", "n1", 1);
+  ReconcileResult res = MakeReconciler().Reconcile("ns", "br");
+  EXPECT_EQ(res.next, Next::kRetryAfter);
+  EXPECT_EQ(cluster_.BindRequestStatus("ns/br")["reason"],
+            "noderesources: node n1 has 2 of nvidia.com/gpu free, the pod requests 4");
+  EXPECT_EQ(cluster_.bind_calls, 0);
+  cluster_.pods["ns/running"]["status"]["phase"] = "Failed";
+  EXPECT_EQ(MakeReconciler().Reconcile("ns", "br").metric_result, "success");
+  EXPECT_EQ(cluster_.NodeOf("ns/p"), "n1");
+  // The earlier failure stays counted; the reason is cleared.
+  EXPECT_EQ(cluster_.BindRequestStatus("ns/br"),
+            json({{"phase", "Succeeded"}, {"failedAttempts", 1}}));
+}
+
+TEST_F(BinderTest, StatusConflictStartsOverAndAPIErrorsAreNotAttempts) {
+  cluster_.AddNode("n1", 8);
+  cluster_.AddPod("ns", "p", 1);
+  cluster_.AddBindRequest("ns", "br", "p", "n1", 1);
+  cluster_.conflict_status_writes = 1;
+  cluster_.fail_binds = 1;
+  Reconciler r = MakeReconciler();
+  ReconcileResult api_error = r.Reconcile("ns", "br");  // the bind answers 500
+  EXPECT_EQ(api_error.next, Next::kRequeue);
+  EXPECT_EQ(api_error.metric_result, "error");
+  EXPECT_TRUE(cluster_.status_writes.empty());
+  ReconcileResult conflict = r.Reconcile("ns", "br");  // binds; the status write conflicts
+  EXPECT_EQ(conflict.next, Next::kRequeue);
+  EXPECT_EQ(conflict.metric_result, "requeue");
+  EXPECT_EQ(cluster_.NodeOf("ns/p"), "n1");
+  ReconcileResult again = r.Reconcile("ns", "br");  // already bound: success is recorded
+  EXPECT_EQ(again.metric_result, "success");
+  EXPECT_EQ(cluster_.BindRequestStatus("ns/br"), json({{"phase", "Succeeded"}}));
+  EXPECT_EQ(cluster_.bind_calls, 2);
+}
+
+TEST_F(BinderTest, ReplacedPodAndInvalidRequestsFailAtOnce) {
+  cluster_.AddNode("n1", 8);
+  cluster_.AddPod("ns", "p", 1);
+  json& replaced = cluster_.AddBindRequest("ns", "replaced", "p", "n1", 2);
+  replaced["metadata"]["ownerReferences"] = {
+      {{"apiVersion", "v1"}, {"kind", "Pod"}, {"name", "p"}, {"uid", "old-uid"}}};
+  json& fraction = cluster_.AddBindRequest("ns", "fraction", "p", "n1", 2);
+  fraction["spec"]["receivedResourceType"] = "Fraction";
+  fraction["spec"]["receivedGPU"] = {{"count", 1}, {"portion", "0.50"}};
+  json& invalid = cluster_.AddBindRequest("ns", "invalid", "p", "n1", 2);
+  invalid["spec"].erase("selectedNode");
+  Reconciler r = MakeReconciler();
+  for (const char* name : {"replaced", "fraction", "invalid"}) {
+    EXPECT_EQ(r.Reconcile("ns", name).next, Next::kDone) << name;
+    json status = cluster_.BindRequestStatus(std::string("ns/") + name);
+    EXPECT_EQ(status["phase"], "Failed") << name;
+    EXPECT_EQ(status["failedAttempts"], 3) << name;
+  }
+  EXPECT_NE(
+      cluster_.BindRequestStatus("ns/replaced")["reason"].get<std::string>().find("was replaced"),
+      std::string::npos);
+  EXPECT_EQ(cluster_.BindRequestStatus("ns/fraction")["reason"],
+            "gpusharing: a fractional GPU allocation without spec.selectedGPUGroups");
+  EXPECT_EQ(cluster_.BindRequestStatus("ns/invalid")["reason"],
+            "BindRequest ns/invalid: spec.selectedNode is missing");
+  EXPECT_EQ(cluster_.bind_calls, 0);
+
+  // A valid fractional request passes the GPU-sharing validation and binds.
+  json& ok = cluster_.AddBindRequest("ns", "ok", "p", "n1", 2);
+  ok["spec"]["receivedResourceType"] = "Fraction";
+  ok["spec"]["receivedGPU"] = {{"count", 1}, {"portion", "0.50"}};
+  ok["spec"]["selectedGPUGroups"] = {"group-a"};
+  EXPECT_EQ(r.Reconcile("ns", "ok").metric_result, "success");
+}
+
+// A step that records its calls in a shared log and can be told to fail.
+class RecordingStep : public BindStep {
+ public:
+  RecordingStep(std::string name, std::vector<std::string>& log, bool fail = false)
+      : name_(std::move(name)), log_(log), fail_(fail) {}
+  std::string Name() const override { return name_; }
+  std::optional<StepError> PreBind(BindAttempt&) override {
+    log_.push_back("pre:" + name_);
+    if (fail_) return StepError{"refused"};
+    return std::nullopt;
+  }
+  void PostBind(BindAttempt&) override { log_.push_back("post:" + name_); }
+  std::optional<std::string> Rollback(BindAttempt&) override {
+    log_.push_back("rollback:" + name_);
+    return name_ == "b" ? std::optional<std::string>("could not undo") : std::nullopt;
+  }
+
+ private:
+  std::string name_;
+  std::vector<std::string>& log_;
+  bool fail_;
+};
+
+TEST_F(BinderTest, StepsRunInOrderAndRollBackCompletedOnesInReverse) {
+  cluster_.AddNode("n1", 8);
+  cluster_.AddPod("ns", "p", 1);
+  cluster_.AddPod("ns", "q", 1);
+  cluster_.AddPod("ns", "s", 1);
+  cluster_.AddBindRequest("ns", "ok", "p", "n1", 0);
+  cluster_.AddBindRequest("ns", "refused", "q", "n1", 0);
+  cluster_.AddBindRequest("ns", "bindfails", "s", "n1", 0);
+  std::vector<std::string> log;
+  auto steps = [&](bool c_fails) {
+    BindSteps s;
+    s.Add(std::make_shared<RecordingStep>("a", log));
+    s.Add(std::make_shared<RecordingStep>("b", log));
+    s.Add(std::make_shared<RecordingStep>("c", log, c_fails));
+    return s;
+  };
+
+  EXPECT_EQ(MakeReconciler(steps(false)).Reconcile("ns", "ok").metric_result, "success");
+  EXPECT_EQ(log,
+            (std::vector<std::string>{"pre:a", "pre:b", "pre:c", "post:a", "post:b", "post:c"}));
+
+  log.clear();
+  MakeReconciler(steps(true)).Reconcile("ns", "refused");
+  EXPECT_EQ(log, (std::vector<std::string>{"pre:a", "pre:b", "pre:c", "rollback:b", "rollback:a"}));
+  EXPECT_EQ(cluster_.BindRequestStatus("ns/refused")["reason"],
+            "c: refused; rollback b: could not undo");
+  EXPECT_EQ(cluster_.NodeOf("ns/q"), "");
+
+  log.clear();
+  // The server binds the pod to another node between the reconciler's read and its bind, so the
+  // bind conflicts and every completed step is rolled back.
+  transport_->SetHandler([this](const kube::HttpRequest& r) {
+    if (r.method == "POST" && r.path.ends_with("/pods/s/binding")) {
+      std::lock_guard<std::mutex> lock(cluster_.mu);
+      cluster_.pods["ns/s"]["spec"]["nodeName"] = "n2";
+    }
+    return cluster_.Handle(r);
+  });
+  ReconcileResult res = MakeReconciler(steps(false)).Reconcile("ns", "bindfails");
+  EXPECT_EQ(log, (std::vector<std::string>{"pre:a", "pre:b", "pre:c", "rollback:c", "rollback:b",
+                                           "rollback:a"}));
+  EXPECT_EQ(res.metric_result, "error");
+  EXPECT_EQ(cluster_.BindRequestStatus("ns/bindfails")["phase"], "Failed");
+}
+
+TEST(GpuSharingStep, ValidatesFractionalAllocations) {
+  json pod = json::object(), node = json::object();
+  auto check = [&](const std::string& type, int count, const std::string& portion,
+                   std::vector<std::string> groups) {
+    BindRequest br;
+    br.received_resource_type = type;
+    br.received_gpu_count = count;
+    br.received_gpu_portion = portion;
+    br.selected_gpu_groups = std::move(groups);
+    BindAttempt attempt{br, pod, node};
+    auto err = GpuSharingStep().PreBind(attempt);
+    if (err) {
+      EXPECT_FALSE(err->retryable) << err->message;  // retrying cannot fix a request
+    }
+    return err ? err->message : std::string("ok");
+  };
+  EXPECT_EQ(check("Regular", 2, "", {}), "ok");
+  EXPECT_EQ(check("Fraction", 1, "0.50", {"g1"}), "ok");
+  EXPECT_EQ(check("Fraction", 2, "1", {"g1", "g2"}), "ok");
+  EXPECT_EQ(check("Fraction", 1, "0.5", {}),
+            "a fractional GPU allocation without spec.selectedGPUGroups");
+  EXPECT_EQ(check("Fraction", 2, "0.5", {"g1"}),
+            "spec.receivedGPU.count is 2 but 1 GPU groups are selected");
+  EXPECT_EQ(check("Fraction", 2, "0.5", {"g1", "g1"}), "GPU group g1 selected twice");
+  EXPECT_EQ(check("Fraction", 1, "0.5", {""}), "an empty name in spec.selectedGPUGroups");
+  EXPECT_EQ(check("Fraction", 1, "1.5", {"g1"}),
+            "spec.receivedGPU.portion \"1.5\" is not a number in (0, 1]");
+  EXPECT_EQ(check("Fraction", 1, "half", {"g1"}),
+            "spec.receivedGPU.portion \"half\" is not a number in (0, 1]");
+}
+
+TEST(NodeFit, ParsesQuantities) {
+  EXPECT_EQ(ParseQuantity("1"), 1);
+  EXPECT_EQ(ParseQuantity("1", 1000), 1000);
+  EXPECT_EQ(ParseQuantity("500m", 1000), 500);
+  EXPECT_EQ(ParseQuantity("0.5", 1000), 500);
+  EXPECT_EQ(ParseQuantity("1.0001", 1000), 1001);  // rounded up
+  EXPECT_EQ(ParseQuantity("100m"), 1);             // whole units, rounded up
+  EXPECT_EQ(ParseQuantity("64Gi"), int64_t{64} << 30);
+  EXPECT_EQ(ParseQuantity("1.5Ki"), 1536);
+  EXPECT_EQ(ParseQuantity("2k"), 2000);
+  EXPECT_EQ(ParseQuantity("1e3"), 1000);
+  EXPECT_EQ(ParseQuantity("1E"), 1'000'000'000'000'000'000);
+  EXPECT_EQ(ParseQuantity("12e-1"), 2);
+  EXPECT_EQ(ParseQuantity("1n", 1000), 1);
+  EXPECT_EQ(ParseQuantity("99999999999Ei"), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(ParseQuantity(""), std::nullopt);
+  EXPECT_EQ(ParseQuantity("Gi"), std::nullopt);
+  EXPECT_EQ(ParseQuantity("1GB"), std::nullopt);
+  EXPECT_EQ(ParseQuantity("1e"), std::nullopt);
+}
+
+TEST(NodeFit, PodRequestsCountInitContainersSidecarsAndOverhead) {
+  json pod = json::parse(R"({"spec": {
+    "containers": [{"resources": {"requests": {"cpu": "1", "memory": "1Gi"}}},
+                   {"resources": {"limits": {"nvidia.com/gpu": "2"}}}],
+    "initContainers": [{"resources": {"requests": {"cpu": "3"}}},
+                       {"restartPolicy": "Always", "resources": {"requests": {"cpu": "500m"}}},
+                       {"resources": {"requests": {"cpu": "3", "memory": "4Gi"}}}],
+    "overhead": {"cpu": "100m"}}})");
+  ResourceAmounts r = PodRequests(pod);
+  // cpu: max(1 + 0.5 sidecar, 3, 0.5 + 3) + 0.1; memory: max(1Gi, 4Gi); GPUs from the limit.
+  EXPECT_EQ(r["cpu"], 3600);
+  EXPECT_EQ(r["memory"], int64_t{4} << 30);
+  EXPECT_EQ(r["nvidia.com/gpu"], 2);
+}
+
+TEST(NodeFit, CountsPodSlotsAndIgnoresThePodItself) {
+  json node = {{"metadata", {{"name", "n"}}}, {"status", {{"allocatable", {{"pods", "1"}}}}}};
+  json pod = {{"metadata", {{"uid", "me"}}}, {"spec", json::object()}};
+  EXPECT_EQ(NodeFitError(pod, node, {pod}), std::nullopt);
+  json other = {{"metadata", {{"uid", "other"}}}, {"spec", json::object()}};
+  EXPECT_EQ(NodeFitError(pod, node, {other}),
+            std::optional<std::string>("node n has no free pod slot (1 of 1 used)"));
+}
+
+TEST(WorkQueue, DeduplicatesAndHandsAKeyToOneWorkerAtATime) {
+  auto clock = std::make_shared<kube::FakeClock>();
+  WorkQueue q(clock);
+  q.Add("a");
+  q.Add("b");
+  q.Add("a");
+  EXPECT_EQ(q.Depth(), 2u);
+  EXPECT_EQ(q.Get(), "a");
+  q.Add("a");  // while processing: held back
+  EXPECT_EQ(q.Get(), "b");
+  EXPECT_EQ(q.Depth(), 0u);
+  q.Done("a");  // re-queued for the add that came meanwhile
+  EXPECT_EQ(q.Depth(), 1u);
+  EXPECT_EQ(q.Get(), "a");
+  q.Done("a");
+  q.Done("b");
+  EXPECT_EQ(q.Depth(), 0u);
+}
+
+TEST(WorkQueue, ScheduledRetriesAbsorbAddsUntilDue) {
+  auto clock = std::make_shared<kube::FakeClock>();
+  WorkQueue q(clock);
+  q.Add("a");
+  ASSERT_EQ(q.Get(), "a");
+  q.Add("a");               // e.g. the watch event of our own status write
+  q.Done("a", seconds(4));  // retry in 4 s, dropping that add
+  q.Add("a");
+  EXPECT_EQ(q.Depth(), 0u);
+  EXPECT_EQ(q.Scheduled(), 1u);
+  clock->Advance(seconds(4));
+  EXPECT_EQ(q.Get(), "a");  // due now
+  EXPECT_EQ(q.Scheduled(), 0u);
+  q.Done("a");
+  q.ShutDown();
+  EXPECT_EQ(q.Get(), std::nullopt);
+}
+
+TEST_F(BinderTest, ControllerBindsListedRequestsAndCountsReconciles) {
+  // The controller runs on the real clock (its workers wait on it); the fake API answers the
+  // list, and the watch stream stays idle until stopped.
+  client_ = std::make_shared<kube::Client>(transport_, kube::ClientOptions{.qps = 0});
+  cluster_.AddNode("n1", 8);
+  for (int i = 0; i < 6; ++i) {
+    std::string pod = "p" + std::to_string(i);
+    cluster_.AddPod("ns", pod, 1);
+    cluster_.AddBindRequest("ns", pod, pod, "n1", 1);
+  }
+  cluster_.AddPod("ns", "late", 1);
+  json& done = cluster_.AddBindRequest("ns", "finished", "late", "n1", 1);
+  done["status"] = {{"phase", "Succeeded"}};  // not queued
+  obs::Registry registry;
+  obs::BinderMetrics metrics(registry);
+  Reconciler reconciler(client_, DefaultSteps(client_));
+  ControllerOptions options;
+  options.workers = 3;
+  Controller controller(client_, reconciler, options, &metrics);
+  controller.Start();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  auto all_bound = [&] {
+    for (int i = 0; i < 6; ++i) {
+      if (cluster_.BindRequestStatus("ns/p" + std::to_string(i)).value("phase", "") !=
+          "Succeeded") {
+        return false;
+      }
+    }
+    return true;
+  };
+  while (!all_bound() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  controller.Stop();
+  EXPECT_TRUE(all_bound());
+  EXPECT_TRUE(controller.synced());
+  EXPECT_EQ(cluster_.NodeOf("ns/late"), "");
+  EXPECT_EQ(metrics.reconcile_total.With({"bindrequest", "success"}).Value(), 6);
+  EXPECT_EQ(metrics.max_concurrent_reconciles.Value(), 3);
+  EXPECT_EQ(metrics.active_workers.Value(), 0);
+}
+
+TEST_F(BinderTest, ControllerRetriesAFailedAttemptAfterItsBackoff) {
+  // Fake time: the retry becomes due only when the test advances the clock.
+  cluster_.AddPod("ns", "p", 1);
+  cluster_.AddBindRequest("ns", "br", "p", "missing", 1);
+  Reconciler reconciler(client_, DefaultSteps(client_), {.retry_base = seconds(5)});
+  ControllerOptions options;
+  options.workers = 2;
+  Controller controller(client_, reconciler, options, nullptr, clock_);
+  controller.Start();
+  auto wait_for = [&](const std::function<bool()>& condition) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!condition() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return condition();
+  };
+  ASSERT_TRUE(wait_for([&] { return controller.queue().Scheduled() == 1; }));
+  EXPECT_EQ(cluster_.BindRequestStatus("ns/br")["phase"], "Pending");
+  EXPECT_EQ(cluster_.BindRequestStatus("ns/br")["failedAttempts"], 1);
+  clock_->Advance(seconds(4));  // not due yet: nothing happens
+  EXPECT_EQ(controller.queue().Scheduled(), 1u);
+  {
+    // The node appears; the retry (due at 5 s) binds the pod.
+    std::lock_guard<std::mutex> lock(cluster_.mu);
+    cluster_.AddNode("missing", 8);
+  }
+  clock_->Advance(seconds(1));
+  EXPECT_TRUE(wait_for(
+      [&] { return cluster_.BindRequestStatus("ns/br").value("phase", "") == "Succeeded"; }));
+  controller.Stop();
+  EXPECT_EQ(cluster_.NodeOf("ns/p"), "missing");
+  EXPECT_EQ(cluster_.status_writes.size(), 2u);
+}
+
+}  // namespace
+}  // namespace gantry::binder

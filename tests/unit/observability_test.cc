@@ -1,0 +1,297 @@
+// The observability module: metric families and their exposition text, histogram buckets,
+// concurrent updates, KAI's metric names, and the HTTP server answering on a loopback port.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "observability/http_server.h"
+#include "observability/kai_metrics.h"
+#include "observability/metrics.h"
+
+namespace gantry::obs {
+namespace {
+
+TEST(Metrics, ExpositionTextIsExact) {
+  Registry r;
+  auto& requests =
+      r.AddCounter("http_requests_total", "Requests served.\nBy code \\ path", {"code", "path"});
+  requests.With({"200", "/metrics"}).Inc();
+  requests.With({"200", "/metrics"}).Inc(2);
+  requests.With({"404", "a\"b\\c\nd"}).Inc();
+  r.AddGauge("temperature", "Current temperature").With({}).Set(-1.5);
+  r.AddGauge("empty_family", "Labelled, never used", {"x"});
+  auto& h = r.AddHistogram("latency_seconds", "Latency", {}, {0.1, 1});
+  h.With({}).Observe(0.1);
+  h.With({}).Observe(0.5);
+  h.With({}).Observe(7);
+
+  EXPECT_EQ(r.Expose(),
+            "# HELP http_requests_total Requests served.\\nBy code \\\\ path\n"
+            "# TYPE http_requests_total counter\n"
+            "http_requests_total{code=\"200\",path=\"/metrics\"} 3\n"
+            "http_requests_total{code=\"404\",path=\"a\\\"b\\\\c\\nd\"} 1\n"
+            "# HELP latency_seconds Latency\n"
+            "# TYPE latency_seconds histogram\n"
+            "latency_seconds_bucket{le=\"0.1\"} 1\n"
+            "latency_seconds_bucket{le=\"1\"} 2\n"
+            "latency_seconds_bucket{le=\"+Inf\"} 3\n"
+            "latency_seconds_sum 7.6\n"
+            "latency_seconds_count 3\n"
+            "# HELP temperature Current temperature\n"
+            "# TYPE temperature gauge\n"
+            "temperature -1.5\n");
+}
+
+TEST(Metrics, UnlabelledFamiliesAreExportedAsZeroFromTheStart) {
+  Registry r;
+  r.AddCounter("starts_total", "Starts");
+  EXPECT_EQ(r.Expose(),
+            "# HELP starts_total Starts\n# TYPE starts_total counter\nstarts_total 0\n");
+}
+
+TEST(Metrics, LabelledHistogramPutsLeLast) {
+  Registry r;
+  auto& h = r.AddHistogram("op_seconds", "Op", {"op"}, {1});
+  h.With({"get"}).Observe(2);
+  EXPECT_EQ(r.Expose(),
+            "# HELP op_seconds Op\n"
+            "# TYPE op_seconds histogram\n"
+            "op_seconds_bucket{op=\"get\",le=\"1\"} 0\n"
+            "op_seconds_bucket{op=\"get\",le=\"+Inf\"} 1\n"
+            "op_seconds_sum{op=\"get\"} 2\n"
+            "op_seconds_count{op=\"get\"} 1\n");
+}
+
+TEST(Metrics, FormatsValuesLikePrometheus) {
+  EXPECT_EQ(FormatValue(0), "0");
+  EXPECT_EQ(FormatValue(42), "42");
+  EXPECT_EQ(FormatValue(0.25), "0.25");
+  EXPECT_EQ(FormatValue(1e6), "1e+06");
+  EXPECT_EQ(FormatValue(INFINITY), "+Inf");
+  EXPECT_EQ(FormatValue(-INFINITY), "-Inf");
+  EXPECT_EQ(FormatValue(NAN), "NaN");
+}
+
+TEST(Metrics, HistogramBucketsAreInclusiveAndCumulative) {
+  Histogram h(ExponentialBuckets(5, 2, 10));
+  for (double v : {0.0, 5.0, 5.0001, 10.0, 2560.0, 2560.5, -3.0}) h.Observe(v);
+  Histogram::Snapshot s = h.Read();
+  ASSERT_EQ(s.upper_bounds, (std::vector<double>{5, 10, 20, 40, 80, 160, 320, 640, 1280, 2560}));
+  EXPECT_EQ(s.cumulative_counts, (std::vector<uint64_t>{3, 5, 5, 5, 5, 5, 5, 5, 5, 6}));
+  EXPECT_EQ(s.count, 7u);
+  EXPECT_DOUBLE_EQ(s.sum, 0 + 5 + 5.0001 + 10 + 2560 + 2560.5 - 3);
+  EXPECT_EQ(LinearBuckets(1, 0.5, 3), (std::vector<double>{1, 1.5, 2}));
+}
+
+TEST(Metrics, MisuseThrows) {
+  Registry r;
+  EXPECT_THROW(r.AddCounter("1bad", "x"), std::invalid_argument);
+  EXPECT_THROW(r.AddCounter("ok", "x", {"__reserved"}), std::invalid_argument);
+  EXPECT_THROW(r.AddCounter("ok", "x", {"a", "a"}), std::invalid_argument);
+  EXPECT_THROW(r.AddHistogram("h", "x", {"le"}, {1}), std::invalid_argument);
+  EXPECT_THROW(r.AddHistogram("h", "x", {}, {2, 1}), std::invalid_argument);
+  EXPECT_THROW(r.AddHistogram("h", "x", {}, {}), std::invalid_argument);
+  auto& c = r.AddCounter("c_total", "x", {"a"});
+  EXPECT_THROW(r.AddGauge("c_total", "again"), std::invalid_argument);
+  EXPECT_THROW(c.With({}), std::invalid_argument);
+  EXPECT_THROW(c.With({"x"}).Inc(-1), std::invalid_argument);
+  EXPECT_TRUE(IsValidMetricName("kai:ns_metric_1"));
+  EXPECT_FALSE(IsValidLabelName("a:b"));
+}
+
+TEST(Metrics, ConcurrentUpdatesAreAllCounted) {
+  Registry r;
+  auto& counters = r.AddCounter("ops_total", "Ops", {"worker"});
+  auto& gauge = r.AddGauge("level", "Level").With({});
+  auto& hist = r.AddHistogram("size", "Size", {}, {10}).With({});
+  constexpr int kThreads = 8, kPerThread = 20000;
+  std::vector<std::thread> threads;
+  std::atomic<bool> done{false};
+  std::thread reader([&] {
+    while (!done.load()) (void)r.Expose();  // exposition while writers run
+  });
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        counters.With({std::to_string(t % 2)}).Inc();
+        gauge.Inc();
+        hist.Observe(i % 20);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  done = true;
+  reader.join();
+  EXPECT_EQ(counters.With({"0"}).Value() + counters.With({"1"}).Value(), kThreads * kPerThread);
+  EXPECT_EQ(gauge.Value(), kThreads * kPerThread);
+  Histogram::Snapshot s = hist.Read();
+  EXPECT_EQ(s.count, static_cast<uint64_t>(kThreads * kPerThread));
+  EXPECT_EQ(s.cumulative_counts[0], static_cast<uint64_t>(kThreads * kPerThread * 11 / 20));
+}
+
+TEST(KaiMetrics, NamesAndTypesMatchKai) {
+  Registry r;
+  SchedulerMetrics s(r);
+  BinderMetrics b(r);
+  s.e2e_scheduling_latency_ms.Set(12);
+  s.action_latency_ms.With({"allocate"}).Set(3);
+  b.ObserveReconcile(BinderMetrics::kSuccess, 0.02);
+  b.ObserveReconcile(BinderMetrics::kError, 0.5);
+  std::string text = r.Expose();
+  for (const char* line : {
+           "# TYPE e2e_scheduling_latency_milliseconds gauge\n",
+           "e2e_scheduling_latency_milliseconds 12\n",
+           "action_scheduling_latency_milliseconds{action=\"allocate\"} 3\n",
+           "# TYPE task_scheduling_latency_milliseconds histogram\n",
+           "task_bind_latency_milliseconds_bucket{le=\"2560\"} 0\n",
+           "total_preemption_attempts 0\n",
+           "controller_runtime_reconcile_total{controller=\"bindrequest\",result=\"success\"} 1\n",
+           "controller_runtime_reconcile_total{controller=\"bindrequest\",result=\"error\"} 1\n",
+           "controller_runtime_reconcile_total{controller=\"bindrequest\",result=\"requeue_after\"}"
+           " "
+           "0\n",
+           "controller_runtime_reconcile_errors_total{controller=\"bindrequest\"} 1\n",
+           "controller_runtime_reconcile_time_seconds_bucket{controller=\"bindrequest\",le=\"0."
+           "025\"}"
+           " 1\n",
+           "controller_runtime_reconcile_time_seconds_count{controller=\"bindrequest\"} 2\n",
+           "# TYPE controller_runtime_active_workers gauge\n",
+           "controller_runtime_max_concurrent_reconciles{controller=\"bindrequest\"} 0\n",
+       }) {
+    EXPECT_NE(text.find(line), std::string::npos) << "missing: " << line;
+  }
+}
+
+// One request over a fresh loopback connection; returns the raw response.
+std::string RawRequest(int port, const std::string& request) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return "connect failed";
+  }
+  send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return out;
+}
+
+std::string Get(int port, const std::string& path) {
+  return RawRequest(port, "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n");
+}
+
+TEST(HttpServer, ServesMetricsHealthAndReadiness) {
+  Registry r;
+  r.AddCounter("hits_total", "Hits").With({}).Inc(5);
+  std::atomic<bool> ready{false};
+  HttpServer server({.address = "127.0.0.1:0"});
+  ServeObservability(server, r, [&] { return Readiness{ready.load(), "caches not synced"}; });
+  auto started = server.Start();
+  ASSERT_TRUE(started.ok()) << started.error();
+  ASSERT_GT(server.port(), 0);
+
+  std::string metrics = Get(server.port(), "/metrics");
+  EXPECT_EQ(metrics.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << metrics;
+  EXPECT_NE(metrics.find("Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("\r\n\r\n# HELP hits_total Hits\n# TYPE hits_total counter\n"
+                         "hits_total 5\n"),
+            std::string::npos)
+      << metrics;
+
+  EXPECT_EQ(Get(server.port(), "/healthz").rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
+  std::string not_ready = Get(server.port(), "/readyz");
+  EXPECT_EQ(not_ready.rfind("HTTP/1.1 503 Service Unavailable\r\n", 0), 0u) << not_ready;
+  EXPECT_NE(not_ready.find("caches not synced"), std::string::npos);
+  ready = true;
+  EXPECT_EQ(Get(server.port(), "/readyz?verbose=1").rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
+
+  EXPECT_EQ(Get(server.port(), "/nope").rfind("HTTP/1.1 404 ", 0), 0u);
+  EXPECT_EQ(RawRequest(server.port(), "POST /metrics HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 405 ", 0),
+            0u);
+  EXPECT_EQ(RawRequest(server.port(), "garbage\r\n\r\n").rfind("HTTP/1.1 400 ", 0), 0u);
+  std::string head = RawRequest(server.port(), "HEAD /healthz HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(head.rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
+  EXPECT_EQ(head.substr(head.size() - 4), "\r\n\r\n");  // headers only
+  server.Stop();
+  EXPECT_EQ(Get(server.port(), "/healthz"), "connect failed");
+}
+
+TEST(HttpServer, RejectsOversizedHeadersAndAnswersManyClients) {
+  Registry r;
+  HttpServer server({.address = "127.0.0.1:0", .max_header_bytes = 1024});
+  ServeObservability(server, r, nullptr);
+  ASSERT_TRUE(server.Start().ok());
+  std::string big = "GET /healthz HTTP/1.1\r\nX: " + std::string(4096, 'a');
+  EXPECT_EQ(RawRequest(server.port(), big).rfind("HTTP/1.1 431 ", 0), 0u);
+
+  std::atomic<int> ok{0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 8; ++i) {
+    clients.emplace_back([&] {
+      for (int j = 0; j < 20; ++j) {
+        std::string resp = Get(server.port(), "/readyz");
+        // Past the connection limit the server may answer 503 at once; never nothing.
+        if (resp.rfind("HTTP/1.1 200 OK\r\n", 0) == 0)
+          ++ok;
+        else
+          EXPECT_EQ(resp.rfind("HTTP/1.1 503 ", 0), 0u) << resp;
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_GT(ok.load(), 0);
+}
+
+TEST(HttpServer, StopInterruptsAnIdleConnection) {
+  Registry r;
+  HttpServer server({.address = "127.0.0.1:0", .io_timeout = std::chrono::minutes(10)});
+  ServeObservability(server, r, nullptr);
+  ASSERT_TRUE(server.Start().ok());
+  // A client that connects and never sends: Stop() must not wait for its 10-minute timeout.
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(server.port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  // A served request afterwards proves the idle connection was accepted first.
+  EXPECT_EQ(Get(server.port(), "/healthz").rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
+  server.Stop();
+  char c;
+  EXPECT_EQ(recv(fd, &c, 1, 0), 0);  // closed by the server
+  close(fd);
+}
+
+TEST(HttpServer, BadAddressesFailNamingThem) {
+  for (const char* address : {"8080", "host:", ":99999", ":http"}) {
+    HttpServer server({.address = address});
+    auto r = server.Start();
+    ASSERT_FALSE(r.ok()) << address;
+    EXPECT_NE(r.error().find(address), std::string::npos) << r.error();
+  }
+  HttpServer a({.address = "127.0.0.1:0"});
+  ASSERT_TRUE(a.Start().ok());
+  HttpServer b({.address = "127.0.0.1:" + std::to_string(a.port())});
+  auto second = b.Start();
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.error().find("in use"), std::string::npos) << second.error();
+}
+
+}  // namespace
+}  // namespace gantry::obs
