@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/scheduler_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"gantry - a fast, KAI-compatible scheduler for GPU batch workloads"};
@@ -37,7 +38,20 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--runs", bench.runs, "Runs (the median is printed)")
       ->check(CLI::Range(1, 1000));
 
+  gantry::cli::SchedulerOptions sched;
+  auto* sched_cmd = app.add_subcommand(
+      "scheduler", "Run the live scheduler against a Kubernetes cluster (until SIGTERM)");
+  sched_cmd->add_option("--kubeconfig", sched.kubeconfig,
+                        "Kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
+  sched_cmd->add_option("--scheduler-name", sched.scheduler_name,
+                        "Schedule pods whose spec.schedulerName is this");
+  sched_cmd->add_option("--period", sched.period, "Time between scheduling cycles (1s, 500ms)");
+  sched_cmd->add_option("--config", sched.config, "Scheduler configuration (YAML)");
+  sched_cmd->add_option("--namespace-for-leases", sched.lease_namespace,
+                        "Namespace of the leader-election Lease");
+
   CLI11_PARSE(app, argc, argv);
+  if (sched_cmd->parsed()) return gantry::cli::RunScheduler(sched, std::cout, std::cerr);
   if (bench_cmd->parsed()) return gantry::cli::RunBench(bench, std::cout, std::cerr);
   if (cycle_cmd->parsed()) return gantry::cli::RunCycle(cycle, std::cout, std::cerr);
   if (conf_cmd->parsed()) {

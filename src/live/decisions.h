@@ -1,0 +1,51 @@
+// What the live scheduler writes for a cycle's decisions, as API objects and patches (pure
+// functions; scheduler_loop.h sends them).
+//
+//  - a placement -> a BindRequest (scheduling.run.ai/v1alpha2) named after the pod, in the pod's
+//    namespace, owned by the pod, carrying the selected node, the kind of GPU allocation and the
+//    GPU groups, for the binder to carry out;
+//  - an eviction -> a DisruptionTarget condition on the pod, then a graceful delete;
+//  - a job left pending -> an UnschedulableOnNodePool scheduling condition in the PodGroup's
+//    status with the rendered fit errors, and an "Unschedulable" event on the PodGroup.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "framework/session.h"
+
+namespace gantry::live {
+
+using Object = nlohmann::json;
+
+// KAI's user-facing strings, reproduced exactly.
+inline constexpr const char* kUnschedulableOnNodePool = "UnschedulableOnNodePool";
+inline constexpr const char* kUnschedulableReason = "Unschedulable";
+inline constexpr const char* kDefaultPodGroupError = "Unable to schedule podgroup";
+inline constexpr const char* kDefaultNodePool = "default";
+
+// "Regular" (whole GPUs, or none), "Fraction" (a share or GPU memory) or "MigInstance".
+std::string ReceivedResourceType(const Pod& pod);
+
+// The BindRequest for a committed placement in `ssn` (before the session is closed).
+Object MakeBindRequest(const Session& ssn, const BindDecision& bind, int32_t backoff_limit);
+
+// The status patch (a merge patch for the pods/status subresource) marking an evicted pod.
+Object EvictionConditionPatch(const std::string& message, const std::string& now);
+
+// The message a pending job gets: its rendered fit errors, or KAI's default text.
+std::string UnschedulableMessage(const Session& ssn, JobId job);
+
+// Jobs the cycle left with pods waiting: they had pending pods and none of them was placed or
+// pipelined.
+bool LeftPending(const Session& ssn, JobId job);
+
+// The merge patch for the PodGroup status subresource setting its unschedulable condition, or
+// nullopt when `current_status` (the PodGroup's .status) already carries the same message.
+std::optional<Object> UnschedulableStatusPatch(const Session& ssn, JobId job,
+                                               const Object& current_status,
+                                               const std::string& message, const std::string& now);
+
+}  // namespace gantry::live

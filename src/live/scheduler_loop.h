@@ -1,0 +1,41 @@
+// The live scheduler (`gantry scheduler`): watches the cluster into a WatchCache, campaigns for
+// a Lease so one replica is active, and while leading runs one scheduling cycle per period on the
+// cache's snapshot, writing the decisions (decisions.h) through the API server.
+//
+// Cycle: wait until every watched kind has been listed; take the snapshot; report objects the
+// cache had to leave out (one Warning event per object and problem); open a session, run the
+// configured actions; then, in order, evictions (condition, graceful delete, events), placements
+// (one BindRequest per pod; an existing BindRequest of the same name means the pod is already
+// being bound), and the unschedulable condition and event of every job left pending (written
+// only when the message changed). Objects the scheduler created or deleted are fed back into the
+// cache at once, so the next cycle sees them even if the watch has not delivered them yet.
+#pragma once
+
+#include <chrono>
+#include <iosfwd>
+#include <memory>
+#include <string>
+
+#include "framework/config.h"
+#include "kube/client.h"
+#include "kube/clock.h"
+
+namespace gantry::live {
+
+struct LiveSchedulerOptions {
+  std::string scheduler_name = "kai-scheduler";
+  std::chrono::milliseconds period{1000};
+  SchedulerConfig config = SchedulerConfig::Default();
+  std::string lease_namespace = "gantry-system";
+  std::string lease_name = "gantry-scheduler";
+  std::string identity;  // unique per replica (defaults to host name and process id)
+  int32_t bind_backoff_limit = 3;
+};
+
+// Runs until `stop` is raised (returns 0) or leadership is lost (returns 1, as KAI's components
+// exit then; the Deployment restarts the process). Logs one line per cycle with decisions to
+// `log`, and every error.
+int RunLiveScheduler(std::shared_ptr<kube::Client> client, const LiveSchedulerOptions& options,
+                     const kube::StopSignal& stop, std::ostream& log);
+
+}  // namespace gantry::live
