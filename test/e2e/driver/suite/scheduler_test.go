@@ -29,10 +29,11 @@ import (
 
 // schedulerProcess is a running `gantry scheduler`.
 type schedulerProcess struct {
-	cmd  *exec.Cmd
-	mu   sync.Mutex
-	out  bytes.Buffer
-	done chan error
+	cmd      *exec.Cmd
+	mu       sync.Mutex
+	out      bytes.Buffer
+	done     chan error
+	stopOnce sync.Once
 }
 
 func (p *schedulerProcess) Write(b []byte) (int, error) {
@@ -67,6 +68,17 @@ func startScheduler(t *testing.T) *schedulerProcess {
 	}
 	go func() { p.done <- p.cmd.Wait() }()
 	t.Cleanup(func() {
+		p.stop(t)
+		if t.Failed() {
+			t.Logf("scheduler %d output:\n%s", p.cmd.Process.Pid, p.output())
+		}
+	})
+	return p
+}
+
+// stop sends SIGTERM and expects exit code 0 within 10 seconds (once; later calls do nothing).
+func (p *schedulerProcess) stop(t *testing.T) {
+	p.stopOnce.Do(func() {
 		p.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case err := <-p.done:
@@ -78,12 +90,11 @@ func startScheduler(t *testing.T) *schedulerProcess {
 			<-p.done
 			t.Errorf("scheduler did not exit within 10s of SIGTERM; output:\n%s", p.output())
 		}
-		if t.Failed() {
-			t.Logf("scheduler output:\n%s", p.output())
-		}
 	})
-	return p
 }
+
+// identitySuffix ends the scheduler's leader-election identity (host name and process id).
+func (p *schedulerProcess) identitySuffix() string { return fmt.Sprintf("_%d", p.cmd.Process.Pid) }
 
 // exclusiveNodes creates the test's fake GPU nodes and skips the test when the cluster has other
 // nodes (their capacity would change fair shares and placements).
@@ -437,5 +448,53 @@ func TestLiveSchedulerReclaim(t *testing.T) {
 		if gpus > 4 {
 			t.Errorf("node %s: %d GPUs of running pods and B's BindRequests; it has 4", node, gpus)
 		}
+	}
+}
+
+// Two replicas: one holds the gantry-scheduler Lease and schedules; when it stops (SIGTERM) it
+// releases the Lease, the other takes over and schedules what comes next.
+func TestLiveSchedulerLeaderElection(t *testing.T) {
+	ctx := ctxFor(t)
+	id := suffix()
+	exclusiveNodes(t, ctx, harness.GPUNode{Name: "sched-a-" + id, GPUs: 4})
+	ns := newNamespace(t, ctx, "sched-leader")
+	cleanupPods(t, ns)
+	queue := "train-" + id
+	createQueue(t, ctx, queue, 0)
+
+	holder := func(ctx context.Context) (string, error) {
+		lease, err := admin.Kube.CoordinationV1().Leases(harness.Namespace).Get(ctx, "gantry-scheduler", metav1.GetOptions{})
+		if err != nil || lease.Spec.HolderIdentity == nil {
+			return "", err
+		}
+		return *lease.Spec.HolderIdentity, nil
+	}
+	waitHolder := func(p *schedulerProcess, what string) {
+		t.Helper()
+		err := harness.Poll(ctx, 30*time.Second, what, func(ctx context.Context) (bool, error) {
+			h, err := holder(ctx)
+			return strings.HasSuffix(h, p.identitySuffix()), err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	first := startScheduler(t)
+	waitHolder(first, "the first replica holds the Lease")
+	second := startScheduler(t)
+	waitBindRequests(t, ctx, ns, createGang(t, ctx, ns, "one", queue, 1, 1, 1))
+	if h, err := holder(ctx); err != nil || !strings.HasSuffix(h, first.identitySuffix()) {
+		t.Errorf("Lease holder %q (%v); want the first replica", h, err)
+	}
+	if contains(second.output(), "cycle:") {
+		t.Errorf("the standby replica ran scheduling cycles:\n%s", second.output())
+	}
+
+	first.stop(t)
+	waitHolder(second, "the second replica takes the released Lease")
+	waitBindRequests(t, ctx, ns, createGang(t, ctx, ns, "two", queue, 1, 1, 1))
+	if !contains(second.output(), "cycle:") {
+		t.Errorf("the new leader logged no cycle:\n%s", second.output())
 	}
 }
