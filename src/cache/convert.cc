@@ -604,6 +604,9 @@ Result<BindRequestRecord> ConvertBindRequest(const Object& br) {
     r.phase = Str(br, {"status", "phase"});
     if (r.pod_name.empty()) Fail("spec.podName", "missing");
     if (r.selected_node.empty()) Fail("spec.selectedNode", "missing");
+    for (const auto& o : List(br, {"metadata", "ownerReferences"}, "metadata.ownerReferences")) {
+      if (Str(o, {"kind"}) == "Pod" && Str(o, {"name"}) == r.pod_name) r.pod_uid = Str(o, {"uid"});
+    }
     for (const auto& g : List(br, {"spec", "selectedGPUGroups"}, "spec.selectedGPUGroups")) {
       if (!g.is_string()) Fail("spec.selectedGPUGroups", "must be a list of strings");
       r.gpu_groups.push_back(g.get<std::string>());

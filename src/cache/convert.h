@@ -94,7 +94,8 @@ struct BindRequestRecord {
   std::string namespace_;
   std::string pod_name;
   std::string selected_node;
-  std::string phase;  // "", "Pending", "Succeeded", "Failed"
+  std::string phase;    // "", "Pending", "Succeeded", "Failed"
+  std::string pod_uid;  // of the owning Pod (ownerReferences); empty when not set
   std::vector<std::string> gpu_groups;
 };
 

@@ -492,7 +492,10 @@ std::shared_ptr<Cluster> WatchCache::Assemble(std::vector<ObjectError>& errors) 
       p.job = job;
       p.pod_set = ps->second;
       if ((p.status == PodStatus::kPending || p.status == PodStatus::kGated) && node == kNone) {
-        if (auto br = binding.find(key); br != binding.end() && br->second->phase != "Failed") {
+        // A request owned by an earlier pod of the same name does not count.
+        if (auto br = binding.find(key);
+            br != binding.end() && br->second->phase != "Failed" &&
+            (br->second->pod_uid.empty() || br->second->pod_uid == p.uid)) {
           const NodeId target = cl.FindNode(br->second->selected_node);
           if (target != kNone) {
             p.status = PodStatus::kBinding;

@@ -13,7 +13,8 @@
 //  - Every other pod (other schedulers, no PodGroup) only occupies its node while it is bound,
 //    running or terminating there; pending ones are ignored.
 //  - A pod with a BindRequest that has not failed counts as Binding on the request's selected
-//    node, so a pod is never placed twice while the binder works or the watch lags.
+//    node, so a pod is never placed twice while the binder works or the watch lags (a request
+//    owned by an earlier pod of the same name, per its ownerReferences uid, does not count).
 //  - Objects that cannot be used are left out and reported in Snapshot::errors, each naming the
 //    object and field: a malformed field, a PodGroup naming a missing or non-leaf queue, a queue
 //    whose parent is missing or that sits on a cycle, a pod naming an unknown sub-group. Everything

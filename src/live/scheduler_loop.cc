@@ -135,7 +135,14 @@ void Loop::Bind(const Session& ssn, const BindDecision& b) {
     // A request for this pod exists (possibly not yet seen through the watch): the pod is
     // already being bound; never ask twice.
     auto existing = client_->Get(kube::resources::kBindRequests, pod.namespace_, pod.name);
-    if (existing.ok()) cache_.Apply(Kind::kBindRequest, kube::EventType::kAdded, existing.value());
+    if (!existing.ok()) return;
+    cache_.Apply(Kind::kBindRequest, kube::EventType::kAdded, existing.value());
+    auto record = cache::ConvertBindRequest(existing.value());
+    if (record.ok() && !record.value().pod_uid.empty() && record.value().pod_uid != pod.uid) {
+      // Left by an earlier pod of the same name; removing it is the binder's part.
+      Log("bind " + pod.namespace_ + "/" + pod.name +
+          ": a BindRequest of an earlier pod of this name is in the way");
+    }
     return;
   }
   Log("bind " + pod.namespace_ + "/" + pod.name + " -> " + ssn.cluster().nodes[b.node].name + ": " +

@@ -335,6 +335,16 @@ TEST_F(WatchCacheTest, PodWithAPendingBindRequestCountsAsBindingOnItsNode) {
   EXPECT_TRUE(ssn->binds().empty());
   EXPECT_EQ(ssn->node(p->node).idle.gpus, 0);
 
+  // A request owned by an earlier pod of the same name does not hold this one.
+  json stale = BindRequestObj("ns", "w0", "n1");
+  stale["metadata"]["ownerReferences"] =
+      json::array({{{"kind", "Pod"}, {"name", "w0"}, {"uid", "uid-of-an-earlier-w0"}}});
+  cache_.Apply(Kind::kBindRequest, EventType::kModified, stale);
+  EXPECT_EQ(FindPod(*cache_.Take().cluster, "w0")->status, PodStatus::kPending);
+  stale["metadata"]["ownerReferences"][0]["uid"] = "uid-w0";
+  cache_.Apply(Kind::kBindRequest, EventType::kModified, stale);
+  EXPECT_EQ(FindPod(*cache_.Take().cluster, "w0")->status, PodStatus::kBinding);
+
   // A failed request no longer holds the pod.
   cache_.Apply(Kind::kBindRequest, EventType::kModified,
                BindRequestObj("ns", "w0", "n1", "Failed"));
