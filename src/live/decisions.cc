@@ -141,4 +141,30 @@ std::optional<Object> UnschedulableStatusPatch(const Session& ssn, JobId job,
   return Object{{"status", {{"schedulingConditions", Object::array({condition})}}}};
 }
 
+std::string JobMemory::KeyOf(const Job& job) {
+  return job.namespace_ + "/" + job.name + "/" + std::to_string(job.creation_ms);
+}
+
+void JobMemory::Restore(Session& ssn) const {
+  const Cluster& cl = ssn.cluster();
+  for (JobId j = 0; j < static_cast<JobId>(cl.jobs.size()); ++j) {
+    auto it = jobs_.find(KeyOf(cl.jobs[j]));
+    if (it == jobs_.end()) continue;
+    JobState& state = ssn.job_state(j);
+    state.last_start_ms = it->second.last_start_ms;
+    state.stale_since_ms = it->second.stale_since_ms;
+  }
+}
+
+void JobMemory::Record(const Session& ssn) {
+  const Cluster& cl = ssn.cluster();
+  std::map<std::string, Facts> now;
+  for (JobId j = 0; j < static_cast<JobId>(cl.jobs.size()); ++j) {
+    const JobState& state = ssn.job_state(j);
+    if (!state.last_start_ms && !state.stale_since_ms) continue;
+    now[KeyOf(cl.jobs[j])] = {state.last_start_ms, state.stale_since_ms};
+  }
+  jobs_ = std::move(now);
+}
+
 }  // namespace gantry::live

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -47,5 +48,28 @@ bool LeftPending(const Session& ssn, JobId job);
 std::optional<Object> UnschedulableStatusPatch(const Session& ssn, JobId job,
                                                const Object& current_status,
                                                const std::string& message, const std::string& now);
+
+// Per-job session facts that must outlive a cycle: when the job last started (minimum runtimes)
+// and since when its gang has been stale (stale gang eviction's grace period). KAI keeps them in
+// PodGroup annotations (read by the watch cache when present); Gantry's scheduler may not write
+// PodGroups, so it carries them from one cycle to the next in memory. A restarted or newly elected
+// scheduler starts from the annotations alone.
+class JobMemory {
+ public:
+  // Puts what earlier cycles recorded into a freshly opened session (before its actions run).
+  void Restore(Session& ssn) const;
+  // Records the session's values after its actions ran; forgets jobs that are gone.
+  void Record(const Session& ssn);
+  size_t size() const { return jobs_.size(); }
+
+ private:
+  struct Facts {
+    std::optional<int64_t> last_start_ms;
+    std::optional<int64_t> stale_since_ms;
+  };
+  // By namespace, name and creation time, so a recreated PodGroup starts afresh.
+  static std::string KeyOf(const Job& job);
+  std::map<std::string, Facts> jobs_;
+};
 
 }  // namespace gantry::live

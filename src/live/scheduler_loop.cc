@@ -59,6 +59,7 @@ class Loop {
   cache::WatchCache cache_;
   std::set<std::string> reported_errors_;
   std::map<std::string, std::string> last_pending_message_;  // PodGroup uid -> message
+  JobMemory job_memory_;
 };
 
 void Loop::Event(Kind kind, const Object& involved, const std::string& type,
@@ -179,7 +180,9 @@ void Loop::Cycle(Scheduler& scheduler) {
                              .count();
   const auto start = std::chrono::steady_clock::now();
   std::unique_ptr<Session> ssn = scheduler.OpenSession(*snap.cluster, now_ms);
+  job_memory_.Restore(*ssn);
   scheduler.RunActions(*ssn);
+  job_memory_.Record(*ssn);
   const auto decided = std::chrono::steady_clock::now();
   for (const EvictionDecision& e : ssn->evictions()) Evict(*ssn, e);
   for (const BindDecision& b : ssn->binds()) Bind(*ssn, b);

@@ -4,7 +4,8 @@
 //
 // Cycle: wait until every watched kind has been listed; take the snapshot; report objects the
 // cache had to leave out (one Warning event per object and problem); open a session, run the
-// configured actions; then, in order, evictions (condition, graceful delete, events), placements
+// configured actions (with the jobs' start and staleness times carried over from earlier cycles,
+// see JobMemory); then, in order, evictions (condition, graceful delete, events), placements
 // (one BindRequest per pod; an existing BindRequest of the same name means the pod is already
 // being bound), and the unschedulable condition and event of every job left pending (written
 // only when the message changed). Objects the scheduler created or deleted are fed back into the

@@ -119,6 +119,35 @@ TEST_F(DecisionsTest, PendingGangGetsKaisConditionOnceUntilTheMessageChanges) {
   EXPECT_EQ((*next)["status"]["schedulingConditions"][0]["transitionID"], "2");
 }
 
+TEST_F(DecisionsTest, JobMemoryCarriesStartTimesAcrossCycles) {
+  cache_.Replace(Kind::kPod, {GpuPod("w0", 2), GpuPod("w1", 2)});
+  JobMemory memory;
+  auto ssn = Run();
+  const cache::Snapshot first = snap_;  // keeps the first session's cluster alive
+  memory.Restore(*ssn);  // nothing yet
+  ASSERT_EQ(ssn->binds().size(), 2u);
+  ASSERT_TRUE(ssn->job_state(0).last_start_ms.has_value());
+  memory.Record(*ssn);
+  EXPECT_EQ(memory.size(), 1u);
+
+  // The next cycle's cluster (pods now binding) carries no annotation; the memory restores it.
+  cache_.Replace(Kind::kBindRequest, {json{{"metadata", {{"name", "w0"}, {"namespace", "ns"}}},
+                                           {"spec", {{"podName", "w0"}, {"selectedNode", "n1"}}}},
+                                      json{{"metadata", {{"name", "w1"}, {"namespace", "ns"}}},
+                                           {"spec", {{"podName", "w1"}, {"selectedNode", "n1"}}}}});
+  snap_ = cache_.Take();
+  auto next = scheduler_->OpenSession(*snap_.cluster, 5000);
+  EXPECT_FALSE(next->job_state(0).last_start_ms.has_value());
+  memory.Restore(*next);
+  EXPECT_EQ(next->job_state(0).last_start_ms, ssn->job_state(0).last_start_ms);
+
+  // A job that is gone is forgotten.
+  cache_.Replace(Kind::kPodGroup, {});
+  snap_ = cache_.Take();
+  memory.Record(*scheduler_->OpenSession(*snap_.cluster, 6000));
+  EXPECT_EQ(memory.size(), 0u);
+}
+
 TEST(DecisionsStaticTest, EvictionConditionIsKaisDisruptionTarget) {
   const json patch = EvictionConditionPatch("reclaimed by q", "2026-01-01T00:00:00Z");
   const json& c = patch["status"]["conditions"][0];
