@@ -93,6 +93,58 @@ std::string UnschedulableMessage(const Session& ssn, JobId job) {
   return RenderJobFitErrors(js.fit_errors);
 }
 
+std::string NotReadyMessage(const Session& ssn, JobId job) {
+  const Job& j = ssn.cluster().jobs[job];
+  std::string message = "Job is not ready for scheduling.";
+  for (int32_t s = 0; s < static_cast<int32_t>(j.pod_sets.size()); ++s) {
+    const PodSetCounters& c = ssn.counters(job, s);
+    const PodSet& ps = j.pod_sets[s];
+    if (c.alive - c.gated >= ps.min_available) continue;
+    if (ps.name == "default") {
+      message += " Waiting for " + std::to_string(ps.min_available) + " pods, currently " +
+                 std::to_string(c.alive) + " exist, " + std::to_string(c.gated) + " are gated";
+    } else {
+      message += " Waiting for " + std::to_string(ps.min_available) + " pods for SubGroup " +
+                 ps.name + ", currently " + std::to_string(c.alive) + " exist, " +
+                 std::to_string(c.gated) + " are gated.";
+    }
+  }
+  return message;
+}
+
+std::string PodUnschedulableMessage(const Session& ssn, PodId pod) {
+  const JobState& js = ssn.job_state(ssn.cluster().pods[pod].job);
+  if (auto it = js.task_fit_errors.find(pod);
+      it != js.task_fit_errors.end() && !it->second.empty()) {
+    return it->second.Render();
+  }
+  if (!js.fit_errors.empty()) return RenderJobFitErrors(js.fit_errors);
+  return kDefaultPodError;
+}
+
+std::optional<Object> PodUnschedulablePatch(const Object& pod, const std::string& message,
+                                            const std::string& now) {
+  const Object* conditions = nullptr;
+  if (pod.contains("status") && pod["status"].is_object() && pod["status"].contains("conditions")) {
+    conditions = &pod["status"]["conditions"];
+  }
+  if (conditions && conditions->is_array()) {
+    for (const Object& c : *conditions) {
+      if (c.is_object() && c.value("type", "") == "PodScheduled" &&
+          c.value("status", "") == "False" && c.value("reason", "") == "Unschedulable" &&
+          c.value("message", "") == message) {
+        return std::nullopt;
+      }
+    }
+  }
+  return Object{{"status",
+                 {{"conditions", Object::array({{{"type", "PodScheduled"},
+                                                 {"status", "False"},
+                                                 {"reason", "Unschedulable"},
+                                                 {"message", message},
+                                                 {"lastTransitionTime", now}}})}}}};
+}
+
 bool LeftPending(const Session& ssn, JobId job) {
   const Cluster& cl = ssn.cluster();
   bool had_pending = false;

@@ -39,6 +39,20 @@ Object EvictionConditionPatch(const std::string& message, const std::string& now
 // The message a pending job gets: its rendered fit errors, or KAI's default text.
 std::string UnschedulableMessage(const Session& ssn, JobId job);
 
+inline constexpr const char* kDefaultPodError = "Unable to schedule pod";
+
+// KAI's NotReady text for a job with fewer live, ungated pods than its minimum:
+// "Job is not ready for scheduling. Waiting for 4 pods, currently 3 exist, 0 are gated".
+std::string NotReadyMessage(const Session& ssn, JobId job);
+
+// Why one pending pod was not placed: its own fit errors, else its job's, else KAI's default.
+std::string PodUnschedulableMessage(const Session& ssn, PodId pod);
+
+// The status patch (strategic merge, pods/status) setting PodScheduled=False, reason
+// Unschedulable, or nullopt when `pod` (the API object) already carries that message.
+std::optional<Object> PodUnschedulablePatch(const Object& pod, const std::string& message,
+                                            const std::string& now);
+
 // Jobs the cycle left with pods waiting: they had pending pods and none of them was placed or
 // pipelined.
 bool LeftPending(const Session& ssn, JobId job);

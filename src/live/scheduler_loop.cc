@@ -58,7 +58,17 @@ class Loop {
   std::mutex log_mu_;
   cache::WatchCache cache_;
   std::set<std::string> reported_errors_;
-  std::map<std::string, std::string> last_pending_message_;  // PodGroup uid -> message
+  // Whether `message` differs from the last one sent about `uid` (and records it): an unchanged
+  // reason is not re-sent every cycle.
+  bool NewMessage(const std::string& uid, const std::string& message) {
+    pending_now_[uid] = message;
+    auto it = pending_before_.find(uid);
+    return it == pending_before_.end() || it->second != message;
+  }
+  // The last event text per PodGroup or pod uid: of the previous cycle, and of this one (objects
+  // no longer pending are forgotten).
+  std::map<std::string, std::string> pending_before_;
+  std::map<std::string, std::string> pending_now_;
   JobMemory job_memory_;
 };
 
@@ -154,12 +164,36 @@ void Loop::MarkPending(const Session& ssn, JobId j) {
   const Job& job = ssn.cluster().jobs[j];
   auto pg = cache_.Get(Kind::kPodGroup, job.namespace_, job.name);
   if (!pg) return;
-  const std::string message = UnschedulableMessage(ssn, j);
   const std::string uid = kube::UidOf(*pg);
-  if (last_pending_message_[uid] != message) {
-    Event(Kind::kPodGroup, *pg, "Normal", kUnschedulableReason, message);
-    last_pending_message_[uid] = message;
+  if (!ssn.IsReadyForScheduling(j)) {
+    // Not enough pods yet (or some gated): a NotReady event, as KAI records, and no condition.
+    const std::string message = NotReadyMessage(ssn, j);
+    if (NewMessage(uid, message)) Event(Kind::kPodGroup, *pg, "Normal", "NotReady", message);
+    return;
   }
+  // Each pending pod: an Unschedulable warning and a PodScheduled=False condition.
+  for (PodId p : job.pods) {
+    const Pod& pod = ssn.cluster().pods[p];
+    if (ssn.pod(p).status != PodStatus::kPending) continue;
+    auto raw = cache_.Get(Kind::kPod, pod.namespace_, pod.name);
+    if (!raw) continue;
+    const std::string message = PodUnschedulableMessage(ssn, p);
+    if (NewMessage(pod.uid, message)) {
+      Event(Kind::kPod, *raw, "Warning", kUnschedulableReason, message);
+    }
+    if (auto patch = PodUnschedulablePatch(*raw, message, Now())) {
+      auto r = client_->Patch(kube::resources::kPods, pod.namespace_, pod.name,
+                              kube::PatchType::kStrategicMerge, *patch, "status");
+      if (r.ok()) {
+        cache_.Apply(Kind::kPod, kube::EventType::kModified, r.value());
+      } else if (!r.error().IsNotFound()) {
+        Log("pod " + pod.namespace_ + "/" + pod.name + " condition: " + r.error().ToString());
+      }
+    }
+  }
+  const std::string message = UnschedulableMessage(ssn, j);
+  if (NewMessage(uid, message))
+    Event(Kind::kPodGroup, *pg, "Normal", kUnschedulableReason, message);
   const Object status = pg->contains("status") ? (*pg)["status"] : Object::object();
   auto patch = UnschedulableStatusPatch(ssn, j, status, message, Now());
   if (!patch) return;
@@ -187,11 +221,13 @@ void Loop::Cycle(Scheduler& scheduler) {
   for (const EvictionDecision& e : ssn->evictions()) Evict(*ssn, e);
   for (const BindDecision& b : ssn->binds()) Bind(*ssn, b);
   int pending = 0;
+  pending_now_.clear();
   for (JobId j = 0; j < static_cast<JobId>(snap.cluster->jobs.size()); ++j) {
     if (!LeftPending(*ssn, j)) continue;
     ++pending;
     MarkPending(*ssn, j);
   }
+  pending_before_.swap(pending_now_);
   const auto written = std::chrono::steady_clock::now();
   if (!ssn->binds().empty() || !ssn->evictions().empty()) {
     auto ms = [](auto d) {

@@ -7,8 +7,10 @@
 // configured actions (with the jobs' start and staleness times carried over from earlier cycles,
 // see JobMemory); then, in order, evictions (condition, graceful delete, events), placements
 // (one BindRequest per pod; an existing BindRequest of the same name means the pod is already
-// being bound), and the unschedulable condition and event of every job left pending (written
-// only when the message changed). Objects the scheduler created or deleted are fed back into the
+// being bound), and for every job left pending: a NotReady event when it lacks pods, otherwise an
+// Unschedulable event and a PodScheduled=False condition on each pending pod and the PodGroup's
+// unschedulable condition and event (events only when the text changed, conditions only when
+// they differ from the object's). Objects the scheduler created or deleted are fed back into the
 // cache at once, so the next cycle sees them even if the watch has not delivered them yet.
 #pragma once
 

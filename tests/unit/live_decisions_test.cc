@@ -124,7 +124,7 @@ TEST_F(DecisionsTest, JobMemoryCarriesStartTimesAcrossCycles) {
   JobMemory memory;
   auto ssn = Run();
   const cache::Snapshot first = snap_;  // keeps the first session's cluster alive
-  memory.Restore(*ssn);  // nothing yet
+  memory.Restore(*ssn);                 // nothing yet
   ASSERT_EQ(ssn->binds().size(), 2u);
   ASSERT_TRUE(ssn->job_state(0).last_start_ms.has_value());
   memory.Record(*ssn);
@@ -146,6 +146,33 @@ TEST_F(DecisionsTest, JobMemoryCarriesStartTimesAcrossCycles) {
   snap_ = cache_.Take();
   memory.Record(*scheduler_->OpenSession(*snap_.cluster, 6000));
   EXPECT_EQ(memory.size(), 0u);
+}
+
+TEST_F(DecisionsTest, NotReadyAndPodMessagesAsKaiWritesThem) {
+  cache_.Replace(Kind::kPod, {GpuPod("w0", 3)});  // minMember 2, one pod
+  auto ssn = Run();
+  ASSERT_TRUE(LeftPending(*ssn, 0));
+  EXPECT_FALSE(ssn->IsReadyForScheduling(0));
+  EXPECT_EQ(NotReadyMessage(*ssn, 0),
+            "Job is not ready for scheduling. Waiting for 2 pods, currently 1 exist, 0 are gated");
+
+  ssn.reset();
+  cache_.Replace(Kind::kPod, {GpuPod("w0", 3), GpuPod("w1", 3)});
+  auto full = Run();
+  const PodId p = snap_.cluster->jobs[0].pods[0];
+  const std::string message = PodUnschedulableMessage(*full, p);
+  EXPECT_FALSE(message.empty());
+  EXPECT_NE(message, kDefaultPodError);
+  json pod = GpuPod("w0", 3);
+  auto patch = PodUnschedulablePatch(pod, message, "t");
+  ASSERT_TRUE(patch.has_value());
+  const json& c = (*patch)["status"]["conditions"][0];
+  EXPECT_EQ(c["type"], "PodScheduled");
+  EXPECT_EQ(c["status"], "False");
+  EXPECT_EQ(c["reason"], "Unschedulable");
+  pod["status"]["conditions"] = (*patch)["status"]["conditions"];
+  EXPECT_FALSE(PodUnschedulablePatch(pod, message, "later").has_value());
+  EXPECT_TRUE(PodUnschedulablePatch(pod, "other", "later").has_value());
 }
 
 TEST(DecisionsStaticTest, EvictionConditionIsKaisDisruptionTarget) {

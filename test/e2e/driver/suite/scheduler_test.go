@@ -356,6 +356,25 @@ func TestLiveSchedulerGangDoesNotFit(t *testing.T) {
 	if len(items) != 0 {
 		t.Errorf("%d BindRequests for a gang that does not fit", len(items))
 	}
+	// Each pod of the gang is marked as KAI marks it: PodScheduled=False, reason Unschedulable.
+	for i := 0; i < 4; i++ {
+		name := fmt.Sprintf("trainer-%d", i)
+		err := harness.Poll(ctx, 30*time.Second, name+" PodScheduled=False", func(ctx context.Context) (bool, error) {
+			p, err := admin.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == "Unschedulable" && c.Message != "" {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	}
 	// And an event on the PodGroup carries the same text.
 	err = harness.Poll(ctx, 30*time.Second, "Unschedulable event", func(ctx context.Context) (bool, error) {
 		evs, err := admin.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
