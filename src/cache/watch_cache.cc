@@ -436,18 +436,28 @@ std::shared_ptr<Cluster> WatchCache::Assemble(std::vector<ObjectError>& errors) 
     if (!inserted && it->second->phase == "Failed") it->second = &r;
   }
 
+  auto find_node = [&cl](const std::string& name) {
+    if (name.empty()) return kNone;
+    auto it = cl.node_index.find(name);
+    return it == cl.node_index.end() ? kNone : it->second;
+  };
+
   // Pods: members of jobs, or occupants of nodes.
   std::vector<std::pair<JobId, int32_t>> ungrouped_sets;
   for (const auto& [key, e] : pods_) {
     if (!e.record) continue;
     const PodRecord& r = *e.record;
     if (r.pod.status == PodStatus::kDeleted) continue;
-    const NodeId node = r.node_name.empty() ? kNone : cl.FindNode(r.node_name);
+    const NodeId node = find_node(r.node_name);
     JobId job = kNone;
     if (r.scheduler_name == scheduler_name_ && !r.pod_group.empty()) {
       auto it = job_by_key.find(Key(r.pod.namespace_, r.pod_group));
       if (it != job_by_key.end()) job = it->second;
     }
+    // Not ours to schedule: only its footprint on a node matters. And a pod said to occupy a
+    // node the cache does not know (deleted, or not listed yet) occupies nothing.
+    if (IsActiveUsed(r.pod.status) && node == kNone) continue;
+    if (job == kNone && !IsActiveUsed(r.pod.status)) continue;
     Pod p = r.pod;
     p.node = node;
     bool interned = true;
@@ -463,10 +473,7 @@ std::shared_ptr<Cluster> WatchCache::Assemble(std::vector<ObjectError>& errors) 
       error(Kind::kPod, e.raw, "spec.containers.resources: too many distinct extended resources");
       continue;
     }
-    if (job == kNone) {
-      // Not ours to schedule: only its footprint on a node matters.
-      if (node == kNone || !IsActiveUsed(p.status)) continue;
-    } else {
+    if (job != kNone) {
       auto& sets = pod_set_by_name[job];
       const std::string set_name = r.subgroup.empty() ? "default" : r.subgroup;
       auto ps = sets.find(set_name);
@@ -496,7 +503,7 @@ std::shared_ptr<Cluster> WatchCache::Assemble(std::vector<ObjectError>& errors) 
         if (auto br = binding.find(key);
             br != binding.end() && br->second->phase != "Failed" &&
             (br->second->pod_uid.empty() || br->second->pod_uid == p.uid)) {
-          const NodeId target = cl.FindNode(br->second->selected_node);
+          const NodeId target = find_node(br->second->selected_node);
           if (target != kNone) {
             p.status = PodStatus::kBinding;
             p.node = target;
@@ -504,7 +511,7 @@ std::shared_ptr<Cluster> WatchCache::Assemble(std::vector<ObjectError>& errors) 
           }
         }
       }
-      if (!r.nominated_node_name.empty()) p.nominated_node = cl.FindNode(r.nominated_node_name);
+      p.nominated_node = find_node(r.nominated_node_name);
     }
     const PodId id = static_cast<PodId>(cl.pods.size());
     if (p.job != kNone) {
