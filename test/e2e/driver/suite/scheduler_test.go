@@ -258,10 +258,32 @@ func TestLiveSchedulerBindsGang(t *testing.T) {
 	createQueue(t, ctx, queue, 0)
 	start := time.Now()
 	startScheduler(t)
+	// A PodGroup naming a queue that does not exist is left out with a warning naming the field;
+	// the rest is scheduled.
+	createGang(t, ctx, ns, "lost", "no-such-queue-"+id, 1, 1, 1)
 	pods := createGang(t, ctx, ns, "trainer", queue, 4, 4, 2)
 
 	brs := waitBindRequests(t, ctx, ns, pods)
 	t.Logf("4 BindRequests %s after the scheduler started", time.Since(start).Round(time.Millisecond))
+	if _, ok := brs["lost-0"]; ok {
+		t.Errorf("a pod of a PodGroup without a queue got a BindRequest")
+	}
+	err := harness.Poll(ctx, 30*time.Second, "warning event on the PodGroup without a queue", func(ctx context.Context) (bool, error) {
+		evs, err := admin.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range evs.Items {
+			if e.InvolvedObject.Kind == "PodGroup" && e.InvolvedObject.Name == "lost" && e.Type == "Warning" &&
+				contains(e.Message, `spec.queue: unknown queue "no-such-queue-`+id+`"`) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
 	perNode := map[string]int64{}
 	for pod, br := range brs {
 		p, err := admin.Kube.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
