@@ -216,14 +216,15 @@ CacheStats WatchCache::stats() const {
   return stats_;
 }
 
-std::optional<Object> WatchCache::Get(Kind kind, const std::string& ns,
-                                      const std::string& name) const {
+bool WatchCache::Inspect(Kind kind, const std::string& ns, const std::string& name,
+                         const std::function<void(const Object&)>& fn) const {
   std::lock_guard lock(mu_);
   const std::string key = ResourceOf(kind).namespaced ? Key(ns, name) : name;
-  auto find = [&](const auto& store) -> std::optional<Object> {
+  auto find = [&](const auto& store) {
     auto it = store.find(key);
-    if (it == store.end()) return std::nullopt;
-    return it->second.raw;
+    if (it == store.end()) return false;
+    fn(it->second.raw);
+    return true;
   };
   switch (kind) {
     case Kind::kNode:
@@ -241,7 +242,14 @@ std::optional<Object> WatchCache::Get(Kind kind, const std::string& ns,
     case Kind::kTopology:
       return find(topologies_);
   }
-  return std::nullopt;
+  return false;
+}
+
+std::optional<Object> WatchCache::Get(Kind kind, const std::string& ns,
+                                      const std::string& name) const {
+  std::optional<Object> out;
+  Inspect(kind, ns, name, [&](const Object& o) { out = o; });
+  return out;
 }
 
 Snapshot WatchCache::Take() {

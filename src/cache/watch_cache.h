@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -99,6 +100,10 @@ class WatchCache {
 
   // The object last seen of `kind` named `name` (in `ns` for namespaced kinds).
   std::optional<Object> Get(Kind kind, const std::string& ns, const std::string& name) const;
+  // Calls `fn` with that object without copying it (under the cache's lock: `fn` must not call
+  // back into the cache). False when there is no such object.
+  bool Inspect(Kind kind, const std::string& ns, const std::string& name,
+               const std::function<void(const Object&)>& fn) const;
 
   CacheStats stats() const;
 

@@ -171,17 +171,23 @@ void Loop::MarkPending(const Session& ssn, JobId j) {
     if (NewMessage(uid, message)) Event(Kind::kPodGroup, *pg, "Normal", "NotReady", message);
     return;
   }
-  // Each pending pod: an Unschedulable warning and a PodScheduled=False condition.
+  // Each pending pod: an Unschedulable warning and a PodScheduled=False condition. The pod is
+  // looked at in place (no copy) since most cycles have nothing new to write about it.
+  const std::string now = Now();
   for (PodId p : job.pods) {
     const Pod& pod = ssn.cluster().pods[p];
     if (ssn.pod(p).status != PodStatus::kPending) continue;
-    auto raw = cache_.Get(Kind::kPod, pod.namespace_, pod.name);
-    if (!raw) continue;
     const std::string message = PodUnschedulableMessage(ssn, p);
-    if (NewMessage(pod.uid, message)) {
-      Event(Kind::kPod, *raw, "Warning", kUnschedulableReason, message);
-    }
-    if (auto patch = PodUnschedulablePatch(*raw, message, Now())) {
+    const bool new_message = NewMessage(pod.uid, message);
+    std::optional<Object> patch;
+    Object meta;
+    const bool found = cache_.Inspect(Kind::kPod, pod.namespace_, pod.name, [&](const Object& raw) {
+      patch = PodUnschedulablePatch(raw, message, now);
+      if (new_message) meta = Object{{"metadata", raw.value("metadata", Object::object())}};
+    });
+    if (!found) continue;
+    if (new_message) Event(Kind::kPod, meta, "Warning", kUnschedulableReason, message);
+    if (patch) {
       auto r = client_->Patch(kube::resources::kPods, pod.namespace_, pod.name,
                               kube::PatchType::kStrategicMerge, *patch, "status");
       if (r.ok()) {
