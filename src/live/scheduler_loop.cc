@@ -239,7 +239,8 @@ void Loop::Cycle(Scheduler& scheduler) {
     auto ms = [](auto d) {
       return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
     };
-    Log("cycle: " + std::to_string(snap.cluster->pods.size()) + " pods, " +
+    Log("cycle " + std::to_string(snap.generation) + ": " +
+        std::to_string(snap.cluster->pods.size()) + " pods, " +
         std::to_string(snap.cluster->jobs.size()) +
         " jobs: " + std::to_string(ssn->binds().size()) + " binds, " +
         std::to_string(ssn->evictions().size()) + " evictions, " + std::to_string(pending) +

@@ -528,14 +528,14 @@ func TestLiveSchedulerLeaderElection(t *testing.T) {
 	if h, err := holder(ctx); err != nil || !strings.HasSuffix(h, first.identitySuffix()) {
 		t.Errorf("Lease holder %q (%v); want the first replica", h, err)
 	}
-	if contains(second.output(), "cycle:") {
+	if contains(second.output(), "cycle ") {
 		t.Errorf("the standby replica ran scheduling cycles:\n%s", second.output())
 	}
 
 	first.stop(t)
 	waitHolder(second, "the second replica takes the released Lease")
 	waitBindRequests(t, ctx, ns, createGang(t, ctx, ns, "two", queue, 1, 1, 1))
-	if !contains(second.output(), "cycle:") {
+	if !contains(second.output(), "cycle ") {
 		t.Errorf("the new leader logged no cycle:\n%s", second.output())
 	}
 }
