@@ -42,6 +42,10 @@ template <typename T>
 void ConvertInto(const Object& object, T& entry,
                  Result<typename decltype(T::record)::value_type> r) {
   entry.raw = object;
+  // Field-manager bookkeeping is often the bulk of an object and nothing here reads it.
+  if (auto meta = entry.raw.find("metadata"); meta != entry.raw.end() && meta->is_object()) {
+    meta->erase("managedFields");
+  }
   if (r.ok()) {
     entry.record = std::move(r).value();
     entry.error.clear();

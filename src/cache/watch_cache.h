@@ -98,7 +98,8 @@ class WatchCache {
   // The model of the objects held now (see the header comment).
   Snapshot Take();
 
-  // The object last seen of `kind` named `name` (in `ns` for namespaced kinds).
+  // The object last seen of `kind` named `name` (in `ns` for namespaced kinds), without its
+  // metadata.managedFields (not kept).
   std::optional<Object> Get(Kind kind, const std::string& ns, const std::string& name) const;
   // Calls `fn` with that object without copying it (under the cache's lock: `fn` must not call
   // back into the cache). False when there is no such object.

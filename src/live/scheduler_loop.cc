@@ -171,9 +171,13 @@ void Loop::MarkPending(const Session& ssn, JobId j) {
     if (NewMessage(uid, message)) Event(Kind::kPodGroup, *pg, "Normal", "NotReady", message);
     return;
   }
-  // Each pending pod: an Unschedulable warning and a PodScheduled=False condition. The pod is
-  // looked at in place (no copy) since most cycles have nothing new to write about it.
+  // Each pending pod: an Unschedulable warning and, unless the PodGroup's spec.markUnschedulable
+  // is false, a PodScheduled=False condition. The pod is looked at in place (no copy) since most
+  // cycles have nothing new to write about it.
   const std::string now = Now();
+  const Object* mark = pg->contains("spec") ? &(*pg)["spec"] : nullptr;
+  const bool mark_pods = !(mark && mark->is_object() && mark->contains("markUnschedulable") &&
+                           (*mark)["markUnschedulable"] == false);
   for (PodId p : job.pods) {
     const Pod& pod = ssn.cluster().pods[p];
     if (ssn.pod(p).status != PodStatus::kPending) continue;
@@ -182,7 +186,7 @@ void Loop::MarkPending(const Session& ssn, JobId j) {
     std::optional<Object> patch;
     Object meta;
     const bool found = cache_.Inspect(Kind::kPod, pod.namespace_, pod.name, [&](const Object& raw) {
-      patch = PodUnschedulablePatch(raw, message, now);
+      if (mark_pods) patch = PodUnschedulablePatch(raw, message, now);
       if (new_message) meta = Object{{"metadata", raw.value("metadata", Object::object())}};
     });
     if (!found) continue;

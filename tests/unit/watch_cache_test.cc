@@ -304,6 +304,17 @@ TEST_F(WatchCacheTest, ModifyAndDeleteUpdateTheModelAndSnapshotsAreSharedUntilAC
   EXPECT_EQ(cache_.stats().conversions, 7);
 }
 
+TEST_F(WatchCacheTest, KeepsObjectsWithoutManagedFields) {
+  json node = NodeObj("n9", 1);
+  node["metadata"]["managedFields"] = json::array({{{"manager", "kubelet"}}});
+  cache_.Apply(Kind::kNode, EventType::kAdded, node);
+  auto stored = cache_.Get(Kind::kNode, "", "n9");
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_FALSE(stored->at("metadata").contains("managedFields"));
+  EXPECT_EQ(stored->at("metadata").at("name"), "n9");
+  EXPECT_FALSE(cache_.Get(Kind::kNode, "", "nope").has_value());
+}
+
 TEST_F(WatchCacheTest, RelistReplacesEverythingOfTheKind) {
   cache_.Apply(Kind::kPodGroup, EventType::kAdded, PodGroupObj("ns", "train", "team-a", 1));
   cache_.Apply(Kind::kPod, EventType::kAdded, PodObj("ns", "gone", 1, "train"));
