@@ -61,6 +61,23 @@ class FakeApi {
     }
   }
 
+  // Pods of 3 GPUs: the gang of two does not fit the 4-GPU node.
+  void MakeGangTooBig(bool mark_unschedulable) {
+    for (json& pod : lists_["/api/v1/pods"]) {
+      pod["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "3";
+    }
+    lists_["/apis/scheduling.run.ai/v2alpha2/podgroups"][0]["spec"]["markUnschedulable"] =
+        mark_unschedulable;
+  }
+  int pod_status_patches() const {
+    std::lock_guard lock(mu_);
+    return pod_status_patches_;
+  }
+  int pod_group_status_patches() const {
+    std::lock_guard lock(mu_);
+    return pod_group_status_patches_;
+  }
+
   // A BindRequest that exists on the server but that the watch has not delivered.
   void AddUnlistedBindRequest(const std::string& pod) {
     bind_requests_[pod] = {{"metadata", {{"name", pod}, {"namespace", "ns"}}},
@@ -100,7 +117,11 @@ class FakeApi {
       return Reply(200,
                    {{"kind", "List"}, {"metadata", {{"resourceVersion", "1"}}}, {"items", items}});
     }
-    return StatusReply(404, "NotFound");  // status patches: nothing to patch here
+    if (r.method == "PATCH" && path.find("/pods/") != std::string::npos) ++pod_status_patches_;
+    if (r.method == "PATCH" && path.find("/podgroups/") != std::string::npos) {
+      ++pod_group_status_patches_;
+    }
+    return StatusReply(404, "NotFound");  // status patches: the objects are not kept here
   }
 
   std::map<std::string, int> bind_request_posts() const {
@@ -119,6 +140,8 @@ class FakeApi {
   std::map<std::string, int> bind_request_posts_;
   json lease_;
   int version_ = 0;
+  int pod_status_patches_ = 0;
+  int pod_group_status_patches_ = 0;
 };
 
 // Polls `cond` every 10 ms for up to 10 s.
@@ -177,6 +200,22 @@ TEST(LiveLoopTest, AnExistingBindRequestOfThePodIsNeverRequestedAgain) {
   // w0's request was refused once (AlreadyExists), then read back: never asked for again.
   EXPECT_EQ(api.bind_request_posts(), (std::map<std::string, int>{{"w0", 1}, {"w1", 1}}))
       << run.log.str();
+}
+
+TEST(LiveLoopTest, PendingPodsAreMarkedUnlessThePodGroupSaysNot) {
+  for (bool mark : {true, false}) {
+    FakeApi api;
+    api.MakeGangTooBig(mark);
+    LoopRun run(api);
+    ASSERT_TRUE(Eventually([&] { return api.pod_group_status_patches() > 0; }));
+    EXPECT_EQ(run.Stop(), 0);
+    EXPECT_TRUE(api.bind_request_posts().empty());
+    if (mark) {
+      EXPECT_GE(api.pod_status_patches(), 2) << "PodScheduled=False on both pods";
+    } else {
+      EXPECT_EQ(api.pod_status_patches(), 0) << "markUnschedulable: false";
+    }
+  }
 }
 
 }  // namespace
