@@ -18,7 +18,12 @@ using kube::HttpRequest;
 using kube::HttpResponse;
 using nlohmann::json;
 
-HttpResponse Reply(int status, const json& body) { return HttpResponse{status, body.dump()}; }
+HttpResponse Reply(int status, const json& body) {
+  HttpResponse r;
+  r.status = status;
+  r.body = body.dump();
+  return r;
+}
 
 HttpResponse StatusReply(int code, const std::string& reason) {
   return Reply(code, {{"kind", "Status"},
