@@ -325,8 +325,12 @@ std::shared_ptr<Cluster> WatchCache::Assemble(std::vector<ObjectError>& errors) 
         break;
       }
       auto it = queues_.find(cur);
-      if (it == queues_.end() || !it->second.record) {
+      if (it == queues_.end()) {
         problem = "spec.parentQueue: unknown queue \"" + cur + "\"";
+        break;
+      }
+      if (!it->second.record) {
+        problem = "spec.parentQueue: queue \"" + cur + "\" is invalid";
         break;
       }
       cur = it->second.record->parent_name;

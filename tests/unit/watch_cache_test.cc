@@ -428,6 +428,18 @@ TEST_F(WatchCacheTest, BadObjectsAreSkippedWithAnErrorNamingObjectAndField) {
   EXPECT_EQ(s.errors.size(), 4u);
 }
 
+TEST_F(WatchCacheTest, QueuesUnderAnInvalidParentAreLeftOutNamingIt) {
+  cache_.Apply(Kind::kQueue, EventType::kAdded, QueueObj("broken", "root", -5));
+  cache_.Apply(Kind::kQueue, EventType::kAdded, QueueObj("child", "broken"));
+  Snapshot s = cache_.Take();
+  ASSERT_EQ(s.errors.size(), 2u);
+  EXPECT_EQ(s.errors[0].ToString(),
+            "Queue broken: spec.resources.gpu.quota: must be -1 "
+            "(unlimited) or >= 0 (got -5)");
+  EXPECT_EQ(s.errors[1].ToString(), "Queue child: spec.parentQueue: queue \"broken\" is invalid");
+  EXPECT_EQ(s.cluster->queues.size(), 2u);
+}
+
 TEST_F(WatchCacheTest, PriorityClassesSubGroupsAndPreemptibility) {
   cache_.Apply(Kind::kPriorityClass, EventType::kAdded,
                json{{"metadata", {{"name", "inference"}}}, {"value", 125}});
