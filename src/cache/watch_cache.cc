@@ -99,6 +99,23 @@ void WatchCache::KindHandler::OnEvent(kube::EventType type, const Object& object
   cache_.Apply(kind_, type, object);
 }
 
+void WatchCache::KindHandler::OnError(const kube::ApiError& error, kube::Clock::Duration) {
+  std::function<void(Kind, const kube::ApiError&)> on_error;
+  {
+    std::lock_guard lock(cache_.mu_);
+    on_error = cache_.on_error_;
+  }
+  if (on_error) on_error(kind_, error);
+  if (kind_ == Kind::kTopology && error.IsNotFound() && !cache_.synced(kind_)) {
+    cache_.Replace(kind_, {});
+  }
+}
+
+void WatchCache::SetErrorHandler(std::function<void(Kind, const kube::ApiError&)> on_error) {
+  std::lock_guard lock(mu_);
+  on_error_ = std::move(on_error);
+}
+
 void WatchCache::ClearKind(Kind kind) {
   switch (kind) {
     case Kind::kNode:

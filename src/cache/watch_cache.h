@@ -86,6 +86,11 @@ class WatchCache {
   // The handler to give the ListWatcher of `kind`.
   kube::WatchHandler& handler(Kind kind);
 
+  // Called (from the watchers' threads) with every list or watch failure, for logging. A cluster
+  // that does not serve Topology objects (no such CRD: 404) counts as having none, so scheduling
+  // does not wait for it; the watcher keeps retrying and picks them up once served.
+  void SetErrorHandler(std::function<void(Kind, const kube::ApiError&)> on_error);
+
   // Replace every object of `kind` (a relist). Marks the kind synced.
   void Replace(Kind kind, const std::vector<Object>& objects);
   // One change: kAdded / kModified store the object, kDeleted removes it; others are ignored.
@@ -114,6 +119,7 @@ class WatchCache {
     KindHandler(WatchCache& cache, Kind kind) : cache_(cache), kind_(kind) {}
     void OnSync(std::vector<Object> items, const std::string& resource_version) override;
     void OnEvent(kube::EventType type, const Object& object) override;
+    void OnError(const kube::ApiError& error, kube::Clock::Duration retry_in) override;
 
    private:
     WatchCache& cache_;
@@ -138,6 +144,7 @@ class WatchCache {
   std::vector<std::unique_ptr<KindHandler>> handlers_;
 
   mutable std::mutex mu_;
+  std::function<void(Kind, const kube::ApiError&)> on_error_;
   bool synced_[kNumKinds] = {};
   Store<NodeRecord> nodes_;
   Store<PodRecord> pods_;

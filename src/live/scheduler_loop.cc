@@ -263,6 +263,9 @@ int Loop::Run(const kube::StopSignal& stop) {
     return 2;
   }
 
+  cache_.SetErrorHandler([this](Kind kind, const kube::ApiError& error) {
+    Log("watch " + cache::ResourceOf(kind).Describe() + ": " + error.ToString());
+  });
   // Watch every kind the model is built from.
   std::vector<std::unique_ptr<kube::ListWatcher>> watchers;
   std::vector<std::thread> threads;

@@ -315,6 +315,29 @@ TEST_F(WatchCacheTest, KeepsObjectsWithoutManagedFields) {
   EXPECT_FALSE(cache_.Get(Kind::kNode, "", "nope").has_value());
 }
 
+TEST(WatchCacheSyncTest, AClusterWithoutTopologiesDoesNotHoldSchedulingBack) {
+  WatchCache cache("kai-scheduler");
+  std::vector<std::string> seen;
+  cache.SetErrorHandler([&](Kind kind, const kube::ApiError& e) {
+    seen.push_back(ResourceOf(kind).resource + " " + std::to_string(e.http_status));
+  });
+  for (Kind k : {Kind::kNode, Kind::kPod, Kind::kQueue, Kind::kPodGroup, Kind::kBindRequest,
+                 Kind::kPriorityClass}) {
+    cache.Replace(k, {});
+  }
+  EXPECT_FALSE(cache.synced());
+  // A required kind that is not served keeps the cache unsynced; Topology does not.
+  cache.handler(Kind::kQueue)
+      .OnError(kube::ApiError{404, "NotFound", "not served"}, std::chrono::seconds(1));
+  EXPECT_FALSE(cache.synced());
+  cache.handler(Kind::kTopology).OnError(kube::ApiError{500, "", "boom"}, std::chrono::seconds(1));
+  EXPECT_FALSE(cache.synced());
+  cache.handler(Kind::kTopology)
+      .OnError(kube::ApiError{404, "", "page not found"}, std::chrono::seconds(1));
+  EXPECT_TRUE(cache.synced());
+  EXPECT_EQ(seen, (std::vector<std::string>{"queues 404", "topologies 500", "topologies 404"}));
+}
+
 TEST_F(WatchCacheTest, RelistReplacesEverythingOfTheKind) {
   cache_.Apply(Kind::kPodGroup, EventType::kAdded, PodGroupObj("ns", "train", "team-a", 1));
   cache_.Apply(Kind::kPod, EventType::kAdded, PodObj("ns", "gone", 1, "train"));
