@@ -604,6 +604,12 @@ Result<BindRequestRecord> ConvertBindRequest(const Object& br) {
     r.phase = Str(br, {"status", "phase"});
     if (r.pod_name.empty()) Fail("spec.podName", "missing");
     if (r.selected_node.empty()) Fail("spec.selectedNode", "missing");
+    if (auto a = Number(br, {"status", "failedAttempts"}, "status.failedAttempts")) {
+      r.failed_attempts = static_cast<int32_t>(*a);
+    }
+    if (auto b = Number(br, {"spec", "backoffLimit"}, "spec.backoffLimit")) {
+      r.backoff_limit = static_cast<int32_t>(*b);
+    }
     for (const auto& o : List(br, {"metadata", "ownerReferences"}, "metadata.ownerReferences")) {
       if (Str(o, {"kind"}) == "Pod" && Str(o, {"name"}) == r.pod_name) r.pod_uid = Str(o, {"uid"});
     }

@@ -96,6 +96,13 @@ struct BindRequestRecord {
   std::string selected_node;
   std::string phase;    // "", "Pending", "Succeeded", "Failed"
   std::string pod_uid;  // of the owning Pod (ownerReferences); empty when not set
+  int32_t failed_attempts = 0;
+  std::optional<int32_t> backoff_limit;
+  // The binder gave up: phase Failed and no attempts left (KAI's rule). A failed request no
+  // longer holds its pod, and the scheduler deletes it so the pod can be placed again.
+  bool GaveUp() const {
+    return phase == "Failed" && (!backoff_limit || failed_attempts >= *backoff_limit);
+  }
   std::vector<std::string> gpu_groups;
 };
 

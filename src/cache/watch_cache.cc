@@ -277,7 +277,9 @@ Snapshot WatchCache::Take() {
   std::lock_guard lock(mu_);
   if (dirty_) {
     std::vector<ObjectError> errors;
-    last_.cluster = Assemble(errors);
+    std::vector<ObjectRef> stale;
+    last_.cluster = Assemble(errors, stale);
+    last_.stale_bind_requests = std::move(stale);
     std::sort(errors.begin(), errors.end(), [](const ObjectError& a, const ObjectError& b) {
       return std::tie(a.kind, a.namespace_, a.name, a.message) <
              std::tie(b.kind, b.namespace_, b.name, b.message);
@@ -290,7 +292,8 @@ Snapshot WatchCache::Take() {
   return last_;
 }
 
-std::shared_ptr<Cluster> WatchCache::Assemble(std::vector<ObjectError>& errors) const {
+std::shared_ptr<Cluster> WatchCache::Assemble(std::vector<ObjectError>& errors,
+                                              std::vector<ObjectRef>& stale) const {
   auto out = std::make_shared<Cluster>();
   Cluster& cl = *out;
   auto error = [&](Kind kind, const Object& raw, std::string message) {
@@ -459,21 +462,27 @@ std::shared_ptr<Cluster> WatchCache::Assemble(std::vector<ObjectError>& errors) 
     pod_set_by_name.push_back(std::move(sets));
   }
 
-  // Pending BindRequests by pod ("namespace/pod"); one that has not failed wins.
-  std::map<std::string, const BindRequestRecord*> binding;
-  for (const auto& [key, e] : bind_requests_) {
-    if (!e.record) continue;
-    const BindRequestRecord& r = *e.record;
-    const std::string pod_key = Key(r.namespace_, r.pod_name);
-    auto [it, inserted] = binding.emplace(pod_key, &r);
-    if (!inserted && it->second->phase == "Failed") it->second = &r;
-  }
-
   auto find_node = [&cl](const std::string& name) {
     if (name.empty()) return kNone;
     auto it = cl.node_index.find(name);
     return it == cl.node_index.end() ? kNone : it->second;
   };
+
+  // BindRequests still in force, by pod ("namespace/pod"); the others are stale.
+  std::map<std::string, const BindRequestRecord*> binding;
+  for (const auto& [key, e] : bind_requests_) {
+    if (!e.record) continue;
+    const BindRequestRecord& r = *e.record;
+    const std::string pod_key = Key(r.namespace_, r.pod_name);
+    auto pod = pods_.find(pod_key);
+    const bool earlier_pod = !r.pod_uid.empty() && pod != pods_.end() && pod->second.record &&
+                             pod->second.record->pod.uid != r.pod_uid;
+    if (r.GaveUp() || find_node(r.selected_node) == kNone || earlier_pod) {
+      stale.push_back({r.namespace_, r.name});
+      continue;
+    }
+    binding.emplace(pod_key, &r);
+  }
 
   // Pods: members of jobs, or occupants of nodes.
   std::vector<std::pair<JobId, int32_t>> ungrouped_sets;
@@ -532,16 +541,10 @@ std::shared_ptr<Cluster> WatchCache::Assemble(std::vector<ObjectError>& errors) 
       p.job = job;
       p.pod_set = ps->second;
       if ((p.status == PodStatus::kPending || p.status == PodStatus::kGated) && node == kNone) {
-        // A request owned by an earlier pod of the same name does not count.
-        if (auto br = binding.find(key);
-            br != binding.end() && br->second->phase != "Failed" &&
-            (br->second->pod_uid.empty() || br->second->pod_uid == p.uid)) {
-          const NodeId target = find_node(br->second->selected_node);
-          if (target != kNone) {
-            p.status = PodStatus::kBinding;
-            p.node = target;
-            p.gpu_groups = br->second->gpu_groups;
-          }
+        if (auto br = binding.find(key); br != binding.end()) {
+          p.status = PodStatus::kBinding;
+          p.node = find_node(br->second->selected_node);
+          p.gpu_groups = br->second->gpu_groups;
         }
       }
       p.nominated_node = find_node(r.nominated_node_name);

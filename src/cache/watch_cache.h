@@ -12,9 +12,10 @@
 //    pod-group-name annotation) are scheduled as members of that PodGroup's job.
 //  - Every other pod (other schedulers, no PodGroup) only occupies its node while it is bound,
 //    running or terminating there; pending ones are ignored.
-//  - A pod with a BindRequest that has not failed counts as Binding on the request's selected
-//    node, so a pod is never placed twice while the binder works or the watch lags (a request
-//    owned by an earlier pod of the same name, per its ownerReferences uid, does not count).
+//  - A pod with a BindRequest the binder has not given up on counts as Binding on the request's
+//    selected node, so a pod is never placed twice while the binder works or the watch lags (a
+//    request owned by an earlier pod of the same name, per its ownerReferences uid, does not
+//    count). Requests that hold nothing any more are listed in Snapshot::stale_bind_requests.
 //  - Objects that cannot be used are left out and reported in Snapshot::errors, each naming the
 //    object and field: a malformed field, a PodGroup naming a missing or non-leaf queue, a queue
 //    whose parent is missing or that sits on a cycle, a pod naming an unknown sub-group. Everything
@@ -65,10 +66,20 @@ struct ObjectError {
   bool operator==(const ObjectError&) const = default;
 };
 
+// A namespaced object's address.
+struct ObjectRef {
+  std::string namespace_;
+  std::string name;
+  bool operator==(const ObjectRef&) const = default;
+};
+
 struct Snapshot {
   std::shared_ptr<const Cluster> cluster;  // never null
   std::vector<ObjectError> errors;         // sorted by kind, namespace, name
-  uint64_t generation = 0;                 // grows each time a new Cluster is assembled
+  // BindRequests to delete (KAI's stale requests): the binder gave up on them, their node is
+  // gone, or they belong to an earlier pod of the same name. They hold no pod in `cluster`.
+  std::vector<ObjectRef> stale_bind_requests;
+  uint64_t generation = 0;  // grows each time a new Cluster is assembled
 };
 
 struct CacheStats {
@@ -138,7 +149,8 @@ class WatchCache {
   void Put(Kind kind, const Object& object);  // mu_ held
   void Remove(Kind kind, const Object& object);
   void ClearKind(Kind kind);
-  std::shared_ptr<Cluster> Assemble(std::vector<ObjectError>& errors) const;  // mu_ held
+  std::shared_ptr<Cluster> Assemble(std::vector<ObjectError>& errors,
+                                    std::vector<ObjectRef>& stale) const;  // mu_ held
 
   const std::string scheduler_name_;
   std::vector<std::unique_ptr<KindHandler>> handlers_;

@@ -148,12 +148,7 @@ void Loop::Bind(const Session& ssn, const BindDecision& b) {
     auto existing = client_->Get(kube::resources::kBindRequests, pod.namespace_, pod.name);
     if (!existing.ok()) return;
     cache_.Apply(Kind::kBindRequest, kube::EventType::kAdded, existing.value());
-    auto record = cache::ConvertBindRequest(existing.value());
-    if (record.ok() && !record.value().pod_uid.empty() && record.value().pod_uid != pod.uid) {
-      // Left by an earlier pod of the same name; removing it is the binder's part.
-      Log("bind " + pod.namespace_ + "/" + pod.name +
-          ": a BindRequest of an earlier pod of this name is in the way");
-    }
+    // If it is stale (an earlier pod's, or given up on), the next cycle deletes it and asks again.
     return;
   }
   Log("bind " + pod.namespace_ + "/" + pod.name + " -> " + ssn.cluster().nodes[b.node].name + ": " +
@@ -219,6 +214,18 @@ void Loop::MarkPending(const Session& ssn, JobId j) {
 void Loop::Cycle(Scheduler& scheduler) {
   cache::Snapshot snap = cache_.Take();
   ReportObjectErrors(snap.errors);
+  // Stale BindRequests hold no pod in this snapshot; deleting them lets the pods' new requests
+  // (named after the pod) be created.
+  for (const cache::ObjectRef& br : snap.stale_bind_requests) {
+    auto r = client_->Delete(kube::resources::kBindRequests, br.namespace_, br.name);
+    if (r.ok() || r.error().IsNotFound()) {
+      cache_.Apply(Kind::kBindRequest, kube::EventType::kDeleted,
+                   Object{{"metadata", {{"name", br.name}, {"namespace", br.namespace_}}}});
+    } else {
+      Log("delete stale BindRequest " + br.namespace_ + "/" + br.name + ": " +
+          r.error().ToString());
+    }
+  }
   const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                              std::chrono::system_clock::now().time_since_epoch())
                              .count();

@@ -3,15 +3,16 @@
 // cache's snapshot, writing the decisions (decisions.h) through the API server.
 //
 // Cycle: wait until every watched kind has been listed; take the snapshot; report objects the
-// cache had to leave out (one Warning event per object and problem); open a session, run the
-// configured actions (with the jobs' start and staleness times carried over from earlier cycles,
-// see JobMemory); then, in order, evictions (condition, graceful delete, events), placements
-// (one BindRequest per pod; an existing BindRequest of the same name means the pod is already
-// being bound), and for every job left pending: a NotReady event when it lacks pods, otherwise an
-// Unschedulable event and a PodScheduled=False condition on each pending pod and the PodGroup's
-// unschedulable condition and event (events only when the text changed, conditions only when
-// they differ from the object's). Objects the scheduler created or deleted are fed back into the
-// cache at once, so the next cycle sees them even if the watch has not delivered them yet.
+// cache had to leave out (one Warning event per object and problem); delete stale BindRequests
+// (given up on by the binder, on a deleted node, or an earlier pod's, as KAI does); open a session,
+// run the configured actions (with the jobs' start and staleness times carried over from earlier
+// cycles, see JobMemory); then, in order, evictions (condition, graceful delete, events),
+// placements (one BindRequest per pod; an existing BindRequest of the same name means the pod is
+// already being bound), and for every job left pending: a NotReady event when it lacks pods,
+// otherwise an Unschedulable event and a PodScheduled=False condition on each pending pod and the
+// PodGroup's unschedulable condition and event (events only when the text changed, conditions only
+// when they differ from the object's). Objects the scheduler created or deleted are fed back into
+// the cache at once, so the next cycle sees them even if the watch has not delivered them yet.
 #pragma once
 
 #include <chrono>

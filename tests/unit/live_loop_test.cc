@@ -83,6 +83,19 @@ class FakeApi {
     return pod_group_status_patches_;
   }
 
+  // A listed BindRequest the binder gave up on.
+  void AddGivenUpBindRequest(const std::string& pod) {
+    json br = {{"metadata", {{"name", pod}, {"namespace", "ns"}}},
+               {"spec", {{"podName", pod}, {"selectedNode", "n1"}}},
+               {"status", {{"phase", "Failed"}}}};
+    bind_requests_[pod] = br;
+    lists_["/apis/scheduling.run.ai/v1alpha2/bindrequests"].push_back(br);
+  }
+  std::vector<std::string> deleted() const {
+    std::lock_guard lock(mu_);
+    return deleted_;
+  }
+
   // A BindRequest that exists on the server but that the watch has not delivered.
   void AddUnlistedBindRequest(const std::string& pod) {
     bind_requests_[pod] = {{"metadata", {{"name", pod}, {"namespace", "ns"}}},
@@ -108,6 +121,12 @@ class FakeApi {
       if (bind_requests_.count(name)) return StatusReply(409, "AlreadyExists");
       bind_requests_[name] = br;
       return Reply(201, br);
+    }
+    if (r.method == "DELETE" && StartsWith(path, brs + "/")) {
+      const std::string name = path.substr(brs.size() + 1);
+      if (!bind_requests_.erase(name)) return StatusReply(404, "NotFound");
+      deleted_.push_back(name);
+      return Reply(200, {{"kind", "Status"}, {"status", "Success"}});
     }
     if (r.method == "GET" && StartsWith(path, brs + "/")) {
       auto it = bind_requests_.find(path.substr(brs.size() + 1));
@@ -146,6 +165,7 @@ class FakeApi {
   json lease_;
   int version_ = 0;
   int pod_status_patches_ = 0;
+  std::vector<std::string> deleted_;
   int pod_group_status_patches_ = 0;
 };
 
@@ -205,6 +225,17 @@ TEST(LiveLoopTest, AnExistingBindRequestOfThePodIsNeverRequestedAgain) {
   // w0's request was refused once (AlreadyExists), then read back: never asked for again.
   EXPECT_EQ(api.bind_request_posts(), (std::map<std::string, int>{{"w0", 1}, {"w1", 1}}))
       << run.log.str();
+}
+
+TEST(LiveLoopTest, ARequestTheBinderGaveUpOnIsDeletedAndThePodPlacedAgain) {
+  FakeApi api;
+  api.AddGivenUpBindRequest("w0");
+  LoopRun run(api);
+  ASSERT_TRUE(Eventually([&] { return api.bind_request_posts().size() == 2; }));
+  EXPECT_EQ(run.Stop(), 0);
+  EXPECT_EQ(api.deleted(), std::vector<std::string>{"w0"});
+  // Deleted before the new request was made: created at the first attempt.
+  EXPECT_EQ(api.bind_request_posts(), (std::map<std::string, int>{{"w0", 1}, {"w1", 1}}));
 }
 
 TEST(LiveLoopTest, PendingPodsAreMarkedUnlessThePodGroupSaysNot) {

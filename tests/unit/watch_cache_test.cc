@@ -374,15 +374,32 @@ TEST_F(WatchCacheTest, PodWithAPendingBindRequestCountsAsBindingOnItsNode) {
   stale["metadata"]["ownerReferences"] =
       json::array({{{"kind", "Pod"}, {"name", "w0"}, {"uid", "uid-of-an-earlier-w0"}}});
   cache_.Apply(Kind::kBindRequest, EventType::kModified, stale);
-  EXPECT_EQ(FindPod(*cache_.Take().cluster, "w0")->status, PodStatus::kPending);
+  s = cache_.Take();
+  EXPECT_EQ(FindPod(*s.cluster, "w0")->status, PodStatus::kPending);
+  EXPECT_EQ(s.stale_bind_requests, (std::vector<ObjectRef>{{"ns", "w0"}}));
   stale["metadata"]["ownerReferences"][0]["uid"] = "uid-w0";
   cache_.Apply(Kind::kBindRequest, EventType::kModified, stale);
   EXPECT_EQ(FindPod(*cache_.Take().cluster, "w0")->status, PodStatus::kBinding);
 
-  // A failed request no longer holds the pod.
-  cache_.Apply(Kind::kBindRequest, EventType::kModified,
-               BindRequestObj("ns", "w0", "n1", "Failed"));
-  EXPECT_EQ(FindPod(*cache_.Take().cluster, "w0")->status, PodStatus::kPending);
+  EXPECT_TRUE(cache_.Take().stale_bind_requests.empty());
+
+  // Failed with attempts left: the binder retries, the pod stays Binding.
+  json failed = BindRequestObj("ns", "w0", "n1", "Failed");
+  failed["spec"]["backoffLimit"] = 3;
+  failed["status"]["failedAttempts"] = 1;
+  cache_.Apply(Kind::kBindRequest, EventType::kModified, failed);
+  EXPECT_EQ(FindPod(*cache_.Take().cluster, "w0")->status, PodStatus::kBinding);
+  // Given up: the pod is pending again and the request is stale.
+  failed["status"]["failedAttempts"] = 3;
+  cache_.Apply(Kind::kBindRequest, EventType::kModified, failed);
+  s = cache_.Take();
+  EXPECT_EQ(FindPod(*s.cluster, "w0")->status, PodStatus::kPending);
+  EXPECT_EQ(s.stale_bind_requests, (std::vector<ObjectRef>{{"ns", "w0"}}));
+  // So is a request for a node that is gone.
+  cache_.Apply(Kind::kBindRequest, EventType::kModified, BindRequestObj("ns", "w0", "gone-node"));
+  s = cache_.Take();
+  EXPECT_EQ(FindPod(*s.cluster, "w0")->status, PodStatus::kPending);
+  EXPECT_EQ(s.stale_bind_requests, (std::vector<ObjectRef>{{"ns", "w0"}}));
 }
 
 TEST_F(WatchCacheTest, OtherSchedulersPodsOnlyOccupyNodes) {

@@ -539,3 +539,40 @@ func TestLiveSchedulerLeaderElection(t *testing.T) {
 		t.Errorf("the new leader logged no cycle:\n%s", second.output())
 	}
 }
+
+// The binder gives up on a BindRequest (phase Failed, no attempts left): the scheduler deletes it,
+// as KAI's does, and asks again with a new one for the same pod.
+func TestLiveSchedulerRetriesWhenTheBinderGivesUp(t *testing.T) {
+	ctx := ctxFor(t)
+	id := suffix()
+	exclusiveNodes(t, ctx, harness.GPUNode{Name: "sched-a-" + id, GPUs: 4})
+	ns := newNamespace(t, ctx, "sched-retry")
+	cleanupPods(t, ns)
+	queue := "train-" + id
+	createQueue(t, ctx, queue, 0)
+	startScheduler(t)
+	pods := createGang(t, ctx, ns, "one", queue, 1, 1, 1)
+	first := waitBindRequests(t, ctx, ns, pods)[pods[0]]
+
+	failed := first.DeepCopy()
+	unstructured.SetNestedField(failed.Object, "Failed", "status", "phase")
+	unstructured.SetNestedField(failed.Object, "binding failed (set by the test)", "status", "reason")
+	unstructured.SetNestedField(failed.Object, int64(3), "status", "failedAttempts")
+	if _, err := binder.Dynamic.Resource(bindRequestGVR).Namespace(ns).UpdateStatus(ctx, failed, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("binder marks the BindRequest failed: %v", err)
+	}
+	err := harness.Poll(ctx, 30*time.Second, "a new BindRequest for "+pods[0], func(ctx context.Context) (bool, error) {
+		br, err := admin.Dynamic.Resource(bindRequestGVR).Namespace(ns).Get(ctx, pods[0], metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		phase, _, _ := unstructured.NestedString(br.Object, "status", "phase")
+		return br.GetUID() != first.GetUID() && phase == "", nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
