@@ -4,6 +4,7 @@
 
 #include "binder/binder.h"
 #include "cli/commands.h"
+#include "cli/scheduler_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"gantry - a fast, KAI-compatible scheduler for GPU batch workloads"};
@@ -56,8 +57,25 @@ int main(int argc, char** argv) {
                    "Namespace of the leader-election Lease (gantry-binder)")
       ->capture_default_str();
 
+  gantry::cli::SchedulerOptions sched;
+  auto* sched_cmd = app.add_subcommand(
+      "scheduler", "Run the live scheduler against a Kubernetes cluster (until SIGTERM)");
+  sched_cmd->add_option("--kubeconfig", sched.kubeconfig,
+                        "Kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
+  sched_cmd->add_option("--scheduler-name", sched.scheduler_name,
+                        "Schedule pods whose spec.schedulerName is this");
+  sched_cmd->add_option("--period", sched.period, "Time between scheduling cycles (1s, 500ms)");
+  sched_cmd->add_option("--config", sched.config, "Scheduler configuration (YAML)");
+  sched_cmd->add_option("--namespace-for-leases", sched.lease_namespace,
+                        "Namespace of the leader-election Lease");
+  sched_cmd
+      ->add_option("--metrics-address", sched.metrics_address,
+                   "Address serving /metrics, /healthz and /readyz (empty: none)")
+      ->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
   if (binder_cmd->parsed()) return gantry::binder::RunBinder(binder, std::cerr);
+  if (sched_cmd->parsed()) return gantry::cli::RunScheduler(sched, std::cout, std::cerr);
   if (bench_cmd->parsed()) return gantry::cli::RunBench(bench, std::cout, std::cerr);
   if (cycle_cmd->parsed()) return gantry::cli::RunCycle(cycle, std::cout, std::cerr);
   if (conf_cmd->parsed()) {

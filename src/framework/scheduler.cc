@@ -1,5 +1,7 @@
 #include "framework/scheduler.h"
 
+#include <chrono>
+
 #include "actions/builtin.h"
 #include "plugins/builtin.h"
 
@@ -35,8 +37,19 @@ std::unique_ptr<Session> Scheduler::OpenSession(const Cluster& cluster, int64_t 
   return ssn;
 }
 
-void Scheduler::RunActions(Session& ssn) {
-  for (auto& action : actions_) action->Execute(ssn);
+void Scheduler::RunActions(Session& ssn,
+                           const std::function<void(std::string_view, double)>& observe) {
+  for (auto& action : actions_) {
+    if (!observe) {
+      action->Execute(ssn);
+      continue;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    action->Execute(ssn);
+    observe(action->name(),
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count());
+  }
 }
 
 const PluginRegistry& BuiltinPlugins() {

@@ -2,6 +2,9 @@
 // and the cycle itself: snapshot -> open session -> actions in order -> close session.
 #pragma once
 
+#include <functional>
+#include <string_view>
+
 #include <memory>
 #include <vector>
 
@@ -23,8 +26,10 @@ class Scheduler {
 
   // Builds a session over `cluster` at `now_ms` and opens the plugins on it.
   std::unique_ptr<Session> OpenSession(const Cluster& cluster, int64_t now_ms);
-  // Runs every configured action, in order.
-  void RunActions(Session& ssn);
+  // Runs every configured action, in order; `observe` (if set) gets each action's name and
+  // duration in milliseconds.
+  void RunActions(Session& ssn,
+                  const std::function<void(std::string_view, double)>& observe = nullptr);
   void CloseSession(Session& ssn) { ssn.Close(); }
 
  private:

@@ -5,6 +5,7 @@
 #
 #   test/e2e/run.sh build               # build the Go tools (cached by their sources); prints the folder
 #   test/e2e/run.sh up DIR              # control plane in DIR + setup + fake kubelet
+#                                       # (GANTRY_E2E_NODES=N fake GPU nodes, default 2)
 #   test/e2e/run.sh test DIR [ARGS...]  # run the suite against DIR (ARGS go to the test binary,
 #                                       # e.g. -test.run 'TestRBAC' -test.v)
 #   test/e2e/run.sh down DIR            # stop the fake kubelet and the control plane
@@ -47,7 +48,7 @@ up() {
   dir="$(cd "$dir" && pwd)"
   bins="$(build)"
   bash "$here/control-plane.sh" start "$dir" >/dev/null
-  if ! "$bins/gantry-e2e" setup "$dir"; then
+  if ! "$bins/gantry-e2e" setup "$dir" --nodes "${GANTRY_E2E_NODES:-2}"; then
     down "$dir"
     return 1
   fi

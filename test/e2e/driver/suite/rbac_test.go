@@ -76,6 +76,7 @@ func TestRBACSchedulerAccessReview(t *testing.T) {
 		allow("list", "scheduling.run.ai", "queues", "", ""), allow("patch", "scheduling.run.ai", "queues", "status", ""),
 		allow("watch", "scheduling.run.ai", "podgroups", "", ""), allow("patch", "scheduling.run.ai", "podgroups", "status", workNS),
 		allow("list", "scheduling.run.ai", "bindrequests", "", ""), allow("create", "scheduling.run.ai", "bindrequests", "", workNS),
+		allow("delete", "scheduling.run.ai", "bindrequests", "", workNS), // stale ones, as KAI's scheduler
 		allow("list", "scheduling.k8s.io", "priorityclasses", "", ""), allow("watch", "kai.scheduler", "topologies", "", ""),
 		allow("list", "resource.k8s.io", "resourceclaims", "", ""), allow("watch", "resource.k8s.io", "resourceslices", "", ""),
 		allow("get", "resource.k8s.io", "deviceclasses", "", ""),
@@ -92,7 +93,7 @@ func TestRBACSchedulerAccessReview(t *testing.T) {
 		deny("update", "", "nodes", "", ""), deny("patch", "", "nodes", "status", ""), deny("delete", "", "namespaces", "", ""),
 		deny("create", "scheduling.run.ai", "queues", "", ""), deny("update", "scheduling.run.ai", "queues", "", ""),
 		deny("patch", "scheduling.run.ai", "podgroups", "", workNS), deny("delete", "scheduling.run.ai", "podgroups", "", workNS),
-		deny("delete", "scheduling.run.ai", "bindrequests", "", workNS), deny("update", "scheduling.run.ai", "bindrequests", "", workNS),
+		deny("update", "scheduling.run.ai", "bindrequests", "", workNS),
 		deny("update", "scheduling.run.ai", "bindrequests", "status", workNS),
 		deny("create", "kai.scheduler", "topologies", "", ""), deny("update", "resource.k8s.io", "resourceclaims", "status", workNS),
 		deny("create", "scheduling.k8s.io", "priorityclasses", "", ""), deny("list", "coordination.k8s.io", "leases", "", ns),

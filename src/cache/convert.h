@@ -1,0 +1,135 @@
+// Converters from Kubernetes API objects (JSON exactly as the API server serves them) to the
+// pieces of the cluster model (model/cluster.h).
+//
+// Each converter looks at one object only and either returns its record or an Error whose
+// message names the offending field ("spec.resources.gpu.quota: must be -1 (unlimited) or >= 0
+// (got -3)"). Relations between objects (a PodGroup's queue, a pod's PodGroup, a BindRequest's
+// pod, priority class names) are resolved later, when the watch cache assembles a Cluster
+// (watch_cache.h), because the objects arrive in any order.
+//
+// The semantics follow KAI Scheduler's cluster snapshot:
+//  - Pod requests are what Kubernetes schedules with: the larger of the sum of the app containers
+//    (plus restartable init containers, "sidecars") and the largest init container (plus the
+//    sidecars started before it), plus spec.overhead.
+//  - GPUs: whole devices from the nvidia.com/gpu request; a share of a device from the
+//    `gpu-fraction` annotation (with `gpu-fraction-num-devices` devices); GPU memory in MiB from
+//    the `gpu-memory` annotation; MIG instances from nvidia.com/mig-<g>g.<m>gb requests.
+//  - Pod status from phase, node, deletion timestamp and scheduling gates (ModelPodStatus).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/cluster.h"
+#include "util/status.h"
+
+namespace gantry::cache {
+
+using Object = nlohmann::json;
+
+// KAI's label and annotation keys (unchanged, so workloads written for KAI keep working).
+inline constexpr const char* kQueueLabel = "kai.scheduler/queue";
+inline constexpr const char* kPodGroupAnnotation = "pod-group-name";
+inline constexpr const char* kSubGroupLabel = "kai.scheduler/subgroup-name";
+inline constexpr const char* kGpuFractionAnnotation = "gpu-fraction";
+inline constexpr const char* kGpuFractionDevicesAnnotation = "gpu-fraction-num-devices";
+inline constexpr const char* kGpuMemoryAnnotation = "gpu-memory";
+inline constexpr const char* kLastStartAnnotation = "kai.scheduler/last-start-timestamp";
+inline constexpr const char* kStaleSinceAnnotation = "kai.scheduler/stale-podgroup-timestamp";
+inline constexpr const char* kGpuCountLabel = "nvidia.com/gpu.count";
+inline constexpr const char* kGpuMemoryLabel = "nvidia.com/gpu.memory";
+inline constexpr const char* kMigStrategyLabel = "nvidia.com/mig.strategy";
+
+// Extended resources by name (MIG profiles and other vendor devices). They are interned into a
+// Cluster's ResourceNames when the cluster is assembled.
+using NamedQuantities = std::vector<std::pair<std::string, double>>;
+
+struct NodeRecord {
+  Node node;  // allocatable without extended resources; name_rank and shape unset
+  NamedQuantities extended;
+};
+
+struct PodRecord {
+  // The model pod with request, GPU kind, labels, selectors, affinities, tolerations and status
+  // filled; job, pod_set, node and nominated_node are resolved at assembly.
+  Pod pod;
+  NamedQuantities extended;  // extended-resource requests (MIG instances, ...)
+  std::string node_name;     // spec.nodeName
+  std::string nominated_node_name;
+  std::string scheduler_name;
+  std::string pod_group;  // the pod-group-name annotation
+  std::string subgroup;   // the kai.scheduler/subgroup-name label
+  int64_t creation_ms = 0;
+};
+
+struct SubGroupSpec {
+  std::string name;
+  int32_t min_member = 1;
+  std::string parent;  // empty: under the PodGroup itself
+  std::optional<TopologyConstraint> topology;
+};
+
+struct PodGroupRecord {
+  std::string name;
+  std::string namespace_;
+  std::string uid;
+  std::string queue;
+  std::string priority_class;
+  std::string preemptibility;  // "", "preemptible", "non-preemptible"
+  int32_t min_member = 1;
+  int64_t creation_ms = 0;
+  bool deleting = false;
+  std::optional<TopologyConstraint> topology;
+  std::vector<SubGroupSpec> sub_groups;  // validated: unique names, known parents, no cycle
+  std::optional<int64_t> last_start_ms;
+  std::optional<int64_t> stale_since_ms;
+};
+
+struct BindRequestRecord {
+  std::string name;
+  std::string namespace_;
+  std::string pod_name;
+  std::string selected_node;
+  std::string phase;    // "", "Pending", "Succeeded", "Failed"
+  std::string pod_uid;  // of the owning Pod (ownerReferences); empty when not set
+  int32_t failed_attempts = 0;
+  std::optional<int32_t> backoff_limit;
+  // The binder gave up: phase Failed and no attempts left (KAI's rule). A failed request no
+  // longer holds its pod, and the scheduler deletes it so the pod can be placed again.
+  bool GaveUp() const {
+    return phase == "Failed" && (!backoff_limit || failed_attempts >= *backoff_limit);
+  }
+  std::vector<std::string> gpu_groups;
+};
+
+struct PriorityClassRecord {
+  std::string name;
+  int32_t value = 0;
+  bool global_default = false;
+};
+
+// The model status of a pod (KAI's pod status rules):
+//   Succeeded / Failed / Unknown phases map to themselves;
+//   terminating (deletionTimestamp) on a node -> Releasing; terminating and never placed ->
+//   Deleted; Running -> Running; Pending on a node -> Bound; Pending with scheduling gates ->
+//   Gated; otherwise Pending.
+PodStatus ModelPodStatus(std::string_view phase, bool has_node, bool terminating, bool gated);
+
+// Milliseconds since the epoch of an RFC 3339 timestamp; nullopt when absent or malformed.
+std::optional<int64_t> TimestampMs(const Object& object, std::initializer_list<const char*> path);
+
+Result<NodeRecord> ConvertNode(const Object& node);
+Result<PodRecord> ConvertPod(const Object& pod);
+// Queue (scheduling.run.ai/v2): quotas from spec.resources (cpu in millicores, memory in
+// megabytes, gpu in devices; -1 unlimited), spec.parentQueue, spec.priority, min runtimes.
+Result<Queue> ConvertQueue(const Object& queue);
+Result<PodGroupRecord> ConvertPodGroup(const Object& pod_group);
+Result<Topology> ConvertTopology(const Object& topology);
+Result<BindRequestRecord> ConvertBindRequest(const Object& bind_request);
+Result<PriorityClassRecord> ConvertPriorityClass(const Object& priority_class);
+
+}  // namespace gantry::cache

@@ -1,0 +1,576 @@
+#include "cache/watch_cache.h"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+namespace gantry::cache {
+
+namespace {
+
+const char* KindName(Kind kind) {
+  switch (kind) {
+    case Kind::kNode:
+      return "Node";
+    case Kind::kPod:
+      return "Pod";
+    case Kind::kQueue:
+      return "Queue";
+    case Kind::kPodGroup:
+      return "PodGroup";
+    case Kind::kBindRequest:
+      return "BindRequest";
+    case Kind::kPriorityClass:
+      return "PriorityClass";
+    case Kind::kTopology:
+      return "Topology";
+  }
+  return "?";
+}
+
+std::string KeyOf(const Object& object) {
+  const std::string ns = kube::NamespaceOf(object);
+  const std::string name = kube::NameOf(object);
+  return ns.empty() ? name : ns + "/" + name;
+}
+
+std::string Key(const std::string& ns, const std::string& name) {
+  return ns.empty() ? name : ns + "/" + name;
+}
+
+template <typename T>
+void ConvertInto(const Object& object, T& entry,
+                 Result<typename decltype(T::record)::value_type> r) {
+  entry.raw = object;
+  // Field-manager bookkeeping is often the bulk of an object and nothing here reads it.
+  if (auto meta = entry.raw.find("metadata"); meta != entry.raw.end() && meta->is_object()) {
+    meta->erase("managedFields");
+  }
+  if (r.ok()) {
+    entry.record = std::move(r).value();
+    entry.error.clear();
+  } else {
+    entry.record.reset();
+    entry.error = r.error();
+  }
+}
+
+}  // namespace
+
+const kube::ResourceType& ResourceOf(Kind kind) {
+  using namespace kube::resources;
+  switch (kind) {
+    case Kind::kNode:
+      return kNodes;
+    case Kind::kPod:
+      return kPods;
+    case Kind::kQueue:
+      return kQueues;
+    case Kind::kPodGroup:
+      return kPodGroups;
+    case Kind::kBindRequest:
+      return kBindRequests;
+    case Kind::kPriorityClass:
+      return kPriorityClasses;
+    case Kind::kTopology:
+      return kTopologies;
+  }
+  return kPods;
+}
+
+std::string ObjectError::ToString() const {
+  return std::string(KindName(kind)) + " " + Key(namespace_, name) + ": " + message;
+}
+
+WatchCache::WatchCache(std::string scheduler_name) : scheduler_name_(std::move(scheduler_name)) {
+  for (int k = 0; k < kNumKinds; ++k) {
+    handlers_.push_back(std::make_unique<KindHandler>(*this, static_cast<Kind>(k)));
+  }
+  last_.cluster = std::make_shared<Cluster>();
+}
+
+kube::WatchHandler& WatchCache::handler(Kind kind) { return *handlers_[static_cast<int>(kind)]; }
+
+void WatchCache::KindHandler::OnSync(std::vector<Object> items, const std::string&) {
+  cache_.Replace(kind_, items);
+}
+
+void WatchCache::KindHandler::OnEvent(kube::EventType type, const Object& object) {
+  cache_.Apply(kind_, type, object);
+}
+
+void WatchCache::KindHandler::OnError(const kube::ApiError& error, kube::Clock::Duration) {
+  std::function<void(Kind, const kube::ApiError&)> on_error;
+  {
+    std::lock_guard lock(cache_.mu_);
+    on_error = cache_.on_error_;
+  }
+  if (on_error) on_error(kind_, error);
+  if (kind_ == Kind::kTopology && error.IsNotFound() && !cache_.synced(kind_)) {
+    cache_.Replace(kind_, {});
+  }
+}
+
+void WatchCache::SetErrorHandler(std::function<void(Kind, const kube::ApiError&)> on_error) {
+  std::lock_guard lock(mu_);
+  on_error_ = std::move(on_error);
+}
+
+void WatchCache::ClearKind(Kind kind) {
+  switch (kind) {
+    case Kind::kNode:
+      nodes_.clear();
+      break;
+    case Kind::kPod:
+      pods_.clear();
+      break;
+    case Kind::kQueue:
+      queues_.clear();
+      break;
+    case Kind::kPodGroup:
+      pod_groups_.clear();
+      break;
+    case Kind::kBindRequest:
+      bind_requests_.clear();
+      break;
+    case Kind::kPriorityClass:
+      priority_classes_.clear();
+      break;
+    case Kind::kTopology:
+      topologies_.clear();
+      break;
+  }
+}
+
+void WatchCache::Put(Kind kind, const Object& object) {
+  const std::string key = KeyOf(object);
+  ++stats_.conversions;
+  switch (kind) {
+    case Kind::kNode:
+      ConvertInto(object, nodes_[key], ConvertNode(object));
+      break;
+    case Kind::kPod:
+      ConvertInto(object, pods_[key], ConvertPod(object));
+      break;
+    case Kind::kQueue:
+      ConvertInto(object, queues_[key], ConvertQueue(object));
+      break;
+    case Kind::kPodGroup:
+      ConvertInto(object, pod_groups_[key], ConvertPodGroup(object));
+      break;
+    case Kind::kBindRequest:
+      ConvertInto(object, bind_requests_[key], ConvertBindRequest(object));
+      break;
+    case Kind::kPriorityClass:
+      ConvertInto(object, priority_classes_[key], ConvertPriorityClass(object));
+      break;
+    case Kind::kTopology:
+      ConvertInto(object, topologies_[key], ConvertTopology(object));
+      break;
+  }
+}
+
+void WatchCache::Remove(Kind kind, const Object& object) {
+  const std::string key = KeyOf(object);
+  switch (kind) {
+    case Kind::kNode:
+      nodes_.erase(key);
+      break;
+    case Kind::kPod:
+      pods_.erase(key);
+      break;
+    case Kind::kQueue:
+      queues_.erase(key);
+      break;
+    case Kind::kPodGroup:
+      pod_groups_.erase(key);
+      break;
+    case Kind::kBindRequest:
+      bind_requests_.erase(key);
+      break;
+    case Kind::kPriorityClass:
+      priority_classes_.erase(key);
+      break;
+    case Kind::kTopology:
+      topologies_.erase(key);
+      break;
+  }
+}
+
+void WatchCache::Replace(Kind kind, const std::vector<Object>& objects) {
+  std::lock_guard lock(mu_);
+  ClearKind(kind);
+  for (const Object& o : objects) Put(kind, o);
+  synced_[static_cast<int>(kind)] = true;
+  dirty_ = true;
+}
+
+void WatchCache::Apply(Kind kind, kube::EventType type, const Object& object) {
+  std::lock_guard lock(mu_);
+  switch (type) {
+    case kube::EventType::kAdded:
+    case kube::EventType::kModified:
+      Put(kind, object);
+      dirty_ = true;
+      break;
+    case kube::EventType::kDeleted:
+      Remove(kind, object);
+      dirty_ = true;
+      break;
+    default:
+      break;
+  }
+}
+
+bool WatchCache::synced() const {
+  std::lock_guard lock(mu_);
+  return std::all_of(std::begin(synced_), std::end(synced_), [](bool s) { return s; });
+}
+
+bool WatchCache::synced(Kind kind) const {
+  std::lock_guard lock(mu_);
+  return synced_[static_cast<int>(kind)];
+}
+
+CacheStats WatchCache::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+bool WatchCache::Inspect(Kind kind, const std::string& ns, const std::string& name,
+                         const std::function<void(const Object&)>& fn) const {
+  std::lock_guard lock(mu_);
+  const std::string key = ResourceOf(kind).namespaced ? Key(ns, name) : name;
+  auto find = [&](const auto& store) {
+    auto it = store.find(key);
+    if (it == store.end()) return false;
+    fn(it->second.raw);
+    return true;
+  };
+  switch (kind) {
+    case Kind::kNode:
+      return find(nodes_);
+    case Kind::kPod:
+      return find(pods_);
+    case Kind::kQueue:
+      return find(queues_);
+    case Kind::kPodGroup:
+      return find(pod_groups_);
+    case Kind::kBindRequest:
+      return find(bind_requests_);
+    case Kind::kPriorityClass:
+      return find(priority_classes_);
+    case Kind::kTopology:
+      return find(topologies_);
+  }
+  return false;
+}
+
+std::optional<Object> WatchCache::Get(Kind kind, const std::string& ns,
+                                      const std::string& name) const {
+  std::optional<Object> out;
+  Inspect(kind, ns, name, [&](const Object& o) { out = o; });
+  return out;
+}
+
+Snapshot WatchCache::Take() {
+  std::lock_guard lock(mu_);
+  if (dirty_) {
+    std::vector<ObjectError> errors;
+    std::vector<ObjectRef> stale;
+    last_.cluster = Assemble(errors, stale);
+    last_.stale_bind_requests = std::move(stale);
+    std::sort(errors.begin(), errors.end(), [](const ObjectError& a, const ObjectError& b) {
+      return std::tie(a.kind, a.namespace_, a.name, a.message) <
+             std::tie(b.kind, b.namespace_, b.name, b.message);
+    });
+    last_.errors = std::move(errors);
+    ++last_.generation;
+    ++stats_.assemblies;
+    dirty_ = false;
+  }
+  return last_;
+}
+
+std::shared_ptr<Cluster> WatchCache::Assemble(std::vector<ObjectError>& errors,
+                                              std::vector<ObjectRef>& stale) const {
+  auto out = std::make_shared<Cluster>();
+  Cluster& cl = *out;
+  auto error = [&](Kind kind, const Object& raw, std::string message) {
+    errors.push_back({kind, kube::NamespaceOf(raw), kube::NameOf(raw), std::move(message)});
+  };
+  auto conversion_errors = [&](Kind kind, const auto& store) {
+    for (const auto& [key, e] : store) {
+      if (!e.record) error(kind, e.raw, e.error);
+    }
+  };
+  conversion_errors(Kind::kNode, nodes_);
+  conversion_errors(Kind::kPod, pods_);
+  conversion_errors(Kind::kQueue, queues_);
+  conversion_errors(Kind::kPodGroup, pod_groups_);
+  conversion_errors(Kind::kBindRequest, bind_requests_);
+  conversion_errors(Kind::kPriorityClass, priority_classes_);
+  conversion_errors(Kind::kTopology, topologies_);
+
+  // Nodes, in name order; extended resources interned into this cluster's slots.
+  for (const auto& [key, e] : nodes_) {
+    if (!e.record) continue;
+    Node n = e.record->node;
+    bool ok = true;
+    for (const auto& [name, v] : e.record->extended) {
+      const int slot = cl.resource_names.Intern(name);
+      if (slot < 0) {
+        error(Kind::kNode, e.raw,
+              "status.allocatable." + name + ": too many distinct extended resources");
+        ok = false;
+        break;
+      }
+      n.allocatable.scalars[slot] = v;
+    }
+    if (!ok) continue;
+    cl.node_index[n.name] = static_cast<NodeId>(cl.nodes.size());
+    cl.nodes.push_back(std::move(n));
+  }
+
+  // Queues whose ancestry is complete and acyclic.
+  std::set<std::string> good_queues;
+  for (const auto& [name, e] : queues_) {
+    if (!e.record) continue;
+    std::set<std::string> seen;
+    std::string cur = name;
+    std::string problem;
+    while (!cur.empty()) {
+      if (!seen.insert(cur).second) {
+        problem = "spec.parentQueue: the queue hierarchy has a cycle through \"" + cur + "\"";
+        break;
+      }
+      auto it = queues_.find(cur);
+      if (it == queues_.end()) {
+        problem = "spec.parentQueue: unknown queue \"" + cur + "\"";
+        break;
+      }
+      if (!it->second.record) {
+        problem = "spec.parentQueue: queue \"" + cur + "\" is invalid";
+        break;
+      }
+      cur = it->second.record->parent_name;
+    }
+    if (!problem.empty()) {
+      error(Kind::kQueue, e.raw, problem);
+      continue;
+    }
+    good_queues.insert(name);
+    cl.queues.push_back(*e.record);
+  }
+  std::set<std::string> parent_queues;
+  for (const Queue& q : cl.queues) {
+    if (!q.parent_name.empty()) parent_queues.insert(q.parent_name);
+  }
+
+  // Priority classes.
+  std::map<std::string, int32_t> priorities;
+  int32_t default_priority = 0;
+  for (const auto& [name, e] : priority_classes_) {
+    if (!e.record) continue;
+    priorities[name] = e.record->value;
+    if (e.record->global_default) default_priority = e.record->value;
+  }
+
+  // Jobs from PodGroups in existing leaf queues.
+  std::map<std::string, JobId> job_by_key;
+  std::vector<std::map<std::string, int32_t>> pod_set_by_name;
+  for (const auto& [key, e] : pod_groups_) {
+    if (!e.record) continue;
+    const PodGroupRecord& r = *e.record;
+    if (!good_queues.count(r.queue)) {
+      error(Kind::kPodGroup, e.raw, "spec.queue: unknown queue \"" + r.queue + "\"");
+      continue;
+    }
+    if (parent_queues.count(r.queue)) {
+      error(Kind::kPodGroup, e.raw,
+            "spec.queue: \"" + r.queue +
+                "\" is a parent queue; jobs must be submitted to a leaf queue");
+      continue;
+    }
+    Job job;
+    job.name = r.name;
+    job.namespace_ = r.namespace_;
+    job.queue_name = r.queue;
+    if (r.priority_class.empty()) {
+      job.priority = default_priority;
+    } else if (auto it = priorities.find(r.priority_class); it != priorities.end()) {
+      job.priority = it->second;
+    } else {
+      job.priority = default_priority;
+    }
+    job.preemptible =
+        r.preemptibility.empty() ? job.priority < 100 : r.preemptibility == "preemptible";
+    job.creation_ms = r.creation_ms;
+    job.deleting = r.deleting;
+    job.last_start_ms = r.last_start_ms;
+    job.stale_since_ms = r.stale_since_ms;
+    std::map<std::string, int32_t> sets;
+    job.groups.push_back(SubGroup{"", kNone, {}, {}, r.topology});
+    if (r.sub_groups.empty()) {
+      job.groups[0].child_pod_sets.push_back(0);
+      PodSet ps;
+      ps.name = "default";
+      ps.min_available = r.min_member;
+      job.pod_sets.push_back(std::move(ps));
+      sets["default"] = 0;
+    } else {
+      // Sub-groups with children are inner groups; the others are pod sets. Parents are created
+      // before their children (the tree was validated at conversion).
+      std::set<std::string> inner;
+      for (const auto& s : r.sub_groups) {
+        if (!s.parent.empty()) inner.insert(s.parent);
+      }
+      std::map<std::string, int32_t> group_index{{"", 0}};
+      std::vector<const SubGroupSpec*> pending;
+      for (const auto& s : r.sub_groups) pending.push_back(&s);
+      while (!pending.empty()) {
+        std::vector<const SubGroupSpec*> later;
+        for (const SubGroupSpec* s : pending) {
+          auto parent = group_index.find(s->parent);
+          if (parent == group_index.end()) {
+            later.push_back(s);
+            continue;
+          }
+          if (inner.count(s->name)) {
+            const int32_t idx = static_cast<int32_t>(job.groups.size());
+            job.groups.push_back(SubGroup{s->name, parent->second, {}, {}, s->topology});
+            job.groups[parent->second].child_groups.push_back(idx);
+            group_index[s->name] = idx;
+          } else {
+            const int32_t idx = static_cast<int32_t>(job.pod_sets.size());
+            PodSet ps;
+            ps.name = s->name;
+            ps.min_available = s->min_member;
+            ps.parent_group = parent->second;
+            ps.topology = s->topology;
+            job.pod_sets.push_back(std::move(ps));
+            job.groups[parent->second].child_pod_sets.push_back(idx);
+            sets[s->name] = idx;
+          }
+        }
+        if (later.size() == pending.size()) break;  // unreachable after validation
+        pending = std::move(later);
+      }
+    }
+    job_by_key[key] = static_cast<JobId>(cl.jobs.size());
+    cl.jobs.push_back(std::move(job));
+    pod_set_by_name.push_back(std::move(sets));
+  }
+
+  auto find_node = [&cl](const std::string& name) {
+    if (name.empty()) return kNone;
+    auto it = cl.node_index.find(name);
+    return it == cl.node_index.end() ? kNone : it->second;
+  };
+
+  // BindRequests still in force, by pod ("namespace/pod"); the others are stale.
+  std::map<std::string, const BindRequestRecord*> binding;
+  for (const auto& [key, e] : bind_requests_) {
+    if (!e.record) continue;
+    const BindRequestRecord& r = *e.record;
+    const std::string pod_key = Key(r.namespace_, r.pod_name);
+    auto pod = pods_.find(pod_key);
+    const bool earlier_pod = !r.pod_uid.empty() && pod != pods_.end() && pod->second.record &&
+                             pod->second.record->pod.uid != r.pod_uid;
+    if (r.GaveUp() || find_node(r.selected_node) == kNone || earlier_pod) {
+      stale.push_back({r.namespace_, r.name});
+      continue;
+    }
+    binding.emplace(pod_key, &r);
+  }
+
+  // Pods: members of jobs, or occupants of nodes.
+  std::vector<std::pair<JobId, int32_t>> ungrouped_sets;
+  for (const auto& [key, e] : pods_) {
+    if (!e.record) continue;
+    const PodRecord& r = *e.record;
+    if (r.pod.status == PodStatus::kDeleted) continue;
+    const NodeId node = find_node(r.node_name);
+    JobId job = kNone;
+    if (r.scheduler_name == scheduler_name_ && !r.pod_group.empty()) {
+      auto it = job_by_key.find(Key(r.pod.namespace_, r.pod_group));
+      if (it != job_by_key.end()) job = it->second;
+    }
+    // Not ours to schedule: only its footprint on a node matters. And a pod said to occupy a
+    // node the cache does not know (deleted, or not listed yet) occupies nothing.
+    if (IsActiveUsed(r.pod.status) && node == kNone) continue;
+    if (job == kNone && !IsActiveUsed(r.pod.status)) continue;
+    Pod p = r.pod;
+    p.node = node;
+    bool interned = true;
+    for (const auto& [name, v] : r.extended) {
+      const int slot = cl.resource_names.Intern(name);
+      if (slot < 0) {
+        interned = false;
+        break;
+      }
+      p.request.scalars[slot] = v;
+    }
+    if (!interned) {
+      error(Kind::kPod, e.raw, "spec.containers.resources: too many distinct extended resources");
+      continue;
+    }
+    if (job != kNone) {
+      auto& sets = pod_set_by_name[job];
+      const std::string set_name = r.subgroup.empty() ? "default" : r.subgroup;
+      auto ps = sets.find(set_name);
+      if (ps == sets.end()) {
+        if (!r.subgroup.empty()) {
+          error(Kind::kPod, e.raw,
+                std::string("metadata.labels.") + kSubGroupLabel + ": PodGroup \"" + r.pod_group +
+                    "\" has no sub-group \"" + r.subgroup + "\" without children");
+          continue;
+        }
+        // Pods without a sub-group in a PodGroup that has sub-groups form a "default" pod set
+        // under the root, all of whose pods are required.
+        Job& j = cl.jobs[job];
+        const int32_t idx = static_cast<int32_t>(j.pod_sets.size());
+        PodSet def;
+        def.name = "default";
+        def.min_available = 0;  // set once its pods are known
+        ungrouped_sets.emplace_back(job, idx);
+        j.pod_sets.push_back(std::move(def));
+        j.groups[0].child_pod_sets.push_back(idx);
+        ps = sets.emplace("default", idx).first;
+      }
+      p.job = job;
+      p.pod_set = ps->second;
+      if ((p.status == PodStatus::kPending || p.status == PodStatus::kGated) && node == kNone) {
+        if (auto br = binding.find(key); br != binding.end()) {
+          p.status = PodStatus::kBinding;
+          p.node = find_node(br->second->selected_node);
+          p.gpu_groups = br->second->gpu_groups;
+        }
+      }
+      p.nominated_node = find_node(r.nominated_node_name);
+    }
+    const PodId id = static_cast<PodId>(cl.pods.size());
+    if (p.job != kNone) {
+      Job& j = cl.jobs[p.job];
+      j.pods.push_back(id);
+      PodSet& set = j.pod_sets[p.pod_set];
+      set.pods.push_back(id);
+    }
+    cl.pods.push_back(std::move(p));
+  }
+  // A default pod set made for ungrouped pods requires all of them.
+  for (const auto& [j, set] : ungrouped_sets) {
+    PodSet& def = cl.jobs[j].pod_sets[set];
+    def.min_available = static_cast<int32_t>(def.pods.size());
+  }
+
+  for (const auto& [name, e] : topologies_) {
+    if (e.record) cl.topologies.push_back(*e.record);
+  }
+  // DRA objects are not watched yet: the feature stays off in the live model.
+  cl.dra_enabled = false;
+  cl.Finalize();
+  return out;
+}
+
+}  // namespace gantry::cache

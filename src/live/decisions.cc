@@ -1,0 +1,222 @@
+#include "live/decisions.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "framework/fit_errors.h"
+
+namespace gantry::live {
+
+namespace {
+
+std::string TwoDecimals(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
+std::string JoinMessages(const std::vector<std::string>& messages) {
+  std::string out;
+  for (const std::string& m : messages) {
+    if (!out.empty()) out += ", ";
+    out += m;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string ReceivedResourceType(const Pod& pod) {
+  switch (pod.gpu_kind) {
+    case GpuRequestKind::kFraction:
+    case GpuRequestKind::kMemory:
+      return "Fraction";
+    case GpuRequestKind::kMig:
+      return "MigInstance";
+    default:
+      return "Regular";
+  }
+}
+
+Object MakeBindRequest(const Session& ssn, const BindDecision& bind, int32_t backoff_limit) {
+  const Cluster& cl = ssn.cluster();
+  const Pod& pod = cl.pods[bind.pod];
+  int64_t count = 0;
+  double portion = 0;
+  switch (pod.gpu_kind) {
+    case GpuRequestKind::kWhole:
+      count = static_cast<int64_t>(pod.request.gpus);
+      portion = 1;
+      break;
+    case GpuRequestKind::kFraction:
+      count = std::max(1, pod.gpu_devices);
+      portion = pod.gpu_fraction;
+      break;
+    case GpuRequestKind::kMemory:
+      // The share of each device the GPU memory amounts to on the chosen node.
+      count = std::max(1, pod.gpu_devices);
+      portion = ssn.AcceptedGpus(bind.pod) / static_cast<double>(count);
+      break;
+    default:
+      break;
+  }
+  Object spec{{"podName", pod.name},
+              {"selectedNode", cl.nodes[bind.node].name},
+              {"receivedResourceType", ReceivedResourceType(pod)},
+              {"receivedGPU", {{"count", count}, {"portion", TwoDecimals(portion)}}},
+              {"backoffLimit", backoff_limit}};
+  if (!bind.gpu_groups.empty()) spec["selectedGPUGroups"] = bind.gpu_groups;
+  return Object{
+      {"apiVersion", "scheduling.run.ai/v1alpha2"},
+      {"kind", "BindRequest"},
+      {"metadata",
+       {{"name", pod.name},
+        {"namespace", pod.namespace_},
+        {"ownerReferences",
+         Object::array(
+             {{{"apiVersion", "v1"}, {"kind", "Pod"}, {"name", pod.name}, {"uid", pod.uid}}})}}},
+      {"spec", spec}};
+}
+
+Object EvictionConditionPatch(const std::string& message, const std::string& now) {
+  return Object{{"status",
+                 {{"conditions", Object::array({{{"type", "DisruptionTarget"},
+                                                 {"status", "True"},
+                                                 {"reason", "PreemptionByScheduler"},
+                                                 {"message", message},
+                                                 {"lastTransitionTime", now}}})}}}};
+}
+
+std::string UnschedulableMessage(const Session& ssn, JobId job) {
+  const JobState& js = ssn.job_state(job);
+  if (js.fit_errors.empty()) return kDefaultPodGroupError;
+  return RenderJobFitErrors(js.fit_errors);
+}
+
+std::string NotReadyMessage(const Session& ssn, JobId job) {
+  const Job& j = ssn.cluster().jobs[job];
+  std::string message = "Job is not ready for scheduling.";
+  for (int32_t s = 0; s < static_cast<int32_t>(j.pod_sets.size()); ++s) {
+    const PodSetCounters& c = ssn.counters(job, s);
+    const PodSet& ps = j.pod_sets[s];
+    if (c.alive - c.gated >= ps.min_available) continue;
+    if (ps.name == "default") {
+      message += " Waiting for " + std::to_string(ps.min_available) + " pods, currently " +
+                 std::to_string(c.alive) + " exist, " + std::to_string(c.gated) + " are gated";
+    } else {
+      message += " Waiting for " + std::to_string(ps.min_available) + " pods for SubGroup " +
+                 ps.name + ", currently " + std::to_string(c.alive) + " exist, " +
+                 std::to_string(c.gated) + " are gated.";
+    }
+  }
+  return message;
+}
+
+std::string PodUnschedulableMessage(const Session& ssn, PodId pod) {
+  const JobState& js = ssn.job_state(ssn.cluster().pods[pod].job);
+  if (auto it = js.task_fit_errors.find(pod);
+      it != js.task_fit_errors.end() && !it->second.empty()) {
+    return it->second.Render();
+  }
+  if (!js.fit_errors.empty()) return RenderJobFitErrors(js.fit_errors);
+  return kDefaultPodError;
+}
+
+std::optional<Object> PodUnschedulablePatch(const Object& pod, const std::string& message,
+                                            const std::string& now) {
+  const Object* conditions = nullptr;
+  if (pod.contains("status") && pod["status"].is_object() && pod["status"].contains("conditions")) {
+    conditions = &pod["status"]["conditions"];
+  }
+  if (conditions && conditions->is_array()) {
+    for (const Object& c : *conditions) {
+      if (c.is_object() && c.value("type", "") == "PodScheduled" &&
+          c.value("status", "") == "False" && c.value("reason", "") == "Unschedulable" &&
+          c.value("message", "") == message) {
+        return std::nullopt;
+      }
+    }
+  }
+  return Object{{"status",
+                 {{"conditions", Object::array({{{"type", "PodScheduled"},
+                                                 {"status", "False"},
+                                                 {"reason", "Unschedulable"},
+                                                 {"message", message},
+                                                 {"lastTransitionTime", now}}})}}}};
+}
+
+bool LeftPending(const Session& ssn, JobId job) {
+  const Cluster& cl = ssn.cluster();
+  bool had_pending = false;
+  for (PodId p : cl.jobs[job].pods) {
+    const PodStatus before = cl.pods[p].status;
+    if (before != PodStatus::kPending) continue;
+    had_pending = true;
+    const PodStatus now = ssn.pod(p).status;
+    if (now != PodStatus::kPending) return false;  // placed or pipelined this cycle
+  }
+  return had_pending;
+}
+
+std::optional<Object> UnschedulableStatusPatch(const Session& ssn, JobId job,
+                                               const Object& current_status,
+                                               const std::string& message, const std::string& now) {
+  // As KAI: a job with pods already allocated keeps its condition (only the event is recorded).
+  if (ssn.NumActiveAllocated(job) > 0) return std::nullopt;
+  int64_t transition = 0;
+  if (current_status.is_object() && current_status.contains("schedulingConditions") &&
+      current_status["schedulingConditions"].is_array()) {
+    for (const Object& c : current_status["schedulingConditions"]) {
+      if (!c.is_object() || c.value("type", "") != kUnschedulableOnNodePool) continue;
+      if (c.value("message", "") == message && c.value("status", "") == "True") {
+        return std::nullopt;
+      }
+      try {
+        transition = std::stoll(c.value("transitionID", "0"));
+      } catch (...) {
+        transition = 0;
+      }
+    }
+  }
+  Object reasons = Object::array();
+  for (const JobFitError& e : ssn.job_state(job).fit_errors) {
+    reasons.push_back({{"reason", e.reason}, {"message", JoinMessages(e.messages)}});
+  }
+  Object condition{{"type", kUnschedulableOnNodePool},
+                   {"nodePool", kDefaultNodePool},
+                   {"reason", kUnschedulableReason},
+                   {"message", message},
+                   {"status", "True"},
+                   {"transitionID", std::to_string(transition + 1)},
+                   {"lastTransitionTime", now}};
+  if (!reasons.empty()) condition["reasons"] = reasons;
+  return Object{{"status", {{"schedulingConditions", Object::array({condition})}}}};
+}
+
+std::string JobMemory::KeyOf(const Job& job) {
+  return job.namespace_ + "/" + job.name + "/" + std::to_string(job.creation_ms);
+}
+
+void JobMemory::Restore(Session& ssn) const {
+  const Cluster& cl = ssn.cluster();
+  for (JobId j = 0; j < static_cast<JobId>(cl.jobs.size()); ++j) {
+    auto it = jobs_.find(KeyOf(cl.jobs[j]));
+    if (it == jobs_.end()) continue;
+    JobState& state = ssn.job_state(j);
+    state.last_start_ms = it->second.last_start_ms;
+    state.stale_since_ms = it->second.stale_since_ms;
+  }
+}
+
+void JobMemory::Record(const Session& ssn) {
+  const Cluster& cl = ssn.cluster();
+  std::map<std::string, Facts> now;
+  for (JobId j = 0; j < static_cast<JobId>(cl.jobs.size()); ++j) {
+    const JobState& state = ssn.job_state(j);
+    if (!state.last_start_ms && !state.stale_since_ms) continue;
+    now[KeyOf(cl.jobs[j])] = {state.last_start_ms, state.stale_since_ms};
+  }
+  jobs_ = std::move(now);
+}
+
+}  // namespace gantry::live

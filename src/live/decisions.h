@@ -1,0 +1,89 @@
+// What the live scheduler writes for a cycle's decisions, as API objects and patches (pure
+// functions; scheduler_loop.h sends them).
+//
+//  - a placement -> a BindRequest (scheduling.run.ai/v1alpha2) named after the pod, in the pod's
+//    namespace, owned by the pod, carrying the selected node, the kind of GPU allocation and the
+//    GPU groups, for the binder to carry out;
+//  - an eviction -> a DisruptionTarget condition on the pod, then a graceful delete;
+//  - a job left pending -> an UnschedulableOnNodePool scheduling condition in the PodGroup's
+//    status with the rendered fit errors, and an "Unschedulable" event on the PodGroup.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "framework/session.h"
+
+namespace gantry::live {
+
+using Object = nlohmann::json;
+
+// KAI's user-facing strings, reproduced exactly.
+inline constexpr const char* kUnschedulableOnNodePool = "UnschedulableOnNodePool";
+inline constexpr const char* kUnschedulableReason = "Unschedulable";
+inline constexpr const char* kDefaultPodGroupError = "Unable to schedule podgroup";
+inline constexpr const char* kDefaultNodePool = "default";
+
+// "Regular" (whole GPUs, or none), "Fraction" (a share or GPU memory) or "MigInstance".
+std::string ReceivedResourceType(const Pod& pod);
+
+// The BindRequest for a committed placement in `ssn` (before the session is closed).
+Object MakeBindRequest(const Session& ssn, const BindDecision& bind, int32_t backoff_limit);
+
+// The status patch (a merge patch for the pods/status subresource) marking an evicted pod.
+Object EvictionConditionPatch(const std::string& message, const std::string& now);
+
+// The message a pending job gets: its rendered fit errors, or KAI's default text.
+std::string UnschedulableMessage(const Session& ssn, JobId job);
+
+inline constexpr const char* kDefaultPodError = "Unable to schedule pod";
+
+// KAI's NotReady text for a job with fewer live, ungated pods than its minimum:
+// "Job is not ready for scheduling. Waiting for 4 pods, currently 3 exist, 0 are gated".
+std::string NotReadyMessage(const Session& ssn, JobId job);
+
+// Why one pending pod was not placed: its own fit errors, else its job's, else KAI's default.
+std::string PodUnschedulableMessage(const Session& ssn, PodId pod);
+
+// The status patch (strategic merge, pods/status) setting PodScheduled=False, reason
+// Unschedulable, or nullopt when `pod` (the API object) already carries that message.
+std::optional<Object> PodUnschedulablePatch(const Object& pod, const std::string& message,
+                                            const std::string& now);
+
+// Jobs the cycle left with pods waiting: they had pending pods and none of them was placed or
+// pipelined.
+bool LeftPending(const Session& ssn, JobId job);
+
+// The merge patch for the PodGroup status subresource setting its unschedulable condition, or
+// nullopt when `current_status` (the PodGroup's .status) already carries the same message.
+std::optional<Object> UnschedulableStatusPatch(const Session& ssn, JobId job,
+                                               const Object& current_status,
+                                               const std::string& message, const std::string& now);
+
+// Per-job session facts that must outlive a cycle: when the job last started (minimum runtimes)
+// and since when its gang has been stale (stale gang eviction's grace period). KAI keeps them in
+// PodGroup annotations (read by the watch cache when present); Gantry's scheduler may not write
+// PodGroups, so it carries them from one cycle to the next in memory. A restarted or newly elected
+// scheduler starts from the annotations alone.
+class JobMemory {
+ public:
+  // Puts what earlier cycles recorded into a freshly opened session (before its actions run).
+  void Restore(Session& ssn) const;
+  // Records the session's values after its actions ran; forgets jobs that are gone.
+  void Record(const Session& ssn);
+  size_t size() const { return jobs_.size(); }
+
+ private:
+  struct Facts {
+    std::optional<int64_t> last_start_ms;
+    std::optional<int64_t> stale_since_ms;
+  };
+  // By namespace, name and creation time, so a recreated PodGroup starts afresh.
+  static std::string KeyOf(const Job& job);
+  std::map<std::string, Facts> jobs_;
+};
+
+}  // namespace gantry::live

@@ -1,0 +1,377 @@
+#include "live/scheduler_loop.h"
+
+#include "observability/http_server.h"
+#include "observability/kai_metrics.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <ostream>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "cache/watch_cache.h"
+#include "framework/scheduler.h"
+#include "kube/events.h"
+#include "kube/leader_election.h"
+#include "kube/list_watcher.h"
+#include "kube/time_format.h"
+#include "live/decisions.h"
+
+namespace gantry::live {
+
+namespace {
+
+using cache::Kind;
+using kube::Object;
+
+std::string DefaultIdentity() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  return std::string(host[0] ? host : "gantry") + "_" + std::to_string(getpid());
+}
+
+class Loop {
+ public:
+  Loop(std::shared_ptr<kube::Client> client, const LiveSchedulerOptions& options, std::ostream& log)
+      : client_(std::move(client)), options_(options), log_(log), cache_(options.scheduler_name) {}
+
+  int Run(const kube::StopSignal& stop);
+
+ private:
+  void Log(const std::string& line) {
+    std::lock_guard lock(log_mu_);
+    log_ << line << std::endl;
+  }
+  std::string Now() const { return kube::FormatTime(std::chrono::system_clock::now()); }
+  void Cycle(Scheduler& scheduler);
+  void ReportObjectErrors(const std::vector<cache::ObjectError>& errors);
+  void Evict(const Session& ssn, const EvictionDecision& e);
+  void Bind(const Session& ssn, const BindDecision& b);
+  void MarkPending(const Session& ssn, JobId j);
+  void Event(Kind kind, const Object& involved, const std::string& type, const std::string& reason,
+             const std::string& message);
+
+  std::shared_ptr<kube::Client> client_;
+  const LiveSchedulerOptions& options_;
+  std::ostream& log_;
+  std::mutex log_mu_;
+  cache::WatchCache cache_;
+  std::set<std::string> reported_errors_;
+  // Whether `message` differs from the last one sent about `uid` (and records it): an unchanged
+  // reason is not re-sent every cycle.
+  bool NewMessage(const std::string& uid, const std::string& message) {
+    pending_now_[uid] = message;
+    auto it = pending_before_.find(uid);
+    return it == pending_before_.end() || it->second != message;
+  }
+  // The last event text per PodGroup or pod uid: of the previous cycle, and of this one (objects
+  // no longer pending are forgotten).
+  std::map<std::string, std::string> pending_before_;
+  std::map<std::string, std::string> pending_now_;
+  JobMemory job_memory_;
+  obs::Registry registry_;
+  obs::SchedulerMetrics metrics_{registry_};
+};
+
+void Loop::Event(Kind kind, const Object& involved, const std::string& type,
+                 const std::string& reason, const std::string& message) {
+  kube::EventInfo info;
+  info.type = type;
+  info.reason = reason;
+  info.message = message;
+  info.component = options_.scheduler_name;
+  info.instance = options_.identity;
+  const kube::ResourceType& rt = cache::ResourceOf(kind);
+  Object ev = kube::MakeEvent(rt, involved, info, std::chrono::system_clock::now());
+  auto r = client_->Create(kube::resources::kEvents, kube::NamespaceOf(ev), ev);
+  if (!r.ok())
+    Log("event " + reason + " about " + kube::NameOf(involved) + ": " + r.error().ToString());
+}
+
+void Loop::ReportObjectErrors(const std::vector<cache::ObjectError>& errors) {
+  std::set<std::string> now;
+  for (const cache::ObjectError& e : errors) {
+    const std::string text = e.ToString();
+    now.insert(text);
+    if (reported_errors_.count(text)) continue;
+    Log("skipped: " + text);
+    auto raw = cache_.Get(e.kind, e.namespace_, e.name);
+    if (!raw) continue;
+    const bool workload = e.kind == Kind::kPod || e.kind == Kind::kPodGroup;
+    Event(e.kind, *raw, "Warning", workload ? "Unschedulable" : "InvalidObject", e.message);
+  }
+  reported_errors_ = std::move(now);
+}
+
+void Loop::Evict(const Session& ssn, const EvictionDecision& e) {
+  const Pod& pod = ssn.cluster().pods[e.pod];
+  auto patched = client_->Patch(kube::resources::kPods, pod.namespace_, pod.name,
+                                kube::PatchType::kStrategicMerge,
+                                EvictionConditionPatch(e.message, Now()), "status");
+  if (!patched.ok() && !patched.error().IsNotFound()) {
+    Log("evict " + pod.namespace_ + "/" + pod.name + ": condition: " + patched.error().ToString());
+  }
+  kube::DeleteOptions del;
+  del.precondition_uid = pod.uid;
+  auto deleted = client_->Delete(kube::resources::kPods, pod.namespace_, pod.name, del);
+  if (!deleted.ok()) {
+    if (!deleted.error().IsNotFound()) {
+      Log("evict " + pod.namespace_ + "/" + pod.name + ": " + deleted.error().ToString());
+    }
+    return;
+  }
+  // A graceful delete returns the terminating pod: the next snapshot sees it releasing.
+  if (deleted.value().value("kind", "") == "Pod") {
+    cache_.Apply(Kind::kPod, kube::EventType::kModified, deleted.value());
+  }
+  if (auto raw = cache_.Get(Kind::kPod, pod.namespace_, pod.name)) {
+    Event(Kind::kPod, *raw, "Normal", "Evict", e.message);
+  }
+  if (pod.job != kNone) {
+    const Job& job = ssn.cluster().jobs[pod.job];
+    if (auto pg = cache_.Get(Kind::kPodGroup, job.namespace_, job.name)) {
+      Event(Kind::kPodGroup, *pg, "Normal", "Evict", e.message);
+    }
+  }
+}
+
+void Loop::Bind(const Session& ssn, const BindDecision& b) {
+  const Pod& pod = ssn.cluster().pods[b.pod];
+  const Object br = MakeBindRequest(ssn, b, options_.bind_backoff_limit);
+  auto created = client_->Create(kube::resources::kBindRequests, pod.namespace_, br);
+  if (created.ok()) {
+    cache_.Apply(Kind::kBindRequest, kube::EventType::kAdded, created.value());
+    return;
+  }
+  if (created.error().IsAlreadyExists()) {
+    // A request for this pod exists (possibly not yet seen through the watch): the pod is
+    // already being bound; never ask twice.
+    auto existing = client_->Get(kube::resources::kBindRequests, pod.namespace_, pod.name);
+    if (!existing.ok()) return;
+    cache_.Apply(Kind::kBindRequest, kube::EventType::kAdded, existing.value());
+    // If it is stale (an earlier pod's, or given up on), the next cycle deletes it and asks again.
+    return;
+  }
+  Log("bind " + pod.namespace_ + "/" + pod.name + " -> " + ssn.cluster().nodes[b.node].name + ": " +
+      created.error().ToString());
+}
+
+void Loop::MarkPending(const Session& ssn, JobId j) {
+  const Job& job = ssn.cluster().jobs[j];
+  auto pg = cache_.Get(Kind::kPodGroup, job.namespace_, job.name);
+  if (!pg) return;
+  const std::string uid = kube::UidOf(*pg);
+  if (!ssn.IsReadyForScheduling(j)) {
+    // Not enough pods yet (or some gated): a NotReady event, as KAI records, and no condition.
+    const std::string message = NotReadyMessage(ssn, j);
+    if (NewMessage(uid, message)) Event(Kind::kPodGroup, *pg, "Normal", "NotReady", message);
+    return;
+  }
+  // Each pending pod: an Unschedulable warning and, unless the PodGroup's spec.markUnschedulable
+  // is false, a PodScheduled=False condition. The pod is looked at in place (no copy) since most
+  // cycles have nothing new to write about it.
+  const std::string now = Now();
+  const Object* mark = pg->contains("spec") ? &(*pg)["spec"] : nullptr;
+  const bool mark_pods = !(mark && mark->is_object() && mark->contains("markUnschedulable") &&
+                           (*mark)["markUnschedulable"] == false);
+  for (PodId p : job.pods) {
+    const Pod& pod = ssn.cluster().pods[p];
+    if (ssn.pod(p).status != PodStatus::kPending) continue;
+    const std::string message = PodUnschedulableMessage(ssn, p);
+    const bool new_message = NewMessage(pod.uid, message);
+    std::optional<Object> patch;
+    Object meta;
+    const bool found = cache_.Inspect(Kind::kPod, pod.namespace_, pod.name, [&](const Object& raw) {
+      if (mark_pods) patch = PodUnschedulablePatch(raw, message, now);
+      if (new_message) meta = Object{{"metadata", raw.value("metadata", Object::object())}};
+    });
+    if (!found) continue;
+    if (new_message) Event(Kind::kPod, meta, "Warning", kUnschedulableReason, message);
+    if (patch) {
+      auto r = client_->Patch(kube::resources::kPods, pod.namespace_, pod.name,
+                              kube::PatchType::kStrategicMerge, *patch, "status");
+      if (r.ok()) {
+        cache_.Apply(Kind::kPod, kube::EventType::kModified, r.value());
+      } else if (!r.error().IsNotFound()) {
+        Log("pod " + pod.namespace_ + "/" + pod.name + " condition: " + r.error().ToString());
+      }
+    }
+  }
+  const std::string message = UnschedulableMessage(ssn, j);
+  if (NewMessage(uid, message))
+    Event(Kind::kPodGroup, *pg, "Normal", kUnschedulableReason, message);
+  const Object status = pg->contains("status") ? (*pg)["status"] : Object::object();
+  auto patch = UnschedulableStatusPatch(ssn, j, status, message, Now());
+  if (!patch) return;
+  auto r = client_->Patch(kube::resources::kPodGroups, job.namespace_, job.name,
+                          kube::PatchType::kMerge, *patch, "status");
+  if (r.ok()) {
+    cache_.Apply(Kind::kPodGroup, kube::EventType::kModified, r.value());
+  } else if (!r.error().IsNotFound()) {
+    Log("podgroup " + job.namespace_ + "/" + job.name + " status: " + r.error().ToString());
+  }
+}
+
+void Loop::Cycle(Scheduler& scheduler) {
+  cache::Snapshot snap = cache_.Take();
+  ReportObjectErrors(snap.errors);
+  // Stale BindRequests hold no pod in this snapshot; deleting them lets the pods' new requests
+  // (named after the pod) be created.
+  for (const cache::ObjectRef& br : snap.stale_bind_requests) {
+    auto r = client_->Delete(kube::resources::kBindRequests, br.namespace_, br.name);
+    if (r.ok() || r.error().IsNotFound()) {
+      cache_.Apply(Kind::kBindRequest, kube::EventType::kDeleted,
+                   Object{{"metadata", {{"name", br.name}, {"namespace", br.namespace_}}}});
+    } else {
+      Log("delete stale BindRequest " + br.namespace_ + "/" + br.name + ": " +
+          r.error().ToString());
+    }
+  }
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<Session> ssn = scheduler.OpenSession(*snap.cluster, now_ms);
+  metrics_.open_session_latency_ms.Set(
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  job_memory_.Restore(*ssn);
+  scheduler.RunActions(*ssn, [this](std::string_view action, double ms) {
+    metrics_.action_latency_ms.With({std::string(action)}).Set(ms);
+  });
+  job_memory_.Record(*ssn);
+  const auto decided = std::chrono::steady_clock::now();
+  for (const EvictionDecision& e : ssn->evictions()) Evict(*ssn, e);
+  for (const BindDecision& b : ssn->binds()) Bind(*ssn, b);
+  int pending = 0;
+  pending_now_.clear();
+  for (JobId j = 0; j < static_cast<JobId>(snap.cluster->jobs.size()); ++j) {
+    if (!LeftPending(*ssn, j)) continue;
+    ++pending;
+    MarkPending(*ssn, j);
+  }
+  pending_before_.swap(pending_now_);
+  const auto written = std::chrono::steady_clock::now();
+  metrics_.e2e_scheduling_latency_ms.Set(
+      std::chrono::duration<double, std::milli>(written - start).count());
+  const Cluster& c = *snap.cluster;
+  for (QueueId q = 0; q < static_cast<QueueId>(c.queues.size()); ++q) {
+    if (auto fair = ssn->QueueFairShare(q)) {
+      metrics_.queue_fair_share_gpu.With({c.queues[q].name}).Set((*fair)[QueueResource::kGpu]);
+      metrics_.queue_fair_share_cpu_cores.With({c.queues[q].name})
+          .Set((*fair)[QueueResource::kCpu] / 1000);
+      metrics_.queue_fair_share_memory_gb.With({c.queues[q].name})
+          .Set((*fair)[QueueResource::kMemory] / 1e9);
+    }
+  }
+  if (!ssn->binds().empty() || !ssn->evictions().empty()) {
+    auto ms = [](auto d) {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+    };
+    Log("cycle " + std::to_string(snap.generation) + ": " +
+        std::to_string(snap.cluster->pods.size()) + " pods, " +
+        std::to_string(snap.cluster->jobs.size()) +
+        " jobs: " + std::to_string(ssn->binds().size()) + " binds, " +
+        std::to_string(ssn->evictions().size()) + " evictions, " + std::to_string(pending) +
+        " jobs pending; decided in " + std::to_string(ms(decided - start)) + " ms, written in " +
+        std::to_string(ms(written - decided)) + " ms");
+  }
+  scheduler.CloseSession(*ssn);
+}
+
+int Loop::Run(const kube::StopSignal& stop) {
+  SchedulerConfig config = options_.config;
+  config.params.scheduler_name = options_.scheduler_name;
+  auto scheduler = Scheduler::Create(config, BuiltinPlugins(), BuiltinActions());
+  if (!scheduler.ok()) {
+    Log("error: scheduler configuration: " + scheduler.error());
+    return 2;
+  }
+
+  cache_.SetErrorHandler([this](Kind kind, const kube::ApiError& error) {
+    Log("watch " + cache::ResourceOf(kind).Describe() + ": " + error.ToString());
+  });
+  // Watch every kind the model is built from.
+  std::vector<std::unique_ptr<kube::ListWatcher>> watchers;
+  std::vector<std::thread> threads;
+  for (int k = 0; k < cache::kNumKinds; ++k) {
+    const Kind kind = static_cast<Kind>(k);
+    watchers.push_back(std::make_unique<kube::ListWatcher>(
+        client_, cache::ResourceOf(kind), kube::ListWatchOptions{}, cache_.handler(kind)));
+  }
+  for (auto& w : watchers) threads.emplace_back([&w] { w->Run(); });
+
+  // Leader election on its own thread; the cycle loop runs while leading.
+  kube::LeaderElectionConfig lec;
+  lec.lease_namespace = options_.lease_namespace;
+  lec.lease_name = options_.lease_name;
+  lec.identity = options_.identity.empty() ? DefaultIdentity() : options_.identity;
+  kube::LeaderElector elector(client_, lec);
+  obs::HttpServer server({.address = options_.metrics_address.empty() ? ":0"
+                                                                       : options_.metrics_address});
+  if (!options_.metrics_address.empty()) {
+    obs::ServeObservability(server, registry_, [&]() -> obs::Readiness {
+      if (elector.holder().empty()) return {false, "no leader known yet"};
+      if (elector.IsLeader() && !cache_.synced()) return {false, "cache not synced yet"};
+      return {true, ""};
+    });
+    if (auto started = server.Start(); !started.ok()) {
+      Log("error: " + started.error());
+      for (auto& w : watchers) w->Stop();
+      for (auto& t : threads) t.join();
+      return 2;
+    }
+    Log("serving /metrics, /healthz, /readyz on port " + std::to_string(server.port()));
+  }
+  kube::StopSignal stop_election;
+  std::atomic<bool> election_over{false};
+  std::thread election([&] {
+    kube::LeaderCallbacks cb;
+    cb.on_started_leading = [&] { Log("leading as " + lec.identity); };
+    cb.on_new_leader = [&](const std::string& holder) {
+      if (holder != lec.identity) Log("leader is " + (holder.empty() ? "(none)" : holder));
+    };
+    elector.Run(cb, stop_election);
+    election_over = true;
+  });
+
+  int code = 0;
+  bool announced_sync = false;
+  while (!stop.stopped()) {
+    if (election_over) {
+      Log("lost leadership; exiting");
+      code = 1;
+      break;
+    }
+    if (elector.IsLeader() && cache_.synced()) {
+      if (!announced_sync) {
+        Log("cache synced; scheduling every " + std::to_string(options_.period.count()) + " ms");
+        announced_sync = true;
+      }
+      Cycle(*scheduler.value());
+    }
+    // Waits for the period, returning early on stop.
+    if (stop.WaitFor(options_.period)) break;
+  }
+
+  stop_election.Stop();
+  election.join();
+  server.Stop();
+  for (auto& w : watchers) w->Stop();
+  for (auto& t : threads) t.join();
+  Log(code == 0 ? "stopped" : "stopped after losing leadership");
+  return code;
+}
+
+}  // namespace
+
+int RunLiveScheduler(std::shared_ptr<kube::Client> client, const LiveSchedulerOptions& options,
+                     const kube::StopSignal& stop, std::ostream& log) {
+  Loop loop(std::move(client), options, log);
+  return loop.Run(stop);
+}
+
+}  // namespace gantry::live

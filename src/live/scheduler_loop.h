@@ -1,0 +1,48 @@
+// The live scheduler (`gantry scheduler`): watches the cluster into a WatchCache, campaigns for
+// a Lease so one replica is active, and while leading runs one scheduling cycle per period on the
+// cache's snapshot, writing the decisions (decisions.h) through the API server.
+//
+// Cycle: wait until every watched kind has been listed; take the snapshot; report objects the
+// cache had to leave out (one Warning event per object and problem); delete stale BindRequests
+// (given up on by the binder, on a deleted node, or an earlier pod's, as KAI does); open a session,
+// run the configured actions (with the jobs' start and staleness times carried over from earlier
+// cycles, see JobMemory); then, in order, evictions (condition, graceful delete, events),
+// placements (one BindRequest per pod; an existing BindRequest of the same name means the pod is
+// already being bound), and for every job left pending: a NotReady event when it lacks pods,
+// otherwise an Unschedulable event and a PodScheduled=False condition on each pending pod and the
+// PodGroup's unschedulable condition and event (events only when the text changed, conditions only
+// when they differ from the object's). Objects the scheduler created or deleted are fed back into
+// the cache at once, so the next cycle sees them even if the watch has not delivered them yet.
+#pragma once
+
+#include <chrono>
+#include <iosfwd>
+#include <memory>
+#include <string>
+
+#include "framework/config.h"
+#include "kube/client.h"
+#include "kube/clock.h"
+
+namespace gantry::live {
+
+struct LiveSchedulerOptions {
+  std::string scheduler_name = "kai-scheduler";
+  std::chrono::milliseconds period{1000};
+  SchedulerConfig config = SchedulerConfig::Default();
+  std::string lease_namespace = "gantry-system";
+  std::string lease_name = "gantry-scheduler";
+  std::string identity;  // unique per replica (defaults to host name and process id)
+  int32_t bind_backoff_limit = 3;
+  // Where /metrics (KAI's scheduler metric names), /healthz and /readyz are served; empty: not
+  // served. /readyz is 200 once the leader is known and, on the leader, the cache has synced.
+  std::string metrics_address = ":8080";
+};
+
+// Runs until `stop` is raised (returns 0) or leadership is lost (returns 1, as KAI's components
+// exit then; the Deployment restarts the process). Logs one line per cycle with decisions to
+// `log`, and every error.
+int RunLiveScheduler(std::shared_ptr<kube::Client> client, const LiveSchedulerOptions& options,
+                     const kube::StopSignal& stop, std::ostream& log);
+
+}  // namespace gantry::live

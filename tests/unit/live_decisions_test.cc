@@ -1,0 +1,188 @@
+// What the live scheduler writes for a cycle's decisions.
+#include <gtest/gtest.h>
+
+#include "cache/watch_cache.h"
+#include "framework/scheduler.h"
+#include "live/decisions.h"
+
+namespace gantry::live {
+namespace {
+
+using cache::Kind;
+using nlohmann::json;
+
+json Node(const std::string& name, int gpus) {
+  return json{{"metadata", {{"name", name}}},
+              {"status",
+               {{"allocatable",
+                 {{"cpu", "64"},
+                  {"memory", "512Gi"},
+                  {"pods", "110"},
+                  {"nvidia.com/gpu", std::to_string(gpus)}}}}}};
+}
+
+json GpuPod(const std::string& name, int gpus, json annotations = json::object()) {
+  annotations["pod-group-name"] = "pg";
+  json pod{
+      {"metadata",
+       {{"name", name}, {"namespace", "ns"}, {"uid", "uid-" + name}, {"annotations", annotations}}},
+      {"spec",
+       {{"schedulerName", "kai-scheduler"},
+        {"containers", json::array({{{"name", "c"}, {"resources", json::object()}}})}}},
+      {"status", {{"phase", "Pending"}}}};
+  if (gpus > 0) {
+    pod["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = std::to_string(gpus);
+  }
+  return pod;
+}
+
+class DecisionsTest : public ::testing::Test {
+ protected:
+  DecisionsTest() : cache_("kai-scheduler") {
+    cache_.Replace(Kind::kNode, {Node("n1", 4)});
+    cache_.Replace(Kind::kQueue,
+                   {json{{"metadata", {{"name", "q"}}},
+                         {"spec", {{"resources", {{"gpu", {{"quota", 0}, {"limit", -1}}}}}}}}});
+    cache_.Replace(Kind::kPodGroup,
+                   {json{{"metadata", {{"name", "pg"}, {"namespace", "ns"}, {"uid", "pg-uid"}}},
+                         {"spec", {{"queue", "q"}, {"minMember", 2}}}}});
+    for (Kind k : {Kind::kBindRequest, Kind::kPriorityClass, Kind::kTopology})
+      cache_.Replace(k, {});
+  }
+  std::unique_ptr<Session> Run() {
+    snap_ = cache_.Take();
+    auto s = Scheduler::Create(SchedulerConfig::Default(), BuiltinPlugins(), BuiltinActions());
+    EXPECT_TRUE(s.ok());
+    scheduler_ = std::move(s).value();
+    auto ssn = scheduler_->OpenSession(*snap_.cluster, 0);
+    scheduler_->RunActions(*ssn);
+    return ssn;
+  }
+  cache::WatchCache cache_;
+  cache::Snapshot snap_;
+  std::unique_ptr<Scheduler> scheduler_;
+};
+
+TEST_F(DecisionsTest, BindRequestCarriesNodeGpusAndOwner) {
+  cache_.Replace(Kind::kPod, {GpuPod("w0", 2), GpuPod("w1", 2)});
+  auto ssn = Run();
+  ASSERT_EQ(ssn->binds().size(), 2u);
+  const json br = MakeBindRequest(*ssn, ssn->binds()[0], 3);
+  EXPECT_EQ(br["apiVersion"], "scheduling.run.ai/v1alpha2");
+  EXPECT_EQ(br["kind"], "BindRequest");
+  EXPECT_EQ(br["metadata"]["name"], "w0");
+  EXPECT_EQ(br["metadata"]["namespace"], "ns");
+  EXPECT_EQ(br["metadata"]["ownerReferences"][0]["uid"], "uid-w0");
+  EXPECT_EQ(br["metadata"]["ownerReferences"][0]["kind"], "Pod");
+  EXPECT_EQ(br["spec"], json({{"podName", "w0"},
+                              {"selectedNode", "n1"},
+                              {"receivedResourceType", "Regular"},
+                              {"receivedGPU", {{"count", 2}, {"portion", "1.00"}}},
+                              {"backoffLimit", 3}}));
+  EXPECT_FALSE(LeftPending(*ssn, 0));
+}
+
+TEST_F(DecisionsTest, FractionalPodsAskForAFractionWithTheirGpuGroup) {
+  cache_.Replace(Kind::kPod, {GpuPod("f0", 0, {{"gpu-fraction", "0.5"}}),
+                              GpuPod("f1", 0, {{"gpu-fraction", "0.5"}})});
+  auto ssn = Run();
+  ASSERT_EQ(ssn->binds().size(), 2u);
+  const json br = MakeBindRequest(*ssn, ssn->binds()[0], 3);
+  EXPECT_EQ(br["spec"]["receivedResourceType"], "Fraction");
+  EXPECT_EQ(br["spec"]["receivedGPU"], json({{"count", 1}, {"portion", "0.50"}}));
+  ASSERT_TRUE(br["spec"].contains("selectedGPUGroups"));
+  EXPECT_EQ(br["spec"]["selectedGPUGroups"].size(), 1u);
+}
+
+TEST_F(DecisionsTest, PendingGangGetsKaisConditionOnceUntilTheMessageChanges) {
+  cache_.Replace(Kind::kPod, {GpuPod("w0", 3), GpuPod("w1", 3)});
+  auto ssn = Run();
+  EXPECT_TRUE(ssn->binds().empty());
+  ASSERT_TRUE(LeftPending(*ssn, 0));
+  const std::string message = UnschedulableMessage(*ssn, 0);
+  EXPECT_NE(message.find("GPU"), std::string::npos) << message;
+  auto patch = UnschedulableStatusPatch(*ssn, 0, json::object(), message, "2026-01-01T00:00:00Z");
+  ASSERT_TRUE(patch.has_value());
+  const json& cond = (*patch)["status"]["schedulingConditions"][0];
+  EXPECT_EQ(cond["type"], "UnschedulableOnNodePool");
+  EXPECT_EQ(cond["reason"], "Unschedulable");
+  EXPECT_EQ(cond["status"], "True");
+  EXPECT_EQ(cond["nodePool"], "default");
+  EXPECT_EQ(cond["transitionID"], "1");
+  EXPECT_EQ(cond["message"], message);
+  ASSERT_TRUE(cond.contains("reasons"));
+  // The same message again: nothing to write.
+  EXPECT_FALSE(UnschedulableStatusPatch(*ssn, 0, (*patch)["status"], message, "later").has_value());
+  // A new message: the next transition.
+  auto next = UnschedulableStatusPatch(*ssn, 0, (*patch)["status"], "other", "later");
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ((*next)["status"]["schedulingConditions"][0]["transitionID"], "2");
+}
+
+TEST_F(DecisionsTest, JobMemoryCarriesStartTimesAcrossCycles) {
+  cache_.Replace(Kind::kPod, {GpuPod("w0", 2), GpuPod("w1", 2)});
+  JobMemory memory;
+  auto ssn = Run();
+  const cache::Snapshot first = snap_;  // keeps the first session's cluster alive
+  memory.Restore(*ssn);                 // nothing yet
+  ASSERT_EQ(ssn->binds().size(), 2u);
+  ASSERT_TRUE(ssn->job_state(0).last_start_ms.has_value());
+  memory.Record(*ssn);
+  EXPECT_EQ(memory.size(), 1u);
+
+  // The next cycle's cluster (pods now binding) carries no annotation; the memory restores it.
+  cache_.Replace(Kind::kBindRequest, {json{{"metadata", {{"name", "w0"}, {"namespace", "ns"}}},
+                                           {"spec", {{"podName", "w0"}, {"selectedNode", "n1"}}}},
+                                      json{{"metadata", {{"name", "w1"}, {"namespace", "ns"}}},
+                                           {"spec", {{"podName", "w1"}, {"selectedNode", "n1"}}}}});
+  snap_ = cache_.Take();
+  auto next = scheduler_->OpenSession(*snap_.cluster, 5000);
+  EXPECT_FALSE(next->job_state(0).last_start_ms.has_value());
+  memory.Restore(*next);
+  EXPECT_EQ(next->job_state(0).last_start_ms, ssn->job_state(0).last_start_ms);
+
+  // A job that is gone is forgotten.
+  cache_.Replace(Kind::kPodGroup, {});
+  snap_ = cache_.Take();
+  memory.Record(*scheduler_->OpenSession(*snap_.cluster, 6000));
+  EXPECT_EQ(memory.size(), 0u);
+}
+
+TEST_F(DecisionsTest, NotReadyAndPodMessagesAsKaiWritesThem) {
+  cache_.Replace(Kind::kPod, {GpuPod("w0", 3)});  // minMember 2, one pod
+  auto ssn = Run();
+  ASSERT_TRUE(LeftPending(*ssn, 0));
+  EXPECT_FALSE(ssn->IsReadyForScheduling(0));
+  EXPECT_EQ(NotReadyMessage(*ssn, 0),
+            "Job is not ready for scheduling. Waiting for 2 pods, currently 1 exist, 0 are gated");
+
+  ssn.reset();
+  cache_.Replace(Kind::kPod, {GpuPod("w0", 3), GpuPod("w1", 3)});
+  auto full = Run();
+  const PodId p = snap_.cluster->jobs[0].pods[0];
+  const std::string message = PodUnschedulableMessage(*full, p);
+  EXPECT_FALSE(message.empty());
+  EXPECT_NE(message, kDefaultPodError);
+  json pod = GpuPod("w0", 3);
+  auto patch = PodUnschedulablePatch(pod, message, "t");
+  ASSERT_TRUE(patch.has_value());
+  const json& c = (*patch)["status"]["conditions"][0];
+  EXPECT_EQ(c["type"], "PodScheduled");
+  EXPECT_EQ(c["status"], "False");
+  EXPECT_EQ(c["reason"], "Unschedulable");
+  pod["status"]["conditions"] = (*patch)["status"]["conditions"];
+  EXPECT_FALSE(PodUnschedulablePatch(pod, message, "later").has_value());
+  EXPECT_TRUE(PodUnschedulablePatch(pod, "other", "later").has_value());
+}
+
+TEST(DecisionsStaticTest, EvictionConditionIsKaisDisruptionTarget) {
+  const json patch = EvictionConditionPatch("reclaimed by q", "2026-01-01T00:00:00Z");
+  const json& c = patch["status"]["conditions"][0];
+  EXPECT_EQ(c["type"], "DisruptionTarget");
+  EXPECT_EQ(c["reason"], "PreemptionByScheduler");
+  EXPECT_EQ(c["status"], "True");
+  EXPECT_EQ(c["message"], "reclaimed by q");
+}
+
+}  // namespace
+}  // namespace gantry::live
