@@ -766,4 +766,18 @@ void Session::WriteBack(const Session& s, Cluster& cluster) {
   }
 }
 
+uint64_t DecisionsDigest(const Session& ssn) {
+  uint64_t h = 14695981039346656037ULL;
+  auto mix = [&h](int64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= static_cast<uint64_t>(v >> (8 * i)) & 0xff;
+      h *= 1099511628211ULL;
+    }
+  };
+  for (const auto& b : ssn.binds()) mix(1), mix(b.pod), mix(b.node);
+  for (const auto& e : ssn.evictions()) mix(2), mix(e.pod), mix(e.node);
+  for (const auto& p : ssn.pipelined()) mix(3), mix(p.pod), mix(p.node);
+  return h;
+}
+
 }  // namespace gantry

@@ -426,4 +426,8 @@ class Session {
   mutable std::vector<std::pair<uint64_t, Quantities>> job_quantities_cache_;
 };
 
+// A hash (FNV-1a) of the session's decisions in order - binds, evictions, pipelined pods, each as
+// pod and node - to compare the decisions of two builds without printing them.
+uint64_t DecisionsDigest(const Session& ssn);
+
 }  // namespace gantry
