@@ -215,16 +215,23 @@ class Solver {
       }
     }
     Scenario scenario(ssn_, index_, job_, pending, recorded_groups_);
-    SortedGpuSizes(pending, pending_sizes_);
+    SortedGpuSizes(pending, sizes_scratch_);
+    MakeProfile(sizes_scratch_, pending_profile_);
     // Every prefix starts from the same session state, so the victims queue is built once per
     // job and copied. (Its later order depends on the state under the recorded evictions, so a
     // queue cannot be carried from one prefix to the next.)
-    if (!base_queue_) base_queue_ = spec_.victims_queue();
+    if (!base_queue_) {
+      base_queue_ = spec_.victims_queue();
+      base_queue_->Freeze();  // copies share its entries
+    }
     JobsByQueue queue(*base_queue_);
     // The recorded victims are evicted once; each scenario rolls back to this point.
     std::unique_ptr<Statement> stmt = NewStatement();
     EvictAll(*stmt, scenario.recorded_tasks());
     const auto base = stmt->checkpoint();
+    CountBaseBlocks();
+    touched_.clear();
+    touched_epoch_ = ssn_.placement_epoch();
     // The initial scenario (recorded victims only), then one more victim job at a time.
     bool first = true;
     while (true) {
@@ -310,6 +317,15 @@ class Solver {
       const auto cp = stmt.checkpoint();
       const std::vector<PodId> potential =
           node == kNone ? std::vector<PodId>{} : scenario.VictimTasksFromNode(node);
+      touched_.clear();
+      for (PodId p : potential) {
+        const NodeId pn = ssn_.pod(p).node;
+        if (pn == kNone) continue;
+        if (std::none_of(touched_.begin(), touched_.end(),
+                         [pn](const TouchedNode& t) { return t.node == pn; })) {
+          touched_.push_back({pn, ssn_.non_allocated_gpus()[pn], feasible_[pn] != 0});
+        }
+      }
       EvictAll(stmt, potential);
       std::vector<NodeId> added;
       for (PodId p : potential) {
@@ -319,6 +335,7 @@ class Solver {
           added.push_back(pn);
         }
       }
+      touched_epoch_ = ssn_.placement_epoch();
       const Outcome o = Simulate(scenario, stmt, potential, out);
       if (o == Outcome::kSolved) return true;
       if (o == Outcome::kRejected) {
@@ -344,7 +361,8 @@ class Solver {
   Outcome Simulate(const Scenario& scenario, Statement& stmt, std::span<const PodId> potential,
                    PartialResult& out) {
     const std::vector<NodeId>& nodes = feasible_list_;
-    if (ssn_.params().solver_shortcuts && !CouldFitSorted(pending_sizes_, nodes)) {
+    if (ssn_.params().solver_shortcuts &&
+        !CouldFitProfile(pending_profile_, [&](double g) { return ScenarioBlocks(g); })) {
       return Outcome::kFailed;
     }
     if (!AllocatePreemptorAndVictims(stmt, nodes, scenario, potential)) {
@@ -376,16 +394,25 @@ class Solver {
     return Outcome::kSolved;
   }
 
+  // The whole-GPU requests of a set of pods, as CouldFitProfile checks them: their total and, per
+  // distinct request size g (largest first), how many pods ask for at least g GPUs.
+  struct SizeProfile {
+    bool always_fits = true;  // no GPU request, or one not modelled (shared GPUs, MIG)
+    double total = 0;
+    std::vector<std::pair<double, double>> steps;  // (g, pods asking >= g)
+  };
+
   // A necessary condition for placing whole-GPU `pods` on `nodes` (pipelining onto idle and
   // releasing GPUs): for every request size g, the pods asking for at least g GPUs must fit in
   // the nodes' free GPUs counted in blocks of g. Cheap, and it skips hopeless simulations.
   bool CouldFit(const std::vector<PodId>& pods, const std::vector<NodeId>& nodes) const {
     SortedGpuSizes(pods, sizes_scratch_);
-    return CouldFitSorted(sizes_scratch_, nodes);
+    MakeProfile(sizes_scratch_, profile_scratch_);
+    return CouldFitProfile(profile_scratch_, [&](double g) { return FreeBlocks(nodes, g); });
   }
 
   // The whole-GPU requests of `pods`, largest first; {-1} when some pod's request is not
-  // modelled by CouldFitSorted (shared GPUs, MIG), which then always answers yes.
+  // modelled by CouldFitProfile (shared GPUs, MIG), which then always answers yes.
   void SortedGpuSizes(const std::vector<PodId>& pods, std::vector<double>& sizes) const {
     sizes.clear();
     for (PodId p : pods) {
@@ -399,18 +426,77 @@ class Solver {
     std::sort(sizes.begin(), sizes.end(), std::greater<>());
   }
 
-  bool CouldFitSorted(const std::vector<double>& sizes, const std::vector<NodeId>& nodes) const {
-    if (sizes.empty() || sizes.front() < 0) return true;
-    double total_asked = 0;
-    for (double g : sizes) total_asked += g;
-    if (total_asked > FreeBlocks(nodes, 0)) return false;
+  static void MakeProfile(const std::vector<double>& sizes, SizeProfile& out) {
+    out.steps.clear();
+    out.total = 0;
+    out.always_fits = sizes.empty() || sizes.front() < 0;
+    if (out.always_fits) return;
+    for (double g : sizes) out.total += g;
     size_t i = 0;
     while (i < sizes.size()) {
       const double g = sizes[i];
       while (i < sizes.size() && sizes[i] == g) ++i;  // i = number of pods asking >= g
-      if (static_cast<double>(i) > FreeBlocks(nodes, g)) return false;
+      out.steps.emplace_back(g, static_cast<double>(i));
+    }
+  }
+
+  // `blocks(g)`: free GPUs (g = 0) or blocks of g free GPUs of the candidate nodes.
+  template <typename Blocks>
+  static bool CouldFitProfile(const SizeProfile& profile, const Blocks& blocks) {
+    if (profile.always_fits) return true;
+    if (profile.total > blocks(0)) return false;
+    for (const auto& [g, count] : profile.steps) {
+      if (count > blocks(g)) return false;
     }
     return true;
+  }
+
+  // Free GPUs (g = 0) or blocks of g free GPUs of one node, as FreeBlocks counts them.
+  static double NodeBlocks(double free, double g) {
+    const double f = std::max(0.0, free);
+    return g == 0 ? f : std::floor(f / g);
+  }
+  // Sums of NodeBlocks are exact (so independent of the order of the terms) while every free
+  // count is a whole number well inside the range of consecutive integers of a double.
+  static bool ExactlySummable(double free) {
+    return free == std::floor(free) && std::abs(free) < 1e12;
+  }
+
+  // The prefix's base state: the recorded victims evicted, nothing else. Counts the blocks of
+  // the feasible nodes once, for every size the pending pods ask for.
+  void CountBaseBlocks() {
+    base_blocks_.clear();
+    base_exact_ = !pending_profile_.always_fits;
+    if (!base_exact_) return;
+    const auto free = ssn_.non_allocated_gpus();
+    for (NodeId n : feasible_list_) base_exact_ = base_exact_ && ExactlySummable(free[n]);
+    if (!base_exact_) return;
+    base_blocks_.emplace_back(0.0, 0.0);
+    for (const auto& step : pending_profile_.steps) base_blocks_.emplace_back(step.first, 0.0);
+    for (NodeId n : feasible_list_) {
+      for (auto& [g, value] : base_blocks_) value += NodeBlocks(free[n], g);
+    }
+  }
+
+  // Blocks of g free GPUs of the feasible nodes in a scenario's state: the base state plus the
+  // evictions on the nodes of `touched_` (some of them newly feasible). With exact sums this is
+  // the base count corrected on those nodes; otherwise the nodes are counted again.
+  double ScenarioBlocks(double g) const {
+    if (base_exact_ && touched_epoch_ == ssn_.placement_epoch()) {
+      const auto free = ssn_.non_allocated_gpus();
+      for (const auto& [size, base_value] : base_blocks_) {
+        if (size != g) continue;
+        double value = base_value;
+        bool exact = true;
+        for (const TouchedNode& t : touched_) {
+          exact = exact && ExactlySummable(free[t.node]);
+          value += NodeBlocks(free[t.node], g) - (t.was_feasible ? NodeBlocks(t.base_free, g) : 0);
+        }
+        if (exact) return value;
+        break;
+      }
+    }
+    return FreeBlocks(feasible_list_, g);
   }
 
   // Free GPUs of `nodes` (g = 0) or the number of blocks of g free GPUs, cached until something
@@ -515,7 +601,19 @@ class Solver {
 
   std::vector<PodId> tasks_scratch_;
   mutable std::vector<double> sizes_scratch_;
-  std::vector<double> pending_sizes_;  // the current prefix's GPU requests, largest first
+  mutable SizeProfile profile_scratch_;
+  SizeProfile pending_profile_;  // the current prefix's GPU requests
+  // Blocks of free GPUs of the feasible nodes in the prefix's base state, per size (0 = GPUs),
+  // when they are exact sums; and the nodes a scenario changed, with their base free GPUs.
+  struct TouchedNode {
+    NodeId node;
+    double base_free;
+    bool was_feasible;
+  };
+  std::vector<std::pair<double, double>> base_blocks_;
+  bool base_exact_ = false;
+  std::vector<TouchedNode> touched_;
+  uint64_t touched_epoch_ = 0;  // placement epoch right after the scenario's evictions
   std::vector<char> is_victim_job_;
   mutable std::vector<std::pair<double, double>> blocks_cache_;
   mutable uint64_t blocks_epoch_ = ~0ULL;

@@ -40,6 +40,23 @@ bool JobsByQueue::EntryLess(const JobView& a, const JobView& b) const {
   return options_.victim_queue ? ssn_.JobViewLess(b, a) : ssn_.JobViewLess(a, b);
 }
 
+int32_t JobsByQueue::AddEntry(JobView v) {
+  own_.push_back(std::move(v));
+  return static_cast<int32_t>(frozen_size_ + own_.size() - 1);
+}
+
+void JobsByQueue::Freeze() {
+  if (own_.empty()) return;
+  auto all = std::make_shared<std::vector<JobView>>();
+  all->reserve(frozen_size_ + own_.size());
+  if (frozen_) all->insert(all->end(), frozen_->begin(), frozen_->end());
+  all->insert(all->end(), std::make_move_iterator(own_.begin()),
+              std::make_move_iterator(own_.end()));
+  own_.clear();
+  frozen_size_ = all->size();
+  frozen_ = std::move(all);
+}
+
 void JobsByQueue::PushView(JobView v) {
   const auto& cluster = ssn_.cluster();
   const QueueId q = cluster.jobs[v.job].queue;
@@ -47,10 +64,9 @@ void JobsByQueue::PushView(JobView v) {
   // A queue whose named parent does not exist is not schedulable.
   if (!cluster.queues[q].parent_name.empty() && cluster.queues[q].parent == kNone) return;
   auto& heap = heaps_[q];
-  heap.push_back(std::move(v));
+  heap.push_back(AddEntry(std::move(v)));
   // std heaps keep the *largest* at the front: "greater" means "goes later".
-  std::push_heap(heap.begin(), heap.end(),
-                 [&](const JobView& a, const JobView& b) { return EntryLess(b, a); });
+  std::push_heap(heap.begin(), heap.end(), [this](int32_t a, int32_t b) { return HeapLess(a, b); });
   for (QueueId a = q; a != kNone; a = cluster.queues[a].parent) ++active_jobs_[a];
   ++size_;
 }
@@ -63,13 +79,13 @@ void JobsByQueue::PushMany(const std::vector<JobId>& jobs) {
     if (q == kNone || !cluster.queues[q].IsLeaf()) continue;
     if (!cluster.queues[q].parent_name.empty() && cluster.queues[q].parent == kNone) continue;
     if (std::find(touched.begin(), touched.end(), q) == touched.end()) touched.push_back(q);
-    heaps_[q].push_back(JobView{j, false, {}});
+    heaps_[q].push_back(AddEntry(JobView{j, false, {}}));
     for (QueueId a = q; a != kNone; a = cluster.queues[a].parent) ++active_jobs_[a];
     ++size_;
   }
   for (QueueId q : touched) {
     std::make_heap(heaps_[q].begin(), heaps_[q].end(),
-                   [&](const JobView& a, const JobView& b) { return EntryLess(b, a); });
+                   [this](int32_t a, int32_t b) { return HeapLess(a, b); });
   }
 }
 
@@ -79,7 +95,7 @@ const JobView* JobsByQueue::Best(QueueId q) const {
     q = BestChild(queues[q].children);
     if (q == kNone) return nullptr;
   }
-  return heaps_[q].empty() ? nullptr : &heaps_[q].front();
+  return heaps_[q].empty() ? nullptr : &Entry(heaps_[q].front());
 }
 
 void JobsByQueue::VictimsOf(QueueId q, std::vector<const JobView*>& out) const {
@@ -88,8 +104,8 @@ void JobsByQueue::VictimsOf(QueueId q, std::vector<const JobView*>& out) const {
     q = BestChild(queues[q].children);
     if (q == kNone) return;
   }
-  for (const JobView& v : popped_[q]) out.push_back(&v);
-  if (!heaps_[q].empty()) out.push_back(&heaps_[q].front());
+  for (int32_t e : popped_[q]) out.push_back(&Entry(e));
+  if (!heaps_[q].empty()) out.push_back(&Entry(heaps_[q].front()));
 }
 
 QueueId JobsByQueue::BestChild(const std::vector<QueueId>& candidates) const {
@@ -139,14 +155,14 @@ QueueId JobsByQueue::NextLeaf() const {
 JobView JobsByQueue::PopNextView() {
   const QueueId q = NextLeaf();
   auto& heap = heaps_[q];
-  std::pop_heap(heap.begin(), heap.end(),
-                [&](const JobView& a, const JobView& b) { return EntryLess(b, a); });
-  JobView v = std::move(heap.back());
+  std::pop_heap(heap.begin(), heap.end(), [this](int32_t a, int32_t b) { return HeapLess(a, b); });
+  const int32_t e = heap.back();
   heap.pop_back();
+  JobView v = Entry(e);
   const auto& queues = ssn_.cluster().queues;
   for (QueueId a = q; a != kNone; a = queues[a].parent) --active_jobs_[a];
   --size_;
-  if (options_.victim_queue) popped_[q].push_back(v);
+  if (options_.victim_queue) popped_[q].push_back(e);
   return v;
 }
 

@@ -11,6 +11,7 @@
 // pushed back.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "framework/session.h"
@@ -45,6 +46,9 @@ class JobsByQueue {
   JobView PopNextView();
   bool empty() const { return size_ == 0; }
   size_t size() const { return size_; }
+  // Makes the entries pushed so far shared and immutable, so copies of this queue share them
+  // instead of copying them (a copy then costs one integer per queued entry).
+  void Freeze();
 
  private:
   bool Eligible(JobId j) const;
@@ -56,13 +60,23 @@ class JobsByQueue {
   bool EntryLess(const JobView& a, const JobView& b) const;
   // Victims that stand for leaf queue q: popped entries plus the next one.
   void VictimsOf(QueueId q, std::vector<const JobView*>& out) const;
+  // Entries are numbered in push order: first the frozen (shared) ones, then this queue's own.
+  const JobView& Entry(int32_t e) const {
+    const size_t i = static_cast<size_t>(e);
+    return i < frozen_size_ ? (*frozen_)[i] : own_[i - frozen_size_];
+  }
+  int32_t AddEntry(JobView v);
+  bool HeapLess(int32_t a, int32_t b) const { return EntryLess(Entry(b), Entry(a)); }
 
   const Session& ssn_;
   JobsOrderOptions options_;
-  // Per leaf queue: a heap of entries (front = next).
-  std::vector<std::vector<JobView>> heaps_;
+  std::shared_ptr<const std::vector<JobView>> frozen_;
+  size_t frozen_size_ = 0;
+  std::vector<JobView> own_;
+  // Per leaf queue: a heap of entry numbers (front = next).
+  std::vector<std::vector<int32_t>> heaps_;
   // Per leaf queue, victim mode: entries popped so far.
-  std::vector<std::vector<JobView>> popped_;
+  std::vector<std::vector<int32_t>> popped_;
   // Per queue: number of queued entries in its subtree.
   std::vector<int> active_jobs_;
   std::vector<QueueId> roots_;
