@@ -1,14 +1,26 @@
 #include "framework/jobs_by_queue.h"
 
 #include <algorithm>
+#include <atomic>
 
 namespace gantry {
 
+namespace {
+uint64_t NextSerial() {
+  static std::atomic<uint64_t> serial{0};
+  return ++serial;
+}
+}  // namespace
+
 JobsByQueue::JobsByQueue(const Session& ssn, JobsOrderOptions options)
-    : ssn_(ssn), options_(options) {
+    : ssn_(ssn), options_(options), serial_(NextSerial()) {
   const auto& queues = ssn.cluster().queues;
   heaps_.resize(queues.size());
   popped_.resize(queues.size());
+  if (options_.victim_queue) {
+    victims_.resize(queues.size());
+    has_front_.assign(queues.size(), 0);
+  }
   active_jobs_.assign(queues.size(), 0);
   for (QueueId q = 0; q < static_cast<QueueId>(queues.size()); ++q) {
     if (queues[q].parent == kNone) roots_.push_back(q);
@@ -40,6 +52,39 @@ bool JobsByQueue::EntryLess(const JobView& a, const JobView& b) const {
   return options_.victim_queue ? ssn_.JobViewLess(b, a) : ssn_.JobViewLess(a, b);
 }
 
+JobsByQueue::JobsByQueue(const JobsByQueue& other)
+    : ssn_(other.ssn_),
+      options_(other.options_),
+      frozen_(other.frozen_),
+      frozen_size_(other.frozen_size_),
+      own_(other.own_),
+      heaps_(other.heaps_),
+      popped_(other.popped_),
+      active_jobs_(other.active_jobs_),
+      roots_(other.roots_),
+      size_(other.size_),
+      serial_(NextSerial()) {
+  RebuildVictimViews();
+}
+
+void JobsByQueue::RebuildVictimViews() {
+  if (!options_.victim_queue) return;
+  victims_.assign(heaps_.size(), {});
+  has_front_.assign(heaps_.size(), 0);
+  for (size_t q = 0; q < heaps_.size(); ++q) {
+    for (int32_t e : popped_[q]) victims_[q].push_back(&Entry(e));
+    RefreshFront(static_cast<QueueId>(q));
+  }
+}
+
+void JobsByQueue::RefreshFront(QueueId q) {
+  if (!options_.victim_queue) return;
+  auto& views = victims_[q];
+  if (has_front_[q]) views.pop_back();
+  has_front_[q] = !heaps_[q].empty();
+  if (has_front_[q]) views.push_back(&Entry(heaps_[q].front()));
+}
+
 int32_t JobsByQueue::AddEntry(JobView v) {
   own_.push_back(std::move(v));
   return static_cast<int32_t>(frozen_size_ + own_.size() - 1);
@@ -55,6 +100,7 @@ void JobsByQueue::Freeze() {
   own_.clear();
   frozen_size_ = all->size();
   frozen_ = std::move(all);
+  RebuildVictimViews();
 }
 
 void JobsByQueue::PushView(JobView v) {
@@ -67,6 +113,7 @@ void JobsByQueue::PushView(JobView v) {
   heap.push_back(AddEntry(std::move(v)));
   // std heaps keep the *largest* at the front: "greater" means "goes later".
   std::push_heap(heap.begin(), heap.end(), [this](int32_t a, int32_t b) { return HeapLess(a, b); });
+  RefreshFront(q);
   for (QueueId a = q; a != kNone; a = cluster.queues[a].parent) ++active_jobs_[a];
   ++size_;
 }
@@ -86,6 +133,7 @@ void JobsByQueue::PushMany(const std::vector<JobId>& jobs) {
   for (QueueId q : touched) {
     std::make_heap(heaps_[q].begin(), heaps_[q].end(),
                    [this](int32_t a, int32_t b) { return HeapLess(a, b); });
+    RefreshFront(q);
   }
 }
 
@@ -98,14 +146,15 @@ const JobView* JobsByQueue::Best(QueueId q) const {
   return heaps_[q].empty() ? nullptr : &Entry(heaps_[q].front());
 }
 
-void JobsByQueue::VictimsOf(QueueId q, std::vector<const JobView*>& out) const {
+VictimList JobsByQueue::VictimsOf(QueueId q) const {
   const auto& queues = ssn_.cluster().queues;
   while (!queues[q].IsLeaf()) {
     q = BestChild(queues[q].children);
-    if (q == kNone) return;
+    if (q == kNone) return {};
   }
-  for (int32_t e : popped_[q]) out.push_back(&Entry(e));
-  if (!heaps_[q].empty()) out.push_back(&Entry(heaps_[q].front()));
+  // Popped entries only grow, so (serial, leaf) names an append-only list.
+  return VictimList{victims_[q], serial_ * (queues.size() + 1) + static_cast<uint64_t>(q) + 1,
+                    popped_[q].size()};
 }
 
 QueueId JobsByQueue::BestChild(const std::vector<QueueId>& candidates) const {
@@ -121,12 +170,11 @@ QueueId JobsByQueue::BestChild(const std::vector<QueueId>& candidates) const {
   if (with_jobs <= 1) return only;
   QueueId best = kNone;
   const JobView* best_job = nullptr;
-  std::vector<const JobView*> best_victims, victims;
+  VictimList best_victims;
   for (QueueId q : candidates) {
     if (!HasJobs(q)) continue;
     if (options_.victim_queue) {
-      victims.clear();
-      VictimsOf(q, victims);
+      const VictimList victims = VictimsOf(q);
       if (victims.empty()) continue;
       // Reversed queue order: the queue that would go last in allocation order goes first.
       if (best == kNone || !ssn_.QueueLess(q, best, nullptr, nullptr, victims, best_victims)) {
@@ -159,10 +207,15 @@ JobView JobsByQueue::PopNextView() {
   const int32_t e = heap.back();
   heap.pop_back();
   JobView v = Entry(e);
+  if (options_.victim_queue) {
+    // The front was the popped entry: it stays, as the last popped one.
+    has_front_[q] = 0;
+    popped_[q].push_back(e);
+    RefreshFront(q);
+  }
   const auto& queues = ssn_.cluster().queues;
   for (QueueId a = q; a != kNone; a = queues[a].parent) --active_jobs_[a];
   --size_;
-  if (options_.victim_queue) popped_[q].push_back(e);
   return v;
 }
 

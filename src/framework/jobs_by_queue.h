@@ -11,6 +11,7 @@
 // pushed back.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct JobsOrderOptions {
 class JobsByQueue {
  public:
   JobsByQueue(const Session& ssn, JobsOrderOptions options);
+  // A copy continues independently (its victim lists get new names, see VictimList).
+  JobsByQueue(const JobsByQueue& other);
+  JobsByQueue& operator=(const JobsByQueue&) = delete;
 
   // Adds every eligible job of the session.
   void InitializeWithAllJobs();
@@ -58,8 +62,11 @@ class JobsByQueue {
   QueueId NextLeaf() const;
   bool HasJobs(QueueId q) const { return active_jobs_[q] > 0; }
   bool EntryLess(const JobView& a, const JobView& b) const;
-  // Victims that stand for leaf queue q: popped entries plus the next one.
-  void VictimsOf(QueueId q, std::vector<const JobView*>& out) const;
+  // Victims that stand for queue q (its best leaf queue): popped entries plus the next one.
+  VictimList VictimsOf(QueueId q) const;
+  // Victim mode: keeps victims_[q] = popped entries + the heap's front.
+  void RefreshFront(QueueId q);
+  void RebuildVictimViews();
   // Entries are numbered in push order: first the frozen (shared) ones, then this queue's own.
   const JobView& Entry(int32_t e) const {
     const size_t i = static_cast<size_t>(e);
@@ -72,15 +79,19 @@ class JobsByQueue {
   JobsOrderOptions options_;
   std::shared_ptr<const std::vector<JobView>> frozen_;
   size_t frozen_size_ = 0;
-  std::vector<JobView> own_;
+  std::deque<JobView> own_;  // (a deque: views of entries stay valid while entries are added)
   // Per leaf queue: a heap of entry numbers (front = next).
   std::vector<std::vector<int32_t>> heaps_;
-  // Per leaf queue, victim mode: entries popped so far.
+  // Per leaf queue, victim mode: entries popped so far; the same entries then the heap's front
+  // as views (what VictimsOf returns), and whether that front is present.
   std::vector<std::vector<int32_t>> popped_;
+  std::vector<std::vector<const JobView*>> victims_;
+  std::vector<char> has_front_;
   // Per queue: number of queued entries in its subtree.
   std::vector<int> active_jobs_;
   std::vector<QueueId> roots_;
   size_t size_ = 0;
+  uint64_t serial_ = 0;  // names this queue's victim lists
 };
 
 }  // namespace gantry

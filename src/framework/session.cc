@@ -98,8 +98,19 @@ void Session::CountPod(PodId p, int sign) {
   if (s == PodStatus::kPending) c.pending += sign;
 }
 
+namespace {
+uint64_t StatusHash(PodId p, PodStatus s) {
+  uint64_t h = (static_cast<uint64_t>(static_cast<uint32_t>(p)) << 16) ^ Bits(s);
+  h *= 0x9E3779B97F4A7C15ULL;
+  h ^= h >> 29;
+  h *= 0xBF58476D1CE4E5B9ULL;
+  return h ^ (h >> 32);
+}
+}  // namespace
+
 void Session::SetPodStatus(PodId p, PodStatus s) {
   if (const JobId j = cluster_.pods[p].job; j != kNone) ++job_version_[j];
+  status_fingerprint_ ^= StatusHash(p, pods_[p].status) ^ StatusHash(p, s);
   CountPod(p, -1);
   pods_[p].status = s;
   CountPod(p, +1);
@@ -296,8 +307,7 @@ bool Session::PodSetViewLess(const JobView& v, int32_t l, int32_t r) const {
 }
 
 bool Session::QueueLess(QueueId l, QueueId r, const JobView* l_job, const JobView* r_job,
-                        std::span<const JobView* const> l_victims,
-                        std::span<const JobView* const> r_victims) const {
+                        const VictimList& l_victims, const VictimList& r_victims) const {
   for (const auto& fn : queue_order_fns_) {
     if (int c = fn(*this, l, r, l_job, r_job, l_victims, r_victims); c != 0) return c < 0;
   }

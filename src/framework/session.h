@@ -114,11 +114,21 @@ struct ScenarioInfo {
 using JobOrderFn = std::function<int(const Session&, const JobView&, const JobView&)>;
 using TaskOrderFn = std::function<int(const Session&, PodId, PodId)>;
 using PodSetOrderFn = std::function<int(const Session&, const JobView&, int32_t, int32_t)>;
+// The victims that stand for a queue when ordering victims: the jobs taken from it so far, then
+// its next candidate. `list` names an append-only list (0: none): two VictimLists with the same
+// `list` agree on their first `stable` views, and the views' pods had the same statuses whenever
+// the session's status fingerprint was the same, so a plugin may keep sums over them.
+struct VictimList {
+  std::span<const JobView* const> views;
+  uint64_t list = 0;
+  size_t stable = 0;
+  bool empty() const { return views.empty(); }
+};
+
 // Queue order: l / r queues represented by their best pending job (allocation order) or, when
 // ordering victims, by their victim jobs so far (the job ids are then kNone).
-using QueueOrderFn =
-    std::function<int(const Session&, QueueId, QueueId, const JobView*, const JobView*,
-                      std::span<const JobView* const>, std::span<const JobView* const>)>;
+using QueueOrderFn = std::function<int(const Session&, QueueId, QueueId, const JobView*,
+                                       const JobView*, const VictimList&, const VictimList&)>;
 // Called once per pod before its nodes are scored, with the candidate node set.
 using NodePreOrderFn = std::function<void(Session&, PodId, std::span<const NodeId>)>;
 using NodeOrderFn = std::function<double(const Session&, PodId, NodeId)>;
@@ -182,6 +192,9 @@ class Session {
   std::span<const double> non_allocated_gpus() const { return non_allocated_gpus_; }
   // Changes whenever a pod is added to or removed from a node (for plugin caches).
   uint64_t placement_epoch() const { return placement_epoch_; }
+  // A hash of every pod's status (XOR over pods of a hash of pod and status): the same value
+  // again when statuses are restored, e.g. by a rollback (for plugin caches).
+  uint64_t status_fingerprint() const { return status_fingerprint_; }
 
   // Job-level derived facts (KAI's PodGroupInfo helpers).
   int NumAllocatedLike(JobId j) const;
@@ -252,8 +265,7 @@ class Session {
   bool PodSetLess(JobId j, int32_t l, int32_t r) const;
   bool PodSetViewLess(const JobView& v, int32_t l, int32_t r) const;
   bool QueueLess(QueueId l, QueueId r, const JobView* l_job, const JobView* r_job,
-                 std::span<const JobView* const> l_victims,
-                 std::span<const JobView* const> r_victims) const;
+                 const VictimList& l_victims, const VictimList& r_victims) const;
   std::optional<std::string> PrePredicate(PodId p);
   // Resource fit on idle + releasing, then every predicate. Records the reason of a failure in
   // the pod's fit errors when `record` is set.
@@ -342,6 +354,7 @@ class Session {
   std::vector<std::vector<std::string>> gpu_groups_;
   std::vector<NodeId> all_nodes_;
   uint64_t placement_epoch_ = 0;
+  uint64_t status_fingerprint_ = 0;
   // Whole GPUs not allocated (idle + releasing) per node, kept in a flat array: the first,
   // cheapest filter when ranking nodes for a pod.
   std::vector<double> non_allocated_gpus_;

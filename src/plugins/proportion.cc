@@ -1,6 +1,7 @@
 #include "plugins/proportion.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -326,10 +327,11 @@ class ProportionPlugin : public Plugin {
     }
     ComputeFairShares(c, total_, k_value_, shares_);
 
-    ssn.AddQueueOrderFn(
-        [this](const Session& s, QueueId l, QueueId r, const JobView* lj, const JobView* rj,
-               std::span<const JobView* const> lv,
-               std::span<const JobView* const> rv) { return QueueOrder(s, l, r, lj, rj, lv, rv); });
+    victim_sums_.assign(c.queues.size(), {});
+    ssn.AddQueueOrderFn([this](const Session& s, QueueId l, QueueId r, const JobView* lj,
+                               const JobView* rj, const VictimList& lv, const VictimList& rv) {
+      return QueueOrder(s, l, r, lj, rj, lv, rv);
+    });
     ssn.AddJobCapacityFn([this](const Session& s, JobId j, std::span<const PodId> pods) {
       return CheckCapacity(s, j, Requested(s.cluster(), pods), /*check_limit=*/true);
     });
@@ -569,9 +571,49 @@ class ProportionPlugin : public Plugin {
     return true;
   }
 
+  // A queue's allocation minus the allocation of a victim list's first `count` views, subtracted
+  // one view at a time in list order, from `start`.
+  struct VictimSum {
+    uint64_t list = 0;
+    uint64_t fingerprint = 0;
+    size_t count = 0;
+    Quantities start;
+    Quantities value;
+  };
+
+  // tmp.allocated = start - each victim's allocation, in order (KAI's queue share without the
+  // victims). The part over the list's stable views is remembered per queue and continued when
+  // the same list has grown: the same subtractions in the same order, so the same bits.
+  Quantities AllocatedWithoutVictims(const Session& s, QueueId q, const Quantities& start,
+                                     const VictimList& victims) const {
+    auto subtract = [&](Quantities& value, const JobView* v) {
+      const Quantities va = s.ViewAllocated(*v);
+      for (auto res : kQueueResources) value[res] -= va[res];
+    };
+    auto same_bits = [](const Quantities& a, const Quantities& b) {
+      for (auto res : kQueueResources) {
+        if (std::bit_cast<uint64_t>(a[res]) != std::bit_cast<uint64_t>(b[res])) return false;
+      }
+      return true;
+    };
+    Quantities value = start;
+    size_t i = 0;
+    if (victims.list != 0) {
+      VictimSum& memo = victim_sums_[q];
+      if (memo.list == victims.list && memo.fingerprint == s.status_fingerprint() &&
+          memo.count <= victims.stable && same_bits(memo.start, start)) {
+        value = memo.value;
+        i = memo.count;
+      }
+      for (; i < victims.stable; ++i) subtract(value, victims.views[i]);
+      memo = {victims.list, s.status_fingerprint(), victims.stable, start, value};
+    }
+    for (; i < victims.views.size(); ++i) subtract(value, victims.views[i]);
+    return value;
+  }
+
   int QueueOrder(const Session& s, QueueId l, QueueId r, const JobView* lj, const JobView* rj,
-                 std::span<const JobView* const> lvictims,
-                 std::span<const JobView* const> rvictims) const {
+                 const VictimList& lvictims, const VictimList& rvictims) const {
     const QueueShare& ls = shares_[l];
     const QueueShare& rs = shares_[r];
     // (1) Queues over their fair share in every resource go last.
@@ -607,18 +649,20 @@ class ProportionPlugin : public Plugin {
     if (lviol && !rviol) return 1;
     if (!lviol && rviol) return -1;
     // (5) Smaller dominant share including the job (or without the victims, for victim order).
-    auto share_with = [&](const QueueShare& sh, const Quantities& req,
-                          std::span<const JobView* const> victims) {
+    auto share_with = [&](QueueId q, const QueueShare& sh, const Quantities& req,
+                          const VictimList& victims) {
       QueueShare tmp = sh;
       for (auto res : kQueueResources) tmp[res].allocated += req[res];
-      for (const JobView* v : victims) {
-        const Quantities va = s.ViewAllocated(*v);
-        for (auto res : kQueueResources) tmp[res].allocated -= va[res];
+      if (!victims.empty()) {
+        Quantities start;
+        for (auto res : kQueueResources) start[res] = tmp[res].allocated;
+        const Quantities without = AllocatedWithoutVictims(s, q, start, victims);
+        for (auto res : kQueueResources) tmp[res].allocated = without[res];
       }
       return tmp.DominantShare(total_);
     };
-    const double lshare = share_with(ls, lreq, lvictims);
-    const double rshare = share_with(rs, rreq, rvictims);
+    const double lshare = share_with(l, ls, lreq, lvictims);
+    const double rshare = share_with(r, rs, rreq, rvictims);
     if (lshare < rshare) return -1;
     if (lshare > rshare) return 1;
     // (6) Smaller dominant share without it.
@@ -642,6 +686,8 @@ class ProportionPlugin : public Plugin {
   double reclaimer_multiplier_;
   Quantities total_;
   std::vector<QueueShare> shares_;
+  // Per queue: the last victim-list sum QueueOrder computed for it.
+  mutable std::vector<VictimSum> victim_sums_;
   // Queue shares frozen when a reclaim solution search starts (KAI validates against these).
   std::vector<QueueShare> simulation_shares_;
 };
