@@ -1,6 +1,7 @@
 #include "actions/solver.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -693,17 +694,59 @@ std::vector<PodId> TasksToEvict(const Session& ssn, const JobView& view, bool& h
 }
 
 namespace {
-std::string QueueDetails(const Session& ssn, QueueId q) {
+std::string QueueDetailsText(const Queue& queue, const std::optional<Quantities>& allocated,
+                             const std::optional<Quantities>& deserved,
+                             const std::optional<Quantities>& fair_share) {
   auto text = [](const std::optional<Quantities>& v) {
     if (!v) return std::string("?");
     return "GPU: " + Humanize((*v)[QueueResource::kGpu], 1) +
            ", CPU: " + Humanize((*v)[QueueResource::kCpu], 1000) +
            " (cores), memory: " + Humanize((*v)[QueueResource::kMemory], 1e9) + " (GB)";
   };
+  return queue.name + " uses <" + text(allocated) + "> with a quota of <" + text(deserved) +
+         ">, fair-share of <" + text(fair_share) + "> and queue priority of <" +
+         std::to_string(queue.priority) + ">.";
+}
+
+bool SameBits(const std::optional<Quantities>& a, const std::optional<Quantities>& b) {
+  if (a.has_value() != b.has_value()) return false;
+  if (!a) return true;
+  for (auto res : kQueueResources) {
+    if (std::bit_cast<uint64_t>((*a)[res]) != std::bit_cast<uint64_t>((*b)[res])) return false;
+  }
+  return true;
+}
+
+// The text is a function of the queue's name, priority and three quantities: the last text per
+// queue id is kept with its inputs and reused when they are all the same (eviction messages of
+// one decision name the same two queues again and again).
+std::string QueueDetails(const Session& ssn, QueueId q) {
+  struct Memo {
+    bool valid = false;
+    std::string name;
+    int priority = 0;
+    std::optional<Quantities> allocated, deserved, fair_share;
+    std::string text;
+  };
+  thread_local std::vector<Memo> memos;
   const Queue& queue = ssn.cluster().queues[q];
-  return queue.name + " uses <" + text(ssn.QueueAllocated(q)) + "> with a quota of <" +
-         text(ssn.QueueDeserved(q)) + ">, fair-share of <" + text(ssn.QueueFairShare(q)) +
-         "> and queue priority of <" + std::to_string(queue.priority) + ">.";
+  const auto allocated = ssn.QueueAllocated(q);
+  const auto deserved = ssn.QueueDeserved(q);
+  const auto fair_share = ssn.QueueFairShare(q);
+  if (memos.size() <= static_cast<size_t>(q)) memos.resize(static_cast<size_t>(q) + 1);
+  Memo& m = memos[static_cast<size_t>(q)];
+  if (!m.valid || m.name != queue.name || m.priority != queue.priority ||
+      !SameBits(m.allocated, allocated) || !SameBits(m.deserved, deserved) ||
+      !SameBits(m.fair_share, fair_share)) {
+    m = {true,
+         queue.name,
+         queue.priority,
+         allocated,
+         deserved,
+         fair_share,
+         QueueDetailsText(queue, allocated, deserved, fair_share)};
+  }
+  return m.text;
 }
 }  // namespace
 
