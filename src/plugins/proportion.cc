@@ -489,16 +489,26 @@ class ProportionPlugin : public Plugin {
 
     // Resources the scenario takes from each queue: one entry per elastic pod beyond a pod
     // set's minimum, one for the rest; pods placed again (consolidated) do not count.
-    std::map<QueueId, std::vector<Quantities>> taken;
+    // (Scratch buffers, so a validation allocates nothing per victim.)
+    std::vector<std::pair<QueueId, Quantities>>& taken = taken_scratch_;
+    taken.clear();
     for (const auto& [victim_job, pods] : sc.victims) {
       const Job& vj = c.jobs[victim_job];
-      std::map<int32_t, std::vector<PodId>> by_set;
-      for (PodId p : pods) by_set[c.pods[p].pod_set].push_back(p);
-      std::vector<PodId> core, elastic;
-      for (auto& [set, set_pods] : by_set) {
+      // The pods by pod set (ascending), in their order within a set.
+      std::vector<std::pair<int32_t, PodId>>& by_set = by_set_scratch_;
+      by_set.clear();
+      for (PodId p : pods) by_set.emplace_back(c.pods[p].pod_set, p);
+      std::stable_sort(by_set.begin(), by_set.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      std::vector<PodId>& core = core_scratch_;
+      std::vector<PodId>& elastic = elastic_scratch_;
+      core.clear();
+      elastic.clear();
+      for (size_t i = 0; i < by_set.size();) {
+        const int32_t set = by_set[i].first;
         const size_t min = static_cast<size_t>(std::max(0, vj.pod_sets[set].min_available));
-        for (size_t i = 0; i < set_pods.size(); ++i) {
-          (i < min ? core : elastic).push_back(set_pods[i]);
+        for (size_t k = 0; i < by_set.size() && by_set[i].first == set; ++i, ++k) {
+          (k < min ? core : elastic).push_back(by_set[i].second);
         }
       }
       auto counted = [&](std::span<const PodId> group) -> std::optional<Quantities> {
@@ -512,10 +522,13 @@ class ProportionPlugin : public Plugin {
         return any ? std::optional<Quantities>(q) : std::nullopt;
       };
       for (PodId p : elastic) {
-        if (auto q = counted(std::span<const PodId>(&p, 1))) taken[vj.queue].push_back(*q);
+        if (auto q = counted(std::span<const PodId>(&p, 1))) taken.emplace_back(vj.queue, *q);
       }
-      if (auto q = counted(core)) taken[vj.queue].push_back(*q);
+      if (auto q = counted(core)) taken.emplace_back(vj.queue, *q);
     }
+    // By queue (ascending), each queue's entries in the order they were taken.
+    std::stable_sort(taken.begin(), taken.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
 
     std::map<QueueId, Quantities> remaining;
     std::map<QueueId, std::array<bool, 3>> involved;
@@ -524,15 +537,19 @@ class ProportionPlugin : public Plugin {
       if (it == remaining.end()) it = remaining.emplace(q, queues[q].Allocated()).first;
       return it->second;
     };
-    for (const auto& [reclaimee_leaf, list] : taken) {
+    for (size_t begin = 0; begin < taken.size();) {
+      const QueueId reclaimee_leaf = taken[begin].first;
+      size_t end = begin;
+      while (end < taken.size() && taken[end].first == reclaimee_leaf) ++end;
       const auto [rq, eq] = Leveled(c, reclaimer.queue, reclaimee_leaf);
       std::array<bool, 3> inv{};
-      for (const auto& q : list) {
-        const auto i = Involved(q);
+      for (size_t e = begin; e < end; ++e) {
+        const auto i = Involved(taken[e].second);
         for (int k = 0; k < 3; ++k) inv[k] = inv[k] || i[k];
       }
       involved[reclaimee_leaf] = inv;
-      for (const auto& q : list) {
+      for (size_t e = begin; e < end; ++e) {
+        const Quantities& q = taken[e].second;
         if (!FitsReclaimStrategy(required, queues[rq], queues[eq], remaining_of(eq))) return false;
         for (QueueId a = reclaimee_leaf; a != kNone; a = c.queues[a].parent) {
           remaining_of(a) -= q;
@@ -540,6 +557,7 @@ class ProportionPlugin : public Plugin {
           for (int k = 0; k < 3; ++k) ia[k] = ia[k] || inv[k];
         }
       }
+      begin = end;
     }
 
     const auto reclaimer_involved = Involved(required);
@@ -686,6 +704,10 @@ class ProportionPlugin : public Plugin {
   double reclaimer_multiplier_;
   Quantities total_;
   std::vector<QueueShare> shares_;
+  // Scratch buffers of Reclaimable.
+  mutable std::vector<std::pair<QueueId, Quantities>> taken_scratch_;
+  mutable std::vector<std::pair<int32_t, PodId>> by_set_scratch_;
+  mutable std::vector<PodId> core_scratch_, elastic_scratch_;
   // Per queue: the last victim-list sum QueueOrder computed for it.
   mutable std::vector<VictimSum> victim_sums_;
   // Queue shares frozen when a reclaim solution search starts (KAI validates against these).
