@@ -597,11 +597,16 @@ class ProportionPlugin : public Plugin {
     size_t count = 0;
     Quantities start;
     Quantities value;
+    // The same continued over one more view (the list's next candidate), when there is one.
+    const JobView* tail = nullptr;
+    Quantities tail_value;
   };
 
   // tmp.allocated = start - each victim's allocation, in order (KAI's queue share without the
   // victims). The part over the list's stable views is remembered per queue and continued when
-  // the same list has grown: the same subtractions in the same order, so the same bits.
+  // the same list has grown: the same subtractions in the same order, so the same bits. So is
+  // the result over all the views when the list's next candidate is the same entry (a list's
+  // entries do not change while it has its name).
   Quantities AllocatedWithoutVictims(const Session& s, QueueId q, const Quantities& start,
                                      const VictimList& victims) const {
     auto subtract = [&](Quantities& value, const JobView* v) {
@@ -616,17 +621,30 @@ class ProportionPlugin : public Plugin {
     };
     Quantities value = start;
     size_t i = 0;
-    if (victims.list != 0) {
-      VictimSum& memo = victim_sums_[q];
-      if (memo.list == victims.list && memo.fingerprint == s.status_fingerprint() &&
-          memo.count <= victims.stable && same_bits(memo.start, start)) {
-        value = memo.value;
-        i = memo.count;
-      }
-      for (; i < victims.stable; ++i) subtract(value, victims.views[i]);
-      memo = {victims.list, s.status_fingerprint(), victims.stable, start, value};
+    if (victims.list == 0) {
+      for (const JobView* v : victims.views) subtract(value, v);
+      return value;
     }
+    VictimSum& memo = victim_sums_[q];
+    const bool same_list = memo.list == victims.list &&
+                           memo.fingerprint == s.status_fingerprint() &&
+                           same_bits(memo.start, start);
+    const JobView* tail =
+        victims.views.size() == victims.stable + 1 ? victims.views[victims.stable] : nullptr;
+    if (same_list && memo.count == victims.stable && tail != nullptr && memo.tail == tail) {
+      return memo.tail_value;
+    }
+    if (same_list && memo.count <= victims.stable) {
+      value = memo.value;
+      i = memo.count;
+    }
+    for (; i < victims.stable; ++i) subtract(value, victims.views[i]);
+    memo = {victims.list, s.status_fingerprint(), victims.stable, start, value, nullptr, {}};
     for (; i < victims.views.size(); ++i) subtract(value, victims.views[i]);
+    if (tail != nullptr) {
+      memo.tail = tail;
+      memo.tail_value = value;
+    }
     return value;
   }
 
