@@ -733,6 +733,9 @@ std::string QueueDetails(const Session& ssn, QueueId q) {
   const auto allocated = ssn.QueueAllocated(q);
   const auto deserved = ssn.QueueDeserved(q);
   const auto fair_share = ssn.QueueFairShare(q);
+  if (!ssn.params().solver_shortcuts) {
+    return QueueDetailsText(queue, allocated, deserved, fair_share);
+  }
   if (memos.size() <= static_cast<size_t>(q)) memos.resize(static_cast<size_t>(q) + 1);
   Memo& m = memos[static_cast<size_t>(q)];
   if (!m.valid || m.name != queue.name || m.priority != queue.priority ||

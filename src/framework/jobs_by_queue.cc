@@ -17,9 +17,11 @@ JobsByQueue::JobsByQueue(const Session& ssn, JobsOrderOptions options)
   const auto& queues = ssn.cluster().queues;
   heaps_.resize(queues.size());
   popped_.resize(queues.size());
+  changes_.assign(queues.size() + 1, 0);
   if (options_.victim_queue) {
     victims_.resize(queues.size());
     has_front_.assign(queues.size(), 0);
+    best_memo_.assign(queues.size() + 1, {});
   }
   active_jobs_.assign(queues.size(), 0);
   for (QueueId q = 0; q < static_cast<QueueId>(queues.size()); ++q) {
@@ -63,8 +65,34 @@ JobsByQueue::JobsByQueue(const JobsByQueue& other)
       active_jobs_(other.active_jobs_),
       roots_(other.roots_),
       size_(other.size_),
-      serial_(NextSerial()) {
+      serial_(NextSerial()),
+      changes_(other.changes_),
+      best_memo_(other.best_memo_.size()) {
   RebuildVictimViews();
+}
+
+void JobsByQueue::NoteChange(QueueId leaf) {
+  const auto& queues = ssn_.cluster().queues;
+  for (QueueId a = leaf; a != kNone; a = queues[a].parent) ++changes_[static_cast<size_t>(a) + 1];
+  ++changes_[0];
+}
+
+QueueId JobsByQueue::BestChildOf(QueueId parent) const {
+  const auto& queues = ssn_.cluster().queues;
+  const std::vector<QueueId>& candidates = parent == kNone ? roots_ : queues[parent].children;
+  if (!options_.victim_queue || !ssn_.params().solver_shortcuts ||
+      !ssn_.VictimQueueOrderDependsOnlyOnStatuses()) {
+    return BestChild(candidates);
+  }
+  const size_t slot = parent == kNone ? 0 : static_cast<size_t>(parent) + 1;
+  BestMemo& memo = best_memo_[slot];
+  if (memo.valid && memo.changes == changes_[slot] &&
+      memo.fingerprint == ssn_.status_fingerprint()) {
+    return memo.best;
+  }
+  const QueueId best = BestChild(candidates);
+  best_memo_[slot] = {true, changes_[slot], ssn_.status_fingerprint(), best};
+  return best;
 }
 
 void JobsByQueue::RebuildVictimViews() {
@@ -115,6 +143,7 @@ void JobsByQueue::PushView(JobView v) {
   std::push_heap(heap.begin(), heap.end(), [this](int32_t a, int32_t b) { return HeapLess(a, b); });
   RefreshFront(q);
   for (QueueId a = q; a != kNone; a = cluster.queues[a].parent) ++active_jobs_[a];
+  NoteChange(q);
   ++size_;
 }
 
@@ -128,6 +157,7 @@ void JobsByQueue::PushMany(const std::vector<JobId>& jobs) {
     if (std::find(touched.begin(), touched.end(), q) == touched.end()) touched.push_back(q);
     heaps_[q].push_back(AddEntry(JobView{j, false, {}}));
     for (QueueId a = q; a != kNone; a = cluster.queues[a].parent) ++active_jobs_[a];
+    NoteChange(q);
     ++size_;
   }
   for (QueueId q : touched) {
@@ -140,7 +170,7 @@ void JobsByQueue::PushMany(const std::vector<JobId>& jobs) {
 const JobView* JobsByQueue::Best(QueueId q) const {
   const auto& queues = ssn_.cluster().queues;
   while (!queues[q].IsLeaf()) {
-    q = BestChild(queues[q].children);
+    q = BestChildOf(q);
     if (q == kNone) return nullptr;
   }
   return heaps_[q].empty() ? nullptr : &Entry(heaps_[q].front());
@@ -149,7 +179,7 @@ const JobView* JobsByQueue::Best(QueueId q) const {
 VictimList JobsByQueue::VictimsOf(QueueId q) const {
   const auto& queues = ssn_.cluster().queues;
   while (!queues[q].IsLeaf()) {
-    q = BestChild(queues[q].children);
+    q = BestChildOf(q);
     if (q == kNone) return {};
   }
   // Popped entries only grow, so (serial, leaf) names an append-only list.
@@ -195,8 +225,8 @@ QueueId JobsByQueue::BestChild(const std::vector<QueueId>& candidates) const {
 
 QueueId JobsByQueue::NextLeaf() const {
   const auto& queues = ssn_.cluster().queues;
-  QueueId q = BestChild(roots_);
-  while (q != kNone && !queues[q].IsLeaf()) q = BestChild(queues[q].children);
+  QueueId q = BestChildOf(kNone);
+  while (q != kNone && !queues[q].IsLeaf()) q = BestChildOf(q);
   return q;
 }
 
@@ -215,6 +245,7 @@ JobView JobsByQueue::PopNextView() {
   }
   const auto& queues = ssn_.cluster().queues;
   for (QueueId a = q; a != kNone; a = queues[a].parent) --active_jobs_[a];
+  NoteChange(q);
   --size_;
   return v;
 }

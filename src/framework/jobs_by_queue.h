@@ -59,6 +59,12 @@ class JobsByQueue {
   // Best entry of a queue subtree, or nullptr.
   const JobView* Best(QueueId q) const;
   QueueId BestChild(const std::vector<QueueId>& candidates) const;
+  // BestChild over the children of `parent` (kNone: the roots). With the solver shortcuts on, in
+  // victim mode, when the queue order depends only on pod statuses, the answer is kept while
+  // nothing in the parent's subtree was pushed or popped and the statuses are the same (the
+  // session's status fingerprint; the solver pops a victims queue in one state only).
+  QueueId BestChildOf(QueueId parent) const;
+  void NoteChange(QueueId leaf);
   QueueId NextLeaf() const;
   bool HasJobs(QueueId q) const { return active_jobs_[q] > 0; }
   bool EntryLess(const JobView& a, const JobView& b) const;
@@ -92,6 +98,16 @@ class JobsByQueue {
   std::vector<QueueId> roots_;
   size_t size_ = 0;
   uint64_t serial_ = 0;  // names this queue's victim lists
+  // Per queue (index + 1; 0: the roots): pushes and pops in its subtree so far, and the last
+  // BestChildOf answer with the counter and the status fingerprint it was computed at.
+  struct BestMemo {
+    bool valid = false;
+    uint64_t changes = 0;
+    uint64_t fingerprint = 0;
+    QueueId best = kNone;
+  };
+  std::vector<uint64_t> changes_;
+  mutable std::vector<BestMemo> best_memo_;
 };
 
 }  // namespace gantry

@@ -218,9 +218,15 @@ class Session {
     if (!Disabled("task_order")) task_order_fns_.push_back(std::move(fn));
   }
   void AddPodSetOrderFn(PodSetOrderFn fn) { pod_set_order_fns_.push_back(std::move(fn)); }
-  void AddQueueOrderFn(QueueOrderFn fn) {
-    if (!Disabled("queue_order")) queue_order_fns_.push_back(std::move(fn));
+  // `victim_order_status_only`: in victim order (no jobs, victim lists) the function's answer
+  // depends only on the queues, the victim lists and the pods' statuses (so a victims queue may
+  // keep its answers while none of these changed).
+  void AddQueueOrderFn(QueueOrderFn fn, bool victim_order_status_only = false) {
+    if (Disabled("queue_order")) return;
+    queue_order_fns_.push_back(std::move(fn));
+    victim_order_status_only_ = victim_order_status_only_ && victim_order_status_only;
   }
+  bool VictimQueueOrderDependsOnlyOnStatuses() const { return victim_order_status_only_; }
   void AddNodePreOrderFn(NodePreOrderFn fn) { node_pre_order_fns_.push_back(std::move(fn)); }
   void AddNodeOrderFn(NodeOrderFn fn) {
     if (!Disabled("node_order")) node_order_fns_.push_back(std::move(fn));
@@ -369,6 +375,7 @@ class Session {
   std::vector<TaskOrderFn> task_order_fns_;
   std::vector<PodSetOrderFn> pod_set_order_fns_;
   std::vector<QueueOrderFn> queue_order_fns_;
+  bool victim_order_status_only_ = true;
   std::vector<NodePreOrderFn> node_pre_order_fns_;
   std::vector<NodeOrderFn> node_order_fns_;
   std::vector<PrePredicateFn> pre_predicate_fns_;

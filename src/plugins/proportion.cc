@@ -328,10 +328,24 @@ class ProportionPlugin : public Plugin {
     ComputeFairShares(c, total_, k_value_, shares_);
 
     victim_sums_.assign(c.queues.size(), {});
-    ssn.AddQueueOrderFn([this](const Session& s, QueueId l, QueueId r, const JobView* lj,
-                               const JobView* rj, const VictimList& lv, const VictimList& rv) {
-      return QueueOrder(s, l, r, lj, rj, lv, rv);
-    });
+    // Queue shares are sums of pod quantities, added and taken away as pods come and go. With
+    // whole numbers only (well inside a double's exact range) those sums are exact, so the
+    // shares are a function of the pods' statuses: so is the victim order.
+    double magnitude = 0;
+    bool whole = true;
+    for (const Pod& pod : c.pods) {
+      const Quantities q = PodQuantities(c, pod);
+      for (auto res : kQueueResources) {
+        whole = whole && q[res] == std::floor(q[res]);
+        magnitude += std::abs(q[res]);
+      }
+    }
+    const bool status_only = whole && magnitude < 0x1p52;
+    ssn.AddQueueOrderFn(
+        [this](const Session& s, QueueId l, QueueId r, const JobView* lj, const JobView* rj,
+               const VictimList& lv,
+               const VictimList& rv) { return QueueOrder(s, l, r, lj, rj, lv, rv); },
+        status_only);
     ssn.AddJobCapacityFn([this](const Session& s, JobId j, std::span<const PodId> pods) {
       return CheckCapacity(s, j, Requested(s.cluster(), pods), /*check_limit=*/true);
     });
@@ -621,7 +635,7 @@ class ProportionPlugin : public Plugin {
     };
     Quantities value = start;
     size_t i = 0;
-    if (victims.list == 0) {
+    if (victims.list == 0 || !s.params().solver_shortcuts) {
       for (const JobView* v : victims.views) subtract(value, v);
       return value;
     }
