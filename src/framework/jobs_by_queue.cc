@@ -18,10 +18,10 @@ JobsByQueue::JobsByQueue(const Session& ssn, JobsOrderOptions options)
   heaps_.resize(queues.size());
   popped_.resize(queues.size());
   changes_.assign(queues.size() + 1, 0);
+  best_memo_.assign(queues.size() + 1, {});
   if (options_.victim_queue) {
     victims_.resize(queues.size());
     has_front_.assign(queues.size(), 0);
-    best_memo_.assign(queues.size() + 1, {});
   }
   active_jobs_.assign(queues.size(), 0);
   for (QueueId q = 0; q < static_cast<QueueId>(queues.size()); ++q) {
@@ -80,8 +80,7 @@ void JobsByQueue::NoteChange(QueueId leaf) {
 QueueId JobsByQueue::BestChildOf(QueueId parent) const {
   const auto& queues = ssn_.cluster().queues;
   const std::vector<QueueId>& candidates = parent == kNone ? roots_ : queues[parent].children;
-  if (!options_.victim_queue || !ssn_.params().solver_shortcuts ||
-      !ssn_.VictimQueueOrderDependsOnlyOnStatuses()) {
+  if (!ssn_.params().solver_shortcuts || !ssn_.QueueOrderDependsOnlyOnPodStates()) {
     return BestChild(candidates);
   }
   const size_t slot = parent == kNone ? 0 : static_cast<size_t>(parent) + 1;

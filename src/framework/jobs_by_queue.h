@@ -59,10 +59,10 @@ class JobsByQueue {
   // Best entry of a queue subtree, or nullptr.
   const JobView* Best(QueueId q) const;
   QueueId BestChild(const std::vector<QueueId>& candidates) const;
-  // BestChild over the children of `parent` (kNone: the roots). With the solver shortcuts on, in
-  // victim mode, when the queue order depends only on pod statuses, the answer is kept while
-  // nothing in the parent's subtree was pushed or popped and the statuses are the same (the
-  // session's status fingerprint; the solver pops a victims queue in one state only).
+  // BestChild over the children of `parent` (kNone: the roots). With the solver shortcuts on,
+  // when the queue order depends only on pod states, the answer is kept while nothing in the
+  // parent's subtree was pushed or popped and the pods' states are the same (the session's
+  // status fingerprint): the heaps' fronts and every input of the queue order are then the same.
   QueueId BestChildOf(QueueId parent) const;
   void NoteChange(QueueId leaf);
   QueueId NextLeaf() const;

@@ -192,8 +192,9 @@ class Session {
   std::span<const double> non_allocated_gpus() const { return non_allocated_gpus_; }
   // Changes whenever a pod is added to or removed from a node (for plugin caches).
   uint64_t placement_epoch() const { return placement_epoch_; }
-  // A hash of every pod's status (XOR over pods of a hash of pod and status): the same value
-  // again when statuses are restored, e.g. by a rollback (for plugin caches).
+  // A hash of every pod's status and virtual flag (XOR over pods of hashes of pod and status and
+  // of the pods whose flag is set): the same value again when they are restored, e.g. by a
+  // rollback (for caches).
   uint64_t status_fingerprint() const { return status_fingerprint_; }
 
   // Job-level derived facts (KAI's PodGroupInfo helpers).
@@ -218,15 +219,15 @@ class Session {
     if (!Disabled("task_order")) task_order_fns_.push_back(std::move(fn));
   }
   void AddPodSetOrderFn(PodSetOrderFn fn) { pod_set_order_fns_.push_back(std::move(fn)); }
-  // `victim_order_status_only`: in victim order (no jobs, victim lists) the function's answer
-  // depends only on the queues, the victim lists and the pods' statuses (so a victims queue may
-  // keep its answers while none of these changed).
-  void AddQueueOrderFn(QueueOrderFn fn, bool victim_order_status_only = false) {
+  // `pod_states_only`: the function's answer depends only on the queues, the jobs or victim
+  // lists given, and the pods' statuses and virtual flags (so a job order may keep its answers
+  // while none of these changed).
+  void AddQueueOrderFn(QueueOrderFn fn, bool pod_states_only = false) {
     if (Disabled("queue_order")) return;
     queue_order_fns_.push_back(std::move(fn));
-    victim_order_status_only_ = victim_order_status_only_ && victim_order_status_only;
+    queue_order_pod_states_only_ = queue_order_pod_states_only_ && pod_states_only;
   }
-  bool VictimQueueOrderDependsOnlyOnStatuses() const { return victim_order_status_only_; }
+  bool QueueOrderDependsOnlyOnPodStates() const { return queue_order_pod_states_only_; }
   void AddNodePreOrderFn(NodePreOrderFn fn) { node_pre_order_fns_.push_back(std::move(fn)); }
   void AddNodeOrderFn(NodeOrderFn fn) {
     if (!Disabled("node_order")) node_order_fns_.push_back(std::move(fn));
@@ -324,6 +325,7 @@ class Session {
   void SetPodStatus(PodId p, PodStatus s);
   void SetPodNode(PodId p, NodeId n) { pods_[p].node = n; }
   void SetVirtual(PodId p, bool v) {
+    if (pods_[p].virtual_status != v) status_fingerprint_ ^= VirtualHash(p);
     pods_[p].virtual_status = v;
     if (const JobId j = cluster_.pods[p].job; j != kNone) ++job_version_[j];
   }
@@ -348,6 +350,11 @@ class Session {
 
  private:
   void CountPod(PodId p, int sign);
+  static uint64_t VirtualHash(PodId p) {
+    uint64_t h =
+        (static_cast<uint64_t>(static_cast<uint32_t>(p)) + 0x51ED27) * 0xD6E8FEB86659FD93ULL;
+    return h ^ (h >> 31);
+  }
 
   const Cluster& cluster_;
   const SchedulerConfig& config_;
@@ -375,7 +382,7 @@ class Session {
   std::vector<TaskOrderFn> task_order_fns_;
   std::vector<PodSetOrderFn> pod_set_order_fns_;
   std::vector<QueueOrderFn> queue_order_fns_;
-  bool victim_order_status_only_ = true;
+  bool queue_order_pod_states_only_ = true;
   std::vector<NodePreOrderFn> node_pre_order_fns_;
   std::vector<NodeOrderFn> node_order_fns_;
   std::vector<PrePredicateFn> pre_predicate_fns_;

@@ -330,7 +330,8 @@ class ProportionPlugin : public Plugin {
     victim_sums_.assign(c.queues.size(), {});
     // Queue shares are sums of pod quantities, added and taken away as pods come and go. With
     // whole numbers only (well inside a double's exact range) those sums are exact, so the
-    // shares are a function of the pods' statuses: so is the victim order.
+    // shares are a function of the pods' statuses: so is the queue order (its other inputs are
+    // the queues and the jobs' or victims' pods, their statuses and virtual flags).
     double magnitude = 0;
     bool whole = true;
     for (const Pod& pod : c.pods) {
@@ -340,12 +341,12 @@ class ProportionPlugin : public Plugin {
         magnitude += std::abs(q[res]);
       }
     }
-    const bool status_only = whole && magnitude < 0x1p52;
+    const bool pod_states_only = whole && magnitude < 0x1p52;
     ssn.AddQueueOrderFn(
         [this](const Session& s, QueueId l, QueueId r, const JobView* lj, const JobView* rj,
                const VictimList& lv,
                const VictimList& rv) { return QueueOrder(s, l, r, lj, rj, lv, rv); },
-        status_only);
+        pod_states_only);
     ssn.AddJobCapacityFn([this](const Session& s, JobId j, std::span<const PodId> pods) {
       return CheckCapacity(s, j, Requested(s.cluster(), pods), /*check_limit=*/true);
     });
