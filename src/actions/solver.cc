@@ -559,15 +559,22 @@ class Solver {
     for (JobId j : pending_jobs_) {
       if (!is_victim_job_[j]) to_order.push_back(j);
     }
+    size_t victim_entries = 0;
     for (JobId j : victim_jobs) {
-      if (j != job_) to_order.push_back(j);
+      if (j != job_) to_order.push_back(j), ++victim_entries;
     }
     order.PushMany(to_order);
     order.PushView(JobView{job_, true, scenario.pending()});
+    // The entries that do something: the preemptor and the victim jobs. Once all are popped the
+    // rest of the order only skips pending jobs. (An entry the order did not take is never
+    // popped, so the count then never reaches zero.)
+    size_t to_act = 1 + victim_entries;
     bool placed = false;
     bool ok = true;
     while (!order.empty()) {
+      if (ssn_.params().solver_shortcuts && to_act == 0) break;
       JobView v = order.PopNextView();
+      if ((v.job == job_ || is_victim_job_[v.job]) && to_act > 0) --to_act;
       if (v.job == job_) {
         if (!AllocateJobTaskList(ssn_, stmt, nodes, job_, scenario.pending(), true,
                                  /*nodes_cover_free_gpus=*/true)) {
