@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <set>
@@ -327,6 +328,8 @@ class Solver {
           touched_.push_back({pn, ssn_.non_allocated_gpus()[pn], feasible_[pn] != 0});
         }
       }
+      // Decided without evicting: the pre-check the simulation would start with fails.
+      if (ssn_.params().solver_shortcuts && FailsPrecheckAfterEvicting(potential)) continue;
       EvictAll(stmt, potential);
       std::vector<NodeId> added;
       for (PodId p : potential) {
@@ -354,6 +357,49 @@ class Solver {
   }
 
   enum class Outcome { kFailed, kRejected, kSolved };
+
+  // Whether Simulate's pre-check would fail once `potential` is evicted on top of the current
+  // state (the prefix's base state; touched_ holds the nodes of `potential` with their free
+  // GPUs now). Evicting an active pod adds its whole GPUs to its node's idle + releasing, so the
+  // block counts after the evictions are known without evicting. False whenever that is not
+  // exact (then the caller simulates as usual).
+  bool FailsPrecheckAfterEvicting(const std::vector<PodId>& potential) {
+    if (!base_exact_ || potential.empty()) return false;
+    hypothetical_free_.assign(touched_.size(), 0.0);
+    for (size_t i = 0; i < touched_.size(); ++i) hypothetical_free_[i] = touched_[i].base_free;
+    pods_scratch_.assign(potential.begin(), potential.end());
+    std::sort(pods_scratch_.begin(), pods_scratch_.end());
+    if (std::adjacent_find(pods_scratch_.begin(), pods_scratch_.end()) != pods_scratch_.end()) {
+      return false;
+    }
+    for (PodId p : potential) {
+      const PodState& st = ssn_.pod(p);
+      if (st.node == kNone || !IsActiveAllocated(st.status)) return false;
+      const Pod& pod = ssn_.cluster().pods[p];
+      const double gpus = pod.IsSharedGpu() ? 0 : pod.request.gpus;
+      size_t i = 0;
+      while (touched_[i].node != st.node) ++i;
+      hypothetical_free_[i] += gpus;
+    }
+    for (size_t i = 0; i < touched_.size(); ++i) {
+      if (!ExactlySummable(touched_[i].base_free) || !ExactlySummable(hypothetical_free_[i])) {
+        return false;
+      }
+    }
+    return !CouldFitProfile(pending_profile_, [&](double g) {
+      for (const auto& [size, base_value] : base_blocks_) {
+        if (size != g) continue;
+        double value = base_value;
+        for (size_t i = 0; i < touched_.size(); ++i) {
+          value += NodeBlocks(hypothetical_free_[i], g) -
+                   (touched_[i].was_feasible ? NodeBlocks(touched_[i].base_free, g) : 0);
+        }
+        return value;
+      }
+      // Not a size the pending pods ask for: never asked.
+      return std::numeric_limits<double>::infinity();
+    });
+  }
 
   // Places the pending pods (and re-places victims that fit) with `victims` evicted, then asks
   // the validator. kFailed: the pods did not fit (the caller rolls back); kRejected: they fit
@@ -621,6 +667,8 @@ class Solver {
   std::vector<std::pair<double, double>> base_blocks_;
   bool base_exact_ = false;
   std::vector<TouchedNode> touched_;
+  std::vector<double> hypothetical_free_;
+  std::vector<PodId> pods_scratch_;
   uint64_t touched_epoch_ = 0;  // placement epoch right after the scenario's evictions
   std::vector<char> is_victim_job_;
   mutable std::vector<std::pair<double, double>> blocks_cache_;
