@@ -32,8 +32,12 @@ struct ScenarioIndex {
   std::vector<std::vector<int32_t>> groups_of_job;
   std::vector<PodId> touched_pods;
   std::vector<JobId> touched_jobs;
+  // Per node (index node + 1, so kNone is 0): the jobs with potential victims there.
+  std::vector<std::vector<JobId>> jobs_by_node;
+  std::vector<size_t> touched_nodes;
 
-  void Size(size_t pods, size_t jobs) {
+  void Size(size_t pods, size_t jobs, size_t nodes) {
+    if (jobs_by_node.size() != nodes + 1) jobs_by_node.assign(nodes + 1, {});
     if (group_of_pod.size() != pods) {
       group_of_pod.assign(pods, -1);
       recorded.assign(pods, 0);
@@ -52,8 +56,10 @@ struct ScenarioIndex {
       victim_slot[j] = -1;
       groups_of_job[j].clear();
     }
+    for (size_t n : touched_nodes) jobs_by_node[n].clear();
     touched_pods.clear();
     touched_jobs.clear();
+    touched_nodes.clear();
   }
 };
 
@@ -63,7 +69,7 @@ class Scenario {
   Scenario(const Session& ssn, ScenarioIndex& index, JobId preemptor, std::vector<PodId> pending,
            const std::vector<VictimGroup>& recorded)
       : index_(index), preemptor_(preemptor), pending_(std::move(pending)) {
-    index_.Size(ssn.cluster().pods.size(), ssn.cluster().jobs.size());
+    index_.Size(ssn.cluster().pods.size(), ssn.cluster().jobs.size(), ssn.cluster().nodes.size());
     index_.Reset();
     info_.preemptor = preemptor_;
     info_.preemptor_tasks = pending_;
@@ -91,7 +97,9 @@ class Scenario {
     const JobId job = ssn.cluster().pods[tasks.front()].job;
     AppendGroup(job, tasks);
     for (PodId p : tasks) {
-      auto& jobs = potential_jobs_by_node_[ssn.pod(p).node];
+      const size_t slot = static_cast<size_t>(ssn.pod(p).node + 1);
+      auto& jobs = index_.jobs_by_node[slot];
+      if (jobs.empty()) index_.touched_nodes.push_back(slot);
       if (std::find(jobs.begin(), jobs.end(), job) == jobs.end()) jobs.push_back(job);
     }
   }
@@ -101,18 +109,15 @@ class Scenario {
     return potential_tasks_.empty() ? kNone : ssn.cluster().pods[potential_tasks_.back()].job;
   }
 
-  // Every task of every group of the jobs that have potential victims on `node`.
-  std::vector<PodId> VictimTasksFromNode(NodeId node) const {
-    std::vector<PodId> out;
-    auto it = potential_jobs_by_node_.find(node);
-    if (it == potential_jobs_by_node_.end()) return out;
-    for (JobId job : it->second) {
+  // Every task of every group of the jobs that have potential victims on `node`, into `out`.
+  void VictimTasksFromNode(NodeId node, std::vector<PodId>& out) const {
+    out.clear();
+    for (JobId job : index_.jobs_by_node[static_cast<size_t>(node + 1)]) {
       for (int32_t g : index_.groups_of_job[job]) {
         const auto tasks = group_tasks(g);
         out.insert(out.end(), tasks.begin(), tasks.end());
       }
     }
-    return out;
   }
 
   // Index of the group holding `p` (the victim job representative for a task), or -1.
@@ -160,7 +165,6 @@ class Scenario {
   std::vector<PodId> potential_tasks_;
   std::vector<Group> groups_;
   std::vector<PodId> group_pods_;
-  std::map<NodeId, std::vector<JobId>> potential_jobs_by_node_;
   ScenarioInfo info_;  // what validators see: the preemptor's pods and every victim so far
 };
 
@@ -258,7 +262,7 @@ class Solver {
     JobView next = queue.PopNextView();
     bool has_more = false;
     std::vector<PodId> victims = TasksToEvict(ssn_, next, has_more);
-    const std::vector<PodId> all = next.partial ? next.pods : ssn_.cluster().jobs[next.job].pods;
+    const std::vector<PodId>& all = next.partial ? next.pods : ssn_.cluster().jobs[next.job].pods;
     for (PodId p : victims) {
       if (!scenario.IsRecorded(p)) continue;
       // Part of this job is already a recorded victim: consider only the rest later.
@@ -305,7 +309,8 @@ class Solver {
       return false;
     }
     // The nodes of the latest victim job, in name order.
-    std::vector<NodeId> nodes;
+    std::vector<NodeId>& nodes = victim_nodes_scratch_;
+    nodes.clear();
     for (PodId p : ssn_.cluster().jobs[latest].pods) {
       const NodeId n = ssn_.pod(p).node;
       if (std::find(nodes.begin(), nodes.end(), n) == nodes.end()) nodes.push_back(n);
@@ -317,8 +322,9 @@ class Solver {
     });
     for (NodeId node : nodes) {
       const auto cp = stmt.checkpoint();
-      const std::vector<PodId> potential =
-          node == kNone ? std::vector<PodId>{} : scenario.VictimTasksFromNode(node);
+      std::vector<PodId>& potential = potential_scratch_;
+      potential.clear();
+      if (node != kNone) scenario.VictimTasksFromNode(node, potential);
       touched_.clear();
       for (PodId p : potential) {
         const NodeId pn = ssn_.pod(p).node;
@@ -331,7 +337,8 @@ class Solver {
       // Decided without evicting: the pre-check the simulation would start with fails.
       if (ssn_.params().solver_shortcuts && FailsPrecheckAfterEvicting(potential)) continue;
       EvictAll(stmt, potential);
-      std::vector<NodeId> added;
+      std::vector<NodeId>& added = added_scratch_;
+      added.clear();
       for (PodId p : potential) {
         const NodeId pn = ssn_.pod(p).node;
         if (pn != kNone && !feasible_[pn]) {
@@ -668,6 +675,10 @@ class Solver {
   bool base_exact_ = false;
   std::vector<TouchedNode> touched_;
   std::vector<double> hypothetical_free_;
+  // Scratch lists of SolveScenario (it is not re-entered).
+  std::vector<NodeId> victim_nodes_scratch_;
+  std::vector<PodId> potential_scratch_;
+  std::vector<NodeId> added_scratch_;
   std::vector<PodId> pods_scratch_;
   uint64_t touched_epoch_ = 0;  // placement epoch right after the scenario's evictions
   std::vector<char> is_victim_job_;
