@@ -84,13 +84,15 @@ QueueId JobsByQueue::BestChildOf(QueueId parent) const {
     return BestChild(candidates);
   }
   const size_t slot = parent == kNone ? 0 : static_cast<size_t>(parent) + 1;
+  // The answer depends only on the pods of the parent's subtree.
+  const uint64_t fingerprint =
+      parent == kNone ? ssn_.status_fingerprint() : ssn_.queue_fingerprint(parent);
   BestMemo& memo = best_memo_[slot];
-  if (memo.valid && memo.changes == changes_[slot] &&
-      memo.fingerprint == ssn_.status_fingerprint()) {
+  if (memo.valid && memo.changes == changes_[slot] && memo.fingerprint == fingerprint) {
     return memo.best;
   }
   const QueueId best = BestChild(candidates);
-  best_memo_[slot] = {true, changes_[slot], ssn_.status_fingerprint(), best};
+  best_memo_[slot] = {true, changes_[slot], fingerprint, best};
   return best;
 }
 

@@ -61,8 +61,9 @@ class JobsByQueue {
   QueueId BestChild(const std::vector<QueueId>& candidates) const;
   // BestChild over the children of `parent` (kNone: the roots). With the solver shortcuts on,
   // when the queue order depends only on pod states, the answer is kept while nothing in the
-  // parent's subtree was pushed or popped and the pods' states are the same (the session's
-  // status fingerprint): the heaps' fronts and every input of the queue order are then the same.
+  // parent's subtree was pushed or popped and the states of the pods of its jobs are the same
+  // (the session's fingerprint of that subtree): the heaps' fronts and every input of the queue
+  // order (shares and jobs of the subtree's queues) are then the same.
   QueueId BestChildOf(QueueId parent) const;
   void NoteChange(QueueId leaf);
   QueueId NextLeaf() const;

@@ -49,6 +49,7 @@ Session::Session(const Cluster& cluster, const SchedulerConfig& config, int64_t 
     any_anti_affinity_ = any_anti_affinity_ || !pod.pod_anti_affinity.empty();
   BuildNodeClasses();
 
+  queue_fingerprints_.assign(cluster.queues.size(), 0);
   jobs_.resize(cluster.jobs.size());
   job_version_.assign(cluster.jobs.size(), 1);
   job_quantities_cache_.assign(cluster.jobs.size(), {0, Quantities{}});
@@ -110,7 +111,7 @@ uint64_t StatusHash(PodId p, PodStatus s) {
 
 void Session::SetPodStatus(PodId p, PodStatus s) {
   if (const JobId j = cluster_.pods[p].job; j != kNone) ++job_version_[j];
-  status_fingerprint_ ^= StatusHash(p, pods_[p].status) ^ StatusHash(p, s);
+  Fingerprint(p, StatusHash(p, pods_[p].status) ^ StatusHash(p, s));
   CountPod(p, -1);
   pods_[p].status = s;
   CountPod(p, +1);

@@ -196,6 +196,8 @@ class Session {
   // of the pods whose flag is set): the same value again when they are restored, e.g. by a
   // rollback (for caches).
   uint64_t status_fingerprint() const { return status_fingerprint_; }
+  // The same over the pods of the jobs of queue q's subtree.
+  uint64_t queue_fingerprint(QueueId q) const { return queue_fingerprints_[q]; }
 
   // Job-level derived facts (KAI's PodGroupInfo helpers).
   int NumAllocatedLike(JobId j) const;
@@ -219,9 +221,9 @@ class Session {
     if (!Disabled("task_order")) task_order_fns_.push_back(std::move(fn));
   }
   void AddPodSetOrderFn(PodSetOrderFn fn) { pod_set_order_fns_.push_back(std::move(fn)); }
-  // `pod_states_only`: the function's answer depends only on the queues, the jobs or victim
-  // lists given, and the pods' statuses and virtual flags (so a job order may keep its answers
-  // while none of these changed).
+  // `pod_states_only`: the function's answer depends only on the two queues, the jobs or victim
+  // lists given, and the statuses and virtual flags of the pods of the jobs in the two queues'
+  // subtrees (so a job order may keep its answers while none of these changed).
   void AddQueueOrderFn(QueueOrderFn fn, bool pod_states_only = false) {
     if (Disabled("queue_order")) return;
     queue_order_fns_.push_back(std::move(fn));
@@ -325,7 +327,7 @@ class Session {
   void SetPodStatus(PodId p, PodStatus s);
   void SetPodNode(PodId p, NodeId n) { pods_[p].node = n; }
   void SetVirtual(PodId p, bool v) {
-    if (pods_[p].virtual_status != v) status_fingerprint_ ^= VirtualHash(p);
+    if (pods_[p].virtual_status != v) Fingerprint(p, VirtualHash(p));
     pods_[p].virtual_status = v;
     if (const JobId j = cluster_.pods[p].job; j != kNone) ++job_version_[j];
   }
@@ -350,6 +352,15 @@ class Session {
 
  private:
   void CountPod(PodId p, int sign);
+  // Applies a change `delta` of pod p's hash to the fingerprints.
+  void Fingerprint(PodId p, uint64_t delta) {
+    status_fingerprint_ ^= delta;
+    const JobId j = cluster_.pods[p].job;
+    if (j == kNone) return;
+    for (QueueId q = cluster_.jobs[j].queue; q != kNone; q = cluster_.queues[q].parent) {
+      queue_fingerprints_[q] ^= delta;
+    }
+  }
   static uint64_t VirtualHash(PodId p) {
     uint64_t h =
         (static_cast<uint64_t>(static_cast<uint32_t>(p)) + 0x51ED27) * 0xD6E8FEB86659FD93ULL;
@@ -368,6 +379,7 @@ class Session {
   std::vector<NodeId> all_nodes_;
   uint64_t placement_epoch_ = 0;
   uint64_t status_fingerprint_ = 0;
+  std::vector<uint64_t> queue_fingerprints_;
   // Whole GPUs not allocated (idle + releasing) per node, kept in a flat array: the first,
   // cheapest filter when ranking nodes for a pod.
   std::vector<double> non_allocated_gpus_;

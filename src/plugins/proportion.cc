@@ -330,8 +330,9 @@ class ProportionPlugin : public Plugin {
     victim_sums_.assign(c.queues.size(), {});
     // Queue shares are sums of pod quantities, added and taken away as pods come and go. With
     // whole numbers only (well inside a double's exact range) those sums are exact, so the
-    // shares are a function of the pods' statuses: so is the queue order (its other inputs are
-    // the queues and the jobs' or victims' pods, their statuses and virtual flags).
+    // shares are a function of the statuses of the pods in the queue's subtree: so is the queue
+    // order (its other inputs are the queues and the jobs' or victims' pods, of the same
+    // subtrees, with their statuses and virtual flags).
     double magnitude = 0;
     bool whole = true;
     for (const Pod& pod : c.pods) {
