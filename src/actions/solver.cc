@@ -17,10 +17,24 @@ namespace gantry {
 
 namespace {
 
-// A group of one victim job's pods taken together (KAI's job representative clone).
-struct VictimGroup {
-  JobId job;
-  std::vector<PodId> tasks;
+// Groups of one victim job's pods taken together (KAI's job representative clones), in one
+// flat list.
+struct VictimGroups {
+  std::vector<JobId> jobs;
+  std::vector<size_t> ends;  // group i holds pods[ends[i - 1] .. ends[i])
+  std::vector<PodId> pods;
+
+  size_t size() const { return jobs.size(); }
+  JobId job(size_t i) const { return jobs[i]; }
+  std::span<const PodId> tasks(size_t i) const {
+    const size_t begin = i == 0 ? 0 : ends[i - 1];
+    return std::span<const PodId>(pods).subspan(begin, ends[i] - begin);
+  }
+  void Add(JobId job, std::span<const PodId> group) {
+    jobs.push_back(job);
+    pods.insert(pods.end(), group.begin(), group.end());
+    ends.push_back(pods.size());
+  }
 };
 
 // Per-pod and per-job lookups of a scenario, as flat arrays reused from one scenario to the next
@@ -35,6 +49,10 @@ struct ScenarioIndex {
   // Per node (index node + 1, so kNone is 0): the jobs with potential victims there.
   std::vector<std::vector<JobId>> jobs_by_node;
   std::vector<size_t> touched_nodes;
+  // What validators see (the preemptor's pods and every victim so far), and victim pod lists
+  // kept for reuse.
+  ScenarioInfo info;
+  std::vector<std::vector<PodId>> spare_lists;
 
   void Size(size_t pods, size_t jobs, size_t nodes) {
     if (jobs_by_node.size() != nodes + 1) jobs_by_node.assign(nodes + 1, {});
@@ -67,15 +85,20 @@ struct ScenarioIndex {
 class Scenario {
  public:
   Scenario(const Session& ssn, ScenarioIndex& index, JobId preemptor, std::vector<PodId> pending,
-           const std::vector<VictimGroup>& recorded)
+           const VictimGroups& recorded)
       : index_(index), preemptor_(preemptor), pending_(std::move(pending)) {
     index_.Size(ssn.cluster().pods.size(), ssn.cluster().jobs.size(), ssn.cluster().nodes.size());
     index_.Reset();
-    info_.preemptor = preemptor_;
-    info_.preemptor_tasks = pending_;
-    for (const auto& g : recorded) {
-      recorded_tasks_.insert(recorded_tasks_.end(), g.tasks.begin(), g.tasks.end());
-      AppendGroup(g.job, g.tasks);
+    ScenarioInfo& info = index_.info;
+    // Victim pod lists go back to the pool, to be reused without allocating.
+    for (auto& [job, pods] : info.victims) index_.spare_lists.push_back(std::move(pods));
+    info.victims.clear();
+    info.preemptor = preemptor_;
+    info.preemptor_tasks = pending_;
+    for (size_t i = 0; i < recorded.size(); ++i) {
+      const auto tasks = recorded.tasks(i);
+      recorded_tasks_.insert(recorded_tasks_.end(), tasks.begin(), tasks.end());
+      AppendGroup(recorded.job(i), tasks);
     }
     for (PodId p : recorded_tasks_) {
       index_.recorded[p] = 1;
@@ -128,7 +151,8 @@ class Scenario {
     return std::span<const PodId>(group_pods_).subspan(group.begin, group.end - group.begin);
   }
 
-  const ScenarioInfo& Info() const { return info_; }
+  const ScenarioInfo& Info() const { return index_.info; }
+  size_t group_count() const { return groups_.size(); }
 
  private:
   struct Group {
@@ -148,11 +172,18 @@ class Scenario {
       }
     }
     if (index_.victim_slot[job] < 0) {
-      index_.victim_slot[job] = static_cast<int32_t>(info_.victims.size());
+      index_.victim_slot[job] = static_cast<int32_t>(index_.info.victims.size());
       index_.touched_jobs.push_back(job);
-      info_.victims.emplace_back(job, std::vector<PodId>(tasks.begin(), tasks.end()));
+      std::vector<PodId> list;
+      if (!index_.spare_lists.empty()) {
+        list = std::move(index_.spare_lists.back());
+        index_.spare_lists.pop_back();
+        list.clear();
+      }
+      list.assign(tasks.begin(), tasks.end());
+      index_.info.victims.emplace_back(job, std::move(list));
     } else {
-      auto& v = info_.victims[static_cast<size_t>(index_.victim_slot[job])].second;
+      auto& v = index_.info.victims[static_cast<size_t>(index_.victim_slot[job])].second;
       v.insert(v.end(), tasks.begin(), tasks.end());
     }
     index_.groups_of_job[job].push_back(index);
@@ -165,14 +196,13 @@ class Scenario {
   std::vector<PodId> potential_tasks_;
   std::vector<Group> groups_;
   std::vector<PodId> group_pods_;
-  ScenarioInfo info_;  // what validators see: the preemptor's pods and every victim so far
 };
 
 struct PartialResult {
   bool solved = false;
   std::unique_ptr<Statement> statement;
   std::vector<PodId> victim_tasks;
-  std::vector<VictimGroup> victim_groups;
+  VictimGroups victim_groups;
 };
 
 class Solver {
@@ -215,8 +245,8 @@ class Solver {
     feasible_list_.clear();
     ++feasible_version_;
     for (NodeId n : spec_.feasible_nodes) AddFeasible(n);
-    for (const auto& g : recorded_groups_) {
-      for (PodId p : g.tasks) {
+    {
+      for (PodId p : recorded_groups_.pods) {
         if (ssn_.pod(p).node != kNone) AddFeasible(ssn_.pod(p).node);
       }
     }
@@ -423,7 +453,10 @@ class Solver {
       return Outcome::kFailed;
     }
     if (spec_.validator && !spec_.validator(ssn_, scenario.Info())) return Outcome::kRejected;
-    std::vector<PodId> preempted, pipelined;
+    std::vector<PodId>& preempted = preempted_scratch_;
+    std::vector<PodId>& pipelined = pipelined_scratch_;
+    preempted.clear();
+    pipelined.clear();
     auto classify = [&](PodId p) {
       const PodStatus st = ssn_.pod(p).status;
       if (st == PodStatus::kReleasing) {
@@ -437,13 +470,13 @@ class Solver {
     out.solved = true;
     out.victim_tasks = preempted;
     out.victim_tasks.insert(out.victim_tasks.end(), pipelined.begin(), pipelined.end());
-    std::unordered_set<int32_t> seen;
+    std::vector<char>& seen = seen_scratch_;
+    seen.assign(scenario.group_count(), 0);
     for (PodId p : out.victim_tasks) {
       const int32_t g = scenario.GroupIndexOf(p);
-      if (g < 0 || !seen.insert(g).second) continue;
-      const auto tasks = scenario.group_tasks(g);
-      out.victim_groups.push_back(
-          VictimGroup{scenario.group_job(g), std::vector<PodId>(tasks.begin(), tasks.end())});
+      if (g < 0 || seen[static_cast<size_t>(g)]) continue;
+      seen[static_cast<size_t>(g)] = 1;
+      out.victim_groups.Add(scenario.group_job(g), scenario.group_tasks(g));
     }
     return Outcome::kSolved;
   }
@@ -655,7 +688,9 @@ class Solver {
   Session& ssn_;
   JobId job_;
   SolverSpec& spec_;
-  std::vector<VictimGroup> recorded_groups_;
+  VictimGroups recorded_groups_;
+  std::vector<PodId> preempted_scratch_, pipelined_scratch_;
+  std::vector<char> seen_scratch_;
   ScenarioIndex index_;
   std::vector<char> feasible_;
   std::unique_ptr<JobsByQueue> base_queue_;
