@@ -767,7 +767,10 @@ std::vector<PodId> TasksToEvict(const Session& ssn, const JobView& view, bool& h
     }
   }
   // Reverse pod-set order (the last to be allocated is the first to give up pods).
-  std::vector<int32_t> order(static_cast<size_t>(num_sets));
+  // (Scratch lists reused between calls.)
+  thread_local std::vector<int32_t> order;
+  thread_local std::vector<PodId> active;
+  order.resize(static_cast<size_t>(num_sets));
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(),
             [&](int32_t a, int32_t b) { return ssn.PodSetViewLess(view, b, a); });
@@ -778,7 +781,7 @@ std::vector<PodId> TasksToEvict(const Session& ssn, const JobView& view, bool& h
   int taken_sets = 0;
   for (int32_t s : order) {
     if (taken_sets >= max_sets) break;
-    std::vector<PodId> active;
+    active.clear();
     for (PodId p : pods) {
       if (ssn.cluster().pods[p].pod_set == s && IsActiveAllocated(ssn.pod(p).status)) {
         active.push_back(p);

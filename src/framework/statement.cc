@@ -46,15 +46,8 @@ void Statement::Pipeline(PodId p, NodeId n, bool update_if_on_node) {
   ssn_.SetPodNode(p, n);
   ssn_.AddPodToNode(p, n);
   ssn_.FireAllocate(p);
-  const auto& pod = ssn_.cluster().pods[p];
-  Op op{Kind::kPipeline,
-        p,
-        n,
-        before.status,
-        before.node,
-        before.virtual_status,
-        "Pod " + pod.namespace_ + "/" + pod.name + " was pipelined to node " +
-            ssn_.cluster().nodes[n].name};
+  // (The message is written on commit: it depends only on the pod and the node.)
+  Op op{Kind::kPipeline, p, n, before.status, before.node, before.virtual_status, {}};
   op.kept_old_footprint = keep_old;
   ops_.push_back(std::move(op));
   ssn_.SetVirtual(p, true);
@@ -151,9 +144,13 @@ void Statement::Commit() {
         break;
       case Kind::kUnevict:
         break;
-      case Kind::kPipeline:
-        ssn_.RecordPipelined(op.pod, std::move(op.message));
+      case Kind::kPipeline: {
+        const auto& pod = ssn_.cluster().pods[op.pod];
+        ssn_.RecordPipelined(op.pod, "Pod " + pod.namespace_ + "/" + pod.name +
+                                         " was pipelined to node " +
+                                         ssn_.cluster().nodes[op.node].name);
         break;
+      }
       case Kind::kAllocate:
         ssn_.RecordBind(op.pod);
         break;
