@@ -513,9 +513,15 @@ class ProportionPlugin : public Plugin {
       // The pods by pod set (ascending), in their order within a set.
       std::vector<std::pair<int32_t, PodId>>& by_set = by_set_scratch_;
       by_set.clear();
-      for (PodId p : pods) by_set.emplace_back(c.pods[p].pod_set, p);
-      std::stable_sort(by_set.begin(), by_set.end(),
-                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      bool sorted = true;
+      for (PodId p : pods) {
+        sorted = sorted && (by_set.empty() || by_set.back().first <= c.pods[p].pod_set);
+        by_set.emplace_back(c.pods[p].pod_set, p);
+      }
+      if (!sorted) {
+        std::stable_sort(by_set.begin(), by_set.end(),
+                         [](const auto& a, const auto& b) { return a.first < b.first; });
+      }
       std::vector<PodId>& core = core_scratch_;
       std::vector<PodId>& elastic = elastic_scratch_;
       core.clear();
