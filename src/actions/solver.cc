@@ -210,6 +210,16 @@ class Solver {
   Solver(Session& ssn, JobId job, SolverSpec& spec) : ssn_(ssn), job_(job), spec_(spec) {}
 
   SolverResult Solve() {
+    // The session reports the nodes it changes while this search runs (see FreeBlocks).
+    blocks_free_.assign(ssn_.cluster().nodes.size(), 0.0);
+    ssn_.SetNodeChangeLog(&node_log_);
+    SolverResult out = SolvePrefixes();
+    ssn_.SetNodeChangeLog(nullptr);
+    return out;
+  }
+
+ private:
+  SolverResult SolvePrefixes() {
     SolverResult out;
     const int original_active = ActiveUsed();
     std::vector<PodId> tasks;
@@ -588,11 +598,18 @@ class Solver {
 
   // Free GPUs of `nodes` (g = 0) or the number of blocks of g free GPUs, cached until something
   // is placed or removed (the node list is fixed within a simulation).
+  // With the solver shortcuts on and whole-number counts, the cached counts of the feasible
+  // nodes follow the session's node-change log instead (same sums: exact in any order).
   double FreeBlocks(const std::vector<NodeId>& nodes, double g) const {
     const uint64_t epoch = ssn_.placement_epoch();
-    if (epoch != blocks_epoch_ || nodes.data() != blocks_nodes_ || nodes.size() != blocks_count_ ||
-        feasible_version_ != blocks_version_) {
-      blocks_cache_.clear();
+    const bool same_nodes = nodes.data() == blocks_nodes_ && nodes.size() == blocks_count_ &&
+                            feasible_version_ == blocks_version_;
+    if (!same_nodes || epoch != blocks_epoch_) {
+      if (!(same_nodes && &nodes == &feasible_list_ && CatchUpBlocks())) {
+        blocks_cache_.clear();
+        blocks_synced_ = false;
+        node_log_.clear();
+      }
       blocks_epoch_ = epoch;
       blocks_nodes_ = nodes.data();
       blocks_count_ = nodes.size();
@@ -608,7 +625,34 @@ class Solver {
       value += g == 0 ? f : std::floor(f / g);
     }
     blocks_cache_.emplace_back(g, value);
+    if (!blocks_synced_ && ssn_.params().solver_shortcuts && &nodes == &feasible_list_) {
+      // Remember what the counts were made of, to follow later changes.
+      blocks_synced_ = true;
+      for (NodeId n : nodes) {
+        blocks_free_[n] = free[n];
+        blocks_synced_ = blocks_synced_ && ExactlySummable(free[n]);
+      }
+      node_log_.clear();
+    }
     return value;
+  }
+
+  // Brings the cached counts up to date with the nodes changed since they were made. False
+  // (the caller counts again) when that is not exact.
+  bool CatchUpBlocks() const {
+    if (!blocks_synced_ || node_log_.size() > (1u << 20)) return false;
+    const auto free = ssn_.non_allocated_gpus();
+    for (NodeId n : node_log_) {
+      if (!feasible_[n]) continue;
+      const double f = free[n];
+      if (!ExactlySummable(f)) return false;
+      for (auto& [size, value] : blocks_cache_) {
+        value += NodeBlocks(f, size) - NodeBlocks(blocks_free_[n], size);
+      }
+      blocks_free_[n] = f;
+    }
+    node_log_.clear();
+    return true;
   }
 
   // KAI's TryToVirtuallyAllocatePreemptorAndGetVictims: every pending job, victim job and the
@@ -718,6 +762,11 @@ class Solver {
   uint64_t touched_epoch_ = 0;  // placement epoch right after the scenario's evictions
   std::vector<char> is_victim_job_;
   mutable std::vector<std::pair<double, double>> blocks_cache_;
+  // Free GPUs of each feasible node when the cached counts were last brought up to date, and
+  // whether they are (then the node-change log is followed).
+  mutable std::vector<double> blocks_free_;
+  mutable bool blocks_synced_ = false;
+  mutable std::vector<NodeId> node_log_;
   mutable uint64_t blocks_epoch_ = ~0ULL;
   mutable const NodeId* blocks_nodes_ = nullptr;
   mutable size_t blocks_count_ = 0;

@@ -135,6 +135,7 @@ void Session::AddPodToNode(PodId p, NodeId n) {
   }
   non_allocated_gpus_[n] = ns.idle.gpus + ns.releasing.gpus;
   MarkClassDirty(n);
+  if (node_log_ != nullptr) node_log_->push_back(n);
 }
 
 void Session::RemovePodFromNode(PodId p, NodeId n) {
@@ -155,6 +156,7 @@ void Session::RemovePodFromNode(PodId p, NodeId n) {
   }
   non_allocated_gpus_[n] = ns.idle.gpus + ns.releasing.gpus;
   MarkClassDirty(n);
+  if (node_log_ != nullptr) node_log_->push_back(n);
 }
 
 void Session::FireAllocate(PodId p) {

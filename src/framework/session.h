@@ -192,6 +192,9 @@ class Session {
   std::span<const double> non_allocated_gpus() const { return non_allocated_gpus_; }
   // Changes whenever a pod is added to or removed from a node (for plugin caches).
   uint64_t placement_epoch() const { return placement_epoch_; }
+  // While set, every node a pod is added to or removed from is appended to `log` (a consumer
+  // keeping per-node sums follows the changes instead of counting again). Null: no log.
+  void SetNodeChangeLog(std::vector<NodeId>* log) { node_log_ = log; }
   // A hash of every pod's status and virtual flag (XOR over pods of hashes of pod and status and
   // of the pods whose flag is set): the same value again when they are restored, e.g. by a
   // rollback (for caches).
@@ -378,6 +381,7 @@ class Session {
   std::vector<std::vector<std::string>> gpu_groups_;
   std::vector<NodeId> all_nodes_;
   uint64_t placement_epoch_ = 0;
+  std::vector<NodeId>* node_log_ = nullptr;
   uint64_t status_fingerprint_ = 0;
   std::vector<uint64_t> queue_fingerprints_;
   // Whole GPUs not allocated (idle + releasing) per node, kept in a flat array: the first,
