@@ -719,9 +719,11 @@ class Solver {
         continue;
       }
       if (!is_victim_job_[v.job]) continue;
-      ssn_.TasksToAllocate(v.job, tasks_scratch_, /*real=*/false);
-      // Would fail, and failures change nothing.
-      if (ssn_.params().solver_shortcuts && !CouldFit(tasks_scratch_, nodes)) continue;
+      // Would fail, and failures change nothing. (The check looks only at the pods' sizes.)
+      if (ssn_.params().solver_shortcuts) {
+        ssn_.TasksToAllocate(v.job, tasks_scratch_, /*real=*/false, /*ordered=*/false);
+        if (!CouldFit(tasks_scratch_, nodes)) continue;
+      }
       AllocateJobTasks(ssn_, stmt, nodes, v.job, /*pipeline_only=*/true,
                        /*nodes_cover_free_gpus=*/true);
     }

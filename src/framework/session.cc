@@ -694,7 +694,7 @@ Quantities Session::ViewTasksQuantities(const JobView& v) const {
   return q;
 }
 
-void Session::TasksToAllocate(JobId j, std::vector<PodId>& out, bool real) const {
+void Session::TasksToAllocate(JobId j, std::vector<PodId>& out, bool real, bool ordered) const {
   out.clear();
   const Job& job = cluster_.jobs[j];
   const int32_t num_sets = static_cast<int32_t>(job.pod_sets.size());
@@ -721,11 +721,13 @@ void Session::TasksToAllocate(JobId j, std::vector<PodId>& out, bool real) const
       }
     }
     if (pending.empty()) continue;
-    std::sort(pending.begin(), pending.end(), [&](PodId a, PodId b) { return TaskLess(a, b); });
     const auto& c = counters(j, s);
     const int min = job.pod_sets[s].min_available;
     const size_t want =
         c.active_allocated >= min ? 1 : static_cast<size_t>(min - c.active_allocated);
+    if (ordered || want < pending.size()) {
+      std::sort(pending.begin(), pending.end(), [&](PodId a, PodId b) { return TaskLess(a, b); });
+    }
     for (size_t i = 0; i < pending.size() && i < want; ++i) out.push_back(pending[i]);
     ++taken;
   }

@@ -318,7 +318,10 @@ class Session {
 
   // The pods one allocation attempt of `j` takes (KAI's GetTasksToAllocate), in order. With
   // `real` false, pods this session evicted count as pending (simulations re-place them).
-  void TasksToAllocate(JobId j, std::vector<PodId>& out, bool real = true) const;
+  // With `ordered` false the pods are the same but, where a pod set gives all its pending pods,
+  // not sorted (for callers that only look at the set of pods).
+  void TasksToAllocate(JobId j, std::vector<PodId>& out, bool real = true,
+                       bool ordered = true) const;
   // Queue quantities of what a view would allocate: TasksToAllocateQuantities for whole jobs,
   // the view's pending pods for partial ones.
   Quantities ViewTasksQuantities(const JobView& v) const;
