@@ -328,6 +328,7 @@ class ProportionPlugin : public Plugin {
     ComputeFairShares(c, total_, k_value_, shares_);
 
     victim_sums_.assign(c.queues.size(), {});
+    victim_sides_.assign(c.queues.size(), {});
     // Queue shares are sums of pod quantities, added and taken away as pods come and go. With
     // whole numbers only (well inside a double's exact range) those sums are exact, so the
     // shares are a function of the statuses of the pods in the queue's subtree: so is the queue
@@ -670,8 +671,111 @@ class ProportionPlugin : public Plugin {
     return value;
   }
 
+  // What the victim order (no jobs) compares of one queue, from its share and victim list.
+  struct VictimSide {
+    bool over, starved, violates;
+    double share, share0;
+  };
+  // Per queue: the last VictimSide with what it was made of (the allocation bits and the victim
+  // list as AllocatedWithoutVictims keeps it: name, stable part, next entry, status fingerprint).
+  struct VictimSideMemo {
+    bool valid = false;
+    uint64_t list = 0;
+    size_t stable = 0;
+    size_t size = 0;
+    const JobView* tail = nullptr;
+    uint64_t fingerprint = 0;
+    std::array<uint64_t, 3> allocated{};
+    VictimSide side{};
+  };
+
+  static bool Violates(const QueueShare& sh, const Quantities& with) {
+    for (auto res : kQueueResources) {
+      if (sh[res].Allocatable() == 0 && with[res] > 0) return true;
+    }
+    return false;
+  }
+
+  // The inputs of rules (1), (2), (4), (5) and (6) for a queue in victim order, computed as
+  // QueueOrder computes them.
+  VictimSide MakeVictimSide(const Session& s, QueueId q, const VictimList& victims) const {
+    const QueueShare& sh = shares_[q];
+    VictimSide side;
+    side.over = Less(sh.FairShare(), sh.Allocated());
+    Quantities with = sh.Allocated();
+    with += Quantities{};
+    side.starved = LessEqual(with, sh.Deserved());
+    side.violates = Violates(sh, with);
+    QueueShare tmp = sh;
+    for (auto res : kQueueResources) tmp[res].allocated += 0.0;
+    Quantities start;
+    for (auto res : kQueueResources) start[res] = tmp[res].allocated;
+    const Quantities without = AllocatedWithoutVictims(s, q, start, victims);
+    for (auto res : kQueueResources) tmp[res].allocated = without[res];
+    side.share = tmp.DominantShare(total_);
+    side.share0 = sh.DominantShare(total_);
+    return side;
+  }
+
+  // MakeVictimSide, kept per queue while its inputs are the same (shortcuts on, named list).
+  VictimSide VictimSideOf(const Session& s, QueueId q, const VictimList& victims) const {
+    if (!s.params().solver_shortcuts || victims.list == 0) return MakeVictimSide(s, q, victims);
+    const QueueShare& sh = shares_[q];
+    std::array<uint64_t, 3> allocated{};
+    for (int k = 0; k < 3; ++k)
+      allocated[static_cast<size_t>(k)] =
+          std::bit_cast<uint64_t>(sh.r[static_cast<size_t>(k)].allocated);
+    const JobView* tail =
+        victims.views.size() == victims.stable + 1 ? victims.views[victims.stable] : nullptr;
+    VictimSideMemo& memo = victim_sides_[q];
+    if (memo.valid && memo.list == victims.list && memo.stable == victims.stable &&
+        memo.size == victims.views.size() && memo.tail == tail &&
+        memo.fingerprint == s.status_fingerprint() && memo.allocated == allocated) {
+      return memo.side;
+    }
+    const VictimSide side = MakeVictimSide(s, q, victims);
+    memo = {true, victims.list,           victims.stable, victims.views.size(),
+            tail, s.status_fingerprint(), allocated,      side};
+    return side;
+  }
+
+  // QueueOrder in victim order, from the two sides (the same rules in the same order).
+  int VictimQueueOrder(const Session& s, QueueId l, QueueId r, const VictimSide& lv,
+                       const VictimSide& rv) const {
+    if (!lv.over && rv.over) return -1;
+    if (lv.over && !rv.over) return 1;
+    if (lv.starved && !rv.starved) return -1;
+    if (rv.starved && !lv.starved) return 1;
+    const int lp = s.cluster().queues[l].priority;
+    const int rp = s.cluster().queues[r].priority;
+    if (lp > rp) return -1;
+    if (lp < rp) return 1;
+    if (lv.violates && !rv.violates) return 1;
+    if (!lv.violates && rv.violates) return -1;
+    if (lv.share < rv.share) return -1;
+    if (lv.share > rv.share) return 1;
+    if (lv.share0 < rv.share0) return -1;
+    if (lv.share0 > rv.share0) return 1;
+    return QueueOrderTail(s, l, r);
+  }
+
+  // Rules (7) and (8).
+  int QueueOrderTail(const Session& s, QueueId l, QueueId r) const {
+    const Quantities la = shares_[l].AllocatableShare();
+    const Quantities ra = shares_[r].AllocatableShare();
+    if (!LessEqual(ra, la) && LessEqual(la, ra)) return -1;
+    if (!LessEqual(la, ra) && LessEqual(ra, la)) return 1;
+    const Queue& lq = s.cluster().queues[l];
+    const Queue& rq = s.cluster().queues[r];
+    if (lq.creation_ms < rq.creation_ms) return -1;
+    return 1;
+  }
+
   int QueueOrder(const Session& s, QueueId l, QueueId r, const JobView* lj, const JobView* rj,
                  const VictimList& lvictims, const VictimList& rvictims) const {
+    if (lj == nullptr && rj == nullptr && !lvictims.empty() && !rvictims.empty()) {
+      return VictimQueueOrder(s, l, r, VictimSideOf(s, l, lvictims), VictimSideOf(s, r, rvictims));
+    }
     const QueueShare& ls = shares_[l];
     const QueueShare& rs = shares_[r];
     // (1) Queues over their fair share in every resource go last.
@@ -750,6 +854,7 @@ class ProportionPlugin : public Plugin {
   mutable std::vector<PodId> core_scratch_, elastic_scratch_;
   // Per queue: the last victim-list sum QueueOrder computed for it.
   mutable std::vector<VictimSum> victim_sums_;
+  mutable std::vector<VictimSideMemo> victim_sides_;
   // Queue shares frozen when a reclaim solution search starts (KAI validates against these).
   std::vector<QueueShare> simulation_shares_;
 };
