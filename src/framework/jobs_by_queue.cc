@@ -85,14 +85,13 @@ QueueId JobsByQueue::BestChildOf(QueueId parent) const {
   }
   const size_t slot = parent == kNone ? 0 : static_cast<size_t>(parent) + 1;
   // The answer depends only on the pods of the parent's subtree.
-  const uint64_t fingerprint =
-      parent == kNone ? ssn_.status_fingerprint() : ssn_.queue_fingerprint(parent);
+  const uint64_t version = parent == kNone ? ssn_.state_version() : ssn_.queue_version(parent);
   BestMemo& memo = best_memo_[slot];
-  if (memo.valid && memo.changes == changes_[slot] && memo.fingerprint == fingerprint) {
+  if (memo.valid && memo.changes == changes_[slot] && memo.version == version) {
     return memo.best;
   }
   const QueueId best = BestChild(candidates);
-  best_memo_[slot] = {true, changes_[slot], fingerprint, best};
+  best_memo_[slot] = {true, changes_[slot], version, best};
   return best;
 }
 

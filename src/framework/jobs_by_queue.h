@@ -62,7 +62,7 @@ class JobsByQueue {
   // BestChild over the children of `parent` (kNone: the roots). With the solver shortcuts on,
   // when the queue order depends only on pod states, the answer is kept while nothing in the
   // parent's subtree was pushed or popped and the states of the pods of its jobs are the same
-  // (the session's fingerprint of that subtree): the heaps' fronts and every input of the queue
+  // (the session's state version of that subtree): the heaps' fronts and every input of the queue
   // order (shares and jobs of the subtree's queues) are then the same.
   QueueId BestChildOf(QueueId parent) const;
   void NoteChange(QueueId leaf);
@@ -100,11 +100,11 @@ class JobsByQueue {
   size_t size_ = 0;
   uint64_t serial_ = 0;  // names this queue's victim lists
   // Per queue (index + 1; 0: the roots): pushes and pops in its subtree so far, and the last
-  // BestChildOf answer with the counter and the status fingerprint it was computed at.
+  // BestChildOf answer with the counter and the state version it was computed at.
   struct BestMemo {
     bool valid = false;
     uint64_t changes = 0;
-    uint64_t fingerprint = 0;
+    uint64_t version = 0;
     QueueId best = kNone;
   };
   std::vector<uint64_t> changes_;

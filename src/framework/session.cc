@@ -49,7 +49,7 @@ Session::Session(const Cluster& cluster, const SchedulerConfig& config, int64_t 
     any_anti_affinity_ = any_anti_affinity_ || !pod.pod_anti_affinity.empty();
   BuildNodeClasses();
 
-  queue_fingerprints_.assign(cluster.queues.size(), 0);
+  queue_versions_.assign(cluster.queues.size(), 0);
   jobs_.resize(cluster.jobs.size());
   job_version_.assign(cluster.jobs.size(), 1);
   job_quantities_cache_.assign(cluster.jobs.size(), {0, Quantities{}});
@@ -99,19 +99,36 @@ void Session::CountPod(PodId p, int sign) {
   if (s == PodStatus::kPending) c.pending += sign;
 }
 
-namespace {
-uint64_t StatusHash(PodId p, PodStatus s) {
-  uint64_t h = (static_cast<uint64_t>(static_cast<uint32_t>(p)) << 16) ^ Bits(s);
-  h *= 0x9E3779B97F4A7C15ULL;
-  h ^= h >> 29;
-  h *= 0xBF58476D1CE4E5B9ULL;
-  return h ^ (h >> 32);
+Session::VersionMark Session::Versions(PodId p) const {
+  VersionMark m;
+  m.session = state_version_;
+  const JobId j = cluster_.pods[p].job;
+  if (j == kNone) return m;
+  size_t level = 0;
+  for (QueueId q = cluster_.jobs[j].queue; q != kNone && level < m.queues.size();
+       q = cluster_.queues[q].parent) {
+    m.queues[level++] = queue_versions_[q];
+  }
+  return m;
 }
-}  // namespace
+
+void Session::RestoreVersions(PodId p, const VersionMark& before, const VersionMark& after,
+                              const VersionMark& now) {
+  const uint64_t fresh = ++last_version_;
+  state_version_ = now.session == after.session ? before.session : fresh;
+  const JobId j = cluster_.pods[p].job;
+  if (j == kNone) return;
+  size_t level = 0;
+  for (QueueId q = cluster_.jobs[j].queue; q != kNone; q = cluster_.queues[q].parent, ++level) {
+    // (Queues deeper than a mark holds always get a new number.)
+    const bool same = level < now.queues.size() && now.queues[level] == after.queues[level];
+    queue_versions_[q] = same ? before.queues[level] : fresh;
+  }
+}
 
 void Session::SetPodStatus(PodId p, PodStatus s) {
   if (const JobId j = cluster_.pods[p].job; j != kNone) ++job_version_[j];
-  Fingerprint(p, StatusHash(p, pods_[p].status) ^ StatusHash(p, s));
+  if (pods_[p].status != s) BumpVersions(p);
   CountPod(p, -1);
   pods_[p].status = s;
   CountPod(p, +1);

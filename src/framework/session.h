@@ -10,6 +10,7 @@
 // Threading: a session is used by one thread. Node scoring may fan out internally.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -117,7 +118,7 @@ using PodSetOrderFn = std::function<int(const Session&, const JobView&, int32_t,
 // The victims that stand for a queue when ordering victims: the jobs taken from it so far, then
 // its next candidate. `list` names an append-only list (0: none): two VictimLists with the same
 // `list` agree on their first `stable` views, and the views' pods had the same statuses whenever
-// the session's status fingerprint was the same, so a plugin may keep sums over them.
+// the session's state version was the same, so a plugin may keep sums over them.
 struct VictimList {
   std::span<const JobView* const> views;
   uint64_t list = 0;
@@ -195,12 +196,24 @@ class Session {
   // While set, every node a pod is added to or removed from is appended to `log` (a consumer
   // keeping per-node sums follows the changes instead of counting again). Null: no log.
   void SetNodeChangeLog(std::vector<NodeId>* log) { node_log_ = log; }
-  // A hash of every pod's status and virtual flag (XOR over pods of hashes of pod and status and
-  // of the pods whose flag is set): the same value again when they are restored, e.g. by a
-  // rollback (for caches).
-  uint64_t status_fingerprint() const { return status_fingerprint_; }
-  // The same over the pods of the jobs of queue q's subtree.
-  uint64_t queue_fingerprint(QueueId q) const { return queue_fingerprints_[q]; }
+  // Versions of the pods' states (statuses and virtual flags), for caches: every change gets a
+  // new number, for the whole session and for each queue whose subtree holds the pod's job. A
+  // statement's rollback gives a change's numbers back only where nothing changed since (else
+  // new ones). So two moments with the same version have the same states (of the queue's pods).
+  uint64_t state_version() const { return state_version_; }
+  uint64_t queue_version(QueueId q) const { return queue_versions_[q]; }
+  // The versions a change of pod p touches: the session's and its queues' (innermost first).
+  struct VersionMark {
+    uint64_t session = 0;
+    std::array<uint64_t, 4> queues{};
+    bool operator==(const VersionMark&) const = default;
+  };
+  VersionMark Versions(PodId p) const;
+  // After undoing a change of pod p whose versions were `before` and `after` it, with `now` the
+  // versions just before the undo: versions still at `after` go back to `before`, any other gets
+  // a new number (the states are not those of any earlier moment).
+  void RestoreVersions(PodId p, const VersionMark& before, const VersionMark& after,
+                       const VersionMark& now);
 
   // Job-level derived facts (KAI's PodGroupInfo helpers).
   int NumAllocatedLike(JobId j) const;
@@ -333,7 +346,7 @@ class Session {
   void SetPodStatus(PodId p, PodStatus s);
   void SetPodNode(PodId p, NodeId n) { pods_[p].node = n; }
   void SetVirtual(PodId p, bool v) {
-    if (pods_[p].virtual_status != v) Fingerprint(p, VirtualHash(p));
+    if (pods_[p].virtual_status != v) BumpVersions(p);
     pods_[p].virtual_status = v;
     if (const JobId j = cluster_.pods[p].job; j != kNone) ++job_version_[j];
   }
@@ -358,19 +371,15 @@ class Session {
 
  private:
   void CountPod(PodId p, int sign);
-  // Applies a change `delta` of pod p's hash to the fingerprints.
-  void Fingerprint(PodId p, uint64_t delta) {
-    status_fingerprint_ ^= delta;
+  // A change of pod p's state: new versions for the session and the queues above its job.
+  void BumpVersions(PodId p) {
+    const uint64_t v = ++last_version_;
+    state_version_ = v;
     const JobId j = cluster_.pods[p].job;
     if (j == kNone) return;
     for (QueueId q = cluster_.jobs[j].queue; q != kNone; q = cluster_.queues[q].parent) {
-      queue_fingerprints_[q] ^= delta;
+      queue_versions_[q] = v;
     }
-  }
-  static uint64_t VirtualHash(PodId p) {
-    uint64_t h =
-        (static_cast<uint64_t>(static_cast<uint32_t>(p)) + 0x51ED27) * 0xD6E8FEB86659FD93ULL;
-    return h ^ (h >> 31);
   }
 
   const Cluster& cluster_;
@@ -385,8 +394,9 @@ class Session {
   std::vector<NodeId> all_nodes_;
   uint64_t placement_epoch_ = 0;
   std::vector<NodeId>* node_log_ = nullptr;
-  uint64_t status_fingerprint_ = 0;
-  std::vector<uint64_t> queue_fingerprints_;
+  uint64_t last_version_ = 0;
+  uint64_t state_version_ = 0;
+  std::vector<uint64_t> queue_versions_;
   // Whole GPUs not allocated (idle + releasing) per node, kept in a flat array: the first,
   // cheapest filter when ranking nodes for a pod.
   std::vector<double> non_allocated_gpus_;

@@ -4,7 +4,14 @@
 
 namespace gantry {
 
+void Statement::MarkVersions(const Session::VersionMark& before) {
+  Op& op = ops_.back();
+  op.versions_before = before;
+  op.versions_after = ssn_.Versions(op.pod);
+}
+
 void Statement::Allocate(PodId p, NodeId n) {
+  const auto versions = ssn_.Versions(p);
   const PodState before = ssn_.pod(p);
   ssn_.SetPodStatus(p, PodStatus::kAllocated);
   ssn_.SetPodNode(p, n);
@@ -12,9 +19,11 @@ void Statement::Allocate(PodId p, NodeId n) {
   ssn_.FireAllocate(p);
   ops_.push_back({Kind::kAllocate, p, n, before.status, before.node, before.virtual_status, {}});
   ssn_.SetVirtual(p, true);
+  MarkVersions(versions);
 }
 
 void Statement::Pipeline(PodId p, NodeId n, bool update_if_on_node) {
+  const auto versions = ssn_.Versions(p);
   const PodState before = ssn_.pod(p);
   const bool evicted_here =
       before.status == PodStatus::kReleasing && before.node != kNone && before.virtual_status;
@@ -35,6 +44,7 @@ void Statement::Pipeline(PodId p, NodeId n, bool update_if_on_node) {
       undo.target = i;
       ops_.push_back(std::move(undo));  // may reallocate: `op` is not used past this point
       ssn_.SetVirtual(p, restored_virtual);
+      MarkVersions(versions);
       return;
     }
   }
@@ -51,6 +61,7 @@ void Statement::Pipeline(PodId p, NodeId n, bool update_if_on_node) {
   op.kept_old_footprint = keep_old;
   ops_.push_back(std::move(op));
   ssn_.SetVirtual(p, true);
+  MarkVersions(versions);
 }
 
 void Statement::Evict(PodId p, std::string message) { ApplyEvict(p, std::move(message)); }
@@ -58,6 +69,7 @@ void Statement::Evict(PodId p, std::string message) { ApplyEvict(p, std::move(me
 void Statement::Evict(PodId p) { ApplyEvict(p, std::string()); }
 
 void Statement::ApplyEvict(PodId p, std::string message) {
+  const auto versions = ssn_.Versions(p);
   const PodState before = ssn_.pod(p);
   const NodeId n = before.node;
   ssn_.RemovePodFromNode(p, n);
@@ -67,6 +79,7 @@ void Statement::ApplyEvict(PodId p, std::string message) {
   ops_.push_back(
       {Kind::kEvict, p, n, before.status, before.node, before.virtual_status, std::move(message)});
   ssn_.SetVirtual(p, true);
+  MarkVersions(versions);
 }
 
 void Statement::ConvertAllAllocatedToPipelined(JobId j) {
@@ -86,6 +99,7 @@ void Statement::ConvertAllAllocatedToPipelined(JobId j) {
 }
 
 void Statement::Undo(Op& op) {
+  const auto now = ssn_.Versions(op.pod);
   switch (op.kind) {
     case Kind::kAllocate:
       ssn_.RemovePodFromNode(op.pod, op.node);
@@ -125,6 +139,7 @@ void Statement::Undo(Op& op) {
       break;
   }
   ssn_.SetVirtual(op.pod, op.prev_virtual);
+  ssn_.RestoreVersions(op.pod, op.versions_before, op.versions_after, now);
 }
 
 void Statement::Rollback(Checkpoint cp) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/session.h"
 #include "model/cluster.h"
 
 namespace gantry {
@@ -66,7 +67,12 @@ class Statement {
     bool kept_old_footprint = false;  // pipeline of an evicted pod: still releasing on prev_node
     bool cancelled = false;           // evict undone by a later kUnevict
     size_t target = 0;                // kUnevict: index of the evict operation it cancels
+    // The session's state versions of the pod around the operation (undo gives them back).
+    Session::VersionMark versions_before{};
+    Session::VersionMark versions_after{};
   };
+  // Records the versions around the last operation (`before`: taken before it started).
+  void MarkVersions(const Session::VersionMark& before);
   void Undo(Op& op);
   void ApplyEvict(PodId p, std::string message);
 

@@ -616,7 +616,7 @@ class ProportionPlugin : public Plugin {
   // one view at a time in list order, from `start`.
   struct VictimSum {
     uint64_t list = 0;
-    uint64_t fingerprint = 0;
+    uint64_t version = 0;
     size_t count = 0;
     Quantities start;
     Quantities value;
@@ -649,8 +649,7 @@ class ProportionPlugin : public Plugin {
       return value;
     }
     VictimSum& memo = victim_sums_[q];
-    const bool same_list = memo.list == victims.list &&
-                           memo.fingerprint == s.status_fingerprint() &&
+    const bool same_list = memo.list == victims.list && memo.version == s.state_version() &&
                            same_bits(memo.start, start);
     const JobView* tail =
         victims.views.size() == victims.stable + 1 ? victims.views[victims.stable] : nullptr;
@@ -662,7 +661,7 @@ class ProportionPlugin : public Plugin {
       i = memo.count;
     }
     for (; i < victims.stable; ++i) subtract(value, victims.views[i]);
-    memo = {victims.list, s.status_fingerprint(), victims.stable, start, value, nullptr, {}};
+    memo = {victims.list, s.state_version(), victims.stable, start, value, nullptr, {}};
     for (; i < victims.views.size(); ++i) subtract(value, victims.views[i]);
     if (tail != nullptr) {
       memo.tail = tail;
@@ -677,14 +676,14 @@ class ProportionPlugin : public Plugin {
     double share, share0;
   };
   // Per queue: the last VictimSide with what it was made of (the allocation bits and the victim
-  // list as AllocatedWithoutVictims keeps it: name, stable part, next entry, status fingerprint).
+  // list as AllocatedWithoutVictims keeps it: name, stable part, next entry, state version).
   struct VictimSideMemo {
     bool valid = false;
     uint64_t list = 0;
     size_t stable = 0;
     size_t size = 0;
     const JobView* tail = nullptr;
-    uint64_t fingerprint = 0;
+    uint64_t version = 0;
     std::array<uint64_t, 3> allocated{};
     VictimSide side{};
   };
@@ -730,12 +729,12 @@ class ProportionPlugin : public Plugin {
     VictimSideMemo& memo = victim_sides_[q];
     if (memo.valid && memo.list == victims.list && memo.stable == victims.stable &&
         memo.size == victims.views.size() && memo.tail == tail &&
-        memo.fingerprint == s.status_fingerprint() && memo.allocated == allocated) {
+        memo.version == s.state_version() && memo.allocated == allocated) {
       return memo.side;
     }
     const VictimSide side = MakeVictimSide(s, q, victims);
-    memo = {true, victims.list,           victims.stable, victims.views.size(),
-            tail, s.status_fingerprint(), allocated,      side};
+    memo = {true, victims.list,      victims.stable, victims.views.size(),
+            tail, s.state_version(), allocated,      side};
     return side;
   }
 
