@@ -232,6 +232,7 @@ struct SizeResult {
   size_t cycle_binds = 0;
   size_t cycle_evictions = 0;
   size_t cycle_pipelined = 0;
+  uint64_t cycle_digest = 0;  // DecisionsDigest of the cycle's decisions
   double peak_rss_mib = 0;
 };
 
@@ -373,6 +374,7 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
       result.cycle_evictions = ssn->evictions().size();
       result.cycle_binds = ssn->binds().size();
       result.cycle_pipelined = ssn->pipelined().size();
+      result.cycle_digest = gantry::DecisionsDigest(*ssn);
       full_created.value()->CloseSession(*ssn);
     }
     result.cycle = Summarize(times);
@@ -429,9 +431,11 @@ int main(int argc, char** argv) {
         HumanStats("snapshot+allocate", r.snapshot_plus_allocate).c_str(), r.binds, r.pipelined,
         r.peak_rss_mib);
     if (r.cycle.measured) {
-      std::printf("nodes=%d full cycle (5 actions) | %s | binds %zu evictions %zu pipelined %zu\n",
-                  r.nodes, HumanStats("cycle", r.cycle).c_str(), r.cycle_binds, r.cycle_evictions,
-                  r.cycle_pipelined);
+      std::printf(
+          "nodes=%d full cycle (5 actions) | %s | binds %zu evictions %zu pipelined %zu | "
+          "decisions digest %016llx\n",
+          r.nodes, HumanStats("cycle", r.cycle).c_str(), r.cycle_binds, r.cycle_evictions,
+          r.cycle_pipelined, static_cast<unsigned long long>(r.cycle_digest));
     }
     const bool allocated = r.allocate.measured;
     std::printf(

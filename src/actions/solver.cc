@@ -1,7 +1,9 @@
 #include "actions/solver.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <set>
@@ -15,10 +17,24 @@ namespace gantry {
 
 namespace {
 
-// A group of one victim job's pods taken together (KAI's job representative clone).
-struct VictimGroup {
-  JobId job;
-  std::vector<PodId> tasks;
+// Groups of one victim job's pods taken together (KAI's job representative clones), in one
+// flat list.
+struct VictimGroups {
+  std::vector<JobId> jobs;
+  std::vector<size_t> ends;  // group i holds pods[ends[i - 1] .. ends[i])
+  std::vector<PodId> pods;
+
+  size_t size() const { return jobs.size(); }
+  JobId job(size_t i) const { return jobs[i]; }
+  std::span<const PodId> tasks(size_t i) const {
+    const size_t begin = i == 0 ? 0 : ends[i - 1];
+    return std::span<const PodId>(pods).subspan(begin, ends[i] - begin);
+  }
+  void Add(JobId job, std::span<const PodId> group) {
+    jobs.push_back(job);
+    pods.insert(pods.end(), group.begin(), group.end());
+    ends.push_back(pods.size());
+  }
 };
 
 // Per-pod and per-job lookups of a scenario, as flat arrays reused from one scenario to the next
@@ -30,8 +46,16 @@ struct ScenarioIndex {
   std::vector<std::vector<int32_t>> groups_of_job;
   std::vector<PodId> touched_pods;
   std::vector<JobId> touched_jobs;
+  // Per node (index node + 1, so kNone is 0): the jobs with potential victims there.
+  std::vector<std::vector<JobId>> jobs_by_node;
+  std::vector<size_t> touched_nodes;
+  // What validators see (the preemptor's pods and every victim so far), and victim pod lists
+  // kept for reuse.
+  ScenarioInfo info;
+  std::vector<std::vector<PodId>> spare_lists;
 
-  void Size(size_t pods, size_t jobs) {
+  void Size(size_t pods, size_t jobs, size_t nodes) {
+    if (jobs_by_node.size() != nodes + 1) jobs_by_node.assign(nodes + 1, {});
     if (group_of_pod.size() != pods) {
       group_of_pod.assign(pods, -1);
       recorded.assign(pods, 0);
@@ -50,8 +74,10 @@ struct ScenarioIndex {
       victim_slot[j] = -1;
       groups_of_job[j].clear();
     }
+    for (size_t n : touched_nodes) jobs_by_node[n].clear();
     touched_pods.clear();
     touched_jobs.clear();
+    touched_nodes.clear();
   }
 };
 
@@ -59,15 +85,20 @@ struct ScenarioIndex {
 class Scenario {
  public:
   Scenario(const Session& ssn, ScenarioIndex& index, JobId preemptor, std::vector<PodId> pending,
-           const std::vector<VictimGroup>& recorded)
+           const VictimGroups& recorded)
       : index_(index), preemptor_(preemptor), pending_(std::move(pending)) {
-    index_.Size(ssn.cluster().pods.size(), ssn.cluster().jobs.size());
+    index_.Size(ssn.cluster().pods.size(), ssn.cluster().jobs.size(), ssn.cluster().nodes.size());
     index_.Reset();
-    info_.preemptor = preemptor_;
-    info_.preemptor_tasks = pending_;
-    for (const auto& g : recorded) {
-      recorded_tasks_.insert(recorded_tasks_.end(), g.tasks.begin(), g.tasks.end());
-      AppendGroup(g.job, g.tasks);
+    ScenarioInfo& info = index_.info;
+    // Victim pod lists go back to the pool, to be reused without allocating.
+    for (auto& [job, pods] : info.victims) index_.spare_lists.push_back(std::move(pods));
+    info.victims.clear();
+    info.preemptor = preemptor_;
+    info.preemptor_tasks = pending_;
+    for (size_t i = 0; i < recorded.size(); ++i) {
+      const auto tasks = recorded.tasks(i);
+      recorded_tasks_.insert(recorded_tasks_.end(), tasks.begin(), tasks.end());
+      AppendGroup(recorded.job(i), tasks);
     }
     for (PodId p : recorded_tasks_) {
       index_.recorded[p] = 1;
@@ -89,7 +120,9 @@ class Scenario {
     const JobId job = ssn.cluster().pods[tasks.front()].job;
     AppendGroup(job, tasks);
     for (PodId p : tasks) {
-      auto& jobs = potential_jobs_by_node_[ssn.pod(p).node];
+      const size_t slot = static_cast<size_t>(ssn.pod(p).node + 1);
+      auto& jobs = index_.jobs_by_node[slot];
+      if (jobs.empty()) index_.touched_nodes.push_back(slot);
       if (std::find(jobs.begin(), jobs.end(), job) == jobs.end()) jobs.push_back(job);
     }
   }
@@ -99,18 +132,15 @@ class Scenario {
     return potential_tasks_.empty() ? kNone : ssn.cluster().pods[potential_tasks_.back()].job;
   }
 
-  // Every task of every group of the jobs that have potential victims on `node`.
-  std::vector<PodId> VictimTasksFromNode(NodeId node) const {
-    std::vector<PodId> out;
-    auto it = potential_jobs_by_node_.find(node);
-    if (it == potential_jobs_by_node_.end()) return out;
-    for (JobId job : it->second) {
+  // Every task of every group of the jobs that have potential victims on `node`, into `out`.
+  void VictimTasksFromNode(NodeId node, std::vector<PodId>& out) const {
+    out.clear();
+    for (JobId job : index_.jobs_by_node[static_cast<size_t>(node + 1)]) {
       for (int32_t g : index_.groups_of_job[job]) {
         const auto tasks = group_tasks(g);
         out.insert(out.end(), tasks.begin(), tasks.end());
       }
     }
-    return out;
   }
 
   // Index of the group holding `p` (the victim job representative for a task), or -1.
@@ -121,7 +151,8 @@ class Scenario {
     return std::span<const PodId>(group_pods_).subspan(group.begin, group.end - group.begin);
   }
 
-  const ScenarioInfo& Info() const { return info_; }
+  const ScenarioInfo& Info() const { return index_.info; }
+  size_t group_count() const { return groups_.size(); }
 
  private:
   struct Group {
@@ -141,11 +172,18 @@ class Scenario {
       }
     }
     if (index_.victim_slot[job] < 0) {
-      index_.victim_slot[job] = static_cast<int32_t>(info_.victims.size());
+      index_.victim_slot[job] = static_cast<int32_t>(index_.info.victims.size());
       index_.touched_jobs.push_back(job);
-      info_.victims.emplace_back(job, std::vector<PodId>(tasks.begin(), tasks.end()));
+      std::vector<PodId> list;
+      if (!index_.spare_lists.empty()) {
+        list = std::move(index_.spare_lists.back());
+        index_.spare_lists.pop_back();
+        list.clear();
+      }
+      list.assign(tasks.begin(), tasks.end());
+      index_.info.victims.emplace_back(job, std::move(list));
     } else {
-      auto& v = info_.victims[static_cast<size_t>(index_.victim_slot[job])].second;
+      auto& v = index_.info.victims[static_cast<size_t>(index_.victim_slot[job])].second;
       v.insert(v.end(), tasks.begin(), tasks.end());
     }
     index_.groups_of_job[job].push_back(index);
@@ -158,15 +196,13 @@ class Scenario {
   std::vector<PodId> potential_tasks_;
   std::vector<Group> groups_;
   std::vector<PodId> group_pods_;
-  std::map<NodeId, std::vector<JobId>> potential_jobs_by_node_;
-  ScenarioInfo info_;  // what validators see: the preemptor's pods and every victim so far
 };
 
 struct PartialResult {
   bool solved = false;
   std::unique_ptr<Statement> statement;
   std::vector<PodId> victim_tasks;
-  std::vector<VictimGroup> victim_groups;
+  VictimGroups victim_groups;
 };
 
 class Solver {
@@ -174,6 +210,16 @@ class Solver {
   Solver(Session& ssn, JobId job, SolverSpec& spec) : ssn_(ssn), job_(job), spec_(spec) {}
 
   SolverResult Solve() {
+    // The session reports the nodes it changes while this search runs (see FreeBlocks).
+    blocks_free_.assign(ssn_.cluster().nodes.size(), 0.0);
+    ssn_.SetNodeChangeLog(&node_log_);
+    SolverResult out = SolvePrefixes();
+    ssn_.SetNodeChangeLog(nullptr);
+    return out;
+  }
+
+ private:
+  SolverResult SolvePrefixes() {
     SolverResult out;
     const int original_active = ActiveUsed();
     std::vector<PodId> tasks;
@@ -209,22 +255,29 @@ class Solver {
     feasible_list_.clear();
     ++feasible_version_;
     for (NodeId n : spec_.feasible_nodes) AddFeasible(n);
-    for (const auto& g : recorded_groups_) {
-      for (PodId p : g.tasks) {
+    {
+      for (PodId p : recorded_groups_.pods) {
         if (ssn_.pod(p).node != kNone) AddFeasible(ssn_.pod(p).node);
       }
     }
     Scenario scenario(ssn_, index_, job_, pending, recorded_groups_);
-    SortedGpuSizes(pending, pending_sizes_);
+    SortedGpuSizes(pending, sizes_scratch_);
+    MakeProfile(sizes_scratch_, pending_profile_);
     // Every prefix starts from the same session state, so the victims queue is built once per
     // job and copied. (Its later order depends on the state under the recorded evictions, so a
     // queue cannot be carried from one prefix to the next.)
-    if (!base_queue_) base_queue_ = spec_.victims_queue();
+    if (!base_queue_) {
+      base_queue_ = spec_.victims_queue();
+      base_queue_->Freeze();  // copies share its entries
+    }
     JobsByQueue queue(*base_queue_);
     // The recorded victims are evicted once; each scenario rolls back to this point.
     std::unique_ptr<Statement> stmt = NewStatement();
     EvictAll(*stmt, scenario.recorded_tasks());
     const auto base = stmt->checkpoint();
+    CountBaseBlocks();
+    touched_.clear();
+    touched_epoch_ = ssn_.placement_epoch();
     // The initial scenario (recorded victims only), then one more victim job at a time.
     bool first = true;
     while (true) {
@@ -249,7 +302,7 @@ class Solver {
     JobView next = queue.PopNextView();
     bool has_more = false;
     std::vector<PodId> victims = TasksToEvict(ssn_, next, has_more);
-    const std::vector<PodId> all = next.partial ? next.pods : ssn_.cluster().jobs[next.job].pods;
+    const std::vector<PodId>& all = next.partial ? next.pods : ssn_.cluster().jobs[next.job].pods;
     for (PodId p : victims) {
       if (!scenario.IsRecorded(p)) continue;
       // Part of this job is already a recorded victim: consider only the rest later.
@@ -296,7 +349,8 @@ class Solver {
       return false;
     }
     // The nodes of the latest victim job, in name order.
-    std::vector<NodeId> nodes;
+    std::vector<NodeId>& nodes = victim_nodes_scratch_;
+    nodes.clear();
     for (PodId p : ssn_.cluster().jobs[latest].pods) {
       const NodeId n = ssn_.pod(p).node;
       if (std::find(nodes.begin(), nodes.end(), n) == nodes.end()) nodes.push_back(n);
@@ -308,10 +362,23 @@ class Solver {
     });
     for (NodeId node : nodes) {
       const auto cp = stmt.checkpoint();
-      const std::vector<PodId> potential =
-          node == kNone ? std::vector<PodId>{} : scenario.VictimTasksFromNode(node);
+      std::vector<PodId>& potential = potential_scratch_;
+      potential.clear();
+      if (node != kNone) scenario.VictimTasksFromNode(node, potential);
+      touched_.clear();
+      for (PodId p : potential) {
+        const NodeId pn = ssn_.pod(p).node;
+        if (pn == kNone) continue;
+        if (std::none_of(touched_.begin(), touched_.end(),
+                         [pn](const TouchedNode& t) { return t.node == pn; })) {
+          touched_.push_back({pn, ssn_.non_allocated_gpus()[pn], feasible_[pn] != 0});
+        }
+      }
+      // Decided without evicting: the pre-check the simulation would start with fails.
+      if (ssn_.params().solver_shortcuts && FailsPrecheckAfterEvicting(potential)) continue;
       EvictAll(stmt, potential);
-      std::vector<NodeId> added;
+      std::vector<NodeId>& added = added_scratch_;
+      added.clear();
       for (PodId p : potential) {
         const NodeId pn = ssn_.pod(p).node;
         if (pn != kNone && !feasible_[pn]) {
@@ -319,6 +386,7 @@ class Solver {
           added.push_back(pn);
         }
       }
+      touched_epoch_ = ssn_.placement_epoch();
       const Outcome o = Simulate(scenario, stmt, potential, out);
       if (o == Outcome::kSolved) return true;
       if (o == Outcome::kRejected) {
@@ -337,6 +405,52 @@ class Solver {
 
   enum class Outcome { kFailed, kRejected, kSolved };
 
+  // Whether Simulate's pre-check would fail once `potential` is evicted on top of the current
+  // state (the prefix's base state; touched_ holds the nodes of `potential` with their free
+  // GPUs now). Evicting an active pod adds its whole GPUs to its node's idle + releasing, so the
+  // block counts after the evictions are known without evicting. False whenever that is not
+  // exact (then the caller simulates as usual).
+  bool FailsPrecheckAfterEvicting(const std::vector<PodId>& potential) {
+    if (!base_exact_ || potential.empty()) return false;
+    hypothetical_free_.assign(touched_.size(), 0.0);
+    for (size_t i = 0; i < touched_.size(); ++i) hypothetical_free_[i] = touched_[i].base_free;
+    pods_scratch_.assign(potential.begin(), potential.end());
+    std::sort(pods_scratch_.begin(), pods_scratch_.end());
+    if (std::adjacent_find(pods_scratch_.begin(), pods_scratch_.end()) != pods_scratch_.end()) {
+      return false;
+    }
+    for (PodId p : potential) {
+      const PodState& st = ssn_.pod(p);
+      if (st.node == kNone || !IsActiveAllocated(st.status)) return false;
+      const Pod& pod = ssn_.cluster().pods[p];
+      // A shared-GPU victim may free a whole device (when it is the device's last user) and a
+      // DRA victim frees its claim's GPUs: not known without evicting.
+      if (pod.IsSharedGpu() || pod.dra_gpus > 0) return false;
+      const double gpus = pod.request.gpus;
+      size_t i = 0;
+      while (touched_[i].node != st.node) ++i;
+      hypothetical_free_[i] += gpus;
+    }
+    for (size_t i = 0; i < touched_.size(); ++i) {
+      if (!ExactlySummable(touched_[i].base_free) || !ExactlySummable(hypothetical_free_[i])) {
+        return false;
+      }
+    }
+    return !CouldFitProfile(pending_profile_, [&](double g) {
+      for (const auto& [size, base_value] : base_blocks_) {
+        if (size != g) continue;
+        double value = base_value;
+        for (size_t i = 0; i < touched_.size(); ++i) {
+          value += NodeBlocks(hypothetical_free_[i], g) -
+                   (touched_[i].was_feasible ? NodeBlocks(touched_[i].base_free, g) : 0);
+        }
+        return value;
+      }
+      // Not a size the pending pods ask for: never asked.
+      return std::numeric_limits<double>::infinity();
+    });
+  }
+
   // Places the pending pods (and re-places victims that fit) with `victims` evicted, then asks
   // the validator. kFailed: the pods did not fit (the caller rolls back); kRejected: they fit
   // but the validator refused the scenario; kSolved: `out` holds the victims.
@@ -344,14 +458,18 @@ class Solver {
   Outcome Simulate(const Scenario& scenario, Statement& stmt, std::span<const PodId> potential,
                    PartialResult& out) {
     const std::vector<NodeId>& nodes = feasible_list_;
-    if (ssn_.params().solver_shortcuts && !CouldFitSorted(pending_sizes_, nodes)) {
+    if (ssn_.params().solver_shortcuts &&
+        !CouldFitProfile(pending_profile_, [&](double g) { return ScenarioBlocks(g); })) {
       return Outcome::kFailed;
     }
     if (!AllocatePreemptorAndVictims(stmt, nodes, scenario, potential)) {
       return Outcome::kFailed;
     }
     if (spec_.validator && !spec_.validator(ssn_, scenario.Info())) return Outcome::kRejected;
-    std::vector<PodId> preempted, pipelined;
+    std::vector<PodId>& preempted = preempted_scratch_;
+    std::vector<PodId>& pipelined = pipelined_scratch_;
+    preempted.clear();
+    pipelined.clear();
     auto classify = [&](PodId p) {
       const PodStatus st = ssn_.pod(p).status;
       if (st == PodStatus::kReleasing) {
@@ -365,23 +483,32 @@ class Solver {
     out.solved = true;
     out.victim_tasks = preempted;
     out.victim_tasks.insert(out.victim_tasks.end(), pipelined.begin(), pipelined.end());
-    std::unordered_set<int32_t> seen;
+    std::vector<char>& seen = seen_scratch_;
+    seen.assign(scenario.group_count(), 0);
     for (PodId p : out.victim_tasks) {
       const int32_t g = scenario.GroupIndexOf(p);
-      if (g < 0 || !seen.insert(g).second) continue;
-      const auto tasks = scenario.group_tasks(g);
-      out.victim_groups.push_back(
-          VictimGroup{scenario.group_job(g), std::vector<PodId>(tasks.begin(), tasks.end())});
+      if (g < 0 || seen[static_cast<size_t>(g)]) continue;
+      seen[static_cast<size_t>(g)] = 1;
+      out.victim_groups.Add(scenario.group_job(g), scenario.group_tasks(g));
     }
     return Outcome::kSolved;
   }
+
+  // The whole-GPU requests of a set of pods, as CouldFitProfile checks them: their total and, per
+  // distinct request size g (largest first), how many pods ask for at least g GPUs.
+  struct SizeProfile {
+    bool always_fits = true;  // no GPU request, or one not modelled (shared GPUs, MIG)
+    double total = 0;
+    std::vector<std::pair<double, double>> steps;  // (g, pods asking >= g)
+  };
 
   // A necessary condition for placing whole-GPU `pods` on `nodes` (pipelining onto idle and
   // releasing GPUs): for every request size g, the pods asking for at least g GPUs must fit in
   // the nodes' free GPUs counted in blocks of g. Cheap, and it skips hopeless simulations.
   bool CouldFit(const std::vector<PodId>& pods, const std::vector<NodeId>& nodes) const {
     SortedGpuSizes(pods, sizes_scratch_);
-    return CouldFitSorted(sizes_scratch_, nodes);
+    MakeProfile(sizes_scratch_, profile_scratch_);
+    return CouldFitProfile(profile_scratch_, [&](double g) { return FreeBlocks(nodes, g); });
   }
 
   // The whole-GPU requests of `pods`, largest first. Shared-GPU, MIG and DRA requests are left
@@ -397,27 +524,93 @@ class Solver {
     std::sort(sizes.begin(), sizes.end(), std::greater<>());
   }
 
-  bool CouldFitSorted(const std::vector<double>& sizes, const std::vector<NodeId>& nodes) const {
-    if (sizes.empty() || sizes.front() < 0) return true;
-    double total_asked = 0;
-    for (double g : sizes) total_asked += g;
-    if (total_asked > FreeBlocks(nodes, 0)) return false;
+  static void MakeProfile(const std::vector<double>& sizes, SizeProfile& out) {
+    out.steps.clear();
+    out.total = 0;
+    out.always_fits = sizes.empty() || sizes.front() < 0;
+    if (out.always_fits) return;
+    for (double g : sizes) out.total += g;
     size_t i = 0;
     while (i < sizes.size()) {
       const double g = sizes[i];
       while (i < sizes.size() && sizes[i] == g) ++i;  // i = number of pods asking >= g
-      if (static_cast<double>(i) > FreeBlocks(nodes, g)) return false;
+      out.steps.emplace_back(g, static_cast<double>(i));
+    }
+  }
+
+  // `blocks(g)`: free GPUs (g = 0) or blocks of g free GPUs of the candidate nodes.
+  template <typename Blocks>
+  static bool CouldFitProfile(const SizeProfile& profile, const Blocks& blocks) {
+    if (profile.always_fits) return true;
+    if (profile.total > blocks(0)) return false;
+    for (const auto& [g, count] : profile.steps) {
+      if (count > blocks(g)) return false;
     }
     return true;
   }
 
+  // Free GPUs (g = 0) or blocks of g free GPUs of one node, as FreeBlocks counts them.
+  static double NodeBlocks(double free, double g) {
+    const double f = std::max(0.0, free);
+    return g == 0 ? f : std::floor(f / g);
+  }
+  // Sums of NodeBlocks are exact (so independent of the order of the terms) while every free
+  // count is a whole number well inside the range of consecutive integers of a double.
+  static bool ExactlySummable(double free) {
+    return free == std::floor(free) && std::abs(free) < 1e12;
+  }
+
+  // The prefix's base state: the recorded victims evicted, nothing else. Counts the blocks of
+  // the feasible nodes once, for every size the pending pods ask for.
+  void CountBaseBlocks() {
+    base_blocks_.clear();
+    base_exact_ = !pending_profile_.always_fits;
+    if (!base_exact_) return;
+    const auto free = ssn_.non_allocated_gpus();
+    for (NodeId n : feasible_list_) base_exact_ = base_exact_ && ExactlySummable(free[n]);
+    if (!base_exact_) return;
+    base_blocks_.emplace_back(0.0, 0.0);
+    for (const auto& step : pending_profile_.steps) base_blocks_.emplace_back(step.first, 0.0);
+    for (NodeId n : feasible_list_) {
+      for (auto& [g, value] : base_blocks_) value += NodeBlocks(free[n], g);
+    }
+  }
+
+  // Blocks of g free GPUs of the feasible nodes in a scenario's state: the base state plus the
+  // evictions on the nodes of `touched_` (some of them newly feasible). With exact sums this is
+  // the base count corrected on those nodes; otherwise the nodes are counted again.
+  double ScenarioBlocks(double g) const {
+    if (base_exact_ && touched_epoch_ == ssn_.placement_epoch()) {
+      const auto free = ssn_.non_allocated_gpus();
+      for (const auto& [size, base_value] : base_blocks_) {
+        if (size != g) continue;
+        double value = base_value;
+        bool exact = true;
+        for (const TouchedNode& t : touched_) {
+          exact = exact && ExactlySummable(free[t.node]);
+          value += NodeBlocks(free[t.node], g) - (t.was_feasible ? NodeBlocks(t.base_free, g) : 0);
+        }
+        if (exact) return value;
+        break;
+      }
+    }
+    return FreeBlocks(feasible_list_, g);
+  }
+
   // Free GPUs of `nodes` (g = 0) or the number of blocks of g free GPUs, cached until something
   // is placed or removed (the node list is fixed within a simulation).
+  // With the solver shortcuts on and whole-number counts, the cached counts of the feasible
+  // nodes follow the session's node-change log instead (same sums: exact in any order).
   double FreeBlocks(const std::vector<NodeId>& nodes, double g) const {
     const uint64_t epoch = ssn_.placement_epoch();
-    if (epoch != blocks_epoch_ || nodes.data() != blocks_nodes_ || nodes.size() != blocks_count_ ||
-        feasible_version_ != blocks_version_) {
-      blocks_cache_.clear();
+    const bool same_nodes = nodes.data() == blocks_nodes_ && nodes.size() == blocks_count_ &&
+                            feasible_version_ == blocks_version_;
+    if (!same_nodes || epoch != blocks_epoch_) {
+      if (!(same_nodes && &nodes == &feasible_list_ && CatchUpBlocks())) {
+        blocks_cache_.clear();
+        blocks_synced_ = false;
+        node_log_.clear();
+      }
       blocks_epoch_ = epoch;
       blocks_nodes_ = nodes.data();
       blocks_count_ = nodes.size();
@@ -433,7 +626,34 @@ class Solver {
       value += g == 0 ? f : std::floor(f / g);
     }
     blocks_cache_.emplace_back(g, value);
+    if (!blocks_synced_ && ssn_.params().solver_shortcuts && &nodes == &feasible_list_) {
+      // Remember what the counts were made of, to follow later changes.
+      blocks_synced_ = true;
+      for (NodeId n : nodes) {
+        blocks_free_[n] = free[n];
+        blocks_synced_ = blocks_synced_ && ExactlySummable(free[n]);
+      }
+      node_log_.clear();
+    }
     return value;
+  }
+
+  // Brings the cached counts up to date with the nodes changed since they were made. False
+  // (the caller counts again) when that is not exact.
+  bool CatchUpBlocks() const {
+    if (!blocks_synced_ || node_log_.size() > (1u << 20)) return false;
+    const auto free = ssn_.non_allocated_gpus();
+    for (NodeId n : node_log_) {
+      if (!feasible_[n]) continue;
+      const double f = free[n];
+      if (!ExactlySummable(f)) return false;
+      for (auto& [size, value] : blocks_cache_) {
+        value += NodeBlocks(f, size) - NodeBlocks(blocks_free_[n], size);
+      }
+      blocks_free_[n] = f;
+    }
+    node_log_.clear();
+    return true;
   }
 
   // KAI's TryToVirtuallyAllocatePreemptorAndGetVictims: every pending job, victim job and the
@@ -470,15 +690,22 @@ class Solver {
     for (JobId j : pending_jobs_) {
       if (!is_victim_job_[j]) to_order.push_back(j);
     }
+    size_t victim_entries = 0;
     for (JobId j : victim_jobs) {
-      if (j != job_) to_order.push_back(j);
+      if (j != job_) to_order.push_back(j), ++victim_entries;
     }
     order.PushMany(to_order);
     order.PushView(JobView{job_, true, scenario.pending()});
+    // The entries that do something: the preemptor and the victim jobs. Once all are popped the
+    // rest of the order only skips pending jobs. (An entry the order did not take is never
+    // popped, so the count then never reaches zero.)
+    size_t to_act = 1 + victim_entries;
     bool placed = false;
     bool ok = true;
     while (!order.empty()) {
+      if (ssn_.params().solver_shortcuts && to_act == 0) break;
       JobView v = order.PopNextView();
+      if ((v.job == job_ || is_victim_job_[v.job]) && to_act > 0) --to_act;
       if (v.job == job_) {
         if (!AllocateJobTaskList(ssn_, stmt, nodes, job_, scenario.pending(), true,
                                  /*nodes_cover_free_gpus=*/true)) {
@@ -493,9 +720,11 @@ class Solver {
         continue;
       }
       if (!is_victim_job_[v.job]) continue;
-      ssn_.TasksToAllocate(v.job, tasks_scratch_, /*real=*/false);
-      // Would fail, and failures change nothing.
-      if (ssn_.params().solver_shortcuts && !CouldFit(tasks_scratch_, nodes)) continue;
+      // Would fail, and failures change nothing. (The check looks only at the pods' sizes.)
+      if (ssn_.params().solver_shortcuts) {
+        ssn_.TasksToAllocate(v.job, tasks_scratch_, /*real=*/false, /*ordered=*/false);
+        if (!CouldFit(tasks_scratch_, nodes)) continue;
+      }
       AllocateJobTasks(ssn_, stmt, nodes, v.job, /*pipeline_only=*/true,
                        /*nodes_cover_free_gpus=*/true);
     }
@@ -506,16 +735,41 @@ class Solver {
   Session& ssn_;
   JobId job_;
   SolverSpec& spec_;
-  std::vector<VictimGroup> recorded_groups_;
+  VictimGroups recorded_groups_;
+  std::vector<PodId> preempted_scratch_, pipelined_scratch_;
+  std::vector<char> seen_scratch_;
   ScenarioIndex index_;
   std::vector<char> feasible_;
   std::unique_ptr<JobsByQueue> base_queue_;
 
   std::vector<PodId> tasks_scratch_;
   mutable std::vector<double> sizes_scratch_;
-  std::vector<double> pending_sizes_;  // the current prefix's GPU requests, largest first
+  mutable SizeProfile profile_scratch_;
+  SizeProfile pending_profile_;  // the current prefix's GPU requests
+  // Blocks of free GPUs of the feasible nodes in the prefix's base state, per size (0 = GPUs),
+  // when they are exact sums; and the nodes a scenario changed, with their base free GPUs.
+  struct TouchedNode {
+    NodeId node;
+    double base_free;
+    bool was_feasible;
+  };
+  std::vector<std::pair<double, double>> base_blocks_;
+  bool base_exact_ = false;
+  std::vector<TouchedNode> touched_;
+  std::vector<double> hypothetical_free_;
+  // Scratch lists of SolveScenario (it is not re-entered).
+  std::vector<NodeId> victim_nodes_scratch_;
+  std::vector<PodId> potential_scratch_;
+  std::vector<NodeId> added_scratch_;
+  std::vector<PodId> pods_scratch_;
+  uint64_t touched_epoch_ = 0;  // placement epoch right after the scenario's evictions
   std::vector<char> is_victim_job_;
   mutable std::vector<std::pair<double, double>> blocks_cache_;
+  // Free GPUs of each feasible node when the cached counts were last brought up to date, and
+  // whether they are (then the node-change log is followed).
+  mutable std::vector<double> blocks_free_;
+  mutable bool blocks_synced_ = false;
+  mutable std::vector<NodeId> node_log_;
   mutable uint64_t blocks_epoch_ = ~0ULL;
   mutable const NodeId* blocks_nodes_ = nullptr;
   mutable size_t blocks_count_ = 0;
@@ -568,7 +822,10 @@ std::vector<PodId> TasksToEvict(const Session& ssn, const JobView& view, bool& h
     }
   }
   // Reverse pod-set order (the last to be allocated is the first to give up pods).
-  std::vector<int32_t> order(static_cast<size_t>(num_sets));
+  // (Scratch lists reused between calls.)
+  thread_local std::vector<int32_t> order;
+  thread_local std::vector<PodId> active;
+  order.resize(static_cast<size_t>(num_sets));
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(),
             [&](int32_t a, int32_t b) { return ssn.PodSetViewLess(view, b, a); });
@@ -579,7 +836,7 @@ std::vector<PodId> TasksToEvict(const Session& ssn, const JobView& view, bool& h
   int taken_sets = 0;
   for (int32_t s : order) {
     if (taken_sets >= max_sets) break;
-    std::vector<PodId> active;
+    active.clear();
     for (PodId p : pods) {
       if (ssn.cluster().pods[p].pod_set == s && IsActiveAllocated(ssn.pod(p).status)) {
         active.push_back(p);
@@ -596,17 +853,62 @@ std::vector<PodId> TasksToEvict(const Session& ssn, const JobView& view, bool& h
 }
 
 namespace {
-std::string QueueDetails(const Session& ssn, QueueId q) {
+std::string QueueDetailsText(const Queue& queue, const std::optional<Quantities>& allocated,
+                             const std::optional<Quantities>& deserved,
+                             const std::optional<Quantities>& fair_share) {
   auto text = [](const std::optional<Quantities>& v) {
     if (!v) return std::string("?");
     return "GPU: " + Humanize((*v)[QueueResource::kGpu], 1) +
            ", CPU: " + Humanize((*v)[QueueResource::kCpu], 1000) +
            " (cores), memory: " + Humanize((*v)[QueueResource::kMemory], 1e9) + " (GB)";
   };
+  return queue.name + " uses <" + text(allocated) + "> with a quota of <" + text(deserved) +
+         ">, fair-share of <" + text(fair_share) + "> and queue priority of <" +
+         std::to_string(queue.priority) + ">.";
+}
+
+bool SameBits(const std::optional<Quantities>& a, const std::optional<Quantities>& b) {
+  if (a.has_value() != b.has_value()) return false;
+  if (!a) return true;
+  for (auto res : kQueueResources) {
+    if (std::bit_cast<uint64_t>((*a)[res]) != std::bit_cast<uint64_t>((*b)[res])) return false;
+  }
+  return true;
+}
+
+// The text is a function of the queue's name, priority and three quantities: the last text per
+// queue id is kept with its inputs and reused when they are all the same (eviction messages of
+// one decision name the same two queues again and again).
+std::string QueueDetails(const Session& ssn, QueueId q) {
+  struct Memo {
+    bool valid = false;
+    std::string name;
+    int priority = 0;
+    std::optional<Quantities> allocated, deserved, fair_share;
+    std::string text;
+  };
+  thread_local std::vector<Memo> memos;
   const Queue& queue = ssn.cluster().queues[q];
-  return queue.name + " uses <" + text(ssn.QueueAllocated(q)) + "> with a quota of <" +
-         text(ssn.QueueDeserved(q)) + ">, fair-share of <" + text(ssn.QueueFairShare(q)) +
-         "> and queue priority of <" + std::to_string(queue.priority) + ">.";
+  const auto allocated = ssn.QueueAllocated(q);
+  const auto deserved = ssn.QueueDeserved(q);
+  const auto fair_share = ssn.QueueFairShare(q);
+  if (!ssn.params().solver_shortcuts) {
+    return QueueDetailsText(queue, allocated, deserved, fair_share);
+  }
+  if (memos.size() <= static_cast<size_t>(q)) memos.resize(static_cast<size_t>(q) + 1);
+  Memo& m = memos[static_cast<size_t>(q)];
+  if (!m.valid || m.name != queue.name || m.priority != queue.priority ||
+      !SameBits(m.allocated, allocated) || !SameBits(m.deserved, deserved) ||
+      !SameBits(m.fair_share, fair_share)) {
+    m = {true,
+         queue.name,
+         queue.priority,
+         allocated,
+         deserved,
+         fair_share,
+         QueueDetailsText(queue, allocated, deserved, fair_share)};
+  }
+  return m.text;
 }
 }  // namespace
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -251,6 +253,14 @@ int RunConformance(const ConformanceOptions& options, std::ostream& out, std::os
   return failed > 0 && !options.report_only ? 1 : 0;
 }
 
+namespace {
+std::string DigestHex(uint64_t h) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+}  // namespace
+
 int RunBench(const BenchOptions& options, std::ostream& out, std::ostream& err) {
   if (options.scenario != "reclaim-large-jobs") {
     err << "bench: unknown scenario \"" << options.scenario
@@ -269,6 +279,7 @@ int RunBench(const BenchOptions& options, std::ostream& out, std::ostream& err) 
   }
   std::vector<double> action_ms, snapshot_ms;
   size_t evicted = 0, pipelined = 0;
+  uint64_t digest = 0;
   for (int run = 0; run < std::max(1, options.runs); ++run) {
     const auto t0 = Clock::now();
     auto ssn = scheduler.value()->OpenSession(cluster, 1'700'000'000'000);
@@ -279,6 +290,7 @@ int RunBench(const BenchOptions& options, std::ostream& out, std::ostream& err) 
     action_ms.push_back(ms(t2 - t1));
     evicted = ssn->evictions().size();
     pipelined = ssn->pipelined().size();
+    digest = DecisionsDigest(*ssn);
     scheduler.value()->CloseSession(*ssn);
   }
   auto median = [](std::vector<double> v) {
@@ -293,6 +305,7 @@ int RunBench(const BenchOptions& options, std::ostream& out, std::ostream& err) 
                       {"peak_rss_mib", static_cast<double>(usage.ru_maxrss) / 1024.0},
                       {"evicted", evicted},
                       {"pipelined", pipelined},
+                      {"decisions_digest", DigestHex(digest)},
                       {"runs", action_ms.size()}};
   out << line.dump() << "\n";
   return 0;

@@ -1,14 +1,28 @@
 #include "framework/jobs_by_queue.h"
 
 #include <algorithm>
+#include <atomic>
 
 namespace gantry {
 
+namespace {
+uint64_t NextSerial() {
+  static std::atomic<uint64_t> serial{0};
+  return ++serial;
+}
+}  // namespace
+
 JobsByQueue::JobsByQueue(const Session& ssn, JobsOrderOptions options)
-    : ssn_(ssn), options_(options) {
+    : ssn_(ssn), options_(options), serial_(NextSerial()) {
   const auto& queues = ssn.cluster().queues;
   heaps_.resize(queues.size());
   popped_.resize(queues.size());
+  changes_.assign(queues.size() + 1, 0);
+  best_memo_.assign(queues.size() + 1, {});
+  if (options_.victim_queue) {
+    victims_.resize(queues.size());
+    has_front_.assign(queues.size(), 0);
+  }
   active_jobs_.assign(queues.size(), 0);
   for (QueueId q = 0; q < static_cast<QueueId>(queues.size()); ++q) {
     if (queues[q].parent == kNone) roots_.push_back(q);
@@ -40,6 +54,83 @@ bool JobsByQueue::EntryLess(const JobView& a, const JobView& b) const {
   return options_.victim_queue ? ssn_.JobViewLess(b, a) : ssn_.JobViewLess(a, b);
 }
 
+JobsByQueue::JobsByQueue(const JobsByQueue& other)
+    : ssn_(other.ssn_),
+      options_(other.options_),
+      frozen_(other.frozen_),
+      frozen_size_(other.frozen_size_),
+      own_(other.own_),
+      heaps_(other.heaps_),
+      popped_(other.popped_),
+      active_jobs_(other.active_jobs_),
+      roots_(other.roots_),
+      size_(other.size_),
+      serial_(NextSerial()),
+      changes_(other.changes_),
+      best_memo_(other.best_memo_.size()) {
+  RebuildVictimViews();
+}
+
+void JobsByQueue::NoteChange(QueueId leaf) {
+  const auto& queues = ssn_.cluster().queues;
+  for (QueueId a = leaf; a != kNone; a = queues[a].parent) ++changes_[static_cast<size_t>(a) + 1];
+  ++changes_[0];
+}
+
+QueueId JobsByQueue::BestChildOf(QueueId parent) const {
+  const auto& queues = ssn_.cluster().queues;
+  const std::vector<QueueId>& candidates = parent == kNone ? roots_ : queues[parent].children;
+  if (!ssn_.params().solver_shortcuts || !ssn_.QueueOrderDependsOnlyOnPodStates()) {
+    return BestChild(candidates);
+  }
+  const size_t slot = parent == kNone ? 0 : static_cast<size_t>(parent) + 1;
+  // The answer depends only on the pods of the parent's subtree.
+  const uint64_t version = parent == kNone ? ssn_.state_version() : ssn_.queue_version(parent);
+  BestMemo& memo = best_memo_[slot];
+  if (memo.valid && memo.changes == changes_[slot] && memo.version == version) {
+    return memo.best;
+  }
+  const QueueId best = BestChild(candidates);
+  best_memo_[slot] = {true, changes_[slot], version, best};
+  return best;
+}
+
+void JobsByQueue::RebuildVictimViews() {
+  if (!options_.victim_queue) return;
+  victims_.assign(heaps_.size(), {});
+  has_front_.assign(heaps_.size(), 0);
+  for (size_t q = 0; q < heaps_.size(); ++q) {
+    for (int32_t e : popped_[q]) victims_[q].push_back(&Entry(e));
+    RefreshFront(static_cast<QueueId>(q));
+  }
+}
+
+void JobsByQueue::RefreshFront(QueueId q) {
+  if (!options_.victim_queue) return;
+  auto& views = victims_[q];
+  if (has_front_[q]) views.pop_back();
+  has_front_[q] = !heaps_[q].empty();
+  if (has_front_[q]) views.push_back(&Entry(heaps_[q].front()));
+}
+
+int32_t JobsByQueue::AddEntry(JobView v) {
+  own_.push_back(std::move(v));
+  return static_cast<int32_t>(frozen_size_ + own_.size() - 1);
+}
+
+void JobsByQueue::Freeze() {
+  if (own_.empty()) return;
+  auto all = std::make_shared<std::vector<JobView>>();
+  all->reserve(frozen_size_ + own_.size());
+  if (frozen_) all->insert(all->end(), frozen_->begin(), frozen_->end());
+  all->insert(all->end(), std::make_move_iterator(own_.begin()),
+              std::make_move_iterator(own_.end()));
+  own_.clear();
+  frozen_size_ = all->size();
+  frozen_ = std::move(all);
+  RebuildVictimViews();
+}
+
 void JobsByQueue::PushView(JobView v) {
   const auto& cluster = ssn_.cluster();
   const QueueId q = cluster.jobs[v.job].queue;
@@ -47,11 +138,12 @@ void JobsByQueue::PushView(JobView v) {
   // A queue whose named parent does not exist is not schedulable.
   if (!cluster.queues[q].parent_name.empty() && cluster.queues[q].parent == kNone) return;
   auto& heap = heaps_[q];
-  heap.push_back(std::move(v));
+  heap.push_back(AddEntry(std::move(v)));
   // std heaps keep the *largest* at the front: "greater" means "goes later".
-  std::push_heap(heap.begin(), heap.end(),
-                 [&](const JobView& a, const JobView& b) { return EntryLess(b, a); });
+  std::push_heap(heap.begin(), heap.end(), [this](int32_t a, int32_t b) { return HeapLess(a, b); });
+  RefreshFront(q);
   for (QueueId a = q; a != kNone; a = cluster.queues[a].parent) ++active_jobs_[a];
+  NoteChange(q);
   ++size_;
 }
 
@@ -63,33 +155,36 @@ void JobsByQueue::PushMany(const std::vector<JobId>& jobs) {
     if (q == kNone || !cluster.queues[q].IsLeaf()) continue;
     if (!cluster.queues[q].parent_name.empty() && cluster.queues[q].parent == kNone) continue;
     if (std::find(touched.begin(), touched.end(), q) == touched.end()) touched.push_back(q);
-    heaps_[q].push_back(JobView{j, false, {}});
+    heaps_[q].push_back(AddEntry(JobView{j, false, {}}));
     for (QueueId a = q; a != kNone; a = cluster.queues[a].parent) ++active_jobs_[a];
+    NoteChange(q);
     ++size_;
   }
   for (QueueId q : touched) {
     std::make_heap(heaps_[q].begin(), heaps_[q].end(),
-                   [&](const JobView& a, const JobView& b) { return EntryLess(b, a); });
+                   [this](int32_t a, int32_t b) { return HeapLess(a, b); });
+    RefreshFront(q);
   }
 }
 
 const JobView* JobsByQueue::Best(QueueId q) const {
   const auto& queues = ssn_.cluster().queues;
   while (!queues[q].IsLeaf()) {
-    q = BestChild(queues[q].children);
+    q = BestChildOf(q);
     if (q == kNone) return nullptr;
   }
-  return heaps_[q].empty() ? nullptr : &heaps_[q].front();
+  return heaps_[q].empty() ? nullptr : &Entry(heaps_[q].front());
 }
 
-void JobsByQueue::VictimsOf(QueueId q, std::vector<const JobView*>& out) const {
+VictimList JobsByQueue::VictimsOf(QueueId q) const {
   const auto& queues = ssn_.cluster().queues;
   while (!queues[q].IsLeaf()) {
-    q = BestChild(queues[q].children);
-    if (q == kNone) return;
+    q = BestChildOf(q);
+    if (q == kNone) return {};
   }
-  for (const JobView& v : popped_[q]) out.push_back(&v);
-  if (!heaps_[q].empty()) out.push_back(&heaps_[q].front());
+  // Popped entries only grow, so (serial, leaf) names an append-only list.
+  return VictimList{victims_[q], serial_ * (queues.size() + 1) + static_cast<uint64_t>(q) + 1,
+                    popped_[q].size()};
 }
 
 QueueId JobsByQueue::BestChild(const std::vector<QueueId>& candidates) const {
@@ -105,12 +200,11 @@ QueueId JobsByQueue::BestChild(const std::vector<QueueId>& candidates) const {
   if (with_jobs <= 1) return only;
   QueueId best = kNone;
   const JobView* best_job = nullptr;
-  std::vector<const JobView*> best_victims, victims;
+  VictimList best_victims;
   for (QueueId q : candidates) {
     if (!HasJobs(q)) continue;
     if (options_.victim_queue) {
-      victims.clear();
-      VictimsOf(q, victims);
+      const VictimList victims = VictimsOf(q);
       if (victims.empty()) continue;
       // Reversed queue order: the queue that would go last in allocation order goes first.
       if (best == kNone || !ssn_.QueueLess(q, best, nullptr, nullptr, victims, best_victims)) {
@@ -131,22 +225,28 @@ QueueId JobsByQueue::BestChild(const std::vector<QueueId>& candidates) const {
 
 QueueId JobsByQueue::NextLeaf() const {
   const auto& queues = ssn_.cluster().queues;
-  QueueId q = BestChild(roots_);
-  while (q != kNone && !queues[q].IsLeaf()) q = BestChild(queues[q].children);
+  QueueId q = BestChildOf(kNone);
+  while (q != kNone && !queues[q].IsLeaf()) q = BestChildOf(q);
   return q;
 }
 
 JobView JobsByQueue::PopNextView() {
   const QueueId q = NextLeaf();
   auto& heap = heaps_[q];
-  std::pop_heap(heap.begin(), heap.end(),
-                [&](const JobView& a, const JobView& b) { return EntryLess(b, a); });
-  JobView v = std::move(heap.back());
+  std::pop_heap(heap.begin(), heap.end(), [this](int32_t a, int32_t b) { return HeapLess(a, b); });
+  const int32_t e = heap.back();
   heap.pop_back();
+  JobView v = Entry(e);
+  if (options_.victim_queue) {
+    // The front was the popped entry: it stays, as the last popped one.
+    has_front_[q] = 0;
+    popped_[q].push_back(e);
+    RefreshFront(q);
+  }
   const auto& queues = ssn_.cluster().queues;
   for (QueueId a = q; a != kNone; a = queues[a].parent) --active_jobs_[a];
+  NoteChange(q);
   --size_;
-  if (options_.victim_queue) popped_[q].push_back(v);
   return v;
 }
 

@@ -11,6 +11,8 @@
 // pushed back.
 #pragma once
 
+#include <deque>
+#include <memory>
 #include <vector>
 
 #include "framework/session.h"
@@ -29,6 +31,9 @@ struct JobsOrderOptions {
 class JobsByQueue {
  public:
   JobsByQueue(const Session& ssn, JobsOrderOptions options);
+  // A copy continues independently (its victim lists get new names, see VictimList).
+  JobsByQueue(const JobsByQueue& other);
+  JobsByQueue& operator=(const JobsByQueue&) = delete;
 
   // Adds every eligible job of the session.
   void InitializeWithAllJobs();
@@ -45,28 +50,65 @@ class JobsByQueue {
   JobView PopNextView();
   bool empty() const { return size_ == 0; }
   size_t size() const { return size_; }
+  // Makes the entries pushed so far shared and immutable, so copies of this queue share them
+  // instead of copying them (a copy then costs one integer per queued entry).
+  void Freeze();
 
  private:
   bool Eligible(JobId j) const;
   // Best entry of a queue subtree, or nullptr.
   const JobView* Best(QueueId q) const;
   QueueId BestChild(const std::vector<QueueId>& candidates) const;
+  // BestChild over the children of `parent` (kNone: the roots). With the solver shortcuts on,
+  // when the queue order depends only on pod states, the answer is kept while nothing in the
+  // parent's subtree was pushed or popped and the states of the pods of its jobs are the same
+  // (the session's state version of that subtree): the heaps' fronts and every input of the queue
+  // order (shares and jobs of the subtree's queues) are then the same.
+  QueueId BestChildOf(QueueId parent) const;
+  void NoteChange(QueueId leaf);
   QueueId NextLeaf() const;
   bool HasJobs(QueueId q) const { return active_jobs_[q] > 0; }
   bool EntryLess(const JobView& a, const JobView& b) const;
-  // Victims that stand for leaf queue q: popped entries plus the next one.
-  void VictimsOf(QueueId q, std::vector<const JobView*>& out) const;
+  // Victims that stand for queue q (its best leaf queue): popped entries plus the next one.
+  VictimList VictimsOf(QueueId q) const;
+  // Victim mode: keeps victims_[q] = popped entries + the heap's front.
+  void RefreshFront(QueueId q);
+  void RebuildVictimViews();
+  // Entries are numbered in push order: first the frozen (shared) ones, then this queue's own.
+  const JobView& Entry(int32_t e) const {
+    const size_t i = static_cast<size_t>(e);
+    return i < frozen_size_ ? (*frozen_)[i] : own_[i - frozen_size_];
+  }
+  int32_t AddEntry(JobView v);
+  bool HeapLess(int32_t a, int32_t b) const { return EntryLess(Entry(b), Entry(a)); }
 
   const Session& ssn_;
   JobsOrderOptions options_;
-  // Per leaf queue: a heap of entries (front = next).
-  std::vector<std::vector<JobView>> heaps_;
-  // Per leaf queue, victim mode: entries popped so far.
-  std::vector<std::vector<JobView>> popped_;
+  std::shared_ptr<const std::vector<JobView>> frozen_;
+  size_t frozen_size_ = 0;
+  std::deque<JobView> own_;  // (a deque: views of entries stay valid while entries are added)
+  // Per leaf queue: a heap of entry numbers (front = next).
+  std::vector<std::vector<int32_t>> heaps_;
+  // Per leaf queue, victim mode: entries popped so far; the same entries then the heap's front
+  // as views (what VictimsOf returns), and whether that front is present.
+  std::vector<std::vector<int32_t>> popped_;
+  std::vector<std::vector<const JobView*>> victims_;
+  std::vector<char> has_front_;
   // Per queue: number of queued entries in its subtree.
   std::vector<int> active_jobs_;
   std::vector<QueueId> roots_;
   size_t size_ = 0;
+  uint64_t serial_ = 0;  // names this queue's victim lists
+  // Per queue (index + 1; 0: the roots): pushes and pops in its subtree so far, and the last
+  // BestChildOf answer with the counter and the state version it was computed at.
+  struct BestMemo {
+    bool valid = false;
+    uint64_t changes = 0;
+    uint64_t version = 0;
+    QueueId best = kNone;
+  };
+  std::vector<uint64_t> changes_;
+  mutable std::vector<BestMemo> best_memo_;
 };
 
 }  // namespace gantry

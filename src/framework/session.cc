@@ -62,6 +62,7 @@ Session::Session(const Cluster& cluster, const SchedulerConfig& config, int64_t 
     any_anti_affinity_ = any_anti_affinity_ || !pod.pod_anti_affinity.empty();
   BuildNodeClasses();
 
+  queue_versions_.assign(cluster.queues.size(), 0);
   jobs_.resize(cluster.jobs.size());
   job_version_.assign(cluster.jobs.size(), 1);
   job_quantities_cache_.assign(cluster.jobs.size(), {0, Quantities{}});
@@ -112,8 +113,36 @@ void Session::CountPod(PodId p, int sign) {
   if (s == PodStatus::kPending) c.pending += sign;
 }
 
+Session::VersionMark Session::Versions(PodId p) const {
+  VersionMark m;
+  m.session = state_version_;
+  const JobId j = cluster_.pods[p].job;
+  if (j == kNone) return m;
+  size_t level = 0;
+  for (QueueId q = cluster_.jobs[j].queue; q != kNone && level < m.queues.size();
+       q = cluster_.queues[q].parent) {
+    m.queues[level++] = queue_versions_[q];
+  }
+  return m;
+}
+
+void Session::RestoreVersions(PodId p, const VersionMark& before, const VersionMark& after,
+                              const VersionMark& now) {
+  const uint64_t fresh = ++last_version_;
+  state_version_ = now.session == after.session ? before.session : fresh;
+  const JobId j = cluster_.pods[p].job;
+  if (j == kNone) return;
+  size_t level = 0;
+  for (QueueId q = cluster_.jobs[j].queue; q != kNone; q = cluster_.queues[q].parent, ++level) {
+    // (Queues deeper than a mark holds always get a new number.)
+    const bool same = level < now.queues.size() && now.queues[level] == after.queues[level];
+    queue_versions_[q] = same ? before.queues[level] : fresh;
+  }
+}
+
 void Session::SetPodStatus(PodId p, PodStatus s) {
   if (const JobId j = cluster_.pods[p].job; j != kNone) ++job_version_[j];
+  if (pods_[p].status != s) BumpVersions(p);
   CountPod(p, -1);
   pods_[p].status = s;
   CountPod(p, +1);
@@ -147,6 +176,7 @@ void Session::AddPodToNode(PodId p, NodeId n) {
   }
   non_allocated_gpus_[n] = ns.idle.gpus + ns.releasing.gpus;
   MarkClassDirty(n);
+  if (node_log_ != nullptr) node_log_->push_back(n);
 }
 
 void Session::RemovePodFromNode(PodId p, NodeId n) {
@@ -176,6 +206,7 @@ void Session::RemovePodFromNode(PodId p, NodeId n) {
   }
   non_allocated_gpus_[n] = ns.idle.gpus + ns.releasing.gpus;
   MarkClassDirty(n);
+  if (node_log_ != nullptr) node_log_->push_back(n);
 }
 
 // --- Shared GPUs ----------------------------------------------------------------------------
@@ -551,8 +582,7 @@ bool Session::PodSetViewLess(const JobView& v, int32_t l, int32_t r) const {
 }
 
 bool Session::QueueLess(QueueId l, QueueId r, const JobView* l_job, const JobView* r_job,
-                        std::span<const JobView* const> l_victims,
-                        std::span<const JobView* const> r_victims) const {
+                        const VictimList& l_victims, const VictimList& r_victims) const {
   for (const auto& fn : queue_order_fns_) {
     if (int c = fn(*this, l, r, l_job, r_job, l_victims, r_victims); c != 0) return c < 0;
   }
@@ -978,7 +1008,7 @@ Quantities Session::ViewTasksQuantities(const JobView& v) const {
   return q;
 }
 
-void Session::TasksToAllocate(JobId j, std::vector<PodId>& out, bool real) const {
+void Session::TasksToAllocate(JobId j, std::vector<PodId>& out, bool real, bool ordered) const {
   out.clear();
   const Job& job = cluster_.jobs[j];
   const int32_t num_sets = static_cast<int32_t>(job.pod_sets.size());
@@ -1005,11 +1035,13 @@ void Session::TasksToAllocate(JobId j, std::vector<PodId>& out, bool real) const
       }
     }
     if (pending.empty()) continue;
-    std::sort(pending.begin(), pending.end(), [&](PodId a, PodId b) { return TaskLess(a, b); });
     const auto& c = counters(j, s);
     const int min = job.pod_sets[s].min_available;
     const size_t want =
         c.active_allocated >= min ? 1 : static_cast<size_t>(min - c.active_allocated);
+    if (ordered || want < pending.size()) {
+      std::sort(pending.begin(), pending.end(), [&](PodId a, PodId b) { return TaskLess(a, b); });
+    }
     for (size_t i = 0; i < pending.size() && i < want; ++i) out.push_back(pending[i]);
     ++taken;
   }
@@ -1063,6 +1095,20 @@ void Session::WriteBack(const Session& s, Cluster& cluster) {
         pod.gpu_groups = s.GroupNames(p);
     }
   }
+}
+
+uint64_t DecisionsDigest(const Session& ssn) {
+  uint64_t h = 14695981039346656037ULL;
+  auto mix = [&h](int64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= static_cast<uint64_t>(v >> (8 * i)) & 0xff;
+      h *= 1099511628211ULL;
+    }
+  };
+  for (const auto& b : ssn.binds()) mix(1), mix(b.pod), mix(b.node);
+  for (const auto& e : ssn.evictions()) mix(2), mix(e.pod), mix(e.node);
+  for (const auto& p : ssn.pipelined()) mix(3), mix(p.pod), mix(p.node);
+  return h;
 }
 
 }  // namespace gantry

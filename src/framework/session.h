@@ -10,6 +10,7 @@
 // Threading: a session is used by one thread. Node scoring may fan out internally.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -116,11 +117,21 @@ struct ScenarioInfo {
 using JobOrderFn = std::function<int(const Session&, const JobView&, const JobView&)>;
 using TaskOrderFn = std::function<int(const Session&, PodId, PodId)>;
 using PodSetOrderFn = std::function<int(const Session&, const JobView&, int32_t, int32_t)>;
+// The victims that stand for a queue when ordering victims: the jobs taken from it so far, then
+// its next candidate. `list` names an append-only list (0: none): two VictimLists with the same
+// `list` agree on their first `stable` views, and the views' pods had the same statuses whenever
+// the session's state version was the same, so a plugin may keep sums over them.
+struct VictimList {
+  std::span<const JobView* const> views;
+  uint64_t list = 0;
+  size_t stable = 0;
+  bool empty() const { return views.empty(); }
+};
+
 // Queue order: l / r queues represented by their best pending job (allocation order) or, when
 // ordering victims, by their victim jobs so far (the job ids are then kNone).
-using QueueOrderFn =
-    std::function<int(const Session&, QueueId, QueueId, const JobView*, const JobView*,
-                      std::span<const JobView* const>, std::span<const JobView* const>)>;
+using QueueOrderFn = std::function<int(const Session&, QueueId, QueueId, const JobView*,
+                                       const JobView*, const VictimList&, const VictimList&)>;
 // Called once per pod before its nodes are scored, with the candidate node set.
 using NodePreOrderFn = std::function<void(Session&, PodId, std::span<const NodeId>)>;
 using NodeOrderFn = std::function<double(const Session&, PodId, NodeId)>;
@@ -251,6 +262,27 @@ class Session {
   uint64_t placement_epoch() const { return placement_epoch_; }
   // Changes whenever a pod is added to or removed from node n (for per-node plugin caches).
   uint32_t node_version(NodeId n) const { return node_version_[n]; }
+  // While set, every node a pod is added to or removed from is appended to `log` (a consumer
+  // keeping per-node sums follows the changes instead of counting again). Null: no log.
+  void SetNodeChangeLog(std::vector<NodeId>* log) { node_log_ = log; }
+  // Versions of the pods' states (statuses and virtual flags), for caches: every change gets a
+  // new number, for the whole session and for each queue whose subtree holds the pod's job. A
+  // statement's rollback gives a change's numbers back only where nothing changed since (else
+  // new ones). So two moments with the same version have the same states (of the queue's pods).
+  uint64_t state_version() const { return state_version_; }
+  uint64_t queue_version(QueueId q) const { return queue_versions_[q]; }
+  // The versions a change of pod p touches: the session's and its queues' (innermost first).
+  struct VersionMark {
+    uint64_t session = 0;
+    std::array<uint64_t, 4> queues{};
+    bool operator==(const VersionMark&) const = default;
+  };
+  VersionMark Versions(PodId p) const;
+  // After undoing a change of pod p whose versions were `before` and `after` it, with `now` the
+  // versions just before the undo: versions still at `after` go back to `before`, any other gets
+  // a new number (the states are not those of any earlier moment).
+  void RestoreVersions(PodId p, const VersionMark& before, const VersionMark& after,
+                       const VersionMark& now);
 
   // Job-level derived facts (KAI's PodGroupInfo helpers).
   int NumAllocatedLike(JobId j) const;
@@ -274,9 +306,15 @@ class Session {
     if (!Disabled("task_order")) task_order_fns_.push_back(std::move(fn));
   }
   void AddPodSetOrderFn(PodSetOrderFn fn) { pod_set_order_fns_.push_back(std::move(fn)); }
-  void AddQueueOrderFn(QueueOrderFn fn) {
-    if (!Disabled("queue_order")) queue_order_fns_.push_back(std::move(fn));
+  // `pod_states_only`: the function's answer depends only on the two queues, the jobs or victim
+  // lists given, and the statuses and virtual flags of the pods of the jobs in the two queues'
+  // subtrees (so a job order may keep its answers while none of these changed).
+  void AddQueueOrderFn(QueueOrderFn fn, bool pod_states_only = false) {
+    if (Disabled("queue_order")) return;
+    queue_order_fns_.push_back(std::move(fn));
+    queue_order_pod_states_only_ = queue_order_pod_states_only_ && pod_states_only;
   }
+  bool QueueOrderDependsOnlyOnPodStates() const { return queue_order_pod_states_only_; }
   void AddNodePreOrderFn(NodePreOrderFn fn) { node_pre_order_fns_.push_back(std::move(fn)); }
   void AddNodeOrderFn(NodeOrderFn fn) {
     if (!Disabled("node_order")) node_order_fns_.push_back(std::move(fn));
@@ -326,8 +364,7 @@ class Session {
   bool PodSetLess(JobId j, int32_t l, int32_t r) const;
   bool PodSetViewLess(const JobView& v, int32_t l, int32_t r) const;
   bool QueueLess(QueueId l, QueueId r, const JobView* l_job, const JobView* r_job,
-                 std::span<const JobView* const> l_victims,
-                 std::span<const JobView* const> r_victims) const;
+                 const VictimList& l_victims, const VictimList& r_victims) const;
   std::optional<std::string> PrePredicate(PodId p);
   // Resource fit on idle + releasing, then every predicate. Records the reason of a failure in
   // the pod's fit errors when `record` is set.
@@ -374,7 +411,10 @@ class Session {
 
   // The pods one allocation attempt of `j` takes (KAI's GetTasksToAllocate), in order. With
   // `real` false, pods this session evicted count as pending (simulations re-place them).
-  void TasksToAllocate(JobId j, std::vector<PodId>& out, bool real = true) const;
+  // With `ordered` false the pods are the same but, where a pod set gives all its pending pods,
+  // not sorted (for callers that only look at the set of pods).
+  void TasksToAllocate(JobId j, std::vector<PodId>& out, bool real = true,
+                       bool ordered = true) const;
   // Queue quantities of what a view would allocate: TasksToAllocateQuantities for whole jobs,
   // the view's pending pods for partial ones.
   Quantities ViewTasksQuantities(const JobView& v) const;
@@ -386,6 +426,7 @@ class Session {
   void SetPodStatus(PodId p, PodStatus s);
   void SetPodNode(PodId p, NodeId n) { pods_[p].node = n; }
   void SetVirtual(PodId p, bool v) {
+    if (pods_[p].virtual_status != v) BumpVersions(p);
     pods_[p].virtual_status = v;
     if (const JobId j = cluster_.pods[p].job; j != kNone) ++job_version_[j];
   }
@@ -410,6 +451,16 @@ class Session {
 
  private:
   void CountPod(PodId p, int sign);
+  // A change of pod p's state: new versions for the session and the queues above its job.
+  void BumpVersions(PodId p) {
+    const uint64_t v = ++last_version_;
+    state_version_ = v;
+    const JobId j = cluster_.pods[p].job;
+    if (j == kNone) return;
+    for (QueueId q = cluster_.jobs[j].queue; q != kNone; q = cluster_.queues[q].parent) {
+      queue_versions_[q] = v;
+    }
+  }
 
   const Cluster& cluster_;
   const SchedulerConfig& config_;
@@ -441,6 +492,10 @@ class Session {
   std::vector<NodeId> all_nodes_;
   uint64_t placement_epoch_ = 0;
   std::vector<uint32_t> node_version_;
+  std::vector<NodeId>* node_log_ = nullptr;
+  uint64_t last_version_ = 0;
+  uint64_t state_version_ = 0;
+  std::vector<uint64_t> queue_versions_;
   // Whole GPUs not allocated (idle + releasing) per node, kept in a flat array: the first,
   // cheapest filter when ranking nodes for a pod.
   std::vector<double> non_allocated_gpus_;
@@ -455,6 +510,7 @@ class Session {
   std::vector<TaskOrderFn> task_order_fns_;
   std::vector<PodSetOrderFn> pod_set_order_fns_;
   std::vector<QueueOrderFn> queue_order_fns_;
+  bool queue_order_pod_states_only_ = true;
   std::vector<NodePreOrderFn> node_pre_order_fns_;
   std::vector<NodeOrderFn> node_order_fns_;
   std::vector<PrePredicateFn> pre_predicate_fns_;
@@ -525,5 +581,9 @@ class Session {
   std::vector<uint64_t> job_version_;
   mutable std::vector<std::pair<uint64_t, Quantities>> job_quantities_cache_;
 };
+
+// A hash (FNV-1a) of the session's decisions in order - binds, evictions, pipelined pods, each as
+// pod and node - to compare the decisions of two builds without printing them.
+uint64_t DecisionsDigest(const Session& ssn);
 
 }  // namespace gantry

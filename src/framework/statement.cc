@@ -4,6 +4,12 @@
 
 namespace gantry {
 
+void Statement::MarkVersions(const Session::VersionMark& before) {
+  Op& op = ops_.back();
+  op.versions_before = before;
+  op.versions_after = ssn_.Versions(op.pod);
+}
+
 void Statement::SwapGroups(Op& op, std::vector<int32_t>& groups) {
   if (groups.empty()) return;
   op.groups_changed = true;
@@ -12,6 +18,7 @@ void Statement::SwapGroups(Op& op, std::vector<int32_t>& groups) {
 }
 
 void Statement::Allocate(PodId p, NodeId n, std::vector<int32_t> gpu_groups) {
+  const auto versions = ssn_.Versions(p);
   const PodState before = ssn_.pod(p);
   Op op{Kind::kAllocate, p, n, before.status, before.node, before.virtual_status, {}};
   SwapGroups(op, gpu_groups);
@@ -21,10 +28,12 @@ void Statement::Allocate(PodId p, NodeId n, std::vector<int32_t> gpu_groups) {
   ssn_.FireAllocate(p);
   ops_.push_back(std::move(op));
   ssn_.SetVirtual(p, true);
+  MarkVersions(versions);
 }
 
 void Statement::Pipeline(PodId p, NodeId n, bool update_if_on_node,
                          std::vector<int32_t> gpu_groups) {
+  const auto versions = ssn_.Versions(p);
   const PodState before = ssn_.pod(p);
   const bool evicted_here =
       before.status == PodStatus::kReleasing && before.node != kNone && before.virtual_status;
@@ -46,6 +55,7 @@ void Statement::Pipeline(PodId p, NodeId n, bool update_if_on_node,
       undo.target = i;
       ops_.push_back(std::move(undo));  // may reallocate: `op` is not used past this point
       ssn_.SetVirtual(p, restored_virtual);
+      MarkVersions(versions);
       return;
     }
   }
@@ -53,15 +63,8 @@ void Statement::Pipeline(PodId p, NodeId n, bool update_if_on_node,
   // An evicted pod keeps its releasing footprint where it was; any other occupying pod moves.
   const bool keep_old = was_on_node && before.status == PodStatus::kReleasing;
   if (was_on_node && !keep_old) ssn_.RemovePodFromNode(p, before.node);
-  const auto& pod = ssn_.cluster().pods[p];
-  Op op{Kind::kPipeline,
-        p,
-        n,
-        before.status,
-        before.node,
-        before.virtual_status,
-        "Pod " + pod.namespace_ + "/" + pod.name + " was pipelined to node " +
-            ssn_.cluster().nodes[n].name};
+  // (The message is written on commit: it depends only on the pod and the node.)
+  Op op{Kind::kPipeline, p, n, before.status, before.node, before.virtual_status, {}};
   op.kept_old_footprint = keep_old;
   SwapGroups(op, gpu_groups);
   ssn_.SetPodStatus(p, PodStatus::kPipelined);
@@ -70,6 +73,7 @@ void Statement::Pipeline(PodId p, NodeId n, bool update_if_on_node,
   ssn_.FireAllocate(p);
   ops_.push_back(std::move(op));
   ssn_.SetVirtual(p, true);
+  MarkVersions(versions);
 }
 
 void Statement::Evict(PodId p, std::string message) { ApplyEvict(p, std::move(message)); }
@@ -77,6 +81,7 @@ void Statement::Evict(PodId p, std::string message) { ApplyEvict(p, std::move(me
 void Statement::Evict(PodId p) { ApplyEvict(p, std::string()); }
 
 void Statement::ApplyEvict(PodId p, std::string message) {
+  const auto versions = ssn_.Versions(p);
   const PodState before = ssn_.pod(p);
   const NodeId n = before.node;
   ssn_.RemovePodFromNode(p, n);
@@ -86,6 +91,7 @@ void Statement::ApplyEvict(PodId p, std::string message) {
   ops_.push_back(
       {Kind::kEvict, p, n, before.status, before.node, before.virtual_status, std::move(message)});
   ssn_.SetVirtual(p, true);
+  MarkVersions(versions);
 }
 
 void Statement::ConvertAllAllocatedToPipelined(JobId j) {
@@ -113,6 +119,7 @@ void Statement::ConvertAllAllocatedToPipelined(JobId j) {
 }
 
 void Statement::Undo(Op& op) {
+  const auto now = ssn_.Versions(op.pod);
   switch (op.kind) {
     case Kind::kAllocate:
       ssn_.RemovePodFromNode(op.pod, op.node);
@@ -154,6 +161,7 @@ void Statement::Undo(Op& op) {
       break;
   }
   ssn_.SetVirtual(op.pod, op.prev_virtual);
+  ssn_.RestoreVersions(op.pod, op.versions_before, op.versions_after, now);
 }
 
 void Statement::Rollback(Checkpoint cp) {
@@ -173,9 +181,13 @@ void Statement::Commit() {
         break;
       case Kind::kUnevict:
         break;
-      case Kind::kPipeline:
-        ssn_.RecordPipelined(op.pod, std::move(op.message));
+      case Kind::kPipeline: {
+        const auto& pod = ssn_.cluster().pods[op.pod];
+        ssn_.RecordPipelined(op.pod, "Pod " + pod.namespace_ + "/" + pod.name +
+                                         " was pipelined to node " +
+                                         ssn_.cluster().nodes[op.node].name);
         break;
+      }
       case Kind::kAllocate:
         ssn_.RecordBind(op.pod);
         break;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/session.h"
 #include "model/cluster.h"
 
 namespace gantry {
@@ -74,9 +75,14 @@ class Statement {
     size_t target = 0;                // kUnevict: index of the evict operation it cancels
     bool groups_changed = false;      // the operation replaced the pod's shared-GPU groups
     std::vector<int32_t> prev_groups;  // ... which were these
+    // The session's state versions of the pod around the operation (undo gives them back).
+    Session::VersionMark versions_before{};
+    Session::VersionMark versions_after{};
   };
   // Gives the pod `groups` if any were chosen, noting the previous ones in `op`.
   void SwapGroups(Op& op, std::vector<int32_t>& groups);
+  // Records the versions around the last operation (`before`: taken before it started).
+  void MarkVersions(const Session::VersionMark& before);
   void Undo(Op& op);
   void ApplyEvict(PodId p, std::string message);
 

@@ -1,6 +1,7 @@
 #include "plugins/proportion.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -326,10 +327,31 @@ class ProportionPlugin : public Plugin {
     }
     ComputeFairShares(c, total_, k_value_, shares_);
 
+    victim_sums_.assign(c.queues.size(), {});
+    victim_sides_.assign(c.queues.size(), {});
+    // Queue shares are sums of pod quantities, added and taken away as pods come and go. With
+    // whole numbers only (well inside a double's exact range) those sums are exact, so the
+    // shares are a function of the statuses of the pods in the queue's subtree: so is the queue
+    // order (its other inputs are the queues and the jobs' or victims' pods, of the same
+    // subtrees, with their statuses and virtual flags).
+    double magnitude = 0;
+    bool whole = true;
+    for (const Pod& pod : c.pods) {
+      // What a shared-GPU pod is charged depends on the node it is placed on, not only on its
+      // status.
+      whole = whole && !pod.IsSharedGpu();
+      const Quantities q = PodQuantities(c, pod);
+      for (auto res : kQueueResources) {
+        whole = whole && q[res] == std::floor(q[res]);
+        magnitude += std::abs(q[res]);
+      }
+    }
+    const bool pod_states_only = whole && magnitude < 0x1p52;
     ssn.AddQueueOrderFn(
         [this](const Session& s, QueueId l, QueueId r, const JobView* lj, const JobView* rj,
-               std::span<const JobView* const> lv,
-               std::span<const JobView* const> rv) { return QueueOrder(s, l, r, lj, rj, lv, rv); });
+               const VictimList& lv,
+               const VictimList& rv) { return QueueOrder(s, l, r, lj, rj, lv, rv); },
+        pod_states_only);
     ssn.AddJobCapacityFn([this](const Session& s, JobId j, std::span<const PodId> pods) {
       return CheckCapacity(s, j, RequestedQuota(s.cluster(), pods), /*check_limit=*/true);
     });
@@ -495,16 +517,32 @@ class ProportionPlugin : public Plugin {
 
     // Resources the scenario takes from each queue: one entry per elastic pod beyond a pod
     // set's minimum, one for the rest; pods placed again (consolidated) do not count.
-    std::map<QueueId, std::vector<Quantities>> taken;
+    // (Scratch buffers, so a validation allocates nothing per victim.)
+    std::vector<std::pair<QueueId, Quantities>>& taken = taken_scratch_;
+    taken.clear();
     for (const auto& [victim_job, pods] : sc.victims) {
       const Job& vj = c.jobs[victim_job];
-      std::map<int32_t, std::vector<PodId>> by_set;
-      for (PodId p : pods) by_set[c.pods[p].pod_set].push_back(p);
-      std::vector<PodId> core, elastic;
-      for (auto& [set, set_pods] : by_set) {
+      // The pods by pod set (ascending), in their order within a set.
+      std::vector<std::pair<int32_t, PodId>>& by_set = by_set_scratch_;
+      by_set.clear();
+      bool sorted = true;
+      for (PodId p : pods) {
+        sorted = sorted && (by_set.empty() || by_set.back().first <= c.pods[p].pod_set);
+        by_set.emplace_back(c.pods[p].pod_set, p);
+      }
+      if (!sorted) {
+        std::stable_sort(by_set.begin(), by_set.end(),
+                         [](const auto& a, const auto& b) { return a.first < b.first; });
+      }
+      std::vector<PodId>& core = core_scratch_;
+      std::vector<PodId>& elastic = elastic_scratch_;
+      core.clear();
+      elastic.clear();
+      for (size_t i = 0; i < by_set.size();) {
+        const int32_t set = by_set[i].first;
         const size_t min = static_cast<size_t>(std::max(0, vj.pod_sets[set].min_available));
-        for (size_t i = 0; i < set_pods.size(); ++i) {
-          (i < min ? core : elastic).push_back(set_pods[i]);
+        for (size_t k = 0; i < by_set.size() && by_set[i].first == set; ++i, ++k) {
+          (k < min ? core : elastic).push_back(by_set[i].second);
         }
       }
       auto counted = [&](std::span<const PodId> group) -> std::optional<Quantities> {
@@ -518,10 +556,13 @@ class ProportionPlugin : public Plugin {
         return any ? std::optional<Quantities>(q) : std::nullopt;
       };
       for (PodId p : elastic) {
-        if (auto q = counted(std::span<const PodId>(&p, 1))) taken[vj.queue].push_back(*q);
+        if (auto q = counted(std::span<const PodId>(&p, 1))) taken.emplace_back(vj.queue, *q);
       }
-      if (auto q = counted(core)) taken[vj.queue].push_back(*q);
+      if (auto q = counted(core)) taken.emplace_back(vj.queue, *q);
     }
+    // By queue (ascending), each queue's entries in the order they were taken.
+    std::stable_sort(taken.begin(), taken.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
 
     std::map<QueueId, Quantities> remaining;
     std::map<QueueId, std::array<bool, 3>> involved;
@@ -530,15 +571,19 @@ class ProportionPlugin : public Plugin {
       if (it == remaining.end()) it = remaining.emplace(q, queues[q].Allocated()).first;
       return it->second;
     };
-    for (const auto& [reclaimee_leaf, list] : taken) {
+    for (size_t begin = 0; begin < taken.size();) {
+      const QueueId reclaimee_leaf = taken[begin].first;
+      size_t end = begin;
+      while (end < taken.size() && taken[end].first == reclaimee_leaf) ++end;
       const auto [rq, eq] = Leveled(c, reclaimer.queue, reclaimee_leaf);
       std::array<bool, 3> inv{};
-      for (const auto& q : list) {
-        const auto i = Involved(q);
+      for (size_t e = begin; e < end; ++e) {
+        const auto i = Involved(taken[e].second);
         for (int k = 0; k < 3; ++k) inv[k] = inv[k] || i[k];
       }
       involved[reclaimee_leaf] = inv;
-      for (const auto& q : list) {
+      for (size_t e = begin; e < end; ++e) {
+        const Quantities& q = taken[e].second;
         if (!FitsReclaimStrategy(required, queues[rq], queues[eq], remaining_of(eq))) return false;
         for (QueueId a = reclaimee_leaf; a != kNone; a = c.queues[a].parent) {
           remaining_of(a) -= q;
@@ -546,6 +591,7 @@ class ProportionPlugin : public Plugin {
           for (int k = 0; k < 3; ++k) ia[k] = ia[k] || inv[k];
         }
       }
+      begin = end;
     }
 
     const auto reclaimer_involved = Involved(required);
@@ -577,9 +623,169 @@ class ProportionPlugin : public Plugin {
     return true;
   }
 
+  // A queue's allocation minus the allocation of a victim list's first `count` views, subtracted
+  // one view at a time in list order, from `start`.
+  struct VictimSum {
+    uint64_t list = 0;
+    uint64_t version = 0;
+    size_t count = 0;
+    Quantities start;
+    Quantities value;
+    // The same continued over one more view (the list's next candidate), when there is one.
+    const JobView* tail = nullptr;
+    Quantities tail_value;
+  };
+
+  // tmp.allocated = start - each victim's allocation, in order (KAI's queue share without the
+  // victims). The part over the list's stable views is remembered per queue and continued when
+  // the same list has grown: the same subtractions in the same order, so the same bits. So is
+  // the result over all the views when the list's next candidate is the same entry (a list's
+  // entries do not change while it has its name).
+  Quantities AllocatedWithoutVictims(const Session& s, QueueId q, const Quantities& start,
+                                     const VictimList& victims) const {
+    auto subtract = [&](Quantities& value, const JobView* v) {
+      const Quantities va = s.ViewAllocated(*v);
+      for (auto res : kQueueResources) value[res] -= va[res];
+    };
+    auto same_bits = [](const Quantities& a, const Quantities& b) {
+      for (auto res : kQueueResources) {
+        if (std::bit_cast<uint64_t>(a[res]) != std::bit_cast<uint64_t>(b[res])) return false;
+      }
+      return true;
+    };
+    Quantities value = start;
+    size_t i = 0;
+    if (victims.list == 0 || !s.params().solver_shortcuts) {
+      for (const JobView* v : victims.views) subtract(value, v);
+      return value;
+    }
+    VictimSum& memo = victim_sums_[q];
+    const bool same_list = memo.list == victims.list && memo.version == s.state_version() &&
+                           same_bits(memo.start, start);
+    const JobView* tail =
+        victims.views.size() == victims.stable + 1 ? victims.views[victims.stable] : nullptr;
+    if (same_list && memo.count == victims.stable && tail != nullptr && memo.tail == tail) {
+      return memo.tail_value;
+    }
+    if (same_list && memo.count <= victims.stable) {
+      value = memo.value;
+      i = memo.count;
+    }
+    for (; i < victims.stable; ++i) subtract(value, victims.views[i]);
+    memo = {victims.list, s.state_version(), victims.stable, start, value, nullptr, {}};
+    for (; i < victims.views.size(); ++i) subtract(value, victims.views[i]);
+    if (tail != nullptr) {
+      memo.tail = tail;
+      memo.tail_value = value;
+    }
+    return value;
+  }
+
+  // What the victim order (no jobs) compares of one queue, from its share and victim list.
+  struct VictimSide {
+    bool over, starved, violates;
+    double share, share0;
+  };
+  // Per queue: the last VictimSide with what it was made of (the allocation bits and the victim
+  // list as AllocatedWithoutVictims keeps it: name, stable part, next entry, state version).
+  struct VictimSideMemo {
+    bool valid = false;
+    uint64_t list = 0;
+    size_t stable = 0;
+    size_t size = 0;
+    const JobView* tail = nullptr;
+    uint64_t version = 0;
+    std::array<uint64_t, 3> allocated{};
+    VictimSide side{};
+  };
+
+  static bool Violates(const QueueShare& sh, const Quantities& with) {
+    for (auto res : kQueueResources) {
+      if (sh[res].Allocatable() == 0 && with[res] > 0) return true;
+    }
+    return false;
+  }
+
+  // The inputs of rules (1), (2), (4), (5) and (6) for a queue in victim order, computed as
+  // QueueOrder computes them.
+  VictimSide MakeVictimSide(const Session& s, QueueId q, const VictimList& victims) const {
+    const QueueShare& sh = shares_[q];
+    VictimSide side;
+    side.over = Less(sh.FairShare(), sh.Allocated());
+    Quantities with = sh.Allocated();
+    with += Quantities{};
+    side.starved = LessEqual(with, sh.Deserved());
+    side.violates = Violates(sh, with);
+    QueueShare tmp = sh;
+    for (auto res : kQueueResources) tmp[res].allocated += 0.0;
+    Quantities start;
+    for (auto res : kQueueResources) start[res] = tmp[res].allocated;
+    const Quantities without = AllocatedWithoutVictims(s, q, start, victims);
+    for (auto res : kQueueResources) tmp[res].allocated = without[res];
+    side.share = tmp.DominantShare(total_);
+    side.share0 = sh.DominantShare(total_);
+    return side;
+  }
+
+  // MakeVictimSide, kept per queue while its inputs are the same (shortcuts on, named list).
+  VictimSide VictimSideOf(const Session& s, QueueId q, const VictimList& victims) const {
+    if (!s.params().solver_shortcuts || victims.list == 0) return MakeVictimSide(s, q, victims);
+    const QueueShare& sh = shares_[q];
+    std::array<uint64_t, 3> allocated{};
+    for (int k = 0; k < 3; ++k)
+      allocated[static_cast<size_t>(k)] =
+          std::bit_cast<uint64_t>(sh.r[static_cast<size_t>(k)].allocated);
+    const JobView* tail =
+        victims.views.size() == victims.stable + 1 ? victims.views[victims.stable] : nullptr;
+    VictimSideMemo& memo = victim_sides_[q];
+    if (memo.valid && memo.list == victims.list && memo.stable == victims.stable &&
+        memo.size == victims.views.size() && memo.tail == tail &&
+        memo.version == s.state_version() && memo.allocated == allocated) {
+      return memo.side;
+    }
+    const VictimSide side = MakeVictimSide(s, q, victims);
+    memo = {true, victims.list,      victims.stable, victims.views.size(),
+            tail, s.state_version(), allocated,      side};
+    return side;
+  }
+
+  // QueueOrder in victim order, from the two sides (the same rules in the same order).
+  int VictimQueueOrder(const Session& s, QueueId l, QueueId r, const VictimSide& lv,
+                       const VictimSide& rv) const {
+    if (!lv.over && rv.over) return -1;
+    if (lv.over && !rv.over) return 1;
+    if (lv.starved && !rv.starved) return -1;
+    if (rv.starved && !lv.starved) return 1;
+    const int lp = s.cluster().queues[l].priority;
+    const int rp = s.cluster().queues[r].priority;
+    if (lp > rp) return -1;
+    if (lp < rp) return 1;
+    if (lv.violates && !rv.violates) return 1;
+    if (!lv.violates && rv.violates) return -1;
+    if (lv.share < rv.share) return -1;
+    if (lv.share > rv.share) return 1;
+    if (lv.share0 < rv.share0) return -1;
+    if (lv.share0 > rv.share0) return 1;
+    return QueueOrderTail(s, l, r);
+  }
+
+  // Rules (7) and (8).
+  int QueueOrderTail(const Session& s, QueueId l, QueueId r) const {
+    const Quantities la = shares_[l].AllocatableShare();
+    const Quantities ra = shares_[r].AllocatableShare();
+    if (!LessEqual(ra, la) && LessEqual(la, ra)) return -1;
+    if (!LessEqual(la, ra) && LessEqual(ra, la)) return 1;
+    const Queue& lq = s.cluster().queues[l];
+    const Queue& rq = s.cluster().queues[r];
+    if (lq.creation_ms < rq.creation_ms) return -1;
+    return 1;
+  }
+
   int QueueOrder(const Session& s, QueueId l, QueueId r, const JobView* lj, const JobView* rj,
-                 std::span<const JobView* const> lvictims,
-                 std::span<const JobView* const> rvictims) const {
+                 const VictimList& lvictims, const VictimList& rvictims) const {
+    if (lj == nullptr && rj == nullptr && !lvictims.empty() && !rvictims.empty()) {
+      return VictimQueueOrder(s, l, r, VictimSideOf(s, l, lvictims), VictimSideOf(s, r, rvictims));
+    }
     const QueueShare& ls = shares_[l];
     const QueueShare& rs = shares_[r];
     // (1) Queues over their fair share in every resource go last.
@@ -615,18 +821,20 @@ class ProportionPlugin : public Plugin {
     if (lviol && !rviol) return 1;
     if (!lviol && rviol) return -1;
     // (5) Smaller dominant share including the job (or without the victims, for victim order).
-    auto share_with = [&](const QueueShare& sh, const Quantities& req,
-                          std::span<const JobView* const> victims) {
+    auto share_with = [&](QueueId q, const QueueShare& sh, const Quantities& req,
+                          const VictimList& victims) {
       QueueShare tmp = sh;
       for (auto res : kQueueResources) tmp[res].allocated += req[res];
-      for (const JobView* v : victims) {
-        const Quantities va = s.ViewAllocated(*v);
-        for (auto res : kQueueResources) tmp[res].allocated -= va[res];
+      if (!victims.empty()) {
+        Quantities start;
+        for (auto res : kQueueResources) start[res] = tmp[res].allocated;
+        const Quantities without = AllocatedWithoutVictims(s, q, start, victims);
+        for (auto res : kQueueResources) tmp[res].allocated = without[res];
       }
       return tmp.DominantShare(total_);
     };
-    const double lshare = share_with(ls, lreq, lvictims);
-    const double rshare = share_with(rs, rreq, rvictims);
+    const double lshare = share_with(l, ls, lreq, lvictims);
+    const double rshare = share_with(r, rs, rreq, rvictims);
     if (lshare < rshare) return -1;
     if (lshare > rshare) return 1;
     // (6) Smaller dominant share without it.
@@ -650,6 +858,13 @@ class ProportionPlugin : public Plugin {
   double reclaimer_multiplier_;
   Quantities total_;
   std::vector<QueueShare> shares_;
+  // Scratch buffers of Reclaimable.
+  mutable std::vector<std::pair<QueueId, Quantities>> taken_scratch_;
+  mutable std::vector<std::pair<int32_t, PodId>> by_set_scratch_;
+  mutable std::vector<PodId> core_scratch_, elastic_scratch_;
+  // Per queue: the last victim-list sum QueueOrder computed for it.
+  mutable std::vector<VictimSum> victim_sums_;
+  mutable std::vector<VictimSideMemo> victim_sides_;
   // Queue shares frozen when a reclaim solution search starts (KAI validates against these).
   std::vector<QueueShare> simulation_shares_;
 };

@@ -1,7 +1,8 @@
-// The victim search's shortcuts (capacity pre-checks, carrying the victims queue and scenario
-// between pod prefixes, stopping once nothing can be re-placed) must not change any decision.
-// Random clusters are scheduled with the full cycle twice, shortcuts on and off, and every pod's
-// status and node and every committed eviction and pipelining are compared.
+// The victim search's shortcuts (capacity pre-checks, block counts corrected per scenario,
+// stopping once nothing can be re-placed, victims-queue order answers and sums kept between pops,
+// eviction-message texts kept per queue) must not change any decision. Random clusters are
+// scheduled with the full cycle twice, shortcuts on and off, and every pod's status and node and
+// every committed eviction (with its message) and pipelining are compared.
 #include <random>
 
 #include "test_cluster.h"
@@ -14,6 +15,7 @@ using namespace testutil;
 struct Decisions {
   std::vector<PodState> pods;
   std::vector<std::pair<PodId, NodeId>> evictions;
+  std::vector<std::string> eviction_messages;
   std::vector<std::pair<PodId, NodeId>> pipelined;
   size_t binds = 0;
 };
@@ -24,16 +26,21 @@ Decisions RunAll(const Cluster& c, bool shortcuts) {
   Cycle cycle = RunCycle(c, cfg);
   Decisions d;
   d.pods = cycle->pods();
-  for (const auto& e : cycle->evictions()) d.evictions.emplace_back(e.pod, e.node);
+  for (const auto& e : cycle->evictions()) {
+    d.evictions.emplace_back(e.pod, e.node);
+    d.eviction_messages.push_back(e.message);
+  }
   for (const auto& p : cycle->pipelined()) d.pipelined.emplace_back(p.pod, p.node);
   d.binds = cycle->binds().size();
   return d;
 }
 
-// Two departments of two queues; full nodes of running jobs (gangs, elastic, 1-4 GPU pods) in
-// over-quota queues, pending jobs in under-quota ones, mixed priorities so that reclaim, preempt
-// and consolidation all have work.
-Cluster RandomContendedCluster(uint64_t seed) {
+// Departments of leaf queues (two of two; with `wide`, three of three); full nodes of running
+// jobs (gangs, elastic, 1-4 GPU pods) in over-quota queues, pending jobs in under-quota ones,
+// mixed priorities so that reclaim, preempt and consolidation all have work. `wide` clusters also
+// get a gang too large to ever fit (the search walks every victim) and, for some seeds, CPU
+// requests that are not whole millis (queue sums that are not exact).
+Cluster RandomContendedCluster(uint64_t seed, bool wide = false) {
   std::mt19937_64 rng(seed);
   auto uniform = [&](int lo, int hi) {
     return lo + static_cast<int>(rng() % static_cast<uint64_t>(hi - lo + 1));
@@ -42,28 +49,39 @@ Cluster RandomContendedCluster(uint64_t seed) {
   const int num_nodes = uniform(6, 14);
   for (int i = 0; i < num_nodes; ++i)
     AddNode(c, "node-" + std::to_string(100 + i), 8, 64000, 256e9);
-  QueueSpec dept;
-  dept.gpu = {static_cast<double>(num_nodes * 4), kUnlimited, 1};
-  AddQueue(c, "dept-a", dept);
-  dept.creation_ms = 1;
-  AddQueue(c, "dept-b", dept);
-  const char* leaves[] = {"a-0", "a-1", "b-0", "b-1"};
-  for (int i = 0; i < 4; ++i) {
+  const int num_depts = wide ? 3 : 2;
+  const int per_dept = wide ? 3 : 2;
+  const double cpu = wide && uniform(0, 2) == 0 ? 2000.5 : 2000;
+  for (int d = 0; d < num_depts; ++d) {
+    QueueSpec dept;
+    dept.gpu = {static_cast<double>(num_nodes * 8 / num_depts), kUnlimited, 1};
+    dept.creation_ms = d;
+    AddQueue(c, std::string("dept-") + static_cast<char>('a' + d), dept);
+  }
+  std::vector<std::string> leaves;
+  for (int i = 0; i < num_depts * per_dept; ++i) {
+    leaves.push_back(std::string(1, static_cast<char>('a' + i / per_dept)) + "-" +
+                     std::to_string(i % per_dept));
+  }
+  const int num_leaves = static_cast<int>(leaves.size());
+  for (int i = 0; i < num_leaves; ++i) {
     QueueSpec leaf;
-    leaf.parent = i < 2 ? "dept-a" : "dept-b";
+    leaf.parent = std::string("dept-") + static_cast<char>('a' + i / per_dept);
     leaf.gpu = {static_cast<double>(uniform(0, num_nodes * 2)), kUnlimited,
                 static_cast<double>(uniform(0, 2))};
     leaf.creation_ms = 10 + i;
-    AddQueue(c, leaves[i], leaf);
+    AddQueue(c, leaves[static_cast<size_t>(i)], leaf);
   }
+  auto leaf_at = [&](int i) { return leaves[static_cast<size_t>(i)]; };
   // Fill nodes with running jobs, mostly from a-0 and b-0.
   int job = 0;
   std::vector<double> free(static_cast<size_t>(num_nodes), 8);
   for (int attempt = 0; attempt < 200; ++attempt) {
     JobSpec spec;
-    spec.queue = leaves[uniform(0, 9) < 7 ? uniform(0, 1) * 2 : uniform(0, 3)];
+    spec.queue = leaf_at(uniform(0, 9) < 7 ? uniform(0, num_depts - 1) * per_dept
+                                           : uniform(0, num_leaves - 1));
     spec.pods = uniform(1, 4);
-    spec.pod = PodSpec{static_cast<double>(1 << uniform(0, 2)), 2000, 8e9};
+    spec.pod = PodSpec{static_cast<double>(1 << uniform(0, 2)), cpu, 8e9};
     spec.min_available = uniform(0, 2) == 0 ? 1 : spec.pods;
     spec.priority = uniform(0, 3) == 0 ? 100 : 50;
     spec.preemptible = spec.priority < 100;
@@ -85,14 +103,23 @@ Cluster RandomContendedCluster(uint64_t seed) {
   // Pending jobs.
   for (int i = 0; i < 8; ++i) {
     JobSpec spec;
-    spec.queue = leaves[uniform(0, 3)];
+    spec.queue = leaf_at(uniform(0, num_leaves - 1));
     spec.pods = uniform(1, 4);
-    spec.pod = PodSpec{static_cast<double>(1 << uniform(0, 3)), 2000, 8e9};
+    spec.pod = PodSpec{static_cast<double>(1 << uniform(0, 3)), cpu, 8e9};
     spec.min_available = uniform(0, 2) == 0 ? 1 : spec.pods;
     spec.priority = uniform(0, 2) == 0 ? 125 : 50 + 25 * uniform(0, 1);
     spec.preemptible = spec.priority < 100;
     spec.creation_ms = 1000 + i;
     AddJob(c, "pend-" + std::to_string(i), spec);
+  }
+  if (wide) {
+    JobSpec spec;
+    spec.queue = leaf_at(uniform(0, num_leaves - 1));
+    spec.pods = num_nodes + 1;
+    spec.pod = PodSpec{8, cpu, 8e9};
+    spec.priority = 50;
+    spec.creation_ms = 999;
+    AddJob(c, "too-large", spec);
   }
   c.Finalize();
   return c;
@@ -100,8 +127,7 @@ Cluster RandomContendedCluster(uint64_t seed) {
 
 class SolverShortcutsTest : public ::testing::TestWithParam<uint64_t> {};
 
-TEST_P(SolverShortcutsTest, SameDecisionsWithAndWithoutShortcuts) {
-  const Cluster c = RandomContendedCluster(GetParam());
+void ExpectSameDecisions(const Cluster& c) {
   const Decisions fast = RunAll(c, true);
   const Decisions slow = RunAll(c, false);
   ASSERT_EQ(fast.pods.size(), slow.pods.size());
@@ -110,8 +136,17 @@ TEST_P(SolverShortcutsTest, SameDecisionsWithAndWithoutShortcuts) {
     EXPECT_EQ(fast.pods[p].node, slow.pods[p].node) << c.pods[p].name;
   }
   EXPECT_EQ(fast.evictions, slow.evictions);
+  EXPECT_EQ(fast.eviction_messages, slow.eviction_messages);
   EXPECT_EQ(fast.pipelined, slow.pipelined);
   EXPECT_EQ(fast.binds, slow.binds);
+}
+
+TEST_P(SolverShortcutsTest, SameDecisionsWithAndWithoutShortcuts) {
+  ExpectSameDecisions(RandomContendedCluster(GetParam()));
+}
+
+TEST_P(SolverShortcutsTest, SameDecisionsOnWideClustersWithAnOversizedGang) {
+  ExpectSameDecisions(RandomContendedCluster(GetParam(), /*wide=*/true));
 }
 
 // The seeds are many so that the evicting actions do act on some of them.
@@ -121,6 +156,14 @@ TEST(SolverShortcutsCoverage, SomeRandomClustersHaveEvictions) {
   int with_evictions = 0;
   for (uint64_t seed = 1; seed < 41; ++seed) {
     with_evictions += !RunAll(RandomContendedCluster(seed), true).evictions.empty();
+  }
+  EXPECT_GE(with_evictions, 8);
+}
+
+TEST(SolverShortcutsCoverage, SomeWideClustersHaveEvictions) {
+  int with_evictions = 0;
+  for (uint64_t seed = 1; seed < 41; ++seed) {
+    with_evictions += !RunAll(RandomContendedCluster(seed, true), true).evictions.empty();
   }
   EXPECT_GE(with_evictions, 8);
 }

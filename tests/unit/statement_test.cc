@@ -349,5 +349,54 @@ TEST_F(StatementTest, ConvertedStatementStillDiscardsToTheStart) {
   ExpectSameState(before, Take(ssn()), cluster_, "after convert and discard");
 }
 
+// State versions (what caches of pod states key on): a change gets a new number, a rollback gives
+// the old one back when nothing else changed since, and a different state never shows an old
+// number again.
+TEST_F(StatementTest, RollbackGivesStateVersionsBack) {
+  const uint64_t v0 = ssn().state_version();
+  const uint64_t q0 = ssn().queue_version(q_);
+  const uint64_t d0 = ssn().queue_version(dept_);
+  Statement stmt(ssn());
+  stmt.Allocate(a0_, n0_);
+  const uint64_t v1 = ssn().state_version();
+  EXPECT_NE(v1, v0);
+  EXPECT_EQ(ssn().queue_version(q_), v1);
+  EXPECT_EQ(ssn().queue_version(dept_), v1);
+  const auto cp = stmt.checkpoint();
+  stmt.Evict(r0_);
+  EXPECT_NE(ssn().state_version(), v1);
+  stmt.Rollback(cp);
+  EXPECT_EQ(ssn().state_version(), v1);
+  EXPECT_EQ(ssn().queue_version(q_), v1);
+  stmt.Discard();
+  EXPECT_EQ(ssn().state_version(), v0);
+  EXPECT_EQ(ssn().queue_version(q_), q0);
+  EXPECT_EQ(ssn().queue_version(dept_), d0);
+}
+
+TEST_F(StatementTest, UndoOutOfOrderGivesNewStateVersions) {
+  // Converting a0's allocation to a pipelining undoes it while a later eviction stands: the
+  // state is then one the session never had, so its version must be new.
+  const uint64_t v0 = ssn().state_version();
+  Statement stmt(ssn());
+  stmt.Allocate(a0_, n0_);
+  const uint64_t v1 = ssn().state_version();
+  stmt.Evict(r0_);
+  const uint64_t v2 = ssn().state_version();
+  stmt.ConvertAllAllocatedToPipelined(a_);
+  const uint64_t v3 = ssn().state_version();
+  EXPECT_NE(v3, v0);
+  EXPECT_NE(v3, v1);
+  EXPECT_NE(v3, v2);
+  EXPECT_EQ(ssn().pod(a0_).status, PodStatus::kPipelined);
+  stmt.Discard();
+  EXPECT_EQ(ssn().pod(a0_).status, PodStatus::kPending);
+  EXPECT_EQ(ssn().pod(r0_).status, PodStatus::kRunning);
+  const uint64_t v4 = ssn().state_version();
+  EXPECT_NE(v4, v1);
+  EXPECT_NE(v4, v2);
+  EXPECT_NE(v4, v3);
+}
+
 }  // namespace
 }  // namespace gantry
