@@ -35,8 +35,9 @@ struct LiveSchedulerOptions {
   std::string identity;  // unique per replica (defaults to host name and process id)
   int32_t bind_backoff_limit = 3;
   // Where /metrics (KAI's scheduler metric names), /healthz and /readyz are served; empty: not
-  // served. /readyz is 200 once the leader is known and, on the leader, the cache has synced.
-  std::string metrics_address = ":8080";
+  // served (`gantry scheduler` defaults to ":8080"). /readyz is 200 once the leader is known and,
+  // on the leader, the cache has synced.
+  std::string metrics_address;
 };
 
 // Runs until `stop` is raised (returns 0) or leadership is lost (returns 1, as KAI's components

@@ -193,9 +193,11 @@ struct LoopRun {
   }
   int Stop() {
     stop.Stop();
-    thread.join();
+    if (thread.joinable()) thread.join();
     return code;
   }
+  // A failed assertion returns early: the loop is still stopped and joined.
+  ~LoopRun() { Stop(); }
   kube::StopSignal stop;
   std::ostringstream log;  // written by the loop thread only until Stop() joins it
   std::thread thread;
