@@ -109,6 +109,16 @@ func (p *binderProcess) stop() int {
 	return p.exitCode
 }
 
+// kill ends the process with SIGKILL, as a crash would (the lease stays held until it expires);
+// a later stop returns -1.
+func (p *binderProcess) kill() {
+	p.stopOnce.Do(func() {
+		p.cmd.Process.Kill()
+		<-p.done
+		p.exitCode = -1
+	})
+}
+
 func (p *binderProcess) get(path string) (int, string, error) {
 	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", p.port, path))
 	if err != nil {
