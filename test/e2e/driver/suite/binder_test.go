@@ -33,6 +33,7 @@ type binderProcess struct {
 	done     chan error
 	stopOnce sync.Once
 	exitCode int
+	killed   bool // ended by kill (SIGKILL), not stop
 	mu       sync.Mutex
 	log      []string
 }
@@ -115,7 +116,7 @@ func (p *binderProcess) kill() {
 	p.stopOnce.Do(func() {
 		p.cmd.Process.Kill()
 		<-p.done
-		p.exitCode = -1
+		p.exitCode, p.killed = -1, true
 	})
 }
 
