@@ -30,8 +30,9 @@ build() {
     return
   fi
   mkdir -p "$out.tmp"
+  # (A command substitution does not inherit set -e: a failed build must return by itself.)
   (cd "$here/driver" && go build -ldflags "-s -w" -o "$out.tmp/gantry-e2e" ./cmd/gantry-e2e &&
-    go test -c -ldflags "-s -w" -o "$out.tmp/e2e.test" ./suite) >&2
+    go test -c -ldflags "-s -w" -o "$out.tmp/e2e.test" ./suite) >&2 || { rm -rf "$out.tmp"; return 1; }
   rm -rf "$out"
   mv "$out.tmp" "$out"
   # Builds of other sources are left to other checkouts for a day, then removed.

@@ -117,6 +117,11 @@ func (e *Env) Clients(user string) (*Clients, error) {
 	if err != nil {
 		return nil, err
 	}
+	return NewClients(user, cfg)
+}
+
+// NewClients makes the clients of a user from a REST config (e.g. one with other rate limits).
+func NewClients(user string, cfg *rest.Config) (*Clients, error) {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err

@@ -33,6 +33,7 @@ type binderProcess struct {
 	done     chan error
 	stopOnce sync.Once
 	exitCode int
+	killed   bool // ended by kill (SIGKILL), not stop
 	mu       sync.Mutex
 	log      []string
 }
@@ -107,6 +108,16 @@ func (p *binderProcess) stop() int {
 		}
 	})
 	return p.exitCode
+}
+
+// kill ends the process with SIGKILL, as a crash would (the lease stays held until it expires);
+// a later stop returns -1.
+func (p *binderProcess) kill() {
+	p.stopOnce.Do(func() {
+		p.cmd.Process.Kill()
+		<-p.done
+		p.exitCode, p.killed = -1, true
+	})
 }
 
 func (p *binderProcess) get(path string) (int, string, error) {

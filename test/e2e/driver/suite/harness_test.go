@@ -8,7 +8,7 @@ import (
 )
 
 // Every test of this suite belongs to one of the groups tests/CMakeLists.txt registers with CTest,
-// so none is silently left out of `ctest -L e2e`.
+// so none is silently left out of `ctest -L e2e` (or, for benchmarks, `ctest -L perf`).
 func TestHarnessEveryTestInACTestGroup(t *testing.T) {
 	cmake, err := os.ReadFile(filepath.Join(env.RepoRoot, "tests", "CMakeLists.txt"))
 	if err != nil {

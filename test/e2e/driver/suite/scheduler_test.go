@@ -98,6 +98,15 @@ func (p *schedulerProcess) stop(t *testing.T) {
 	})
 }
 
+// kill ends the process with SIGKILL, as a crash would (no lease released); a later stop does
+// nothing.
+func (p *schedulerProcess) kill() {
+	p.stopOnce.Do(func() {
+		p.cmd.Process.Kill()
+		<-p.done
+	})
+}
+
 // identitySuffix ends the scheduler's leader-election identity (host name and process id).
 func (p *schedulerProcess) identitySuffix() string { return fmt.Sprintf("_%d", p.cmd.Process.Pid) }
 
