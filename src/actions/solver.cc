@@ -265,8 +265,8 @@ class Solver {
     SortedGpuSizes(pending, sizes_scratch_);
     MakeProfile(sizes_scratch_, pending_profile_);
     // Every prefix starts from the same session state, so the victims queue is built once per
-    // job and copied. (Its later order depends on the state under the recorded evictions, so a
-    // queue cannot be carried from one prefix to the next.)
+    // job and copied (KAI builds a fresh one per prefix; the pops of a prefix depend on its
+    // recorded victims).
     if (!base_queue_) {
       base_queue_ = spec_.victims_queue();
       base_queue_->Freeze();  // copies share its entries
