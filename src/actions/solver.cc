@@ -287,7 +287,9 @@ class Solver {
     size_t added = 0;  // planned groups already added to `scenario`
     bool initial_done = false;
     std::vector<size_t> batch;  // group counts of the valid scenarios of the batch
-    for (size_t batch_size = 1;; batch_size *= 2) {
+    // The first batch holds four scenarios: re-evicting the recorded victims costs more than
+    // generating a few scenarios that are never simulated (measured on the cycle benchmark).
+    for (size_t batch_size = 4;; batch_size *= 2) {
       batch.clear();
       if (!initial_done) {
         initial_done = true;
