@@ -32,15 +32,24 @@ double RequiredGpus(const Pod& pod) { return pod.RequestedGpus() + pod.dra_gpus;
 }  // namespace
 
 bool GreedyMatch(std::span<const double> requirements, std::span<const double> capacities) {
-  std::vector<double> used(capacities.size(), 0.0);
+  thread_local std::vector<double> used;
+  used.assign(capacities.size(), 0.0);
+  // A holder passed over for a requirement (too little room left) is passed over again for an
+  // equal one (room only shrinks), so a run of equal requirements resumes where the last one
+  // was matched: the same holders are chosen as by scanning from the first.
+  size_t start = 0;
+  double previous = -1;
   for (double required : requirements) {
     if (required == 0) return true;
+    if (required != previous) start = 0;
+    previous = required;
     bool matched = false;
-    for (size_t h = 0; h < capacities.size(); ++h) {
+    for (size_t h = start; h < capacities.size(); ++h) {
       if (capacities[h] < required) break;
       if (capacities[h] - used[h] >= required) {
         used[h] += required;
         matched = true;
+        start = h;
         break;
       }
     }
@@ -211,8 +220,12 @@ void ScenarioFilters::AddIdleVictim(PodId victim) {
   if (!(idle_[node] > previous_min)) return;
   // Its place: after every node with strictly more idle GPUs (the list stays ordered).
   const double v = idle_[node];
-  size_t at = 0;
-  while (at < top_.size() && top_[at] != n && idle_[static_cast<size_t>(top_[at])] > v) ++at;
+  // (Nodes with more than v come first: they all precede the node itself when it is in the
+  // list, whose own value grew to v, so the predicate is monotone over the list.)
+  const size_t at = static_cast<size_t>(
+      std::partition_point(top_.begin(), top_.end(),
+                           [&](NodeId m) { return idle_[static_cast<size_t>(m)] > v; }) -
+      top_.begin());
   if (in_top_[node]) {
     auto cur = std::find(top_.begin(), top_.end(), n);
     std::rotate(top_.begin() + static_cast<std::ptrdiff_t>(at), cur, cur + 1);
