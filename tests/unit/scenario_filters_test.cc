@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,37 @@ TEST(GreedyMatchTest, FirstFitDecreasingMissesAPackingThatExists) {
   // A requirement above a holder's whole capacity stops at that holder (holders come most
   // first), even if an earlier holder's room was used.
   EXPECT_FALSE(GreedyMatch(std::vector<double>{1, 1}, std::vector<double>{1, 0.5}));
+}
+
+// The greedy match against a plain first-fit-decreasing scan from the first holder each time
+// (KAI's loop), on random inputs with many equal requests.
+TEST(GreedyMatchTest, SameAnswersAsScanningFromTheFirstHolder) {
+  auto reference = [](const std::vector<double>& req, const std::vector<double>& cap) {
+    std::vector<double> used(cap.size(), 0.0);
+    for (double r : req) {
+      if (r == 0) return true;
+      bool matched = false;
+      for (size_t h = 0; h < cap.size(); ++h) {
+        if (cap[h] < r) break;
+        if (cap[h] - used[h] >= r) {
+          used[h] += r;
+          matched = true;
+          break;
+        }
+      }
+      if (!matched) return false;
+    }
+    return true;
+  };
+  std::mt19937 rng(7);
+  for (int round = 0; round < 2000; ++round) {
+    std::vector<double> req(rng() % 8), cap(rng() % 6);
+    for (double& r : req) r = static_cast<double>(rng() % 4) * 0.5;
+    for (double& c : cap) c = static_cast<double>(rng() % 9) * 0.5;
+    std::sort(req.begin(), req.end(), std::greater<>());
+    std::sort(cap.begin(), cap.end(), std::greater<>());
+    EXPECT_EQ(GreedyMatch(req, cap), reference(req, cap)) << "round " << round;
+  }
 }
 
 // Preempt with a pending gang needing 3 + 2 + 2 GPUs (pods in that order); n1 (3 GPUs) holds
