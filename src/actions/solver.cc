@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "actions/allocate.h"
+#include "actions/scenario_filters.h"
 
 namespace gantry {
 
@@ -264,40 +265,70 @@ class Solver {
     SortedGpuSizes(pending, sizes_scratch_);
     MakeProfile(sizes_scratch_, pending_profile_);
     // Every prefix starts from the same session state, so the victims queue is built once per
-    // job and copied. (Its later order depends on the state under the recorded evictions, so a
-    // queue cannot be carried from one prefix to the next.)
+    // job and copied (KAI builds a fresh one per prefix; the pops of a prefix depend on its
+    // recorded victims).
     if (!base_queue_) {
       base_queue_ = spec_.victims_queue();
       base_queue_->Freeze();  // copies share its entries
     }
     JobsByQueue queue(*base_queue_);
-    // The recorded victims are evicted once; each scenario rolls back to this point.
-    std::unique_ptr<Statement> stmt = NewStatement();
-    EvictAll(*stmt, scenario.recorded_tasks());
-    const auto base = stmt->checkpoint();
-    CountBaseBlocks();
-    touched_.clear();
-    touched_epoch_ = ssn_.placement_epoch();
-    // The initial scenario (recorded victims only), then one more victim job at a time.
-    bool first = true;
-    while (true) {
-      if (!first && !AddNextPotentialVictims(queue, scenario)) {
-        if (queue.empty()) break;
-        continue;
+    // KAI solves each scenario in a statement of its own, so every pop of the victims queue and
+    // every scenario filter sees the session with no victim evicted. Pops and filters change
+    // nothing in the session and no simulation outcome changes what comes next, so the
+    // scenarios are generated on the clean session, a batch at a time; the recorded victims are
+    // then evicted once for the batch and its scenarios simulated in turn, each rolling back to
+    // that point. Batches double in size, so a prefix evicts its recorded victims a logarithmic
+    // number of times.
+    if (!capacities_.computed) capacities_.Compute(ssn_);
+    ScenarioFilters filters(ssn_, capacities_, job_, scenario.pending(), scenario.recorded_tasks(),
+                            feasible_);
+    planned_ = VictimGroups();
+    planned_tasks_.clear();
+    size_t added = 0;  // planned groups already added to `scenario`
+    bool initial_done = false;
+    std::vector<size_t> batch;  // group counts of the valid scenarios of the batch
+    // The first batch holds four scenarios: re-evicting the recorded victims costs more than
+    // generating a few scenarios that are never simulated (measured on the cycle benchmark).
+    for (size_t batch_size = 4;; batch_size *= 2) {
+      batch.clear();
+      if (!initial_done) {
+        initial_done = true;
+        // GetValidScenario on the scenario of the recorded victims alone.
+        if (filters.Accept(planned_tasks_)) batch.push_back(0);
       }
-      first = false;
-      PartialResult r;
-      if (SolveScenario(scenario, *stmt, base, r)) {
-        r.statement = std::move(stmt);
-        return r;
+      while (batch.size() < batch_size && !queue.empty()) {
+        if (!AddNextPotentialVictims(queue, scenario)) continue;
+        if (filters.Accept(planned_tasks_)) batch.push_back(planned_.size());
       }
-      if (queue.empty()) break;
+      if (batch.empty()) return {};
+      // The recorded victims are evicted once per batch; each scenario rolls back to this point.
+      std::unique_ptr<Statement> stmt = NewStatement();
+      EvictAll(*stmt, scenario.recorded_tasks());
+      const auto base = stmt->checkpoint();
+      CountBaseBlocks();
+      touched_.clear();
+      touched_epoch_ = ssn_.placement_epoch();
+      for (size_t end : batch) {
+        for (; added < end; ++added) {
+          const auto tasks = planned_.tasks(added);
+          scenario_tasks_.assign(tasks.begin(), tasks.end());
+          scenario.AddPotentialVictims(ssn_, scenario_tasks_);
+        }
+        PartialResult r;
+        if (SolveScenario(scenario, *stmt, base, r)) {
+          r.statement = std::move(stmt);
+          return r;
+        }
+      }
+      stmt->Discard();
+      if (queue.empty()) return {};
     }
-    stmt->Discard();
-    return {};
   }
 
-  bool AddNextPotentialVictims(JobsByQueue& queue, Scenario& scenario) {
+  // KAI's addNextPotentialVictims: pops the next victim job entry and plans its tasks to evict
+  // as the next potential victims (false when the entry holds a recorded victim: only the rest
+  // of its job goes back to the queue). Called with no victim evicted.
+  bool AddNextPotentialVictims(JobsByQueue& queue, const Scenario& scenario) {
     if (queue.empty()) return false;
     JobView next = queue.PopNextView();
     bool has_more = false;
@@ -320,7 +351,10 @@ class Solver {
       }
       queue.PushView(std::move(rest));
     }
-    scenario.AddPotentialVictims(ssn_, victims);
+    if (!victims.empty()) {
+      planned_.Add(next.job, victims);
+      planned_tasks_.insert(planned_tasks_.end(), victims.begin(), victims.end());
+    }
     return true;
   }
 
@@ -741,6 +775,13 @@ class Solver {
   ScenarioIndex index_;
   std::vector<char> feasible_;
   std::unique_ptr<JobsByQueue> base_queue_;
+  // Scenario generation: the victim groups popped so far for the current prefix (every
+  // scenario adds the next one), all their tasks in order, and the per-solve node capacities
+  // of the idle-GPU filters.
+  VictimGroups planned_;
+  std::vector<PodId> planned_tasks_;
+  std::vector<PodId> scenario_tasks_;
+  IdleGpuCapacities capacities_;
 
   std::vector<PodId> tasks_scratch_;
   mutable std::vector<double> sizes_scratch_;

@@ -1,0 +1,249 @@
+#include "actions/scenario_filters.h"
+
+#include <algorithm>
+#include <functional>
+
+namespace gantry {
+
+namespace {
+
+bool HasRequiredNodeAffinity(const Pod& pod) {
+  return !pod.node_selector.items().empty() || !pod.required_node_affinity.empty();
+}
+
+// The node-affinity plugin's filter: node selector and required node affinity terms.
+bool MatchesNode(const Pod& pod, const Node& node) {
+  for (const auto& [key, value] : pod.node_selector.items()) {
+    const std::string* have = node.labels.Get(key);
+    if (!have || *have != value) return false;
+  }
+  if (pod.required_node_affinity.empty()) return true;
+  for (const auto& term : pod.required_node_affinity) {
+    LabelSelector selector;
+    selector.expressions = term.requirements;
+    if (selector.Matches(node.labels)) return true;
+  }
+  return false;
+}
+
+// GPUs a pending pod asks for, as KAI's ResReq.GPUs() plus its DRA GPUs.
+double RequiredGpus(const Pod& pod) { return pod.RequestedGpus() + pod.dra_gpus; }
+
+}  // namespace
+
+bool GreedyMatch(std::span<const double> requirements, std::span<const double> capacities) {
+  thread_local std::vector<double> used;
+  used.assign(capacities.size(), 0.0);
+  // A holder passed over for a requirement (too little room left) is passed over again for an
+  // equal one (room only shrinks), so a run of equal requirements resumes where the last one
+  // was matched: the same holders are chosen as by scanning from the first.
+  size_t start = 0;
+  double previous = -1;
+  for (double required : requirements) {
+    if (required == 0) return true;
+    if (required != previous) start = 0;
+    previous = required;
+    bool matched = false;
+    for (size_t h = start; h < capacities.size(); ++h) {
+      if (capacities[h] < required) break;
+      if (capacities[h] - used[h] >= required) {
+        used[h] += required;
+        matched = true;
+        start = h;
+        break;
+      }
+    }
+    if (!matched) return false;
+  }
+  return true;
+}
+
+void IdleGpuCapacities::Compute(const Session& ssn) {
+  const size_t n = ssn.cluster().nodes.size();
+  capacity.resize(n);
+  for (NodeId i = 0; i < static_cast<NodeId>(n); ++i) {
+    capacity[static_cast<size_t>(i)] = ssn.IdleGpuSum(i).first + ssn.ReleasingGpuSum(i).first;
+  }
+  by_capacity.resize(n);
+  for (size_t i = 0; i < n; ++i) by_capacity[i] = static_cast<NodeId>(i);
+  std::stable_sort(by_capacity.begin(), by_capacity.end(), [&](NodeId a, NodeId b) {
+    return capacity[static_cast<size_t>(a)] > capacity[static_cast<size_t>(b)];
+  });
+  computed = true;
+}
+
+ScenarioFilters::ScenarioFilters(const Session& ssn, const IdleGpuCapacities& capacities,
+                                 JobId preemptor, std::span<const PodId> pending,
+                                 std::span<const PodId> recorded, const std::vector<char>& feasible)
+    : ssn_(ssn), pending_(pending), recorded_(recorded) {
+  const Cluster& c = ssn.cluster();
+  // Node affinities (KAI builds this filter only when a pending pod has such a requirement).
+  for (PodId p : pending_)
+    affinity_active_ = affinity_active_ || HasRequiredNodeAffinity(c.pods[p]);
+  if (affinity_active_) {
+    affinity_nodes_.assign(c.nodes.size(), 0);
+    for (size_t n = 0; n < feasible.size(); ++n) {
+      if (feasible[n]) {
+        affinity_nodes_[n] = 1;
+        affinity_list_.push_back(static_cast<NodeId>(n));
+      }
+    }
+    for (PodId p : recorded_) AddAffinityNode(p);
+  }
+
+  // Topology-aware idle GPUs: the sub-groups (inner groups of the tree, root included) with a
+  // required level, grouped by (topology, level); each asks for its pending pods' GPUs.
+  const Job& job = c.jobs[preemptor];
+  for (size_t g = 0; g < job.groups.size(); ++g) {
+    const auto& t = job.groups[g].topology;
+    if (!t || t->required_level.empty()) continue;
+    // GPUs of the pending pods under group g.
+    double gpus = 0;
+    for (PodId p : pending_) {
+      int32_t group = job.pod_sets[static_cast<size_t>(c.pods[p].pod_set)].parent_group;
+      while (group != kNone && group != static_cast<int32_t>(g)) {
+        group = job.groups[static_cast<size_t>(group)].parent;
+      }
+      if (group == static_cast<int32_t>(g)) gpus += RequiredGpus(c.pods[p]);
+    }
+    auto it = std::find_if(constraints_.begin(), constraints_.end(), [&](const Constraint& k) {
+      return k.level == t->required_level && k.topology_name == t->topology;
+    });
+    if (it == constraints_.end()) {
+      constraints_.push_back({});
+      it = constraints_.end() - 1;
+      it->topology_name = t->topology;
+      it->level = t->required_level;
+    }
+    it->required.push_back(gpus);
+  }
+  for (Constraint& k : constraints_) {
+    std::sort(k.required.begin(), k.required.end(), std::greater<>());
+    k.node_domain.assign(c.nodes.size(), -1);
+    for (NodeId n = 0; n < static_cast<NodeId>(c.nodes.size()); ++n) {
+      const std::string* value = c.nodes[static_cast<size_t>(n)].labels.Get(k.level);
+      if (!value || value->empty()) continue;
+      auto d = std::find(k.domains.begin(), k.domains.end(), *value);
+      if (d == k.domains.end()) {
+        k.domains.push_back(*value);
+        k.capacity.push_back(0);
+        d = k.domains.end() - 1;
+      }
+      const size_t index = static_cast<size_t>(d - k.domains.begin());
+      k.node_domain[static_cast<size_t>(n)] = static_cast<int32_t>(index);
+      k.capacity[index] += capacities.capacity[static_cast<size_t>(n)];
+    }
+  }
+  if (!constraints_.empty()) topology_seen_pods_.assign(c.pods.size(), 0);
+
+  // Idle GPUs: the pending pods' GPUs, most first, and the most idle nodes, one per pending pod.
+  for (PodId p : pending_) required_.push_back(RequiredGpus(c.pods[p]));
+  std::sort(required_.begin(), required_.end(), std::greater<>());
+  idle_ = capacities.capacity;
+  in_top_.assign(c.nodes.size(), 0);
+  const size_t k = std::min(pending_.size(), capacities.by_capacity.size());
+  top_.assign(capacities.by_capacity.begin(), capacities.by_capacity.begin() + k);
+  for (NodeId n : top_) in_top_[static_cast<size_t>(n)] = 1;
+  for (PodId p : recorded_) AddIdleVictim(p);
+}
+
+bool ScenarioFilters::Accept(std::span<const PodId> potential) {
+  if (affinity_active_ && !NodeAffinitiesAccept(potential)) return false;
+  if (!constraints_.empty() && !TopologyAccept(potential)) return false;
+  return IdleGpusAccept(potential);
+}
+
+void ScenarioFilters::AddAffinityNode(PodId victim) {
+  const NodeId n = ssn_.pod(victim).node;
+  if (n == kNone || affinity_nodes_[static_cast<size_t>(n)]) return;
+  affinity_nodes_[static_cast<size_t>(n)] = 1;
+  affinity_list_.push_back(n);
+}
+
+bool ScenarioFilters::NodeAffinitiesAccept(std::span<const PodId> potential) {
+  for (; affinity_seen_ < potential.size(); ++affinity_seen_) {
+    AddAffinityNode(potential[affinity_seen_]);
+  }
+  const Cluster& c = ssn_.cluster();
+  for (PodId p : pending_) {
+    const Pod& pod = c.pods[p];
+    if (!HasRequiredNodeAffinity(pod)) continue;
+    bool any = false;
+    for (NodeId n : affinity_list_) {
+      if (MatchesNode(pod, c.nodes[static_cast<size_t>(n)])) {
+        any = true;
+        break;
+      }
+    }
+    if (!any) return false;
+  }
+  return true;
+}
+
+void ScenarioFilters::AddTopologyVictim(PodId victim) {
+  if (topology_seen_pods_[victim]) return;
+  topology_seen_pods_[victim] = 1;
+  const NodeId n = ssn_.pod(victim).node;
+  if (n == kNone) return;
+  const double freed = ssn_.AcceptedGpus(victim);
+  for (Constraint& k : constraints_) {
+    const int32_t d = k.node_domain[static_cast<size_t>(n)];
+    if (d >= 0) k.capacity[static_cast<size_t>(d)] += freed;
+  }
+}
+
+bool ScenarioFilters::TopologyAccept(std::span<const PodId> potential) {
+  if (!topology_recorded_done_) {
+    for (PodId p : recorded_) AddTopologyVictim(p);
+    topology_recorded_done_ = true;
+  }
+  for (; topology_seen_ < potential.size(); ++topology_seen_) {
+    AddTopologyVictim(potential[topology_seen_]);
+  }
+  // KAI keeps each constraint's domains ordered by capacity (most first); the order of equal
+  // capacities does not change the greedy match's answer.
+  std::vector<double> caps;
+  for (const Constraint& k : constraints_) {
+    caps = k.capacity;
+    std::sort(caps.begin(), caps.end(), std::greater<>());
+    if (!GreedyMatch(k.required, caps)) return false;
+  }
+  return true;
+}
+
+void ScenarioFilters::AddIdleVictim(PodId victim) {
+  const NodeId n = ssn_.pod(victim).node;
+  if (n == kNone || top_.empty()) return;
+  const size_t node = static_cast<size_t>(n);
+  const double previous_min = idle_[static_cast<size_t>(top_.back())];
+  idle_[node] += ssn_.AcceptedGpus(victim);
+  if (!(idle_[node] > previous_min)) return;
+  // Its place: after every node with strictly more idle GPUs (the list stays ordered).
+  const double v = idle_[node];
+  // (Nodes with more than v come first: they all precede the node itself when it is in the
+  // list, whose own value grew to v, so the predicate is monotone over the list.)
+  const size_t at = static_cast<size_t>(
+      std::partition_point(top_.begin(), top_.end(),
+                           [&](NodeId m) { return idle_[static_cast<size_t>(m)] > v; }) -
+      top_.begin());
+  if (in_top_[node]) {
+    auto cur = std::find(top_.begin(), top_.end(), n);
+    std::rotate(top_.begin() + static_cast<std::ptrdiff_t>(at), cur, cur + 1);
+    return;
+  }
+  // Takes the place of the least idle node.
+  in_top_[static_cast<size_t>(top_.back())] = 0;
+  top_.pop_back();
+  top_.insert(top_.begin() + static_cast<std::ptrdiff_t>(at), n);
+  in_top_[node] = 1;
+}
+
+bool ScenarioFilters::IdleGpusAccept(std::span<const PodId> potential) {
+  for (; idle_seen_ < potential.size(); ++idle_seen_) AddIdleVictim(potential[idle_seen_]);
+  std::vector<double> caps;
+  caps.reserve(top_.size());
+  for (NodeId n : top_) caps.push_back(idle_[static_cast<size_t>(n)]);
+  return GreedyMatch(required_, caps);
+}
+
+}  // namespace gantry
