@@ -439,12 +439,13 @@ int main(int argc, char** argv) {
     }
     const bool allocated = r.allocate.measured;
     std::printf(
-        "{\"variant\":\"%s\",\"nodes\":%d,\"pods\":%d,\"load_ms\":%s,\"snapshot_ms\":%s,\"allocate_ms\":%s,"
+        "{\"variant\":\"%s\",\"nodes\":%d,\"pods\":%d,\"load_ms\":%s,\"snapshot_ms\":%s,\"allocate_"
+        "ms\":%s,"
         "\"snapshot_plus_allocate_ms\":%s,\"binds\":%s,\"pipelined\":%s,"
         "\"cycle_ms\":%s,\"peak_rss_mib\":%.1f}\n",
         args.variant.c_str(), r.nodes, r.pods, JsonNumber(r.load).c_str(),
-        JsonNumber(r.snapshot).c_str(),
-        JsonNumber(r.allocate).c_str(), JsonNumber(r.snapshot_plus_allocate).c_str(),
+        JsonNumber(r.snapshot).c_str(), JsonNumber(r.allocate).c_str(),
+        JsonNumber(r.snapshot_plus_allocate).c_str(),
         allocated ? std::to_string(r.binds).c_str() : "null",
         allocated ? std::to_string(r.pipelined).c_str() : "null", JsonNumber(r.cycle).c_str(),
         r.peak_rss_mib);

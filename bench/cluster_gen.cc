@@ -218,8 +218,8 @@ bool WriteClusterScenario(const ClusterGenOptions& options, const std::string& p
   }
   doc["nodes"] = std::move(nodes);
   if (options.topology) {
-    doc["topologies"] = Json::array(
-        {Json{{"name", "bench"}, {"levels", Json::array({"bench/zone", "bench/block", "bench/rack"})}}});
+    doc["topologies"] = Json::array({Json{
+        {"name", "bench"}, {"levels", Json::array({"bench/zone", "bench/block", "bench/rack"})}}});
   }
 
   // Queues: departments first, then their leaf queues. GPU quotas add up to the cluster.
@@ -255,8 +255,8 @@ bool WriteClusterScenario(const ClusterGenOptions& options, const std::string& p
     int pods = 0;
     int gpus_per_pod = 0;
     int queue = 0;
-    double fraction = 0;        // > 0: every pod asks for this share of a GPU
-    std::string required;       // topology constraint levels ("" = none)
+    double fraction = 0;   // > 0: every pod asks for this share of a GPU
+    std::string required;  // topology constraint levels ("" = none)
     std::string preferred;
   };
   std::vector<PendingGang> gangs;

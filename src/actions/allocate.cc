@@ -204,8 +204,7 @@ bool AllocateJobTasks(Session& ssn, Statement& stmt, std::span<const NodeId> nod
 }
 
 bool AllocateJobTaskList(Session& ssn, Statement& stmt, std::span<const NodeId> nodes, JobId j,
-                         std::vector<PodId> tasks, bool pipeline_only,
-                         bool nodes_cover_free_gpus) {
+                         std::vector<PodId> tasks, bool pipeline_only, bool nodes_cover_free_gpus) {
   return JobAllocator(ssn, stmt, j, pipeline_only, nodes_cover_free_gpus)
       .RunTasks(nodes, std::move(tasks));
 }

@@ -8,7 +8,6 @@
 #include <memory>
 #include <mutex>
 #include <ostream>
-#include <random>
 #include <thread>
 
 #include "binder/controller.h"
@@ -20,19 +19,6 @@
 #include "observability/kai_metrics.h"
 
 namespace gantry::binder {
-
-namespace {
-
-std::string DefaultIdentity() {
-  char host[256] = {};
-  if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') std::snprintf(host, 8, "binder");
-  std::random_device rd;
-  char suffix[16];
-  std::snprintf(suffix, sizeof suffix, "%08x", rd());
-  return std::string(host) + "_" + suffix;
-}
-
-}  // namespace
 
 int RunBinder(const BinderOptions& options, std::ostream& err) {
   if (options.workers < 1) {
@@ -62,7 +48,7 @@ int RunBinder(const BinderOptions& options, std::ostream& err) {
   kube::LeaderElectionConfig lease;
   lease.lease_namespace = options.lease_namespace;
   lease.lease_name = options.lease_name;
-  lease.identity = options.identity.empty() ? DefaultIdentity() : options.identity;
+  lease.identity = options.identity.empty() ? kube::DefaultIdentity() : options.identity;
   if (auto valid = kube::ValidateLeaderElectionConfig(lease); !valid.ok()) {
     err << "binder: " << valid.error() << "\n";
     return 2;

@@ -1,5 +1,5 @@
-// The binder's log: one line per call on standard error, prefixed with the UTC time (milliseconds); lines from
-// different threads never interleave.
+// The binder's log: one line per call on standard error, prefixed with the UTC time (milliseconds);
+// lines from different threads never interleave.
 #pragma once
 
 #include <string>

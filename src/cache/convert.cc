@@ -96,9 +96,7 @@ std::map<std::string, double> ResourceList(const Object* list, const std::string
 
 bool IsMigResource(const std::string& name) {
   int g = 0, m = 0;
-  char tail = 0;
-  return std::sscanf(name.c_str(), "nvidia.com/mig-%dg.%dgb%c", &g, &m, &tail) == 2 && g > 0 &&
-         m > 0;
+  return ParseMigProfile(name, g, m);
 }
 
 // Splits named quantities into the fixed model fields and the extended (MIG) ones.
@@ -240,7 +238,7 @@ double MigGpuEquivalents(const NamedQuantities& ext) {
   double gpus = 0;
   for (const auto& [name, v] : ext) {
     int g = 0, m = 0;
-    if (std::sscanf(name.c_str(), "nvidia.com/mig-%dg.%dgb", &g, &m) == 2) gpus += g * v;
+    if (ParseMigProfile(name, g, m)) gpus += g * v;
   }
   return gpus;
 }

@@ -102,9 +102,8 @@ void NodeSharedGpus::Remove(int32_t group, int64_t memory, PodStatus status, int
   DropIfIdle(group);
 }
 
-void NodeSharedGpus::RemoveImpl(int32_t group, int64_t memory, PodStatus status,
-                                int device_count, double whole_used, double& idle_gpus,
-                                double& releasing_gpus) {
+void NodeSharedGpus::RemoveImpl(int32_t group, int64_t memory, PodStatus status, int device_count,
+                                double whole_used, double& idle_gpus, double& releasing_gpus) {
   SharedGpu& d = Get(group);
   d.used -= memory;
   auto used_gpus = [&] { return Whole(whole_used) + UsedGroups(); };
@@ -123,8 +122,8 @@ void NodeSharedGpus::RemoveImpl(int32_t group, int64_t memory, PodStatus status,
       break;
     case PodStatus::kPipelined: {
       d.releasing += memory;
-      const bool back_to_releasing = (d.used + memory == d.releasing - memory) ||
-                                     (d.used == 0 && d.releasing == 0);
+      const bool back_to_releasing =
+          (d.used + memory == d.releasing - memory) || (d.used == 0 && d.releasing == 0);
       if (back_to_releasing) releasing_gpus += 1;
       break;
     }

@@ -27,12 +27,12 @@
 namespace gantry {
 
 struct SharedGpu {
-  int32_t group = -1;  // interned group id (Session::GroupName)
-  int64_t used = 0;       // MiB held by occupying pods
-  int64_t releasing = 0;  // MiB of releasing pods, minus what pipelined pods took from them
-  int64_t allocated = 0;  // MiB of non-pipelined pods
-  bool allocated_seen = false;     // an allocated entry exists (set by allocated / releasing pods)
-  bool marked_releasing = false;   // counted as one releasing GPU of the node
+  int32_t group = -1;             // interned group id (Session::GroupName)
+  int64_t used = 0;               // MiB held by occupying pods
+  int64_t releasing = 0;          // MiB of releasing pods, minus what pipelined pods took from them
+  int64_t allocated = 0;          // MiB of non-pipelined pods
+  bool allocated_seen = false;    // an allocated entry exists (set by allocated / releasing pods)
+  bool marked_releasing = false;  // counted as one releasing GPU of the node
 };
 
 // The shared devices of one node. `idle_gpus` / `releasing_gpus` are the node's whole-GPU
@@ -44,8 +44,8 @@ class NodeSharedGpus {
   // physical GPUs and `whole_used` the GPUs held by whole-GPU pods.
   void Add(int32_t group, int64_t memory, PodStatus status, int device_count, double whole_used,
            double& idle_gpus, double& releasing_gpus);
-  void Remove(int32_t group, int64_t memory, PodStatus status, int device_count,
-              double whole_used, double& idle_gpus, double& releasing_gpus);
+  void Remove(int32_t group, int64_t memory, PodStatus status, int device_count, double whole_used,
+              double& idle_gpus, double& releasing_gpus);
 
   // Groups with memory in use.
   int UsedGroups() const;

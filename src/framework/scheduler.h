@@ -3,9 +3,8 @@
 #pragma once
 
 #include <functional>
-#include <string_view>
-
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "framework/config.h"

@@ -37,8 +37,7 @@ Session::Session(const Cluster& cluster, const SchedulerConfig& config, int64_t 
   shared_.resize(cluster.nodes.size());
   for (int slot = 0; slot < cluster.resource_names.size(); ++slot) {
     int g = 0, m = 0;
-    if (std::sscanf(cluster.resource_names.Name(slot).c_str(), "nvidia.com/mig-%dg.%dgb", &g,
-                    &m) == 2) {
+    if (ParseMigProfile(cluster.resource_names.Name(slot), g, m)) {
       mig_profiles_.push_back({slot, g, m});
     }
   }
@@ -230,9 +229,8 @@ int32_t Session::NewGroup() {
     const uint64_t hi = mix(a);
     const uint64_t lo = mix(a ^ 0xD1B54A32D192ED03ULL);
     char buf[37];
-    std::snprintf(buf, sizeof buf, "%08x-%04x-4%03x-%04x-%012llx",
-                  static_cast<unsigned>(hi >> 32), static_cast<unsigned>((hi >> 16) & 0xFFFF),
-                  static_cast<unsigned>(hi & 0xFFF),
+    std::snprintf(buf, sizeof buf, "%08x-%04x-4%03x-%04x-%012llx", static_cast<unsigned>(hi >> 32),
+                  static_cast<unsigned>((hi >> 16) & 0xFFFF), static_cast<unsigned>(hi & 0xFFF),
                   static_cast<unsigned>(0x8000 | ((lo >> 48) & 0x3FFF)),
                   static_cast<unsigned long long>(lo & 0xFFFFFFFFFFFFULL));
     if (group_ids_.count(buf) == 0) return InternGroup(buf);
@@ -326,60 +324,49 @@ double Session::RequiredInitGpusOn(PodId p, NodeId n) const {
   return MemoryAsPortion(memory, device_memory);
 }
 
-bool Session::SharedFits(PodId p, NodeId n, bool with_releasing) const {
-  const Pod& pod = cluster_.pods[p];
+bool Session::FitsDevices(const Pod& pod, const Resources& base, NodeId n, bool with_releasing,
+                          int devices, int64_t memory) const {
   const NodeState& ns = nodes_[n];
   static const Resources kZero{};
-  Resources base = pod.request;
-  base.gpus = 0;
   Resources avail = ns.idle;
   if (with_releasing) avail += ns.releasing;
   const double free_gpus = avail.gpus;
   avail.gpus = 0;
   if (!base.FitsInSum(avail, kZero, cluster_.resource_names.size())) return false;
   const double device_memory = cluster_.nodes[n].gpu_memory_mib;
-  const int64_t memory = PodGpuMemoryOn(p, n);
-  if (pod.gpu_memory_mib > 0) {
+  if (pod.IsSharedGpu() && pod.gpu_memory_mib > 0) {
     const double portion = MemoryAsPortion(memory, device_memory);
     if (portion > 1 && portion != std::floor(portion)) return false;
   }
-  const int devices = std::max(1, pod.gpu_devices);
   const int whole = static_cast<int>(std::floor(free_gpus));
   if (whole >= devices) return true;
   return whole + shared_[n].CountFitting(memory, static_cast<int64_t>(device_memory), devices) >=
          devices;
 }
 
+bool Session::SharedFits(PodId p, NodeId n, bool with_releasing) const {
+  const Pod& pod = cluster_.pods[p];
+  Resources base = pod.request;
+  base.gpus = 0;
+  return FitsDevices(pod, base, n, with_releasing, std::max(1, pod.gpu_devices),
+                     PodGpuMemoryOn(p, n));
+}
+
 bool Session::RepresentativeFits(const Pod& pod, NodeId n) const {
-  const NodeState& ns = nodes_[n];
-  static const Resources kZero{};
   Resources base = pod.request;
   base.gpus = 0;
   base.pods = 0;
   for (const MigProfile& m : mig_profiles_) base.scalars[m.slot] = 0;
-  Resources avail = ns.idle;
-  avail += ns.releasing;
-  const double free_gpus = avail.gpus;
-  avail.gpus = 0;
-  if (!base.FitsInSum(avail, kZero, cluster_.resource_names.size())) return false;
-  const double device_memory = cluster_.nodes[n].gpu_memory_mib;
   int devices = 0;
   int64_t memory = 0;
   if (pod.IsSharedGpu()) {
     devices = std::max(1, pod.gpu_devices);
     memory = GpuMemoryOn(pod, n);
-    if (pod.gpu_memory_mib > 0) {
-      const double portion = MemoryAsPortion(memory, device_memory);
-      if (portion > 1 && portion != std::floor(portion)) return false;
-    }
   } else if (pod.request.gpus > 0) {
     devices = static_cast<int>(pod.request.gpus);
-    memory = static_cast<int64_t>(device_memory);
+    memory = static_cast<int64_t>(cluster_.nodes[n].gpu_memory_mib);
   }
-  const int whole = static_cast<int>(std::floor(free_gpus));
-  if (whole >= devices) return true;
-  return whole + shared_[n].CountFitting(memory, static_cast<int64_t>(device_memory), devices) >=
-         devices;
+  return FitsDevices(pod, base, n, /*with_releasing=*/true, devices, memory);
 }
 
 bool Session::SelectSharedGpus(PodId p, NodeId n, bool pipeline_only, std::vector<int32_t>& groups,
@@ -421,8 +408,8 @@ bool Session::SelectSharedGpus(PodId p, NodeId n, bool pipeline_only, std::vecto
       groups.push_back(NewGroup());
     } else {
       const SharedGpu* d = shared_[n].Find(c.group);
-      needs_releasing = needs_releasing || !NodeSharedGpus::FitsIdleOnGroup(*d, memory, device_memory) ||
-                        !fits_idle;
+      needs_releasing = needs_releasing ||
+                        !NodeSharedGpus::FitsIdleOnGroup(*d, memory, device_memory) || !fits_idle;
       groups.push_back(c.group);
     }
     if (static_cast<int>(groups.size()) == devices) return true;
@@ -637,10 +624,8 @@ bool Session::FittingNode(PodId p, NodeId n, TaskFitErrors* record, int weight) 
       if (shared) available.gpus -= shared_[n].UsedGroups();
       if (shared || !NodeFootprint(pod).FitsIn(nodes_[n].idle)) {
         bool any = false;
-        const double wanted_gpus =
-            shared ? pod.RequestedGpus() : pod.request.gpus + pod.dra_gpus;
-        if (wanted_gpus > available.gpus)
-          record->AddNodeReason(kNotEnoughGpus, weight), any = true;
+        const double wanted_gpus = shared ? pod.RequestedGpus() : pod.request.gpus + pod.dra_gpus;
+        if (wanted_gpus > available.gpus) record->AddNodeReason(kNotEnoughGpus, weight), any = true;
         if (shared && pod.gpu_memory_mib > cluster_.nodes[n].gpu_memory_mib) {
           record->AddNodeReason(kNotEnoughGpuMemory, weight), any = true;
         }
@@ -772,8 +757,8 @@ bool Session::PodRankableByClass(PodId p) const {
   if (!classes_enabled_ || any_anti_affinity_) return false;
   const Pod& pod = cluster_.pods[p];
   return !pod.IsSharedGpu() && pod.claims.empty() && pod.node_selector.empty() &&
-         pod.required_node_affinity.empty() &&
-         pod.pod_affinity.empty() && pod.pod_anti_affinity.empty() && pod.nominated_node == kNone;
+         pod.required_node_affinity.empty() && pod.pod_affinity.empty() &&
+         pod.pod_anti_affinity.empty() && pod.nominated_node == kNone;
 }
 
 bool Session::CanRankByClass(PodId p, std::span<const NodeId> candidates) const {

@@ -166,10 +166,9 @@ struct SubGroupRef {
 // (KAI's SubsetNodesFn; e.g. one per topology domain). Returns false for "no change" (the nodes
 // as they are); an empty `out` with true means no node set at all. `record`: the attempt is real
 // (not a simulation) and may record job fit errors.
-using SubsetNodesFn =
-    std::function<bool(Session&, const SubGroupRef&, std::span<const PodId> tasks,
-                       std::span<const NodeId> nodes, bool record,
-                       std::vector<std::vector<NodeId>>& out)>;
+using SubsetNodesFn = std::function<bool(Session&, const SubGroupRef&, std::span<const PodId> tasks,
+                                         std::span<const NodeId> nodes, bool record,
+                                         std::vector<std::vector<NodeId>>& out)>;
 using PreJobAllocationFn = std::function<void(Session&, JobId)>;
 
 struct EventHandler {
@@ -481,6 +480,11 @@ class Session {
   std::vector<double> accepted_gpus_;
   double AcceptedGpusOn(PodId p, NodeId n) const;
   bool SharedFits(PodId p, NodeId n, bool with_releasing) const;
+  // KAI's fit for requests that are not plain whole-GPU ones: `base` (no GPUs) against the node's
+  // idle (and releasing) resources, a GPU-memory share of at most one device, then `devices`
+  // whole free devices or shared devices with room for `memory` MiB.
+  bool FitsDevices(const Pod& pod, const Resources& base, NodeId n, bool with_releasing,
+                   int devices, int64_t memory) const;
   struct GpuCandidate {
     double score;
     int32_t group;  // -1: a free whole device

@@ -106,8 +106,8 @@ void Statement::ConvertAllAllocatedToPipelined(JobId j) {
   for (Op& op : ops_) {  // (no kUnevict can be present: allocate evicts nothing)
     if (op.kind == Kind::kAllocate && ssn_.cluster().pods[op.pod].job == j) {
       // The pod keeps the devices it was given (they are restored after the undo).
-      std::vector<int32_t> groups = op.groups_changed ? ssn_.pod_groups(op.pod)
-                                                      : std::vector<int32_t>{};
+      std::vector<int32_t> groups =
+          op.groups_changed ? ssn_.pod_groups(op.pod) : std::vector<int32_t>{};
       Undo(op);
       to_pipeline.push_back({op.pod, op.node, std::move(groups)});
     } else {

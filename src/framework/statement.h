@@ -61,7 +61,12 @@ class Statement {
   enum class Kind : uint8_t { kAllocate, kPipeline, kEvict, kUnevict };
   struct Op {
     Op(Kind k, PodId p, NodeId n, PodStatus ps, NodeId pn, bool pv, std::string m)
-        : kind(k), pod(p), node(n), prev_status(ps), prev_node(pn), prev_virtual(pv),
+        : kind(k),
+          pod(p),
+          node(n),
+          prev_status(ps),
+          prev_node(pn),
+          prev_virtual(pv),
           message(std::move(m)) {}
     Kind kind;
     PodId pod;
@@ -70,10 +75,10 @@ class Statement {
     NodeId prev_node;
     bool prev_virtual;
     std::string message;
-    bool kept_old_footprint = false;  // pipeline of an evicted pod: still releasing on prev_node
-    bool cancelled = false;           // evict undone by a later kUnevict
-    size_t target = 0;                // kUnevict: index of the evict operation it cancels
-    bool groups_changed = false;      // the operation replaced the pod's shared-GPU groups
+    bool kept_old_footprint = false;   // pipeline of an evicted pod: still releasing on prev_node
+    bool cancelled = false;            // evict undone by a later kUnevict
+    size_t target = 0;                 // kUnevict: index of the evict operation it cancels
+    bool groups_changed = false;       // the operation replaced the pod's shared-GPU groups
     std::vector<int32_t> prev_groups;  // ... which were these
     // The session's state versions of the pod around the operation (undo gives them back).
     Session::VersionMark versions_before{};

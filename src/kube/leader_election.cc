@@ -1,10 +1,18 @@
 #include "kube/leader_election.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "kube/time_format.h"
 
 namespace gantry::kube {
+
+std::string DefaultIdentity() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  return std::string(host[0] ? host : "gantry") + "_" + std::to_string(getpid());
+}
 
 namespace {
 

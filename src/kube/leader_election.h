@@ -33,6 +33,10 @@ struct LeaderElectionConfig {
   bool release_on_stop = true;
 };
 
+// A candidate identity unique per process: the host name (the pod's name in a cluster) and the
+// process id.
+std::string DefaultIdentity();
+
 // Names the first invalid field: empty names or identity, or durations not ordered as
 // lease_duration > renew_deadline > retry_period > 0.
 Result<bool> ValidateLeaderElectionConfig(const LeaderElectionConfig& config);

@@ -1,8 +1,5 @@
 #include "live/scheduler_loop.h"
 
-#include "observability/http_server.h"
-#include "observability/kai_metrics.h"
-
 #include <unistd.h>
 
 #include <atomic>
@@ -20,6 +17,8 @@
 #include "kube/list_watcher.h"
 #include "kube/time_format.h"
 #include "live/decisions.h"
+#include "observability/http_server.h"
+#include "observability/kai_metrics.h"
 
 namespace gantry::live {
 
@@ -27,12 +26,6 @@ namespace {
 
 using cache::Kind;
 using kube::Object;
-
-std::string DefaultIdentity() {
-  char host[256] = {};
-  if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
-  return std::string(host[0] ? host : "gantry") + "_" + std::to_string(getpid());
-}
 
 class Loop {
  public:
@@ -308,10 +301,10 @@ int Loop::Run(const kube::StopSignal& stop) {
   kube::LeaderElectionConfig lec;
   lec.lease_namespace = options_.lease_namespace;
   lec.lease_name = options_.lease_name;
-  lec.identity = options_.identity.empty() ? DefaultIdentity() : options_.identity;
+  lec.identity = options_.identity.empty() ? kube::DefaultIdentity() : options_.identity;
   kube::LeaderElector elector(client_, lec);
-  obs::HttpServer server({.address = options_.metrics_address.empty() ? ":0"
-                                                                       : options_.metrics_address});
+  obs::HttpServer server(
+      {.address = options_.metrics_address.empty() ? ":0" : options_.metrics_address});
   if (!options_.metrics_address.empty()) {
     obs::ServeObservability(server, registry_, [&]() -> obs::Readiness {
       if (elector.holder().empty()) return {false, "no leader known yet"};

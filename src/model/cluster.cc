@@ -80,11 +80,7 @@ double Pod::RequestGpuQuota() const {
   }
 }
 
-bool ResourceClaim::IsGpuClaim() const {
-  std::string lower = device_class;
-  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return lower.find("gpu") != std::string::npos;
-}
+bool ResourceClaim::IsGpuClaim() const { return IsGpuDeviceClass(device_class); }
 
 double Pod::InitGpuQuota(double min_node_gpu_memory_mib) const {
   double gpus = RequestGpuQuota();

@@ -126,9 +126,9 @@ struct ResourceClaim {
   // Observed state.
   std::vector<DeviceRef> allocation;
   bool allocated = false;
-  int32_t other_consumers = 0;     // reservations by pods outside the cluster model
-  std::vector<int32_t> reserved;   // pods (PodId) holding a reservation
-  bool IsGpuClaim() const;         // KAI: the device class name contains "gpu"
+  int32_t other_consumers = 0;    // reservations by pods outside the cluster model
+  std::vector<int32_t> reserved;  // pods (PodId) holding a reservation
+  bool IsGpuClaim() const;        // KAI: the device class name contains "gpu"
 };
 
 struct Node {
@@ -189,8 +189,7 @@ struct Pod {
     return gpu_kind == GpuRequestKind::kFraction || gpu_kind == GpuRequestKind::kMemory;
   }
   bool IsCpuOnly() const {
-    return request.gpus == 0 && !IsSharedGpu() && gpu_kind != GpuRequestKind::kMig &&
-           dra_gpus == 0;
+    return request.gpus == 0 && !IsSharedGpu() && gpu_kind != GpuRequestKind::kMig && dra_gpus == 0;
   }
   // GPUs as KAI's gpus_required counts them: whole count, or the fraction rounded to hundredths
   // times the device count.

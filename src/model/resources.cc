@@ -1,9 +1,35 @@
 #include "model/resources.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 namespace gantry {
+
+bool ParseMigProfile(std::string_view name, int& gpus, int& memory_gb) {
+  const std::string text(name);
+  int g = 0, m = 0;
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "nvidia.com/mig-%dg.%dgb%c", &g, &m, &tail) != 2 || g <= 0 ||
+      m <= 0) {
+    return false;
+  }
+  gpus = g;
+  memory_gb = m;
+  return true;
+}
+
+bool IsGpuDeviceClass(std::string_view name) {
+  for (size_t i = 0; i + 3 <= name.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(name[i])) == 'g' &&
+        std::tolower(static_cast<unsigned char>(name[i + 1])) == 'p' &&
+        std::tolower(static_cast<unsigned char>(name[i + 2])) == 'u') {
+      return true;
+    }
+  }
+  return false;
+}
 
 int ResourceNames::Intern(std::string_view name) {
   int slot = Find(name);

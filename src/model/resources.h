@@ -21,6 +21,12 @@ inline constexpr int kMaxScalarResources = 8;
 inline constexpr std::string_view kGpuResourceName = "nvidia.com/gpu";
 inline constexpr std::string_view kMigResourcePrefix = "nvidia.com/mig-";
 
+// A MIG profile resource name, "nvidia.com/mig-<g>g.<m>gb": sets the instance's GPU slices (g) and
+// memory in GB (m). False for any other name.
+bool ParseMigProfile(std::string_view name, int& gpus, int& memory_gb);
+// KAI's test for a GPU device class or DRA driver name: it contains "gpu", in any case.
+bool IsGpuDeviceClass(std::string_view name);
+
 struct Resources {
   double cpu_millis = 0;
   double memory_bytes = 0;

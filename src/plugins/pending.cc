@@ -23,8 +23,7 @@ class PendingPlugin : public Plugin {
 }  // namespace
 
 void RegisterPendingPlugins(PluginRegistry& r) {
-  for (const char* name :
-       {"snapshot"}) {
+  for (const char* name : {"snapshot"}) {
     r.Register(name, [name](const std::map<std::string, std::string>&) -> Result<PluginPtr> {
       return PluginPtr(std::make_unique<PendingPlugin>(name));
     });

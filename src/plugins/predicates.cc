@@ -87,7 +87,9 @@ class PredicatesPlugin : public Plugin {
       mig_enabled_[n] = IsMigEnabled(cl, node);
       const std::string& m = node.mig_strategy;
       if (mig_enabled_[n]) {
-        mig_[n] = m == "mixed" ? MigKind::kMixed : m == "single" ? MigKind::kSingle : MigKind::kNone;
+        mig_[n] = m == "mixed"    ? MigKind::kMixed
+                  : m == "single" ? MigKind::kSingle
+                                  : MigKind::kNone;
       }
     }
     // Legacy MIG pods mark their node for the whole session (KAI never unmarks it).
@@ -306,8 +308,8 @@ class PredicatesPlugin : public Plugin {
       return std::nullopt;
     }
     if (mig_pod && !legacy_mig_pods_[n].empty()) {
-      return "MIG job cannot be scheduled on node with legacy MIG jobs: <[" +
-             legacy_mig_pods_[n] + "]>";
+      return "MIG job cannot be scheduled on node with legacy MIG jobs: <[" + legacy_mig_pods_[n] +
+             "]>";
     }
     const bool regular = pod.gpu_kind == GpuRequestKind::kWhole;
     if (mig_[n] == MigKind::kSingle && !regular) {

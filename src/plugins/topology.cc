@@ -34,10 +34,10 @@ struct Domain {
   std::string id;
   int level = -1;  // index into the topology's levels; -1 is the root
   std::vector<int32_t> children;
-  std::vector<NodeId> nodes;  // by name rank
-  std::vector<char> has_node; // per node id (only for membership tests)
+  std::vector<NodeId> nodes;   // by name rank
+  std::vector<char> has_node;  // per node id (only for membership tests)
   int allocatable_pods = kAllocatablePodsNotSet;
-  Resources free;             // idle + releasing of the domain's nodes (whole GPUs only)
+  Resources free;  // idle + releasing of the domain's nodes (whole GPUs only)
 };
 
 struct Tree {
@@ -157,8 +157,7 @@ class TopologyPlugin : public Plugin {
           if (k > 0) id += '.';
           id += *node.labels.Get(t.levels[static_cast<size_t>(k)]);
         }
-        auto [it, inserted] =
-            tree.by_id[li].emplace(id, static_cast<int32_t>(tree.domains.size()));
+        auto [it, inserted] = tree.by_id[li].emplace(id, static_cast<int32_t>(tree.domains.size()));
         if (inserted) {
           tree.domains.push_back(Domain{id, li, {}, {}, {}, kAllocatablePodsNotSet, {}});
           tree.by_level[li].push_back(it->second);
@@ -221,7 +220,8 @@ class TopologyPlugin : public Plugin {
     auto found = tree_index_.find(constraint->topology);
     if (found == tree_index_.end()) {
       if (record) {
-        AddSimpleError(s, ref.job, "Requested topology " + constraint->topology + " does not exist");
+        AddSimpleError(s, ref.job,
+                       "Requested topology " + constraint->topology + " does not exist");
       }
       out.clear();
       return true;
@@ -230,7 +230,8 @@ class TopologyPlugin : public Plugin {
     Tree& tree = trees_[found->second];
 
     // The lowest domain holding every candidate node (down to the preferred level at most).
-    std::vector<NodeId> valid;
+    std::vector<NodeId>& valid = valid_;
+    valid.clear();
     for (NodeId n : nodes) {
       if (tree.in_topology[n]) valid.push_back(n);
     }
@@ -252,35 +253,34 @@ class TopologyPlugin : public Plugin {
     const int count = static_cast<int>(tasks.size());
     if (!DomainFits(s, asked, count, domain)) {
       if (record) {
-        AddSimpleError(s, ref.job,
-                       NoMatch(c, ref, tree,
-                               domain_index == 0
-                                   ? "not enough resources in the cluster to allocate the job"
-                                   : "not enough resources in " + domain.id +
-                                         " to allocate the job"));
+        AddSimpleError(
+            s, ref.job,
+            NoMatch(c, ref, tree,
+                    domain_index == 0
+                        ? "not enough resources in the cluster to allocate the job"
+                        : "not enough resources in " + domain.id + " to allocate the job"));
       }
       out.clear();
       return true;
     }
 
-    const int preferred = constraint->preferred_level.empty()
-                              ? -3
-                              : tree.LevelIndex(constraint->preferred_level);
-    const int required = constraint->required_level.empty()
-                             ? -3
-                             : tree.LevelIndex(constraint->required_level);
+    const int preferred =
+        constraint->preferred_level.empty() ? -3 : tree.LevelIndex(constraint->preferred_level);
+    const int required =
+        constraint->required_level.empty() ? -3 : tree.LevelIndex(constraint->required_level);
     if (preferred == -2 || required == -2) {
       if (record) {
         const std::string name = NameOf(c, ref);
-        const std::string who = name.empty() || name == "default" ? "workload" : "sub-group " + name;
+        const std::string who =
+            name.empty() || name == "default" ? "workload" : "sub-group " + name;
         const bool bad_required = required == -2;
-        AddSimpleError(s, ref.job,
-                       "topology constraint error: " + who + " specified '" +
-                           (bad_required ? constraint->required_level
-                                         : constraint->preferred_level) +
-                           "' as the " + (bad_required ? "required" : "preferred") +
-                           " topology constraint level, but the topology tree '" +
-                           tree.topology->name + "' does not contain a level with this name");
+        AddSimpleError(
+            s, ref.job,
+            "topology constraint error: " + who + " specified '" +
+                (bad_required ? constraint->required_level : constraint->preferred_level) +
+                "' as the " + (bad_required ? "required" : "preferred") +
+                " topology constraint level, but the topology tree '" + tree.topology->name +
+                "' does not contain a level with this name");
       }
       out.clear();
       return true;
@@ -293,9 +293,9 @@ class TopologyPlugin : public Plugin {
       std::vector<int32_t> level_domains;
       LevelDomains(tree, domain_index, preferred, level_domains);
       for (size_t i = 0; i < level_domains.size(); ++i) {
-        const double score =
-            std::floor(static_cast<double>(i + 1) / static_cast<double>(level_domains.size()) * 10) *
-            scores::kTopology;
+        const double score = std::floor(static_cast<double>(i + 1) /
+                                        static_cast<double>(level_domains.size()) * 10) *
+                             scores::kTopology;
         for (NodeId n : tree.domains[level_domains[i]].nodes) sc[n] = score;
       }
     }
@@ -344,7 +344,8 @@ class TopologyPlugin : public Plugin {
     // In the (sorted) tree's reverse level order: innermost level first.
     std::vector<char> chosen(tree.domains.size(), 0);
     for (int32_t d : fitting) chosen[d] = 1;
-    std::vector<char> valid_flag(c.nodes.size(), 0);
+    std::vector<char>& valid_flag = valid_flag_;
+    valid_flag.resize(c.nodes.size(), 0);
     for (NodeId n : valid) valid_flag[n] = 1;
     for (int32_t d : ReverseLevelOrder(tree)) {
       if (!chosen[d]) continue;
@@ -354,6 +355,7 @@ class TopologyPlugin : public Plugin {
       }
       out.push_back(std::move(set));
     }
+    for (NodeId n : valid) valid_flag[n] = 0;  // all zero again for the next call
     return true;
   }
 
@@ -534,8 +536,8 @@ class TopologyPlugin : public Plugin {
     if (max.IsSharedGpu()) {
       const int64_t memory = s.GpuMemoryOn(max, n);
       const auto device_memory = static_cast<int64_t>(s.cluster().nodes[n].gpu_memory_mib);
-      const double devices = std::floor(avail.gpus) +
-                             s.shared_gpus(n).CountFitting(memory, device_memory, 1 << 30);
+      const double devices =
+          std::floor(avail.gpus) + s.shared_gpus(n).CountFitting(memory, device_memory, 1 << 30);
       limit(std::max(1, max.gpu_devices), devices);
     } else if (max.request.gpus > 0) {
       limit(max.request.gpus, std::floor(avail.gpus));
@@ -568,11 +570,11 @@ class TopologyPlugin : public Plugin {
     const Cluster& c = s.cluster();
     const std::string sub = NameOf(c, ref);
     if (d.allocatable_pods != kAllocatablePodsNotSet) {
-      JobFitError e{"Not enough resources for the workload",
-                    {"node-group " + d.id + " can allocate only " +
-                     std::to_string(d.allocatable_pods) + " of " + std::to_string(count) +
-                     " required pods"},
-                    sub};
+      JobFitError e{
+          "Not enough resources for the workload",
+          {"node-group " + d.id + " can allocate only " + std::to_string(d.allocatable_pods) +
+           " of " + std::to_string(count) + " required pods"},
+          sub};
       e.domain = d.id;
       return e;
     }
@@ -712,6 +714,10 @@ class TopologyPlugin : public Plugin {
   std::vector<Tree> trees_;
   std::unordered_map<std::string, size_t> tree_index_;
   Pod test_;  // scratch representative pod (no allocation per node)
+  // Scratch of SubsetNodes, kept between calls: the candidate nodes in the topology, and the same
+  // as flags per node (all zero between calls).
+  std::vector<NodeId> valid_;
+  std::vector<char> valid_flag_;
   std::vector<Pod> signatures_;
   int signature_ = 0;
   std::vector<std::vector<std::pair<uint32_t, int>>> acc_cache_;  // per signature, per node

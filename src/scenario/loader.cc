@@ -250,9 +250,7 @@ bool ParseMigDevices(const Obj& o, Cluster& cl, Resources& into) {
       o.FailField("mig_devices." + it.key(), "must be a non-negative count");
     }
     int g = 0, m = 0;
-    char tail = 0;
-    if (std::sscanf(it.key().c_str(), "nvidia.com/mig-%dg.%dgb%c", &g, &m, &tail) != 2 || g <= 0 ||
-        m <= 0) {
+    if (!ParseMigProfile(it.key(), g, m)) {
       o.FailField("mig_devices." + it.key(),
                   "unknown MIG profile (expected nvidia.com/mig-<g>g.<m>gb)");
     }
@@ -271,8 +269,8 @@ void ParsePodClaims(const Obj& o, Cluster& cl, Pod& p) {
       const ResourceClaim& rc = cl.resource_claims[c];
       if (rc.name == name && rc.namespace_ == p.namespace_) return static_cast<int32_t>(c);
     }
-    o.FailField(field, "unknown resource claim \"" + name + "\" in namespace \"" +
-                           p.namespace_ + "\"");
+    o.FailField(field,
+                "unknown resource claim \"" + name + "\" in namespace \"" + p.namespace_ + "\"");
     return int32_t{-1};
   };
   for (const auto& c : o.Array("resource_claims")) {
@@ -301,16 +299,10 @@ void ParsePodClaims(const Obj& o, Cluster& cl, Pod& p) {
 double MigGpuEquivalents(const Cluster& cl, const Resources& r) {
   double gpus = 0;
   for (int s = 0; s < cl.resource_names.size(); ++s) {
-    if (r.scalars[s] <= 0) continue;
-    const std::string& name = cl.resource_names.Name(s);
-    constexpr std::string_view kPrefix = "nvidia.com/mig-";
-    if (name.rfind(kPrefix, 0) != 0) continue;
-    size_t pos = kPrefix.size();
-    size_t digits = 0;
-    while (pos + digits < name.size() && std::isdigit(static_cast<unsigned char>(name[pos + digits])))
-      ++digits;
-    if (digits == 0 || pos + digits >= name.size() || name[pos + digits] != 'g') continue;
-    gpus += std::stoi(name.substr(pos, digits)) * r.scalars[s];
+    int g = 0, m = 0;
+    if (r.scalars[s] > 0 && ParseMigProfile(cl.resource_names.Name(s), g, m)) {
+      gpus += g * r.scalars[s];
+    }
   }
   return gpus;
 }
@@ -417,7 +409,8 @@ struct SubGroupBuild {
 
 // DRA objects. Claims reserved for pods of the scenario are resolved to pods after the jobs are
 // read (ResolveClaimReservations).
-void ParseDra(const Obj& root, Scenario& sc, std::vector<std::vector<std::string>>& reserved_names) {
+void ParseDra(const Obj& root, Scenario& sc,
+              std::vector<std::vector<std::string>>& reserved_names) {
   if (!root.Has("dra")) return;
   Cluster& cl = sc.cluster;
   Obj d(root.Raw("dra"), "dra");
@@ -429,8 +422,8 @@ void ParseDra(const Obj& root, Scenario& sc, std::vector<std::vector<std::string
   const auto& slices = d.Array("resource_slices");
   for (size_t i = 0; i < slices.size(); ++i) {
     Obj o(slices[i], "dra.resource_slices[" + std::to_string(i) + "]");
-    o.OnlyKeys({"name", "driver", "device_class", "node", "all_nodes", "node_selector",
-                "device_count"});
+    o.OnlyKeys(
+        {"name", "driver", "device_class", "node", "all_nodes", "node_selector", "device_count"});
     ResourceSlice rs;
     rs.name = o.Str("name");
     rs.driver = o.Str("driver");
@@ -445,23 +438,19 @@ void ParseDra(const Obj& root, Scenario& sc, std::vector<std::vector<std::string
     } else if (!o.Bool("all_nodes", false)) {
       o.FailField("node", "a slice needs a node or all_nodes: true");
     }
-    if (rs.node != kNone) {
-      std::string lower = rs.driver;
-      for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      if (lower.find("gpu") != std::string::npos) {
-        // GPUs published through DRA join the node's GPUs (KAI's AddDRAGPUs).
-        Node& n = cl.nodes[rs.node];
-        n.dra_gpus += rs.device_count;
-        n.allocatable.gpus += rs.device_count;
-      }
+    if (rs.node != kNone && IsGpuDeviceClass(rs.driver)) {
+      // GPUs published through DRA join the node's GPUs (KAI's AddDRAGPUs).
+      Node& n = cl.nodes[rs.node];
+      n.dra_gpus += rs.device_count;
+      n.allocatable.gpus += rs.device_count;
     }
     cl.resource_slices.push_back(std::move(rs));
   }
   const auto& claims = d.Array("resource_claims");
   for (size_t i = 0; i < claims.size(); ++i) {
     Obj o(claims[i], "dra.resource_claims[" + std::to_string(i) + "]");
-    o.OnlyKeys({"name", "namespace", "labels", "device_class", "count", "reserved_for_count",
-                "status"});
+    o.OnlyKeys(
+        {"name", "namespace", "labels", "device_class", "count", "reserved_for_count", "status"});
     ResourceClaim rc;
     rc.name = o.Str("name");
     rc.namespace_ = o.Str("namespace", "");
@@ -504,7 +493,8 @@ void ParseDra(const Obj& root, Scenario& sc, std::vector<std::vector<std::string
               }
             }
           }
-          if (!found) r.FailField("device", "no device \"" + device + "\" in pool \"" + pool + "\"");
+          if (!found)
+            r.FailField("device", "no device \"" + device + "\" in pool \"" + pool + "\"");
         }
         rc.allocated = true;
       }

@@ -27,7 +27,8 @@ std::string TwoGpuNode(const std::string& jobs, const std::string& extra_node = 
   return R"(
 nodes:
 - {name: node0, gpus: 2, cpu_millis: 16000, memory_bytes: 64000000000, gpu_memory_mib: 100}
-)" + extra_node + R"(
+)" + extra_node +
+         R"(
 queues:
 - {name: q, resources: {gpu: {quota: -1, limit: -1, over_quota_weight: 1}}}
 jobs:

@@ -237,9 +237,9 @@ struct Snapshot {
   std::vector<std::string> counter_names;
   std::vector<Quantities> queue_allocated;
   std::vector<Quantities> queue_fair_share;
-  std::vector<NodeSharedGpus> shared;              // per node
-  std::vector<std::vector<int32_t>> pod_groups;    // per pod
-  std::vector<ResourceClaim> claims;               // DRA claims
+  std::vector<NodeSharedGpus> shared;            // per node
+  std::vector<std::vector<int32_t>> pod_groups;  // per pod
+  std::vector<ResourceClaim> claims;             // DRA claims
 };
 
 inline Snapshot Take(const Session& s) {

@@ -28,8 +28,8 @@ std::string Racks(const std::string& constraint, int pods, int gpus_per_pod,
   const char* placement[] = {"z1 r1", "z1 r1", "z1 r2", "z1 r2", "z2 r3"};
   for (int i = 0; i < 5; ++i) {
     std::string zr = placement[i];
-    nodes += "- {name: node" + std::to_string(i) +
-             ", gpus: 4, labels: {zone: " + zr.substr(0, 2) + ", rack: " + zr.substr(3) + "}}\n";
+    nodes += "- {name: node" + std::to_string(i) + ", gpus: 4, labels: {zone: " + zr.substr(0, 2) +
+             ", rack: " + zr.substr(3) + "}}\n";
   }
   std::string tasks;
   for (int i = 0; i < pods; ++i) {
@@ -61,7 +61,8 @@ jobs:
 
 std::set<std::string> Nodes(const Session& s, const Scenario& sc, int pods) {
   std::set<std::string> nodes;
-  for (int i = 0; i < pods; ++i) nodes.insert(NodeName(s, sc.cluster.FindPod("j-" + std::to_string(i))));
+  for (int i = 0; i < pods; ++i)
+    nodes.insert(NodeName(s, sc.cluster.FindPod("j-" + std::to_string(i))));
   return nodes;
 }
 
@@ -147,9 +148,10 @@ dra:
 }
 
 TEST(DraClaims, ClaimDevicesAreAllocatedOnThePodsNodeAndCountAsGpus) {
-  Scenario sc = Load(Dra(R"(  - {name: c, namespace: ns, labels: {kai.scheduler/queue: q}, device_class: gpu.example.com, count: 2}
+  Scenario sc = Load(Dra(
+      R"(  - {name: c, namespace: ns, labels: {kai.scheduler/queue: q}, device_class: gpu.example.com, count: 2}
 )",
-                         R"(- {name: a, namespace: ns, queue: q, min_available: 1, tasks: [{name: a-0, state: pending, resource_claims: [c]}]}
+      R"(- {name: a, namespace: ns, queue: q, min_available: 1, tasks: [{name: a-0, state: pending, resource_claims: [c]}]}
 )"));
   EXPECT_EQ(2, sc.cluster.nodes[0].allocatable.gpus) << "slice devices are node GPUs";
   auto cycle = testutil::RunCycle(sc.cluster, sc.config);
@@ -163,25 +165,29 @@ TEST(DraClaims, ClaimDevicesAreAllocatedOnThePodsNodeAndCountAsGpus) {
 }
 
 TEST(DraClaims, TooManyDevicesOrAMissingClassOrNoQueueLabelKeepThePodPendingWithAReason) {
-  Scenario many = Load(Dra(R"(  - {name: c, namespace: ns, labels: {kai.scheduler/queue: q}, device_class: gpu.example.com, count: 3}
+  Scenario many = Load(Dra(
+      R"(  - {name: c, namespace: ns, labels: {kai.scheduler/queue: q}, device_class: gpu.example.com, count: 3}
 )",
-                           R"(- {name: a, namespace: ns, queue: q, min_available: 1, tasks: [{name: a-0, state: pending, resource_claims: [c]}]}
+      R"(- {name: a, namespace: ns, queue: q, min_available: 1, tasks: [{name: a-0, state: pending, resource_claims: [c]}]}
 )"));
   auto c1 = testutil::RunCycle(many.cluster, many.config);
   EXPECT_EQ(PodStatus::kPending, c1->pod(0).status);
 
-  Scenario cls = Load(Dra(R"(  - {name: c, namespace: ns, labels: {kai.scheduler/queue: q}, device_class: tpu.example.com, count: 1}
+  Scenario cls = Load(Dra(
+      R"(  - {name: c, namespace: ns, labels: {kai.scheduler/queue: q}, device_class: tpu.example.com, count: 1}
 )",
-                          R"(- {name: a, namespace: ns, queue: q, min_available: 1, tasks: [{name: a-0, state: pending, resource_claims: [c]}]}
+      R"(- {name: a, namespace: ns, queue: q, min_available: 1, tasks: [{name: a-0, state: pending, resource_claims: [c]}]}
 )"));
   auto c2 = testutil::RunCycle(cls.cluster, cls.config);
   EXPECT_EQ(PodStatus::kPending, c2->pod(0).status);
   EXPECT_TRUE(Contains(FitErrors(*c2, 0), "ns/a-0"));
-  EXPECT_TRUE(Contains(FitErrors(*c2, 0), "device class \"tpu.example.com\", which does not exist"));
+  EXPECT_TRUE(
+      Contains(FitErrors(*c2, 0), "device class \"tpu.example.com\", which does not exist"));
 
-  Scenario label = Load(Dra(R"(  - {name: c, namespace: ns, device_class: gpu.example.com, count: 1}
+  Scenario label = Load(Dra(
+      R"(  - {name: c, namespace: ns, device_class: gpu.example.com, count: 1}
 )",
-                            R"(- {name: a, namespace: ns, queue: q, min_available: 1, tasks: [{name: a-0, state: pending, resource_claims: [c]}]}
+      R"(- {name: a, namespace: ns, queue: q, min_available: 1, tasks: [{name: a-0, state: pending, resource_claims: [c]}]}
 )"));
   auto c3 = testutil::RunCycle(label.cluster, label.config);
   EXPECT_EQ(PodStatus::kPending, c3->pod(0).status);
@@ -222,9 +228,11 @@ jobs:
 }
 
 TEST(DraClaims, UnknownClaimOrSliceNodeIsRejectedNamingTheField) {
-  auto claim = ParseScenario(Dra("", R"(- {name: a, namespace: ns, queue: q, min_available: 1, tasks: [{name: a-0, state: pending, resource_claims: [nope]}]}
+  auto claim = ParseScenario(
+      Dra("",
+          R"(- {name: a, namespace: ns, queue: q, min_available: 1, tasks: [{name: a-0, state: pending, resource_claims: [nope]}]}
 )"),
-                             "d.yaml");
+      "d.yaml");
   ASSERT_FALSE(claim.ok());
   EXPECT_TRUE(Contains(claim.error(), "resource_claims"));
   EXPECT_TRUE(Contains(claim.error(), "nope"));
