@@ -8,9 +8,13 @@
 #include <memory>
 #include <mutex>
 #include <ostream>
+#include <sstream>
 #include <thread>
 
+#include "binder/api_counter.h"
+#include "binder/cache.h"
 #include "binder/controller.h"
+#include "binder/event_sender.h"
 #include "binder/log.h"
 #include "binder/reconciler.h"
 #include "binder/steps.h"
@@ -22,7 +26,11 @@ namespace gantry::binder {
 
 int RunBinder(const BinderOptions& options, std::ostream& err) {
   if (options.workers < 1) {
-    err << "binder: --workers must be at least 1\n";
+    err << "binder: --max-concurrent-reconciles (--workers) must be at least 1\n";
+    return 2;
+  }
+  if (options.burst < 1) {
+    err << "binder: --burst must be at least 1\n";
     return 2;
   }
   // SIGTERM and SIGINT are taken by a thread of their own (sigwait); every thread started from
@@ -39,11 +47,19 @@ int RunBinder(const BinderOptions& options, std::ostream& err) {
     err << "binder: " << config.error() << "\n";
     return 1;
   }
-  auto client = kube::Client::FromConfig(config.value(), {.qps = 100, .burst = 200});
-  if (!client.ok()) {
-    err << "binder: " << client.error().ToString() << "\n";
+  auto transport = kube::MakeCurlTransport(config.value());
+  if (!transport.ok()) {
+    err << "binder: " << transport.error().ToString() << "\n";
     return 1;
   }
+  obs::Registry registry;
+  obs::BinderMetrics metrics(registry);
+  // Every request is counted (gantry_binder_api_requests_total), events included.
+  auto counted = std::make_shared<CountingTransport>(transport.value(), &registry);
+  const kube::ClientOptions limits{.qps = options.qps, .burst = options.burst};
+  auto client = std::make_shared<kube::Client>(counted, limits);
+  // Events have a client (a rate limit) of their own, like a controller-runtime event recorder.
+  AsyncEventSender events(std::make_shared<kube::Client>(counted, limits));
 
   kube::LeaderElectionConfig lease;
   lease.lease_namespace = options.lease_namespace;
@@ -54,20 +70,24 @@ int RunBinder(const BinderOptions& options, std::ostream& err) {
     return 2;
   }
 
-  obs::Registry registry;
-  obs::BinderMetrics metrics(registry);
-  Reconciler reconciler(client.value(), DefaultSteps(client.value()));
-  kube::LeaderElector elector(client.value(), lease);
+  kube::LeaderElector elector(client, lease);
 
+  // One term of leadership: the caches, the reconciler and the controller (created when leading;
+  // a standby holds no caches).
+  struct Term {
+    BinderCache cache;
+    std::unique_ptr<Reconciler> reconciler;
+    std::unique_ptr<Controller> controller;
+  };
   std::mutex mu;
-  std::unique_ptr<Controller> controller;
+  std::unique_ptr<Term> term;
   obs::HttpServer server({.address = options.metrics_address});
   obs::ServeObservability(server, registry, [&]() -> obs::Readiness {
     if (elector.holder().empty()) return {false, "no leader known yet"};
     if (!elector.IsLeader()) return {true, ""};
     std::lock_guard<std::mutex> lock(mu);
-    if (controller == nullptr || !controller->synced()) {
-      return {false, "BindRequests not listed yet"};
+    if (term == nullptr || !term->controller->synced()) {
+      return {false, "BindRequests, pods and nodes not listed yet"};
     }
     return {true, ""};
   });
@@ -78,6 +98,10 @@ int RunBinder(const BinderOptions& options, std::ostream& err) {
   Log("binder: serving /metrics, /healthz, /readyz on port " + std::to_string(server.port()) +
       "; campaigning for lease " + lease.lease_namespace + "/" + lease.lease_name + " as " +
       lease.identity);
+  std::ostringstream limit_line;
+  limit_line << "binder: API client limit " << options.qps << " requests/s, burst " << options.burst
+             << "; " << options.workers << " workers when leading";
+  Log(limit_line.str());
 
   kube::StopSignal stop;
   std::atomic<bool> signalled{false};
@@ -95,11 +119,18 @@ int RunBinder(const BinderOptions& options, std::ostream& err) {
   callbacks.on_started_leading = [&] {
     Log("binder: leading; starting " + std::to_string(options.workers) + " workers");
     std::lock_guard<std::mutex> lock(mu);
+    term = std::make_unique<Term>();
+    ReconcilerOptions reconciler_options;
+    reconciler_options.send_event = [&events](kube::Object event) {
+      events.Send(std::move(event));
+    };
+    term->reconciler = std::make_unique<Reconciler>(
+        client, term->cache, DefaultSteps(client, term->cache), reconciler_options);
     ControllerOptions controller_options;
     controller_options.workers = options.workers;
-    controller =
-        std::make_unique<Controller>(client.value(), reconciler, controller_options, &metrics);
-    controller->Start();
+    term->controller = std::make_unique<Controller>(client, term->cache, *term->reconciler,
+                                                    controller_options, &metrics);
+    term->controller->Start();
   };
   callbacks.on_new_leader = [](const std::string& holder) {
     Log("binder: lease holder is now " + (holder.empty() ? std::string("nobody") : holder));
@@ -107,12 +138,16 @@ int RunBinder(const BinderOptions& options, std::ostream& err) {
   elector.Run(callbacks, stop);
 
   // Stop the workers before the process goes: a bind in progress finishes first.
-  std::unique_ptr<Controller> running;
+  std::unique_ptr<Term> running;
   {
     std::lock_guard<std::mutex> lock(mu);
-    running = std::move(controller);
+    running = std::move(term);
   }
-  if (running != nullptr) running->Stop();
+  if (running != nullptr) running->controller->Stop();
+  events.Stop();
+  Log("binder: API requests: " + counted->Summary() + "; events sent " +
+      std::to_string(events.sent()) + ", failed " + std::to_string(events.failed()) + ", dropped " +
+      std::to_string(events.dropped()));
   server.Stop();
   bool by_signal = signalled.load();
   if (!stop.stopped()) stop.Stop();

@@ -7,9 +7,11 @@
 
 namespace gantry::binder {
 
-Controller::Controller(std::shared_ptr<kube::Client> client, Reconciler& reconciler,
-                       ControllerOptions options, obs::BinderMetrics* metrics, kube::ClockPtr clock)
+Controller::Controller(std::shared_ptr<kube::Client> client, BinderCache& cache,
+                       Reconciler& reconciler, ControllerOptions options,
+                       obs::BinderMetrics* metrics, kube::ClockPtr clock)
     : client_(std::move(client)),
+      cache_(cache),
       reconciler_(reconciler),
       options_(std::move(options)),
       metrics_(metrics),
@@ -22,49 +24,42 @@ void Controller::Start() {
   if (started_) return;
   started_ = true;
   if (metrics_ != nullptr) metrics_->max_concurrent_reconciles.Set(options_.workers);
-  kube::ListWatchOptions lw;
-  lw.ns = options_.ns;
-  watcher_ = std::make_unique<kube::ListWatcher>(client_, kube::resources::kBindRequests, lw, *this,
-                                                 clock_);
-  watch_thread_ = std::thread([this] { watcher_->Run(); });
+  cache_.bind_requests().AddListener(
+      [this](kube::EventType type, const kube::Object& object) { Offer(type, object); });
+  cache_.Start(client_, options_.ns, clock_, [](const std::string& what, const kube::ApiError& e) {
+    Log("binder: watching " + what + ": " + e.ToString());
+  });
   for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { Work(); });
 }
 
 void Controller::Stop() {
   if (!started_ || stopped_) return;
   stopped_ = true;
-  watcher_->Stop();
+  stop_.Stop();
+  cache_.Stop();
   queue_.ShutDown();
-  watch_thread_.join();
   for (auto& t : workers_) t.join();
 }
 
-void Controller::Offer(const kube::Object& object) {
+void Controller::Offer(kube::EventType type, const kube::Object& object) {
+  if (type != kube::EventType::kAdded && type != kube::EventType::kModified) return;
   auto br = ParseBindRequest(object);
   // Invalid requests are queued too: the reconciler fails them with the reason.
   if (br.ok() && (br.value().Finished() || br.value().deleting)) return;
   queue_.Add(kube::NamespaceOf(object) + "/" + kube::NameOf(object));
 }
 
-void Controller::OnSync(std::vector<kube::Object> items, const std::string& /*rv*/) {
-  for (const auto& item : items) Offer(item);
-  if (!synced_.exchange(true)) {
-    Log("binder: synced " + std::to_string(items.size()) + " BindRequests");
-  }
-}
-
-void Controller::OnEvent(kube::EventType type, const kube::Object& object) {
-  if (type == kube::EventType::kAdded || type == kube::EventType::kModified) Offer(object);
-}
-
-void Controller::OnError(const kube::ApiError& error, kube::Clock::Duration retry_in) {
-  Log("binder: watching BindRequests: " + error.ToString() + "; retrying in " +
-      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(retry_in).count()) +
-      " ms");
-}
-
 void Controller::Work() {
   using Next = ReconcileResult::Next;
+  // Reconciling before the pods and nodes are listed would only find the caches empty.
+  while (!cache_.synced()) {
+    if (stop_.WaitFor(std::chrono::milliseconds(10))) return;
+  }
+  if (!logged_sync_.exchange(true)) {
+    Log("binder: synced " + std::to_string(cache_.bind_requests().size()) + " BindRequests, " +
+        std::to_string(cache_.pods().size()) + " pods, " + std::to_string(cache_.nodes().size()) +
+        " nodes");
+  }
   while (auto key = queue_.Get()) {
     size_t slash = key->find('/');
     if (metrics_ != nullptr) metrics_->active_workers.Inc();

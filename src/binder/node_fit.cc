@@ -177,8 +177,9 @@ bool PodOccupiesNode(const nlohmann::json& pod) {
   return phase != "Succeeded" && phase != "Failed";
 }
 
-std::optional<std::string> NodeFitError(const nlohmann::json& pod, const nlohmann::json& node,
-                                        const std::vector<nlohmann::json>& pods_on_node) {
+std::optional<std::string> NodeFitError(
+    const nlohmann::json& pod, const nlohmann::json& node,
+    const std::vector<std::shared_ptr<const nlohmann::json>>& pods_on_node) {
   const std::string node_name = kube::NameOf(node);
   const std::string uid = kube::UidOf(pod);
   ResourceAmounts allocatable;
@@ -187,7 +188,8 @@ std::optional<std::string> NodeFitError(const nlohmann::json& pod, const nlohman
   }
   ResourceAmounts used;
   int64_t pods = 0;
-  for (const auto& other : pods_on_node) {
+  for (const auto& other_ptr : pods_on_node) {
+    const nlohmann::json& other = *other_ptr;
     if (kube::UidOf(other) == uid || !PodOccupiesNode(other)) continue;
     Add(used, PodRequests(other));
     ++pods;

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -38,7 +39,8 @@ bool PodOccupiesNode(const nlohmann::json& pod);
 // Why `pod` does not fit on `node` given the pods already bound there (the pod itself, if among
 // them, is ignored), e.g. "node n1 has 1 of nvidia.com/gpu free, the pod requests 2"; nullopt
 // when it fits.
-std::optional<std::string> NodeFitError(const nlohmann::json& pod, const nlohmann::json& node,
-                                        const std::vector<nlohmann::json>& pods_on_node);
+std::optional<std::string> NodeFitError(
+    const nlohmann::json& pod, const nlohmann::json& node,
+    const std::vector<std::shared_ptr<const nlohmann::json>>& pods_on_node);
 
 }  // namespace gantry::binder

@@ -1,36 +1,50 @@
-// Carrying out one BindRequest: one attempt per call, reading everything fresh from the API.
+// Carrying out one BindRequest: one attempt per call, reading the BindRequest, its pod and its
+// node from the binder's watch caches (cache.h); only writes go to the API server.
 //
-// An attempt reads the BindRequest (nothing to do when it is gone, being deleted, Succeeded or
-// Failed for good), the pod and the node, then:
-//   - pod already bound to the selected node        -> Succeeded (a repeated attempt is harmless)
+// An attempt takes the BindRequest from the cache (nothing to do when it is gone, being deleted,
+// Succeeded or Failed for good), then its pod and node, then:
+//   - pod already bound to the selected node (by the cache, or by a bind of this binder the cache
+//     does not show yet)                            -> Succeeded (a repeated attempt is harmless)
 //   - pod bound to another node, being deleted, or not the pod the request's ownerReference
-//     names (same name, new uid)                    -> Failed at once
+//     names (same name, new uid)                    -> Failed at once; the cache may be behind,
+//                                                      so the pod is read from the API server to
+//                                                      confirm before giving up
 //   - pod or node missing                           -> a failed attempt (retried)
 //   - otherwise: the steps' PreBind (validation, node room; steps.h), then pods/binding with the
 //     pod's uid as precondition (a replaced pod makes it fail), then PostBind; a failure rolls
 //     the completed steps back. A bind refused because the pod is bound by now to the selected
-//     node counts as success.
+//     node (read from the API server) counts as success.
+// A pod or node the cache does not have may just not have arrived yet: the first time, the
+// request is tried again after cache_miss_delay (no attempt, no status change); the next time,
+// the object is read from the API server, and only if it is not there either is it missing.
+//
 // A failed attempt increments status.failedAttempts and is retried after
 // retry_base * 2^(failedAttempts - 1) (capped at retry_max) while failedAttempts <= backoffLimit,
 // with phase Pending and the error as reason; then phase Failed (bind_request.h).
 // Errors talking to the API (other than NotFound) are not attempts: they are retried with the
 // work queue's backoff and change no status.
 //
-// The status is written through the status subresource, conditional on the resourceVersion read
-// at the start (a concurrent change makes the attempt start over), and only when it changes.
-// Pod events "Bound" / "BindingError" are recorded as KAI's binder does. Binds to the same node
-// are serialised so that their room checks see each other.
+// The status is written through the status subresource, conditional on the resourceVersion of
+// the cached BindRequest (a concurrent change, or a cache behind our own last write, makes the
+// write conflict and the attempt start over), and only when it changes. Pod events "Bound" /
+// "BindingError" are recorded as KAI's binder does. Binds to the same node are serialised so
+// that their room checks see each other.
+//
+// API calls of a successful first-time bind: pods/binding, the status write, the event.
 //
 // Thread-safe: workers call Reconcile concurrently for different requests.
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 
 #include "binder/bind_request.h"
+#include "binder/cache.h"
 #include "binder/steps.h"
 #include "kube/client.h"
 
@@ -42,6 +56,10 @@ struct ReconcilerOptions {
   // source.component of the pod events.
   std::string event_component = "binder";
   bool record_events = true;
+  // How long to wait for the cache when it lacks the pod or the node (see above).
+  kube::Clock::Duration cache_miss_delay = std::chrono::milliseconds(200);
+  // Sends a pod event (kube::MakeEvent); empty: created through the reconciler's client, inline.
+  std::function<void(kube::Object event)> send_event = nullptr;
 };
 
 struct ReconcileResult {
@@ -60,19 +78,30 @@ struct ReconcileResult {
 
 class Reconciler {
  public:
-  Reconciler(std::shared_ptr<kube::Client> client, BindSteps steps, ReconcilerOptions options = {});
+  // `cache` must outlive the reconciler.
+  Reconciler(std::shared_ptr<kube::Client> client, BinderCache& cache, BindSteps steps,
+             ReconcilerOptions options = {});
 
   ReconcileResult Reconcile(const std::string& ns, const std::string& name);
 
  private:
   struct Attempt {
-    enum class Outcome { kBound, kFailed, kApiError } outcome = Outcome::kFailed;
+    // kCacheMiss: the cache lacks the pod or node; try again after cache_miss_delay.
+    enum class Outcome { kBound, kFailed, kApiError, kCacheMiss } outcome = Outcome::kFailed;
     std::string message;
     bool retryable = true;
-    nlohmann::json pod;  // when read
+    kube::ObjectPtr pod;  // when found
   };
+  // The outcome the pod alone decides (already bound, bound elsewhere, replaced, being deleted),
+  // or nullopt when it is free to bind. `assumed_node`: where this binder bound it, if anywhere.
+  std::optional<Attempt> JudgePod(const BindRequest& br, const kube::Object& pod,
+                                  const std::string& assumed_node) const;
+  // An object from the cache; on a miss, kCacheMiss the first time and a read from the API server
+  // the next (null with `attempt` filled when missing or unreadable).
+  kube::ObjectPtr Lookup(const kube::ResourceType& type, const std::string& ns,
+                         const std::string& name, const std::string& what, Attempt& attempt);
   Attempt TryBind(const BindRequest& br);
-  ReconcileResult Finish(nlohmann::json object, const BindRequest& br, const Attempt& attempt);
+  ReconcileResult Finish(const kube::Object& cached, const BindRequest& br, const Attempt& attempt);
   void RecordEvent(const Attempt& attempt, const BindRequest& br);
 
   // Exclusive use of one node name while alive.
@@ -87,11 +116,14 @@ class Reconciler {
   };
 
   std::shared_ptr<kube::Client> client_;
+  BinderCache& cache_;
   BindSteps steps_;
   ReconcilerOptions options_;
   std::mutex nodes_mu_;
   std::condition_variable nodes_cv_;
   std::set<std::string> held_nodes_;
+  std::mutex misses_mu_;
+  std::set<std::string> missed_once_;  // "pod ns/name", "node name": missed by the last lookup
 };
 
 }  // namespace gantry::binder

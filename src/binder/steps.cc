@@ -36,14 +36,7 @@ std::vector<std::string> BindSteps::Rollback(BindAttempt& attempt, size_t comple
 }
 
 std::optional<StepError> NodeResourcesStep::PreBind(BindAttempt& attempt) {
-  kube::ListOptions options;
-  options.field_selector = "spec.nodeName=" + attempt.request.selected_node;
-  auto list = client_->ListAll(kube::resources::kPods, "", options);
-  if (!list.ok()) return StepError{"listing the pods on the node: " + list.error().ToString()};
-  std::vector<nlohmann::json> pods;
-  if (list.value().contains("items") && list.value()["items"].is_array()) {
-    for (auto& item : list.value()["items"]) pods.push_back(std::move(item));
-  }
+  std::vector<kube::ObjectPtr> pods = cache_.PodsOnNode(attempt.request.selected_node);
   if (auto why = NodeFitError(attempt.pod, attempt.node, pods)) return StepError{*why};
   return std::nullopt;
 }
@@ -79,11 +72,11 @@ std::optional<StepError> DynamicResourcesStep::PreBind(BindAttempt& attempt) {
   return StepError{"writing resource claim allocations is not supported yet", false};
 }
 
-BindSteps DefaultSteps(std::shared_ptr<kube::Client> client) {
+BindSteps DefaultSteps(std::shared_ptr<kube::Client> /*client*/, const BinderCache& cache) {
   BindSteps steps;
   steps.Add(std::make_shared<GpuSharingStep>());
   steps.Add(std::make_shared<DynamicResourcesStep>());
-  steps.Add(std::make_shared<NodeResourcesStep>(std::move(client)));
+  steps.Add(std::make_shared<NodeResourcesStep>(cache));
   return steps;
 }
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "binder/bind_request.h"
+#include "binder/cache.h"
 #include "kube/client.h"
 
 namespace gantry::binder {
@@ -65,15 +66,17 @@ class BindSteps {
 };
 
 // "noderesources": the node still has room for the pod (node_fit.h), counting the pods bound to
-// it now (listed through the API with a spec.nodeName field selector).
+// it as the binder's pod cache shows them, including binds of its own the cache does not show
+// yet (BinderCache::PodsOnNode). No API call.
 class NodeResourcesStep : public BindStep {
  public:
-  explicit NodeResourcesStep(std::shared_ptr<kube::Client> client) : client_(std::move(client)) {}
+  // `cache` must outlive the step.
+  explicit NodeResourcesStep(const BinderCache& cache) : cache_(cache) {}
   std::string Name() const override { return "noderesources"; }
   std::optional<StepError> PreBind(BindAttempt& attempt) override;
 
  private:
-  std::shared_ptr<kube::Client> client_;
+  const BinderCache& cache_;
 };
 
 // "gpusharing": a fractional GPU allocation names its GPU groups (one per device, distinct,
@@ -94,7 +97,7 @@ class DynamicResourcesStep : public BindStep {
   std::optional<StepError> PreBind(BindAttempt& attempt) override;
 };
 
-// The steps `gantry binder` runs, in order.
-BindSteps DefaultSteps(std::shared_ptr<kube::Client> client);
+// The steps `gantry binder` runs, in order. `cache` must outlive them.
+BindSteps DefaultSteps(std::shared_ptr<kube::Client> client, const BinderCache& cache);
 
 }  // namespace gantry::binder

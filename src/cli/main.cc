@@ -49,9 +49,20 @@ int main(int argc, char** argv) {
       ->add_option("--metrics-address", binder.metrics_address,
                    "Address serving /metrics, /healthz and /readyz")
       ->capture_default_str();
-  binder_cmd->add_option("--workers", binder.workers, "BindRequests carried out concurrently")
+  binder_cmd
+      ->add_option("--max-concurrent-reconciles,--workers", binder.workers,
+                   "BindRequests carried out concurrently (KAI's flag name; --workers is the same)")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
+  binder_cmd
+      ->add_option("--qps", binder.qps,
+                   "Client-side limit of API requests per second (0: none); events have a "
+                   "limit of their own")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
+  binder_cmd->add_option("--burst", binder.burst, "Requests allowed at once above --qps")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
   binder_cmd
       ->add_option("--namespace-for-leases", binder.lease_namespace,
                    "Namespace of the leader-election Lease (gantry-binder)")

@@ -1,7 +1,10 @@
 // The binder against an in-memory fake API server (kube::FakeTransport with a handler that keeps
-// BindRequests, pods and nodes): reconcile outcomes and status writes, retries and the backoff
-// limit, idempotence, node room, the bind-step seam (order, rollback), quantities, the work
-// queue, and the controller end to end.
+// BindRequests, pods and nodes) and its watch caches, which the tests fill from that server
+// (SyncCache) as the watches would, or leave behind on purpose: reconcile outcomes and status
+// writes, retries and the backoff limit, idempotence, node room, cache lag (objects not in the
+// cache yet, binds the cache does not show yet, status write-through), API calls per bind, the
+// bind-step seam (order, rollback), quantities, the work queue, the informer store, request
+// counting, and the controller end to end.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,7 +13,9 @@
 #include <mutex>
 #include <thread>
 
+#include "binder/api_counter.h"
 #include "binder/bind_request.h"
+#include "binder/cache.h"
 #include "binder/controller.h"
 #include "binder/node_fit.h"
 #include "binder/reconciler.h"
@@ -40,18 +45,11 @@ class FakeCluster {
     std::lock_guard<std::mutex> lock(mu);
     auto reply = [](int code, const json& body) { return kube::HttpResponse{code, body.dump()}; };
     std::string path = r.path.substr(0, r.path.find('?'));
-    std::string query =
-        r.path.find('?') == std::string::npos ? "" : r.path.substr(r.path.find('?'));
     if (r.method == "POST" && path.ends_with("/events")) return reply(201, json::parse(r.body));
-    if (r.method == "GET" && path == "/api/v1/pods") {
-      std::string node = query.substr(query.find("spec.nodeName%3D") + 16);
-      node = node.substr(0, node.find('&'));
+    if (r.method == "GET" && (path == "/api/v1/pods" || path == "/api/v1/nodes")) {
       json items = json::array();
-      for (auto& [name, pod] : pods) {
-        if (pod["spec"].value("nodeName", "") == node) items.push_back(pod);
-      }
-      return reply(
-          200, {{"kind", "PodList"}, {"items", items}, {"metadata", {{"resourceVersion", "1"}}}});
+      for (auto& [name, object] : path == "/api/v1/pods" ? pods : nodes) items.push_back(object);
+      return reply(200, {{"items", items}, {"metadata", {{"resourceVersion", "1"}}}});
     }
     if (r.method == "GET" && path == "/apis/scheduling.run.ai/v1alpha2/bindrequests") {
       json items = json::array();
@@ -175,10 +173,35 @@ class BinderTest : public ::testing::Test {
         std::make_shared<kube::Client>(transport_, kube::ClientOptions{.qps = 0, .clock = clock_});
   }
   Reconciler MakeReconciler(BindSteps steps) {
-    return Reconciler(client_, std::move(steps),
-                      {.retry_base = seconds(1), .retry_max = seconds(60)});
+    return Reconciler(client_, cache_, std::move(steps),
+                      {.retry_base = seconds(1),
+                       .retry_max = seconds(60),
+                       .cache_miss_delay = std::chrono::milliseconds(200)});
   }
-  Reconciler MakeReconciler() { return MakeReconciler(DefaultSteps(client_)); }
+  Reconciler MakeReconciler() { return MakeReconciler(DefaultSteps(client_, cache_)); }
+  // The caches catch up with the fake server, as the watches would.
+  void SyncCache() {
+    std::lock_guard<std::mutex> lock(cluster_.mu);
+    auto values = [](const std::map<std::string, json>& m) {
+      std::vector<json> out;
+      for (const auto& [key, object] : m) out.push_back(object);
+      return out;
+    };
+    cache_.bind_requests().OnSync(values(cluster_.brs), "1");
+    cache_.pods().OnSync(values(cluster_.pods), "1");
+    cache_.nodes().OnSync(values(cluster_.nodes), "1");
+  }
+  // Syncs the caches, then reconciles ns/name.
+  ReconcileResult Run(Reconciler& r, const std::string& name) {
+    SyncCache();
+    return r.Reconcile("ns", name);
+  }
+  // Run(), again while the reconciler waits for the cache (which has caught up meanwhile).
+  ReconcileResult RunPastCacheMisses(Reconciler& r, const std::string& name) {
+    ReconcileResult res = Run(r, name);
+    for (int i = 0; i < 4 && res.metric_result == "requeue_after"; ++i) res = Run(r, name);
+    return res;
+  }
   int Requests(const std::string& method, const std::string& contains) {
     int n = 0;
     for (const auto& r : transport_->requests()) {
@@ -188,6 +211,7 @@ class BinderTest : public ::testing::Test {
   }
 
   FakeCluster cluster_;
+  BinderCache cache_;
   std::shared_ptr<kube::FakeClock> clock_ = std::make_shared<kube::FakeClock>();
   std::shared_ptr<kube::FakeTransport> transport_ = std::make_shared<kube::FakeTransport>();
   std::shared_ptr<kube::Client> client_;
@@ -198,7 +222,7 @@ TEST_F(BinderTest, BindsAFittingPodAndRecordsSuccess) {
   cluster_.AddPod("ns", "p", 2);
   cluster_.AddBindRequest("ns", "p-br", "p", "n1", 3);
   Reconciler r = MakeReconciler();
-  ReconcileResult res = r.Reconcile("ns", "p-br");
+  ReconcileResult res = Run(r, "p-br");
   EXPECT_EQ(res.next, Next::kDone);
   EXPECT_EQ(res.metric_result, "success");
   EXPECT_EQ(cluster_.NodeOf("ns/p"), "n1");
@@ -206,27 +230,120 @@ TEST_F(BinderTest, BindsAFittingPodAndRecordsSuccess) {
   ASSERT_EQ(cluster_.bind_bodies.size(), 1u);
   EXPECT_EQ(cluster_.bind_bodies[0]["metadata"]["uid"], "uid-p");  // the uid precondition
   EXPECT_EQ(Requests("POST", "/namespaces/ns/events"), 1);         // "Bound"
-  // Again: already Succeeded, nothing is read beyond the request and nothing is written.
+  // Again: already Succeeded, nothing is read or written.
   size_t before = transport_->requests().size();
-  EXPECT_EQ(r.Reconcile("ns", "p-br").next, Next::kDone);
-  EXPECT_EQ(transport_->requests().size(), before + 1);
+  EXPECT_EQ(Run(r, "p-br").next, Next::kDone);
+  EXPECT_EQ(transport_->requests().size(), before);
   EXPECT_EQ(cluster_.status_writes.size(), 1u);
+}
+
+TEST_F(BinderTest, ASuccessfulBindCostsThreeWritesAndNoReads) {
+  cluster_.AddNode("n1", 8);
+  cluster_.AddPod("ns", "busy", 3, "n1");
+  for (int i = 0; i < 4; ++i) {
+    std::string pod = "p" + std::to_string(i);
+    cluster_.AddPod("ns", pod, 1);
+    cluster_.AddBindRequest("ns", pod, pod, "n1", 1);
+  }
+  Reconciler r = MakeReconciler();
+  SyncCache();
+  for (int i = 0; i < 4; ++i) {
+    size_t before = transport_->requests().size();
+    ReconcileResult res = r.Reconcile("ns", "p" + std::to_string(i));
+    EXPECT_EQ(res.metric_result, "success") << res.message;
+    std::vector<std::string> calls;
+    auto requests = transport_->requests();
+    for (size_t k = before; k < requests.size(); ++k) calls.push_back(DescribeRequest(requests[k]));
+    // The binding, the status, the event: nothing read, the node's room from the pod cache.
+    EXPECT_EQ(calls, (std::vector<std::string>{"create pods/binding", "update bindrequests/status",
+                                               "create events"}));
+  }
+  EXPECT_EQ(cluster_.bind_calls, 4);
+}
+
+TEST_F(BinderTest, PodNotInTheCacheYetIsWaitedForThenReadBeforeGivingUp) {
+  cluster_.AddNode("n1", 8);
+  cluster_.AddBindRequest("ns", "br", "p", "n1", 2);
+  SyncCache();
+  cluster_.AddPod("ns", "p", 1);  // created, but its watch event has not arrived
+  Reconciler r = MakeReconciler();
+  ReconcileResult wait = r.Reconcile("ns", "br");
+  EXPECT_EQ(wait.next, Next::kRetryAfter);
+  EXPECT_EQ(wait.after, std::chrono::milliseconds(200));
+  EXPECT_EQ(wait.metric_result, "requeue_after");
+  EXPECT_TRUE(transport_->requests().empty());  // no attempt: nothing read, nothing written
+  EXPECT_TRUE(cluster_.status_writes.empty());
+  // The cache has caught up: bound.
+  EXPECT_EQ(Run(r, "br").metric_result, "success");
+  EXPECT_EQ(cluster_.NodeOf("ns/p"), "n1");
+
+  // A pod that is really gone: one wait, then a read confirms it, then a failed attempt.
+  cluster_.AddBindRequest("ns", "orphan", "gone", "n1", 2);
+  EXPECT_EQ(Run(r, "orphan").metric_result, "requeue_after");
+  EXPECT_EQ(Requests("GET", "/pods/gone"), 0);
+  ReconcileResult missing = Run(r, "orphan");
+  EXPECT_EQ(Requests("GET", "/pods/gone"), 1);
+  EXPECT_EQ(missing.next, Next::kRetryAfter);
+  EXPECT_EQ(missing.after, seconds(1));
+  EXPECT_EQ(
+      cluster_.BindRequestStatus("ns/orphan"),
+      json({{"phase", "Pending"}, {"reason", "pod ns/gone not found"}, {"failedAttempts", 1}}));
+
+  // A pod the cache lacks but the API server has (the watch is far behind): read and bound.
+  cluster_.AddPod("ns", "slow", 1);
+  cluster_.AddBindRequest("ns", "slow", "slow", "n1", 2);
+  SyncCache();
+  cache_.pods().OnEvent(kube::EventType::kDeleted, cluster_.pods["ns/slow"]);
+  EXPECT_EQ(r.Reconcile("ns", "slow").metric_result, "requeue_after");
+  EXPECT_EQ(r.Reconcile("ns", "slow").metric_result, "success");
+  EXPECT_EQ(cluster_.NodeOf("ns/slow"), "n1");
 }
 
 TEST_F(BinderTest, PodAlreadyBoundToTheNodeSucceedsWithoutBinding) {
   cluster_.AddNode("n1", 8);
   cluster_.AddPod("ns", "p", 2, "n1");
   cluster_.AddBindRequest("ns", "br", "p", "n1");
-  EXPECT_EQ(MakeReconciler().Reconcile("ns", "br").metric_result, "success");
+  Reconciler r = MakeReconciler();
+  EXPECT_EQ(Run(r, "br").metric_result, "success");
   EXPECT_EQ(cluster_.bind_calls, 0);
   EXPECT_EQ(cluster_.BindRequestStatus("ns/br")["phase"], "Succeeded");
+  EXPECT_EQ(Requests("GET", ""), 0);  // the cache said so
+}
+
+TEST_F(BinderTest, ABindTheCacheDoesNotShowYetCountsAsBoundAndTakesRoom) {
+  cluster_.AddNode("n1", 4);
+  cluster_.AddPod("ns", "a", 3);
+  cluster_.AddPod("ns", "b", 2);
+  cluster_.AddBindRequest("ns", "a", "a", "n1", 1);
+  cluster_.AddBindRequest("ns", "b", "b", "n1", 1);
+  Reconciler r = MakeReconciler();
+  SyncCache();
+  cluster_.conflict_status_writes = 1;
+  ReconcileResult conflict = r.Reconcile("ns", "a");  // bound; the status write conflicts
+  EXPECT_EQ(conflict.next, Next::kRequeue);
+  EXPECT_EQ(cluster_.NodeOf("ns/a"), "n1");
+  EXPECT_EQ(cache_.assumed(), 1u);
+  // The pod watch has not shown the bind yet: the retry knows it is bound (no second bind) ...
+  EXPECT_EQ(r.Reconcile("ns", "a").metric_result, "success");
+  EXPECT_EQ(cluster_.bind_calls, 1);
+  // ... and the node's room counts it: b does not fit beside it.
+  ReconcileResult full = r.Reconcile("ns", "b");
+  EXPECT_EQ(full.next, Next::kRetryAfter);
+  EXPECT_EQ(cluster_.BindRequestStatus("ns/b")["reason"],
+            "noderesources: node n1 has 1 of nvidia.com/gpu free, the pod requests 2");
+  EXPECT_EQ(cluster_.bind_calls, 1);
+  // Once the watch shows the pod bound, the assumption is dropped (the cache counts it itself).
+  SyncCache();
+  EXPECT_EQ(cache_.assumed(), 0u);
+  EXPECT_EQ(cache_.PodsOnNode("n1").size(), 1u);
 }
 
 TEST_F(BinderTest, PodBoundElsewhereFailsAtOnce) {
   cluster_.AddNode("n1", 8);
   cluster_.AddPod("ns", "p", 2, "n2");
   cluster_.AddBindRequest("ns", "br", "p", "n1", 3);
-  ReconcileResult res = MakeReconciler().Reconcile("ns", "br");
+  Reconciler r = MakeReconciler();
+  ReconcileResult res = Run(r, "br");
   EXPECT_EQ(res.next, Next::kDone);
   EXPECT_EQ(res.metric_result, "error");
   json status = cluster_.BindRequestStatus("ns/br");
@@ -235,28 +352,48 @@ TEST_F(BinderTest, PodBoundElsewhereFailsAtOnce) {
   EXPECT_NE(status["reason"].get<std::string>().find("bound to node n2"), std::string::npos);
   EXPECT_EQ(cluster_.bind_calls, 0);
   EXPECT_EQ(cluster_.NodeOf("ns/p"), "n2");
+  EXPECT_EQ(Requests("GET", "/pods/p"), 1);  // confirmed with the API server before giving up
+}
+
+TEST_F(BinderTest, AStaleCachedPodIsCheckedAgainstTheAPIServerBeforeFailing) {
+  // The cache still holds an earlier pod of the same name, bound elsewhere; the server has the
+  // new one, unbound: it is bound, not failed.
+  cluster_.AddNode("n1", 8);
+  cluster_.AddPod("ns", "p", 1, "n2");
+  cluster_.AddBindRequest("ns", "br", "p", "n1", 1);
+  SyncCache();
+  cluster_.AddPod("ns", "p", 1);
+  cluster_.pods["ns/p"]["metadata"]["uid"] = "uid-p2";
+  Reconciler r = MakeReconciler();
+  EXPECT_EQ(r.Reconcile("ns", "br").metric_result, "success");
+  EXPECT_EQ(cluster_.NodeOf("ns/p"), "n1");
+  ASSERT_EQ(cluster_.bind_bodies.size(), 1u);
+  EXPECT_EQ(cluster_.bind_bodies[0]["metadata"]["uid"], "uid-p2");
 }
 
 TEST_F(BinderTest, NodeGoneIsRetriedWithBackoffThenFails) {
   cluster_.AddPod("ns", "p", 1);
   cluster_.AddBindRequest("ns", "br", "p", "gone", 2);
   Reconciler r = MakeReconciler();
-  ReconcileResult first = r.Reconcile("ns", "br");
+  // Not in the cache: first a short wait for the cache, then a read confirms it is gone.
+  EXPECT_EQ(Run(r, "br").metric_result, "requeue_after");
+  ReconcileResult first = Run(r, "br");
+  EXPECT_EQ(Requests("GET", "/api/v1/nodes/gone"), 1);
   EXPECT_EQ(first.next, Next::kRetryAfter);
   EXPECT_EQ(first.after, seconds(1));
   EXPECT_EQ(first.metric_result, "error");
   EXPECT_EQ(cluster_.BindRequestStatus("ns/br"),
             json({{"phase", "Pending"}, {"reason", "node gone not found"}, {"failedAttempts", 1}}));
-  ReconcileResult second = r.Reconcile("ns", "br");
+  ReconcileResult second = RunPastCacheMisses(r, "br");
   EXPECT_EQ(second.next, Next::kRetryAfter);
   EXPECT_EQ(second.after, seconds(2));
   EXPECT_EQ(cluster_.BindRequestStatus("ns/br")["failedAttempts"], 2);
-  ReconcileResult third = r.Reconcile("ns", "br");
+  ReconcileResult third = RunPastCacheMisses(r, "br");
   EXPECT_EQ(third.next, Next::kDone);
   EXPECT_EQ(cluster_.BindRequestStatus("ns/br"),
             json({{"phase", "Failed"}, {"reason", "node gone not found"}, {"failedAttempts", 3}}));
   // Failed for good: further reconciles change nothing.
-  EXPECT_EQ(r.Reconcile("ns", "br").next, Next::kDone);
+  EXPECT_EQ(Run(r, "br").next, Next::kDone);
   EXPECT_EQ(cluster_.status_writes.size(), 3u);
   EXPECT_EQ(cluster_.bind_calls, 0);
   EXPECT_EQ(cluster_.NodeOf("ns/p"), "");
@@ -266,10 +403,11 @@ TEST_F(BinderTest, BackoffIsCappedAndUnsetLimitMeansNoRetry) {
   cluster_.AddPod("ns", "p", 1);
   json& br = cluster_.AddBindRequest("ns", "br", "p", "gone", 100);
   br["status"] = {{"phase", "Pending"}, {"failedAttempts", 9}};
-  ReconcileResult capped = MakeReconciler().Reconcile("ns", "br");
+  Reconciler r = MakeReconciler();
+  ReconcileResult capped = RunPastCacheMisses(r, "br");
   EXPECT_EQ(capped.after, seconds(60));  // 1 s * 2^9 capped at retry_max
   cluster_.AddBindRequest("ns", "nolimit", "p", "gone");
-  EXPECT_EQ(MakeReconciler().Reconcile("ns", "nolimit").next, Next::kDone);
+  EXPECT_EQ(RunPastCacheMisses(r, "nolimit").next, Next::kDone);
   EXPECT_EQ(cluster_.BindRequestStatus("ns/nolimit")["phase"], "Failed");
   EXPECT_EQ(cluster_.BindRequestStatus("ns/nolimit")["failedAttempts"], 1);
 }
@@ -281,13 +419,14 @@ TEST_F(BinderTest, NodeWithoutRoomIsAFailedAttempt) {
   cluster_.pods["ns/done"]["status"]["phase"] = "Succeeded";  // frees its GPUs
   cluster_.AddPod("ns", "p", 4);
   cluster_.AddBindRequest("ns", "br", "p", "n1", 1);
-  ReconcileResult res = MakeReconciler().Reconcile("ns", "br");
+  Reconciler r = MakeReconciler();
+  ReconcileResult res = Run(r, "br");
   EXPECT_EQ(res.next, Next::kRetryAfter);
   EXPECT_EQ(cluster_.BindRequestStatus("ns/br")["reason"],
             "noderesources: node n1 has 2 of nvidia.com/gpu free, the pod requests 4");
   EXPECT_EQ(cluster_.bind_calls, 0);
   cluster_.pods["ns/running"]["status"]["phase"] = "Failed";
-  EXPECT_EQ(MakeReconciler().Reconcile("ns", "br").metric_result, "success");
+  EXPECT_EQ(Run(r, "br").metric_result, "success");
   EXPECT_EQ(cluster_.NodeOf("ns/p"), "n1");
   // The earlier failure stays counted; the reason is cleared.
   EXPECT_EQ(cluster_.BindRequestStatus("ns/br"),
@@ -301,18 +440,42 @@ TEST_F(BinderTest, StatusConflictStartsOverAndAPIErrorsAreNotAttempts) {
   cluster_.conflict_status_writes = 1;
   cluster_.fail_binds = 1;
   Reconciler r = MakeReconciler();
-  ReconcileResult api_error = r.Reconcile("ns", "br");  // the bind answers 500
+  ReconcileResult api_error = Run(r, "br");  // the bind answers 500
   EXPECT_EQ(api_error.next, Next::kRequeue);
   EXPECT_EQ(api_error.metric_result, "error");
   EXPECT_TRUE(cluster_.status_writes.empty());
-  ReconcileResult conflict = r.Reconcile("ns", "br");  // binds; the status write conflicts
+  ReconcileResult conflict = Run(r, "br");  // binds; the status write conflicts
   EXPECT_EQ(conflict.next, Next::kRequeue);
   EXPECT_EQ(conflict.metric_result, "requeue");
   EXPECT_EQ(cluster_.NodeOf("ns/p"), "n1");
-  ReconcileResult again = r.Reconcile("ns", "br");  // already bound: success is recorded
+  ReconcileResult again = Run(r, "br");  // already bound: success is recorded
   EXPECT_EQ(again.metric_result, "success");
   EXPECT_EQ(cluster_.BindRequestStatus("ns/br"), json({{"phase", "Succeeded"}}));
   EXPECT_EQ(cluster_.bind_calls, 2);
+}
+
+TEST_F(BinderTest, StatusWritesReachTheCacheBeforeTheirWatchEvent) {
+  cluster_.AddPod("ns", "p", 1);
+  cluster_.AddBindRequest("ns", "br", "p", "gone", 3);
+  Reconciler r = MakeReconciler();
+  RunPastCacheMisses(r, "br");  // a failed attempt: Pending, failedAttempts 1
+  kube::ObjectPtr cached = cache_.BindRequest("ns", "br");
+  ASSERT_NE(cached, nullptr);
+  EXPECT_EQ((*cached)["status"]["failedAttempts"], 1);
+  EXPECT_EQ(kube::ResourceVersionOf(*cached),
+            cluster_.brs["ns/br"]["metadata"]["resourceVersion"].get<std::string>());
+  // Without a watch event in between, the next attempt writes on top of it (no conflict).
+  ReconcileResult second = r.Reconcile("ns", "br");
+  if (second.metric_result == "requeue_after") second = r.Reconcile("ns", "br");
+  EXPECT_EQ(second.next, Next::kRetryAfter);
+  EXPECT_EQ(cluster_.BindRequestStatus("ns/br")["failedAttempts"], 2);
+  // Something newer seen by the watch is never replaced by an older write's answer.
+  json newer = cluster_.brs["ns/br"];
+  newer["metadata"]["resourceVersion"] = "999";
+  cache_.bind_requests().OnEvent(kube::EventType::kModified, newer);
+  json older = cluster_.brs["ns/br"];
+  cache_.StatusWritten(older, "1");
+  EXPECT_EQ(kube::ResourceVersionOf(*cache_.BindRequest("ns", "br")), "999");
 }
 
 TEST_F(BinderTest, ReplacedPodAndInvalidRequestsFailAtOnce) {
@@ -328,7 +491,7 @@ TEST_F(BinderTest, ReplacedPodAndInvalidRequestsFailAtOnce) {
   invalid["spec"].erase("selectedNode");
   Reconciler r = MakeReconciler();
   for (const char* name : {"replaced", "fraction", "invalid"}) {
-    EXPECT_EQ(r.Reconcile("ns", name).next, Next::kDone) << name;
+    EXPECT_EQ(Run(r, name).next, Next::kDone) << name;
     json status = cluster_.BindRequestStatus(std::string("ns/") + name);
     EXPECT_EQ(status["phase"], "Failed") << name;
     EXPECT_EQ(status["failedAttempts"], 3) << name;
@@ -347,7 +510,7 @@ TEST_F(BinderTest, ReplacedPodAndInvalidRequestsFailAtOnce) {
   ok["spec"]["receivedResourceType"] = "Fraction";
   ok["spec"]["receivedGPU"] = {{"count", 1}, {"portion", "0.50"}};
   ok["spec"]["selectedGPUGroups"] = {"group-a"};
-  EXPECT_EQ(r.Reconcile("ns", "ok").metric_result, "success");
+  EXPECT_EQ(Run(r, "ok").metric_result, "success");
 }
 
 // A step that records its calls in a shared log and can be told to fail.
@@ -390,6 +553,7 @@ TEST_F(BinderTest, StepsRunInOrderAndRollBackCompletedOnesInReverse) {
     return s;
   };
 
+  SyncCache();
   EXPECT_EQ(MakeReconciler(steps(false)).Reconcile("ns", "ok").metric_result, "success");
   EXPECT_EQ(log,
             (std::vector<std::string>{"pre:a", "pre:b", "pre:c", "post:a", "post:b", "post:c"}));
@@ -488,10 +652,96 @@ TEST(NodeFit, PodRequestsCountInitContainersSidecarsAndOverhead) {
 TEST(NodeFit, CountsPodSlotsAndIgnoresThePodItself) {
   json node = {{"metadata", {{"name", "n"}}}, {"status", {{"allocatable", {{"pods", "1"}}}}}};
   json pod = {{"metadata", {{"uid", "me"}}}, {"spec", json::object()}};
-  EXPECT_EQ(NodeFitError(pod, node, {pod}), std::nullopt);
+  EXPECT_EQ(NodeFitError(pod, node, {std::make_shared<const json>(pod)}), std::nullopt);
   json other = {{"metadata", {{"uid", "other"}}}, {"spec", json::object()}};
-  EXPECT_EQ(NodeFitError(pod, node, {other}),
+  EXPECT_EQ(NodeFitError(pod, node, {std::make_shared<const json>(other)}),
             std::optional<std::string>("node n has no free pod slot (1 of 1 used)"));
+}
+
+TEST(InformerStore, IndexesListensAndReplacesOnlyTheVersionItWrote) {
+  kube::Store store;
+  store.AddIndex("node", [](const json& pod) {
+    std::string node = kube::StringAt(pod, {"spec", "nodeName"});
+    return node.empty() ? std::vector<std::string>{} : std::vector<std::string>{node};
+  });
+  std::vector<std::string> seen;
+  store.AddListener([&](kube::EventType type, const json& object) {
+    seen.push_back(std::string(kube::EventTypeName(type)) + " " + kube::NameOf(object));
+  });
+  auto pod = [](const std::string& name, const std::string& node, const std::string& rv) {
+    return json{{"metadata", {{"name", name}, {"namespace", "ns"}, {"resourceVersion", rv}}},
+                {"spec", {{"nodeName", node}}}};
+  };
+  EXPECT_FALSE(store.synced());
+  store.OnSync({pod("a", "n1", "1"), pod("b", "", "1")}, "1");
+  EXPECT_TRUE(store.synced());
+  EXPECT_EQ(store.ByIndex("node", "n1").size(), 1u);
+  store.OnEvent(kube::EventType::kModified, pod("b", "n1", "2"));
+  EXPECT_EQ(store.ByIndex("node", "n1").size(), 2u);
+  store.OnEvent(kube::EventType::kDeleted, pod("a", "n1", "3"));
+  EXPECT_EQ(store.ByIndex("node", "n1").size(), 1u);
+  EXPECT_EQ(store.Get("ns", "a"), nullptr);
+  // A relist: b vanished (deleted unseen), c is new; listeners hear both, and every object held.
+  store.OnSync({pod("c", "n2", "5")}, "5");
+  EXPECT_EQ(store.ByIndex("node", "n1").size(), 0u);
+  EXPECT_EQ(store.ByIndex("node", "n2").size(), 1u);
+  EXPECT_EQ(seen, (std::vector<std::string>{"ADDED a", "ADDED b", "MODIFIED b", "DELETED a",
+                                            "DELETED b", "ADDED c"}));
+  // Write-through only on top of the version the write replaced.
+  EXPECT_TRUE(store.ReplaceIfVersion(pod("c", "n3", "6"), "5"));
+  EXPECT_EQ(store.ByIndex("node", "n3").size(), 1u);
+  EXPECT_FALSE(store.ReplaceIfVersion(pod("c", "n4", "7"), "5"));
+  EXPECT_EQ(kube::ResourceVersionOf(*store.Get("ns", "c")), "6");
+  EXPECT_EQ(seen.size(), 6u);  // writes-through are not events
+}
+
+TEST(BinderCache, StoresPodsAndNodesTrimmed) {
+  json pod = {{"metadata", {{"name", "p"}, {"managedFields", json::array({1, 2})}}},
+              {"spec", {{"nodeName", "n"}}},
+              {"status",
+               {{"phase", "Running"},
+                {"conditions", json::array({1})},
+                {"containerStatuses", json::array({1})},
+                {"resourceClaimStatuses", json::array({1})}}}};
+  EXPECT_EQ(
+      BinderCache::TrimPod(pod),
+      json({{"metadata", {{"name", "p"}}},
+            {"spec", {{"nodeName", "n"}}},
+            {"status", {{"phase", "Running"}, {"resourceClaimStatuses", json::array({1})}}}}));
+  json node = {{"metadata", {{"name", "n"}, {"managedFields", json::array()}}},
+               {"status", {{"allocatable", {{"pods", "110"}}}, {"images", json::array({1})}}}};
+  EXPECT_EQ(BinderCache::TrimNode(node), json({{"metadata", {{"name", "n"}}},
+                                               {"status", {{"allocatable", {{"pods", "110"}}}}}}));
+}
+
+TEST(CountingTransport, CountsRequestsByVerbAndResource) {
+  auto request = [](std::string method, std::string path) {
+    kube::HttpRequest r;
+    r.method = std::move(method);
+    r.path = std::move(path);
+    return r;
+  };
+  EXPECT_EQ(DescribeRequest(request("POST", "/api/v1/namespaces/ns/pods/p/binding")),
+            "create pods/binding");
+  EXPECT_EQ(DescribeRequest(request(
+                "PUT", "/apis/scheduling.run.ai/v1alpha2/namespaces/ns/bindrequests/b/status")),
+            "update bindrequests/status");
+  EXPECT_EQ(DescribeRequest(request("POST", "/api/v1/namespaces/ns/events")), "create events");
+  EXPECT_EQ(DescribeRequest(request("GET", "/api/v1/nodes/n1")), "get nodes");
+  EXPECT_EQ(DescribeRequest(request("GET", "/api/v1/pods?limit=500")), "list pods");
+  EXPECT_EQ(DescribeRequest(request("GET", "/api/v1/pods?watch=1&resourceVersion=5")),
+            "watch pods");
+  auto fake = std::make_shared<kube::FakeTransport>();
+  fake->SetHandler([](const kube::HttpRequest&) { return kube::HttpResponse{200, "{}"}; });
+  obs::Registry registry;
+  CountingTransport counting(fake, &registry);
+  (void)counting.Do(request("GET", "/api/v1/nodes/n1"));
+  (void)counting.Do(request("GET", "/api/v1/nodes/n2"));
+  (void)counting.Do(request("POST", "/api/v1/namespaces/ns/events"));
+  EXPECT_EQ(counting.Summary(), "create events 1, get nodes 2");
+  EXPECT_NE(
+      registry.Expose().find(R"(gantry_binder_api_requests_total{verb="get",resource="nodes"} 2)"),
+      std::string::npos);
 }
 
 TEST(WorkQueue, DeduplicatesAndHandsAKeyToOneWorkerAtATime) {
@@ -546,10 +796,10 @@ TEST_F(BinderTest, ControllerBindsListedRequestsAndCountsReconciles) {
   done["status"] = {{"phase", "Succeeded"}};  // not queued
   obs::Registry registry;
   obs::BinderMetrics metrics(registry);
-  Reconciler reconciler(client_, DefaultSteps(client_));
+  Reconciler reconciler(client_, cache_, DefaultSteps(client_, cache_));
   ControllerOptions options;
   options.workers = 3;
-  Controller controller(client_, reconciler, options, &metrics);
+  Controller controller(client_, cache_, reconciler, options, &metrics);
   controller.Start();
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   auto all_bound = [&] {
@@ -577,10 +827,12 @@ TEST_F(BinderTest, ControllerRetriesAFailedAttemptAfterItsBackoff) {
   // Fake time: the retry becomes due only when the test advances the clock.
   cluster_.AddPod("ns", "p", 1);
   cluster_.AddBindRequest("ns", "br", "p", "missing", 1);
-  Reconciler reconciler(client_, DefaultSteps(client_), {.retry_base = seconds(5)});
+  // No wait for the cache (it would be on the fake clock): the missing node is read at once.
+  Reconciler reconciler(client_, cache_, DefaultSteps(client_, cache_),
+                        {.retry_base = seconds(5), .cache_miss_delay = {}});
   ControllerOptions options;
   options.workers = 2;
-  Controller controller(client_, reconciler, options, nullptr, clock_);
+  Controller controller(client_, cache_, reconciler, options, nullptr, clock_);
   controller.Start();
   auto wait_for = [&](const std::function<bool()>& condition) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -589,7 +841,10 @@ TEST_F(BinderTest, ControllerRetriesAFailedAttemptAfterItsBackoff) {
     }
     return condition();
   };
-  ASSERT_TRUE(wait_for([&] { return controller.queue().Scheduled() == 1; }));
+  ASSERT_TRUE(wait_for([&] {
+    return controller.queue().Scheduled() == 1 &&
+           cluster_.BindRequestStatus("ns/br").value("failedAttempts", 0) == 1;
+  }));
   EXPECT_EQ(cluster_.BindRequestStatus("ns/br")["phase"], "Pending");
   EXPECT_EQ(cluster_.BindRequestStatus("ns/br")["failedAttempts"], 1);
   clock_->Advance(seconds(4));  // not due yet: nothing happens

@@ -1,0 +1,175 @@
+#include "binder/cache.h"
+
+#include <set>
+
+namespace gantry::binder {
+
+namespace {
+
+constexpr const char* kNodeIndex = "node";
+
+// Copies `from[key]` into `to[key]` when present.
+void CopyField(const kube::Object& from, kube::Object& to, const char* key) {
+  auto it = from.find(key);
+  if (it != from.end()) to[key] = *it;
+}
+
+kube::Object MetadataWithoutManagedFields(const kube::Object& object) {
+  kube::Object meta = kube::Object::object();
+  auto it = object.find("metadata");
+  if (it == object.end() || !it->is_object()) return meta;
+  for (auto field = it->begin(); field != it->end(); ++field) {
+    if (field.key() != "managedFields") meta[field.key()] = field.value();
+  }
+  return meta;
+}
+
+}  // namespace
+
+kube::Object BinderCache::TrimPod(const kube::Object& pod) {
+  kube::Object out = kube::Object::object();
+  CopyField(pod, out, "apiVersion");
+  CopyField(pod, out, "kind");
+  out["metadata"] = MetadataWithoutManagedFields(pod);
+  CopyField(pod, out, "spec");
+  auto status = pod.find("status");
+  if (status != pod.end() && status->is_object()) {
+    kube::Object kept = kube::Object::object();
+    for (auto field = status->begin(); field != status->end(); ++field) {
+      const std::string& k = field.key();
+      if (k == "conditions" || k == "containerStatuses" || k == "initContainerStatuses" ||
+          k == "ephemeralContainerStatuses") {
+        continue;
+      }
+      kept[k] = field.value();
+    }
+    out["status"] = std::move(kept);
+  }
+  return out;
+}
+
+kube::Object BinderCache::TrimNode(const kube::Object& node) {
+  kube::Object out = kube::Object::object();
+  for (auto field = node.begin(); field != node.end(); ++field) {
+    const std::string& k = field.key();
+    if (k == "metadata") {
+      out[k] = MetadataWithoutManagedFields(node);
+    } else if (k == "status" && field->is_object()) {
+      kube::Object status = field.value();
+      status.erase("images");
+      out[k] = std::move(status);
+    } else {
+      out[k] = field.value();
+    }
+  }
+  return out;
+}
+
+BinderCache::BinderCache()
+    : pods_({.transform = &BinderCache::TrimPod}), nodes_({.transform = &BinderCache::TrimNode}) {
+  pods_.AddIndex(kNodeIndex, [](const kube::Object& pod) {
+    std::string node = kube::StringAt(pod, {"spec", "nodeName"});
+    return node.empty() ? std::vector<std::string>{} : std::vector<std::string>{node};
+  });
+  pods_.AddListener([this](kube::EventType type, const kube::Object& pod) { OnPod(type, pod); });
+}
+
+BinderCache::~BinderCache() { Stop(); }
+
+void BinderCache::Start(std::shared_ptr<kube::Client> client, const std::string& ns,
+                        kube::ClockPtr clock,
+                        std::function<void(const std::string&, const kube::ApiError&)> on_error) {
+  if (!informers_.empty()) return;
+  struct Watched {
+    kube::Store& store;
+    const kube::ResourceType& type;
+    std::string ns;
+    std::string what;
+  };
+  for (const Watched& w :
+       {Watched{bind_requests_, kube::resources::kBindRequests, ns, "BindRequests"},
+        Watched{pods_, kube::resources::kPods, "", "pods"},
+        Watched{nodes_, kube::resources::kNodes, "", "nodes"}}) {
+    if (on_error) {
+      w.store.SetErrorHandler(
+          [on_error, what = w.what](const kube::ApiError& e, kube::Clock::Duration) {
+            on_error(what, e);
+          });
+    }
+    kube::ListWatchOptions options;
+    options.ns = w.ns;
+    informers_.push_back(std::make_unique<kube::Informer>(client, w.type, options, w.store, clock));
+  }
+  for (auto& informer : informers_) informer->Start();
+}
+
+void BinderCache::Stop() {
+  for (auto& informer : informers_) informer->Stop();
+}
+
+bool BinderCache::synced() const {
+  return bind_requests_.synced() && pods_.synced() && nodes_.synced();
+}
+
+std::vector<kube::ObjectPtr> BinderCache::PodsOnNode(const std::string& node) const {
+  std::vector<kube::ObjectPtr> pods = pods_.ByIndex(kNodeIndex, node);
+  std::lock_guard<std::mutex> lock(assumed_mu_);
+  if (assumed_.empty()) return pods;
+  std::set<std::string> uids;
+  for (const auto& p : pods) uids.insert(kube::UidOf(*p));
+  for (const auto& [key, a] : assumed_) {
+    if (a.node == node && uids.count(a.uid) == 0) pods.push_back(a.pod);
+  }
+  return pods;
+}
+
+std::string BinderCache::AssumedNode(const std::string& ns, const std::string& name,
+                                     const std::string& uid) const {
+  std::lock_guard<std::mutex> lock(assumed_mu_);
+  auto it = assumed_.find(kube::ObjectKey(ns, name));
+  if (it == assumed_.end() || it->second.uid != uid) return "";
+  return it->second.node;
+}
+
+void BinderCache::AssumeBound(const kube::Object& pod, const std::string& node) {
+  const std::string ns = kube::NamespaceOf(pod), name = kube::NameOf(pod);
+  const std::string key = kube::ObjectKey(ns, name), uid = kube::UidOf(pod);
+  kube::Object bound = pod;
+  bound["spec"]["nodeName"] = node;
+  {
+    std::lock_guard<std::mutex> lock(assumed_mu_);
+    assumed_[key] = Assumed{uid, node, std::make_shared<const kube::Object>(std::move(bound))};
+  }
+  // The watch may have shown the bind before the assumption was recorded (its listener found
+  // nothing to drop then): drop it here instead.
+  if (auto cached = pods_.Get(ns, name); cached && kube::UidOf(*cached) == uid &&
+                                         !kube::StringAt(*cached, {"spec", "nodeName"}).empty()) {
+    std::lock_guard<std::mutex> lock(assumed_mu_);
+    if (auto it = assumed_.find(key); it != assumed_.end() && it->second.uid == uid) {
+      assumed_.erase(it);
+    }
+  }
+}
+
+size_t BinderCache::assumed() const {
+  std::lock_guard<std::mutex> lock(assumed_mu_);
+  return assumed_.size();
+}
+
+void BinderCache::OnPod(kube::EventType type, const kube::Object& pod) {
+  std::string key = kube::ObjectKey(kube::NamespaceOf(pod), kube::NameOf(pod));
+  std::lock_guard<std::mutex> lock(assumed_mu_);
+  auto it = assumed_.find(key);
+  if (it == assumed_.end()) return;
+  if (type == kube::EventType::kDeleted || kube::UidOf(pod) != it->second.uid ||
+      !kube::StringAt(pod, {"spec", "nodeName"}).empty()) {
+    assumed_.erase(it);
+  }
+}
+
+void BinderCache::StatusWritten(const kube::Object& written,
+                                const std::string& replaced_resource_version) {
+  bind_requests_.ReplaceIfVersion(written, replaced_resource_version);
+}
+
+}  // namespace gantry::binder

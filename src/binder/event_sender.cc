@@ -1,0 +1,70 @@
+#include "binder/event_sender.h"
+
+namespace gantry::binder {
+
+AsyncEventSender::AsyncEventSender(std::shared_ptr<kube::Client> client, size_t capacity)
+    : client_(std::move(client)), capacity_(capacity) {
+  thread_ = std::thread([this] { Run(); });
+}
+
+AsyncEventSender::~AsyncEventSender() { Stop(); }
+
+void AsyncEventSender::Send(kube::Object event) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ || queue_.size() >= capacity_) {
+      ++dropped_;
+      return;
+    }
+    queue_.push_back(std::move(event));
+  }
+  cv_.notify_one();
+}
+
+void AsyncEventSender::Stop(std::chrono::milliseconds flush_timeout) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stopping_) {
+      stopping_ = true;
+      flush_deadline_ = std::chrono::steady_clock::now() + flush_timeout;
+    }
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void AsyncEventSender::Run() {
+  for (;;) {
+    kube::Object event;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty() || (stopping_ && std::chrono::steady_clock::now() >= flush_deadline_)) {
+        dropped_ += static_cast<int64_t>(queue_.size());
+        queue_.clear();
+        return;
+      }
+      event = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    std::string ns = kube::NamespaceOf(event);
+    bool ok = client_->Create(kube::resources::kEvents, ns, event).ok();
+    std::lock_guard<std::mutex> lock(mu_);
+    ++(ok ? sent_ : failed_);
+  }
+}
+
+int64_t AsyncEventSender::sent() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sent_;
+}
+int64_t AsyncEventSender::failed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return failed_;
+}
+int64_t AsyncEventSender::dropped() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return dropped_;
+}
+
+}  // namespace gantry::binder
