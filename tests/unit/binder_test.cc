@@ -7,6 +7,7 @@
 // counting, and the controller end to end.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <map>
@@ -676,6 +677,9 @@ TEST(InformerStore, IndexesListensAndReplacesOnlyTheVersionItWrote) {
   store.OnSync({pod("a", "n1", "1"), pod("b", "", "1")}, "1");
   EXPECT_TRUE(store.synced());
   EXPECT_EQ(store.ByIndex("node", "n1").size(), 1u);
+  std::sort(seen.begin(), seen.end());  // a list is heard in no particular order
+  EXPECT_EQ(seen, (std::vector<std::string>{"ADDED a", "ADDED b"}));
+  seen.clear();
   store.OnEvent(kube::EventType::kModified, pod("b", "n1", "2"));
   EXPECT_EQ(store.ByIndex("node", "n1").size(), 2u);
   store.OnEvent(kube::EventType::kDeleted, pod("a", "n1", "3"));
@@ -685,14 +689,13 @@ TEST(InformerStore, IndexesListensAndReplacesOnlyTheVersionItWrote) {
   store.OnSync({pod("c", "n2", "5")}, "5");
   EXPECT_EQ(store.ByIndex("node", "n1").size(), 0u);
   EXPECT_EQ(store.ByIndex("node", "n2").size(), 1u);
-  EXPECT_EQ(seen, (std::vector<std::string>{"ADDED a", "ADDED b", "MODIFIED b", "DELETED a",
-                                            "DELETED b", "ADDED c"}));
+  EXPECT_EQ(seen, (std::vector<std::string>{"MODIFIED b", "DELETED a", "DELETED b", "ADDED c"}));
   // Write-through only on top of the version the write replaced.
   EXPECT_TRUE(store.ReplaceIfVersion(pod("c", "n3", "6"), "5"));
   EXPECT_EQ(store.ByIndex("node", "n3").size(), 1u);
   EXPECT_FALSE(store.ReplaceIfVersion(pod("c", "n4", "7"), "5"));
   EXPECT_EQ(kube::ResourceVersionOf(*store.Get("ns", "c")), "6");
-  EXPECT_EQ(seen.size(), 6u);  // writes-through are not events
+  EXPECT_EQ(seen.size(), 4u);  // writes-through are not events
 }
 
 TEST(BinderCache, StoresPodsAndNodesTrimmed) {
