@@ -76,8 +76,10 @@ ReconcileResult Reconciler::Reconcile(const std::string& ns, const std::string& 
 kube::ObjectPtr Reconciler::Lookup(const kube::ResourceType& type, const std::string& ns,
                                    const std::string& name, const std::string& what,
                                    Attempt& attempt) {
+  // Pods and nodes are the only objects looked up.
   const std::string miss_key = type.resource + " " + kube::ObjectKey(ns, name);
-  kube::ObjectPtr found = type.namespaced ? cache_.Pod(ns, name) : cache_.Node(name);
+  kube::ObjectPtr found =
+      type.resource == kube::resources::kPods.resource ? cache_.Pod(ns, name) : cache_.Node(name);
   if (found != nullptr) {
     std::lock_guard<std::mutex> lock(misses_mu_);
     if (!missed_once_.empty()) missed_once_.erase(miss_key);
@@ -85,6 +87,9 @@ kube::ObjectPtr Reconciler::Lookup(const kube::ResourceType& type, const std::st
   }
   {
     std::lock_guard<std::mutex> lock(misses_mu_);
+    // Entries of requests deleted while waiting are never looked up again: keep the set bounded
+    // (forgetting one only costs a second short wait).
+    if (missed_once_.size() >= 100'000) missed_once_.clear();
     if (missed_once_.insert(miss_key).second) {
       attempt.outcome = Attempt::Outcome::kCacheMiss;
       attempt.message = what + " is not in the cache yet";

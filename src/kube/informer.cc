@@ -121,7 +121,6 @@ void Store::OnSync(std::vector<Object> items, const std::string& /*resource_vers
   for (Object& item : items) next[KeyOf(item)] = Make(item);
   items.clear();
   std::vector<ObjectPtr> vanished;
-  std::vector<Listener> listeners;
   {
     std::unique_lock lock(mu_);
     for (auto& [key, old] : objects_) {
@@ -134,9 +133,9 @@ void Store::OnSync(std::vector<Object> items, const std::string& /*resource_vers
     }
     objects_ = next;
     synced_ = true;
-    listeners = listeners_;
   }
-  for (const Listener& listener : listeners) {
+  // listeners_ is only changed before objects arrive: read without the lock.
+  for (const Listener& listener : listeners_) {
     for (const ObjectPtr& gone : vanished) listener(EventType::kDeleted, *gone);
     for (const auto& [key, now] : next) listener(EventType::kAdded, *now);
   }
@@ -149,7 +148,6 @@ void Store::OnEvent(EventType type, const Object& object) {
   std::string key = KeyOf(object);
   ObjectPtr now = type == EventType::kDeleted ? nullptr : Make(object);
   ObjectPtr old;
-  std::vector<Listener> listeners;
   {
     std::unique_lock lock(mu_);
     auto it = objects_.find(key);
@@ -160,11 +158,10 @@ void Store::OnEvent(EventType type, const Object& object) {
     } else if (it != objects_.end()) {
       objects_.erase(it);
     }
-    listeners = listeners_;
   }
-  if (listeners.empty()) return;
+  if (listeners_.empty()) return;
   const Object& seen = now ? *now : old ? *old : object;
-  for (const Listener& listener : listeners) listener(type, seen);
+  for (const Listener& listener : listeners_) listener(type, seen);
 }
 
 void Store::OnError(const ApiError& error, Clock::Duration retry_in) {
