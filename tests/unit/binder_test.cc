@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -18,6 +19,7 @@
 #include "binder/bind_request.h"
 #include "binder/cache.h"
 #include "binder/controller.h"
+#include "binder/event_sender.h"
 #include "binder/node_fit.h"
 #include "binder/reconciler.h"
 #include "binder/steps.h"
@@ -745,6 +747,44 @@ TEST(CountingTransport, CountsRequestsByVerbAndResource) {
   EXPECT_NE(
       registry.Expose().find(R"(gantry_binder_api_requests_total{verb="get",resource="nodes"} 2)"),
       std::string::npos);
+}
+
+TEST(AsyncEventSender, SendsQueuedEventsBeforeStoppingAndDropsBeyondCapacity) {
+  auto fake = std::make_shared<kube::FakeTransport>();
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  fake->SetHandler([&](const kube::HttpRequest& r) {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return release; });  // the first create blocks until released
+    return kube::HttpResponse{201, r.body};
+  });
+  auto client = std::make_shared<kube::Client>(fake, kube::ClientOptions{.qps = 0});
+  AsyncEventSender sender(client, /*capacity=*/2);
+  auto event = [](int i) {
+    return json{{"metadata", {{"name", "e" + std::to_string(i)}, {"namespace", "ns"}}}};
+  };
+  sender.Send(event(0));
+  // Wait until the sender thread has taken e0 (it blocks in the transport).
+  for (int i = 0; i < 2000 && fake->requests().empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(fake->requests().size(), 1u);
+  sender.Send(event(1));
+  sender.Send(event(2));
+  sender.Send(event(3));  // the queue holds 2: dropped
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  sender.Stop();
+  EXPECT_EQ(sender.sent(), 3);
+  EXPECT_EQ(sender.dropped(), 1);
+  ASSERT_EQ(fake->requests().size(), 3u);
+  EXPECT_EQ(fake->requests()[2].path, "/api/v1/namespaces/ns/events");
+  sender.Send(event(4));  // after Stop: dropped
+  EXPECT_EQ(sender.dropped(), 2);
 }
 
 TEST(WorkQueue, DeduplicatesAndHandsAKeyToOneWorkerAtATime) {
