@@ -49,8 +49,12 @@ enum class Kind : int {
   kBindRequest,
   kPriorityClass,
   kTopology,
+  // DRA (resource.k8s.io/v1).
+  kDeviceClass,
+  kResourceSlice,
+  kResourceClaim,
 };
-inline constexpr int kNumKinds = 7;
+inline constexpr int kNumKinds = 10;
 
 // The API resource of a kind.
 const kube::ResourceType& ResourceOf(Kind kind);
@@ -99,7 +103,9 @@ class WatchCache {
 
   // Called (from the watchers' threads) with every list or watch failure, for logging. A cluster
   // that does not serve Topology objects (no such CRD: 404) counts as having none, so scheduling
-  // does not wait for it; the watcher keeps retrying and picks them up once served.
+  // does not wait for it; the watcher keeps retrying and picks them up once served. The same
+  // holds for the DRA kinds (resource.k8s.io/v1 not served); while one of them is not served,
+  // DRA counts as off (Cluster::dra_enabled), so pods with resource claims are not placed.
   void SetErrorHandler(std::function<void(Kind, const kube::ApiError&)> on_error);
 
   // Replace every object of `kind` (a relist). Marks the kind synced.
@@ -151,6 +157,10 @@ class WatchCache {
   void ClearKind(Kind kind);
   std::shared_ptr<Cluster> Assemble(std::vector<ObjectError>& errors,
                                     std::vector<ObjectRef>& stale) const;  // mu_ held
+  // Fills the cluster's DRA fields (device classes, slices and the GPUs they add to nodes,
+  // claims with their allocations and reservations) and the pods' claims; called by Assemble
+  // once nodes and pods are in (mu_ held).
+  void AssembleDra(Cluster& cl, std::vector<ObjectError>& errors) const;
 
   const std::string scheduler_name_;
   std::vector<std::unique_ptr<KindHandler>> handlers_;
@@ -165,6 +175,11 @@ class WatchCache {
   Store<BindRequestRecord> bind_requests_;
   Store<PriorityClassRecord> priority_classes_;
   Store<Topology> topologies_;
+  // DRA.
+  Store<DeviceClassRecord> device_classes_;
+  Store<ResourceSliceRecord> resource_slices_;
+  Store<ResourceClaimRecord> resource_claims_;
+  bool not_served_[kNumKinds] = {};  // the kind's list answered 404 (API not served)
   bool dirty_ = true;
   Snapshot last_;
   CacheStats stats_;
