@@ -12,6 +12,7 @@
 
 #include "binder/bind_request.h"
 #include "binder/controller.h"
+#include "binder/gpu_sharing_step.h"
 #include "binder/node_fit.h"
 #include "binder/reconciler.h"
 #include "binder/steps.h"
@@ -341,13 +342,7 @@ TEST_F(BinderTest, ReplacedPodAndInvalidRequestsFailAtOnce) {
   EXPECT_EQ(cluster_.BindRequestStatus("ns/invalid")["reason"],
             "BindRequest ns/invalid: spec.selectedNode is missing");
   EXPECT_EQ(cluster_.bind_calls, 0);
-
-  // A valid fractional request passes the GPU-sharing validation and binds.
-  json& ok = cluster_.AddBindRequest("ns", "ok", "p", "n1", 2);
-  ok["spec"]["receivedResourceType"] = "Fraction";
-  ok["spec"]["receivedGPU"] = {{"count", 1}, {"portion", "0.50"}};
-  ok["spec"]["selectedGPUGroups"] = {"group-a"};
-  EXPECT_EQ(r.Reconcile("ns", "ok").metric_result, "success");
+  // Valid fractional requests (reservation pods) are in binder_steps_test.cc.
 }
 
 // A step that records its calls in a shared log and can be told to fail.
@@ -419,7 +414,6 @@ TEST_F(BinderTest, StepsRunInOrderAndRollBackCompletedOnesInReverse) {
 }
 
 TEST(GpuSharingStep, ValidatesFractionalAllocations) {
-  json pod = json::object(), node = json::object();
   auto check = [&](const std::string& type, int count, const std::string& portion,
                    std::vector<std::string> groups) {
     BindRequest br;
@@ -427,8 +421,8 @@ TEST(GpuSharingStep, ValidatesFractionalAllocations) {
     br.received_gpu_count = count;
     br.received_gpu_portion = portion;
     br.selected_gpu_groups = std::move(groups);
-    BindAttempt attempt{br, pod, node};
-    auto err = GpuSharingStep().PreBind(attempt);
+    std::optional<StepError> err;
+    if (type == kReceivedTypeFraction) err = GpuSharingStep::Validate(br);
     if (err) {
       EXPECT_FALSE(err->retryable) << err->message;  // retrying cannot fix a request
     }
