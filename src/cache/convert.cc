@@ -193,6 +193,19 @@ Result<T> Guard(Fn&& fn) {
   }
 }
 
+// The shared-GPU groups a pod was bound into: the binder's labels (KAI's runai-gpu-group, and
+// runai-gpu-group/<group> on pods spanning several devices).
+std::vector<std::string> PodGpuGroups(const Labels& labels) {
+  std::vector<std::string> groups;
+  if (const std::string* g = labels.Get(kGpuGroupLabel); g && !g->empty()) groups.push_back(*g);
+  const std::string prefix = std::string(kGpuGroupLabel) + "/";
+  for (const auto& [key, value] : labels.items()) {  // sorted by key
+    if (!key.starts_with(prefix) || value.empty()) continue;
+    if (std::find(groups.begin(), groups.end(), value) == groups.end()) groups.push_back(value);
+  }
+  return groups;
+}
+
 // The effective pod request of every named resource, as Kubernetes computes it.
 std::map<std::string, double> PodRequests(const Object& spec) {
   auto container_requests = [](const Object& c, const std::string& field) {
@@ -375,6 +388,7 @@ Result<PodRecord> ConvertPod(const Object& pod) {
     rec.nominated_node_name = Str(pod, {"status", "nominatedNodeName"});
     if (const std::string* g = annotations.Get(kPodGroupAnnotation)) rec.pod_group = *g;
     if (const std::string* s = p.labels.Get(kSubGroupLabel)) rec.subgroup = *s;
+    p.gpu_groups = PodGpuGroups(p.labels);
 
     Distribute(PodRequests(spec), p.request, rec.extended, /*include_pods=*/false);
     p.request.pods = 1;
@@ -383,6 +397,14 @@ Result<PodRecord> ConvertPod(const Object& pod) {
       Fail("spec.containers.resources.requests.nvidia.com/gpu", "must be a whole number");
     }
     if (whole > 0) p.gpu_kind = GpuRequestKind::kWhole;
+    // KAI's GPU reservation pods (app=kai-resource-reservation) hold the device of a shared GPU
+    // group; the group's pods account for that device, so the reservation pod's GPU is not
+    // counted (as in KAI's node accounting).
+    if (const std::string* app = p.labels.Get(kAppLabel); app && *app == kReservationAppValue) {
+      p.request.gpus = 0;
+      p.gpu_kind = GpuRequestKind::kNoGpu;
+      p.gpu_groups.clear();
+    }
     if (const std::string* f = annotations.Get(kGpuFractionAnnotation)) {
       const std::string field = std::string("metadata.annotations.") + kGpuFractionAnnotation;
       char* end = nullptr;

@@ -43,6 +43,12 @@ inline constexpr const char* kStaleSinceAnnotation = "kai.scheduler/stale-podgro
 inline constexpr const char* kGpuCountLabel = "nvidia.com/gpu.count";
 inline constexpr const char* kGpuMemoryLabel = "nvidia.com/gpu.memory";
 inline constexpr const char* kMigStrategyLabel = "nvidia.com/mig.strategy";
+// The shared-GPU group of a pod (the binder's label; runai-gpu-group/<group> for each group of a
+// pod spanning several devices).
+inline constexpr const char* kGpuGroupLabel = "runai-gpu-group";
+// The label of KAI's GPU reservation pods (the binder's, in namespace kai-resource-reservation).
+inline constexpr const char* kAppLabel = "app";
+inline constexpr const char* kReservationAppValue = "kai-resource-reservation";
 
 // Extended resources by name (MIG profiles and other vendor devices). They are interned into a
 // Cluster's ResourceNames when the cluster is assembled.

@@ -209,6 +209,32 @@ TEST(DraConvertTest, PodClaimsByNameOrGeneratedFromTemplates) {
   EXPECT_NE(rec.error().find("spec.resourceClaims[2]"), std::string::npos) << rec.error();
 }
 
+TEST(GpuGroupConvertTest, BoundPodsCarryTheGroupsTheBinderLabelledThemWith) {
+  json pod = PodObj("ns", "p", "");
+  pod["metadata"]["labels"]["runai-gpu-group"] = "g1";
+  auto rec = ConvertPod(pod);
+  ASSERT_TRUE(rec.ok()) << rec.error();
+  EXPECT_EQ(rec.value().pod.gpu_groups, (std::vector<std::string>{"g1"}));
+  json multi = PodObj("ns", "m", "");
+  multi["metadata"]["labels"]["runai-gpu-group/g9"] = "g9";
+  multi["metadata"]["labels"]["runai-gpu-group/g2"] = "g2";
+  rec = ConvertPod(multi);
+  ASSERT_TRUE(rec.ok()) << rec.error();
+  EXPECT_EQ(rec.value().pod.gpu_groups, (std::vector<std::string>{"g2", "g9"}));
+  rec = ConvertPod(PodObj("ns", "none", ""));
+  ASSERT_TRUE(rec.ok());
+  EXPECT_TRUE(rec.value().pod.gpu_groups.empty());
+  // A reservation pod's GPU belongs to the group's pods: not counted again.
+  json reservation = PodObj("kai-resource-reservation", "gpu-reservation-n1-abcde", "");
+  reservation["metadata"]["labels"] = {{"app", "kai-resource-reservation"},
+                                       {"runai-gpu-group", "g1"}};
+  reservation["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "1";
+  rec = ConvertPod(reservation);
+  ASSERT_TRUE(rec.ok()) << rec.error();
+  EXPECT_EQ(rec.value().pod.request.gpus, 0);
+  EXPECT_EQ(rec.value().pod.gpu_kind, GpuRequestKind::kNoGpu);
+}
+
 TEST(DraConvertTest, BindRequestClaimAllocations) {
   json br{{"metadata", {{"name", "p"}, {"namespace", "ns"}}},
           {"spec",

@@ -35,14 +35,22 @@ const (
 )
 
 // playReservationContainers does what the container of KAI's GPU reservation pod does on a real
-// node (the fake kubelet has no device plugin): each reservation pod of the GPU groups named gets
+// node (the fake kubelet has no device plugin): each reservation pod of the GPU groups named (of
+// every group when none is named) gets
 // the GPU index `index` in its annotation run.ai/reserve_for_gpu_index, once it is bound to a
 // node. It runs until ctx ends.
 func playReservationContainers(ctx context.Context, t *testing.T, index string, groups ...string) {
 	go func() {
 		for ctx.Err() == nil {
-			for _, g := range groups {
-				list, err := admin.Kube.CoreV1().Pods(reservationNS).List(ctx, metav1.ListOptions{LabelSelector: gpuGroupLabel + "=" + g})
+			selectors := []string{gpuGroupLabel} // every group
+			if len(groups) > 0 {
+				selectors = nil
+				for _, g := range groups {
+					selectors = append(selectors, gpuGroupLabel+"="+g)
+				}
+			}
+			for _, sel := range selectors {
+				list, err := admin.Kube.CoreV1().Pods(reservationNS).List(ctx, metav1.ListOptions{LabelSelector: sel})
 				if err != nil {
 					continue
 				}
@@ -423,4 +431,105 @@ spec: {minMember: 1, queue: %s}
 		}
 	}
 	waitRunning(t, ctx, ns, pods)
+}
+
+// The live mode with a shared GPU: scheduler and binder as processes, one node with one GPU, pods
+// asking for half a GPU (gpu-fraction 0.5). The first pod's bind makes the node's reservation pod
+// (the test plays its container, which reports GPU index 0); the second pod joins the first's GPU
+// group (the scheduler reads the group from the first pod's label) and reuses the reservation
+// pod; a third does not fit and is reported unschedulable.
+func TestLiveSchedulerFraction(t *testing.T) {
+	ctx := ctxFor(t)
+	id := suffix()
+	node := "sched-frac-" + id
+	exclusiveNodes(t, ctx, harness.GPUNode{Name: node, GPUs: 1})
+	ns := newNamespace(t, ctx, "sched-frac")
+	cleanupPods(t, ns)
+	t.Cleanup(func() {
+		zero := int64(0)
+		admin.Kube.CoreV1().Pods(reservationNS).DeleteCollection(context.Background(),
+			metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	})
+	queue := "frac-" + id
+	createQueue(t, ctx, queue, 0)
+	playCtx, stopPlaying := context.WithCancel(ctx)
+	defer stopPlaying()
+	playReservationContainers(playCtx, t, "0")
+	createHalf := func(name string) {
+		t.Helper()
+		pg := obj(t, fmt.Sprintf(`
+apiVersion: scheduling.run.ai/v2alpha2
+kind: PodGroup
+metadata: {name: %s, namespace: %s, labels: {kai.scheduler/queue: %s}}
+spec: {minMember: 1, queue: %s}
+`, name, ns, queue, queue))
+		if _, err := admin.Dynamic.Resource(podGroupGVR).Namespace(ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		p := pendingPod(name, 0)
+		p.Labels["kai.scheduler/queue"] = queue
+		p.Annotations = map[string]string{"pod-group-name": name, "gpu-fraction": "0.5"}
+		if _, err := admin.Kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startScheduler(t)
+	startReadyBinder(t, ctx, "binder-sched-frac-e2e.log")
+
+	createHalf("half-0")
+	waitBindRequestPhase(t, ctx, ns, "half-0", "Succeeded")
+	waitRunning(t, ctx, ns, []string{"half-0"})
+	first, err := admin.Kube.CoreV1().Pods(ns).Get(ctx, "half-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	group := first.Labels[gpuGroupLabel]
+	if group == "" || first.Spec.NodeName != node || first.Annotations[receivedTypeAnnoKey] != "Fraction" {
+		t.Fatalf("half-0: node %q labels %v annotations %v", first.Spec.NodeName, first.Labels, first.Annotations)
+	}
+
+	createHalf("half-1")
+	createHalf("half-2")
+	brs := waitBindRequests(t, ctx, ns, []string{"half-0", "half-1"})
+	groups, _, _ := unstructured.NestedStringSlice(brs["half-1"].Object, "spec", "selectedGPUGroups")
+	if len(groups) != 1 || groups[0] != group {
+		t.Errorf("half-1 selectedGPUGroups %v, want the group of half-0 %q", groups, group)
+	}
+	waitBindRequestPhase(t, ctx, ns, "half-1", "Succeeded")
+	second, err := admin.Kube.CoreV1().Pods(ns).Get(ctx, "half-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Spec.NodeName != node || second.Labels[gpuGroupLabel] != group {
+		t.Errorf("half-1: node %q labels %v, want %s on the group %s", second.Spec.NodeName, second.Labels, node, group)
+	}
+	res, err := admin.Kube.CoreV1().Pods(reservationNS).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) != 1 || res.Items[0].Labels[gpuGroupLabel] != group {
+		t.Errorf("reservation pods on the node: %d (want 1 of group %s)", len(res.Items), group)
+	}
+	err = harness.Poll(ctx, 30*time.Second, "half-2 reported unschedulable", func(ctx context.Context) (bool, error) {
+		p, err := admin.Kube.CoreV1().Pods(ns).Get(ctx, "half-2", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == "Unschedulable" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
+	if items, err := bindRequests(ctx, ns); err == nil {
+		for _, br := range items {
+			if br.GetName() == "half-2" {
+				t.Errorf("half-2 got a BindRequest on a full GPU: %s", toJSON(br.Object["spec"]))
+			}
+		}
+	}
 }
