@@ -533,3 +533,19 @@ spec: {minMember: 1, queue: %s}
 		}
 	}
 }
+
+// The binder's rights for GPU sharing (deploy/rbac/binder.yaml): it creates, watches and deletes
+// reservation pods in kai-resource-reservation only, patches pods (group labels) and manages
+// GPU-sharing configmaps; it still cannot create or delete pods elsewhere.
+func TestRBACBinderReservationPods(t *testing.T) {
+	ctx := ctxFor(t)
+	accessReview(t, ctx, binder, []check{
+		allow("create", "", "pods", "", reservationNS), allow("delete", "", "pods", "", reservationNS),
+		allow("list", "", "pods", "", reservationNS), allow("watch", "", "pods", "", reservationNS),
+		allow("patch", "", "pods", "", workNS),
+		allow("get", "", "configmaps", "", workNS), allow("create", "", "configmaps", "", workNS),
+		allow("patch", "", "configmaps", "", workNS), allow("delete", "", "configmaps", "", workNS),
+		deny("create", "", "pods", "", workNS), deny("delete", "", "pods", "", workNS),
+		deny("update", "", "pods", "", reservationNS), deny("patch", "", "pods", "status", reservationNS),
+	})
+}
