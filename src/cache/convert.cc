@@ -481,9 +481,11 @@ Result<PodRecord> ConvertPod(const Object& pod) {
     const bool gated = !List(spec, {"schedulingGates"}, "spec.schedulingGates").empty();
     p.status =
         ModelPodStatus(Str(pod, {"status", "phase"}), !rec.node_name.empty(), terminating, gated);
-    auto claims = ConvertPodClaims(pod);
-    if (!claims.ok()) throw BadField{claims.error()};
-    rec.claims = std::move(claims).value();
+    if (At(spec, {"resourceClaims"})) {
+      auto claims = ConvertPodClaims(pod);
+      if (!claims.ok()) throw BadField{claims.error()};
+      rec.claims = std::move(claims).value();
+    }
     return rec;
   });
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 
 namespace gantry::cache {
 
@@ -685,8 +686,15 @@ void WatchCache::AssembleDra(Cluster& cl, std::vector<ObjectError>& errors) cons
     cl.resource_slices.push_back(std::move(rs));
   }
 
+  // Nothing more to do without claims (the common case: no per-pod work at all).
+  const bool pods_with_claims = std::any_of(pods_.begin(), pods_.end(), [](const auto& kv) {
+    return kv.second.record && !kv.second.record->claims.empty();
+  });
+  if (resource_claims_.empty() && !pods_with_claims) return;
+
   // Pods by "namespace/name".
-  std::map<std::string, PodId> pod_ids;
+  std::unordered_map<std::string, PodId> pod_ids;
+  pod_ids.reserve(cl.pods.size());
   for (size_t p = 0; p < cl.pods.size(); ++p) {
     pod_ids.emplace(Key(cl.pods[p].namespace_, cl.pods[p].name), static_cast<PodId>(p));
   }
@@ -717,10 +725,11 @@ void WatchCache::AssembleDra(Cluster& cl, std::vector<ObjectError>& errors) cons
 
   // Pods' claims. A claim that is missing (not created yet, or not generated from its template
   // yet) is stood in for by one that cannot be allocated, so the pod waits; the pod is reported.
-  for (size_t p = 0; p < cl.pods.size(); ++p) {
-    Pod& pod = cl.pods[p];
-    auto rec = pods_.find(Key(pod.namespace_, pod.name));
-    if (rec == pods_.end() || !rec->second.record || rec->second.record->claims.empty()) continue;
+  for (auto rec = pods_.begin(); rec != pods_.end(); ++rec) {
+    if (!rec->second.record || rec->second.record->claims.empty()) continue;
+    auto id = pod_ids.find(rec->first);
+    if (id == pod_ids.end()) continue;  // not in the model
+    Pod& pod = cl.pods[id->second];
     const auto& refs = rec->second.record->claims;
     for (size_t i = 0; i < refs.size(); ++i) {
       const PodClaimRef& ref = refs[i];
