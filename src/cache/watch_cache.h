@@ -16,6 +16,11 @@
 //    selected node, so a pod is never placed twice while the binder works or the watch lags (a
 //    request owned by an earlier pod of the same name, per its ownerReferences uid, does not
 //    count). Requests that hold nothing any more are listed in Snapshot::stale_bind_requests.
+//  - DRA (resource.k8s.io/v1): device classes, slices on known nodes (GPU slices add to their
+//    node's GPUs) and claims fill Cluster's DRA fields; a pod's claims are resolved by name (a
+//    claim not there yet stands in as one that cannot be allocated, and the pod is reported); a
+//    pod being bound holds the devices its BindRequest names. Bound pods carry the shared-GPU
+//    groups of their runai-gpu-group labels.
 //  - Objects that cannot be used are left out and reported in Snapshot::errors, each naming the
 //    object and field: a malformed field, a PodGroup naming a missing or non-leaf queue, a queue
 //    whose parent is missing or that sits on a cycle, a pod naming an unknown sub-group. Everything
