@@ -74,6 +74,7 @@ Result<BindRequest> ParseBindRequest(const nlohmann::json& object) {
   }
   if (spec.contains("resourceClaimAllocations") && spec["resourceClaimAllocations"].is_array()) {
     br.resource_claim_allocations = static_cast<int>(spec["resourceClaimAllocations"].size());
+    br.claim_allocations = spec["resourceClaimAllocations"];
   }
   const auto& meta = object.contains("metadata") ? object["metadata"] : empty;
   if (meta.contains("ownerReferences") && meta["ownerReferences"].is_array()) {

@@ -49,6 +49,8 @@ struct BindRequest {
   std::string received_gpu_portion;  // decimal text, e.g. "0.50"
   std::vector<std::string> selected_gpu_groups;
   int resource_claim_allocations = 0;  // entries in spec.resourceClaimAllocations
+  // spec.resourceClaimAllocations as written: [{name, allocation}] (DRA; see dra_step.h).
+  nlohmann::json claim_allocations = nlohmann::json::array();
   std::optional<int> backoff_limit;
   // The uid of the pod in an ownerReference of kind Pod and name pod_name ("" when none): the
   // pod the scheduler decided about.

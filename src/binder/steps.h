@@ -28,6 +28,8 @@ struct BindAttempt {
   const BindRequest& request;
   const nlohmann::json& pod;
   const nlohmann::json& node;
+  // Per-attempt scratch of the steps, by step name (what PreBind did, for Rollback).
+  nlohmann::json state = nlohmann::json::object();
 };
 
 // A step failure: the message becomes the BindRequest's reason; `retryable` false means retrying
@@ -79,25 +81,8 @@ class NodeResourcesStep : public BindStep {
   const BinderCache& cache_;
 };
 
-// "gpusharing": a fractional GPU allocation names its GPU groups (one per device, distinct,
-// non-empty) and a portion in (0, 1]. Invalid requests fail without retries. Gantry does not
-// yet reserve shared GPUs on the node (KAI's reservation pods), so this step only validates.
-class GpuSharingStep : public BindStep {
- public:
-  std::string Name() const override { return "gpusharing"; }
-  std::optional<StepError> PreBind(BindAttempt& attempt) override;
-};
-
-// "dynamicresources": a request carrying resource-claim allocations is refused (not retried)
-// until the binder writes DRA allocations: binding the pod without them would leave it unable
-// to start.
-class DynamicResourcesStep : public BindStep {
- public:
-  std::string Name() const override { return "dynamicresources"; }
-  std::optional<StepError> PreBind(BindAttempt& attempt) override;
-};
-
-// The steps `gantry binder` runs, in order. `cache` must outlive them.
+// The steps `gantry binder` runs, in order: gpusharing (gpu_sharing_step.h), dynamicresources
+// (dra_step.h), noderesources. Declared here, defined in steps.cc. `cache` must outlive them.
 BindSteps DefaultSteps(std::shared_ptr<kube::Client> client, const BinderCache& cache);
 
 }  // namespace gantry::binder

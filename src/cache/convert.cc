@@ -193,6 +193,19 @@ Result<T> Guard(Fn&& fn) {
   }
 }
 
+// The shared-GPU groups a pod was bound into: the binder's labels (KAI's runai-gpu-group, and
+// runai-gpu-group/<group> on pods spanning several devices).
+std::vector<std::string> PodGpuGroups(const Labels& labels) {
+  std::vector<std::string> groups;
+  if (const std::string* g = labels.Get(kGpuGroupLabel); g && !g->empty()) groups.push_back(*g);
+  const std::string prefix = std::string(kGpuGroupLabel) + "/";
+  for (const auto& [key, value] : labels.items()) {  // sorted by key
+    if (!key.starts_with(prefix) || value.empty()) continue;
+    if (std::find(groups.begin(), groups.end(), value) == groups.end()) groups.push_back(value);
+  }
+  return groups;
+}
+
 // The effective pod request of every named resource, as Kubernetes computes it.
 std::map<std::string, double> PodRequests(const Object& spec) {
   auto container_requests = [](const Object& c, const std::string& field) {
@@ -375,6 +388,7 @@ Result<PodRecord> ConvertPod(const Object& pod) {
     rec.nominated_node_name = Str(pod, {"status", "nominatedNodeName"});
     if (const std::string* g = annotations.Get(kPodGroupAnnotation)) rec.pod_group = *g;
     if (const std::string* s = p.labels.Get(kSubGroupLabel)) rec.subgroup = *s;
+    p.gpu_groups = PodGpuGroups(p.labels);
 
     Distribute(PodRequests(spec), p.request, rec.extended, /*include_pods=*/false);
     p.request.pods = 1;
@@ -383,6 +397,14 @@ Result<PodRecord> ConvertPod(const Object& pod) {
       Fail("spec.containers.resources.requests.nvidia.com/gpu", "must be a whole number");
     }
     if (whole > 0) p.gpu_kind = GpuRequestKind::kWhole;
+    // KAI's GPU reservation pods (app=kai-resource-reservation) hold the device of a shared GPU
+    // group; the group's pods account for that device, so the reservation pod's GPU is not
+    // counted (as in KAI's node accounting).
+    if (const std::string* app = p.labels.Get(kAppLabel); app && *app == kReservationAppValue) {
+      p.request.gpus = 0;
+      p.gpu_kind = GpuRequestKind::kNoGpu;
+      p.gpu_groups.clear();
+    }
     if (const std::string* f = annotations.Get(kGpuFractionAnnotation)) {
       const std::string field = std::string("metadata.annotations.") + kGpuFractionAnnotation;
       char* end = nullptr;
@@ -459,6 +481,11 @@ Result<PodRecord> ConvertPod(const Object& pod) {
     const bool gated = !List(spec, {"schedulingGates"}, "spec.schedulingGates").empty();
     p.status =
         ModelPodStatus(Str(pod, {"status", "phase"}), !rec.node_name.empty(), terminating, gated);
+    if (At(spec, {"resourceClaims"})) {
+      auto claims = ConvertPodClaims(pod);
+      if (!claims.ok()) throw BadField{claims.error()};
+      rec.claims = std::move(claims).value();
+    }
     return rec;
   });
 }
@@ -615,6 +642,18 @@ Result<BindRequestRecord> ConvertBindRequest(const Object& br) {
       if (!g.is_string()) Fail("spec.selectedGPUGroups", "must be a list of strings");
       r.gpu_groups.push_back(g.get<std::string>());
     }
+    const Object& allocations =
+        List(br, {"spec", "resourceClaimAllocations"}, "spec.resourceClaimAllocations");
+    for (size_t i = 0; i < allocations.size(); ++i) {
+      const std::string f = "spec.resourceClaimAllocations[" + std::to_string(i) + "]";
+      const std::string name = Str(allocations[i], {"name"});
+      if (name.empty()) Fail(f + ".name", "missing");
+      const Object* results = At(allocations[i], {"allocation", "devices", "results"});
+      auto devices = ConvertDeviceResults(results ? *results : Object::array(),
+                                          f + ".allocation.devices.results");
+      if (!devices.ok()) throw BadField{devices.error()};
+      r.claim_allocations.emplace_back(name, std::move(devices).value());
+    }
     return r;
   });
 }
@@ -629,6 +668,182 @@ Result<PriorityClassRecord> ConvertPriorityClass(const Object& pc) {
     const Object* d = At(pc, {"globalDefault"});
     r.global_default = d && d->is_boolean() && d->get<bool>();
     return r;
+  });
+}
+
+// ---- DRA (resource.k8s.io/v1) ----
+
+namespace {
+
+// The driver a CEL selector pins: `device.driver == "x"` (or 'x'), nothing else.
+std::string DriverOfSelector(const std::string& expression) {
+  std::string e;
+  for (char c : expression) {
+    if (c != ' ' && c != '\t' && c != '\n') e += c;
+  }
+  const std::string prefix = "device.driver==";
+  if (!e.starts_with(prefix) || e.size() < prefix.size() + 2) return "";
+  const char quote = e[prefix.size()];
+  if ((quote != '"' && quote != '\'') || e.back() != quote) return "";
+  std::string driver = e.substr(prefix.size() + 1, e.size() - prefix.size() - 2);
+  if (driver.find_first_of("\"'\\") != std::string::npos) return "";
+  return driver;
+}
+
+}  // namespace
+
+Result<DeviceClassRecord> ConvertDeviceClass(const Object& device_class) {
+  return Guard<DeviceClassRecord>([&] {
+    DeviceClassRecord r;
+    r.name = Str(device_class, {"metadata", "name"});
+    if (r.name.empty()) Fail("metadata.name", "missing");
+    const Object& selectors = List(device_class, {"spec", "selectors"}, "spec.selectors");
+    for (const auto& sel : selectors) {
+      const std::string driver = DriverOfSelector(Str(sel, {"cel", "expression"}));
+      if (!driver.empty() && r.driver.empty()) r.driver = driver;
+    }
+    return r;
+  });
+}
+
+Result<ResourceSliceRecord> ConvertResourceSlice(const Object& slice) {
+  return Guard<ResourceSliceRecord>([&] {
+    ResourceSliceRecord r;
+    r.name = Str(slice, {"metadata", "name"});
+    if (r.name.empty()) Fail("metadata.name", "missing");
+    r.driver = Str(slice, {"spec", "driver"});
+    if (r.driver.empty()) Fail("spec.driver", "missing");
+    r.pool = Str(slice, {"spec", "pool", "name"});
+    if (r.pool.empty()) Fail("spec.pool.name", "missing");
+    r.node_name = Str(slice, {"spec", "nodeName"});
+    const Object* all = At(slice, {"spec", "allNodes"});
+    r.all_nodes = all && all->is_boolean() && all->get<bool>();
+    if (At(slice, {"spec", "nodeSelector"})) {
+      Fail("spec.nodeSelector", "slices limited by a node selector are not supported");
+    }
+    const Object* per_device = At(slice, {"spec", "perDeviceNodeSelection"});
+    if (per_device && per_device->is_boolean() && per_device->get<bool>()) {
+      Fail("spec.perDeviceNodeSelection", "per-device node selection is not supported");
+    }
+    if (r.node_name.empty() && !r.all_nodes) {
+      Fail("spec.nodeName", "a slice needs spec.nodeName or spec.allNodes");
+    }
+    const Object& devices = List(slice, {"spec", "devices"}, "spec.devices");
+    std::set<std::string> seen;
+    for (size_t i = 0; i < devices.size(); ++i) {
+      const std::string name = Str(devices[i], {"name"});
+      const std::string f = "spec.devices[" + std::to_string(i) + "].name";
+      if (name.empty()) Fail(f, "missing");
+      if (!seen.insert(name).second) Fail(f, "device \"" + name + "\" listed twice");
+      r.devices.push_back(name);
+    }
+    return r;
+  });
+}
+
+Result<std::vector<DeviceResult>> ConvertDeviceResults(const Object& results,
+                                                       const std::string& field) {
+  return Guard<std::vector<DeviceResult>>([&] {
+    if (!results.is_array()) Fail(field, "must be a list");
+    std::vector<DeviceResult> out;
+    for (size_t i = 0; i < results.size(); ++i) {
+      const std::string f = field + "[" + std::to_string(i) + "]";
+      DeviceResult d{Str(results[i], {"request"}), Str(results[i], {"driver"}),
+                     Str(results[i], {"pool"}), Str(results[i], {"device"})};
+      if (d.driver.empty()) Fail(f + ".driver", "missing");
+      if (d.pool.empty()) Fail(f + ".pool", "missing");
+      if (d.device.empty()) Fail(f + ".device", "missing");
+      out.push_back(std::move(d));
+    }
+    return out;
+  });
+}
+
+Result<ResourceClaimRecord> ConvertResourceClaim(const Object& claim) {
+  return Guard<ResourceClaimRecord>([&] {
+    ResourceClaimRecord r;
+    ResourceClaim& rc = r.claim;
+    rc.name = Str(claim, {"metadata", "name"});
+    rc.namespace_ = Str(claim, {"metadata", "namespace"});
+    if (rc.name.empty()) Fail("metadata.name", "missing");
+    r.uid = Str(claim, {"metadata", "uid"});
+    rc.labels = StrMap(claim, {"metadata", "labels"}, "metadata.labels");
+    const Object& requests = List(claim, {"spec", "devices", "requests"}, "spec.devices.requests");
+    for (size_t i = 0; i < requests.size(); ++i) {
+      const Object& req = requests[i];
+      const std::string f = "spec.devices.requests[" + std::to_string(i) + "]";
+      const std::string name = Str(req, {"name"});
+      if (name.empty()) Fail(f + ".name", "missing");
+      if (At(req, {"firstAvailable"})) {
+        Fail(f + ".firstAvailable", "prioritized lists of devices are not supported");
+      }
+      const Object* exactly = At(req, {"exactly"});
+      if (!exactly) Fail(f + ".exactly", "missing");
+      const std::string cls = Str(*exactly, {"deviceClassName"});
+      if (cls.empty()) Fail(f + ".exactly.deviceClassName", "missing");
+      if (!List(*exactly, {"selectors"}, f + ".exactly.selectors").empty()) {
+        Fail(f + ".exactly.selectors", "device selectors are not supported");
+      }
+      const std::string mode = Str(*exactly, {"allocationMode"});
+      if (!mode.empty() && mode != "ExactCount") {
+        Fail(f + ".exactly.allocationMode", "only ExactCount is supported (got \"" + mode + "\")");
+      }
+      int32_t count = 1;
+      if (auto c = Number(*exactly, {"count"}, f + ".exactly.count")) {
+        if (*c < 1 || *c != std::floor(*c))
+          Fail(f + ".exactly.count", "must be a positive integer");
+        count = static_cast<int32_t>(*c);
+      }
+      if (!rc.device_class.empty() && rc.device_class != cls) {
+        Fail(f + ".exactly.deviceClassName",
+             "requests of more than one device class in a claim are not supported (\"" +
+                 rc.device_class + "\" and \"" + cls + "\")");
+      }
+      rc.device_class = cls;
+      rc.count += count;
+      for (int32_t k = 0; k < count; ++k) rc.device_requests.push_back(name);
+    }
+    if (rc.count == 0) Fail("spec.devices.requests", "no device requests");
+    if (const Object* alloc = At(claim, {"status", "allocation"})) {
+      r.allocated = true;
+      const Object* results = At(*alloc, {"devices", "results"});
+      auto devices = ConvertDeviceResults(results ? *results : Object::array(),
+                                          "status.allocation.devices.results");
+      if (!devices.ok()) throw BadField{devices.error()};
+      r.results = std::move(devices).value();
+    }
+    const Object& reserved = List(claim, {"status", "reservedFor"}, "status.reservedFor");
+    for (const auto& ref : reserved) {
+      r.reserved_for.push_back({Str(ref, {"resource"}), Str(ref, {"name"}), Str(ref, {"uid"})});
+    }
+    return r;
+  });
+}
+
+Result<std::vector<PodClaimRef>> ConvertPodClaims(const Object& pod) {
+  return Guard<std::vector<PodClaimRef>>([&] {
+    std::vector<PodClaimRef> out;
+    const Object& claims = List(pod, {"spec", "resourceClaims"}, "spec.resourceClaims");
+    const Object& statuses =
+        List(pod, {"status", "resourceClaimStatuses"}, "status.resourceClaimStatuses");
+    for (size_t i = 0; i < claims.size(); ++i) {
+      const std::string f = "spec.resourceClaims[" + std::to_string(i) + "]";
+      PodClaimRef ref;
+      ref.name = Str(claims[i], {"name"});
+      if (ref.name.empty()) Fail(f + ".name", "missing");
+      ref.claim_name = Str(claims[i], {"resourceClaimName"});
+      if (ref.claim_name.empty()) {
+        if (Str(claims[i], {"resourceClaimTemplateName"}).empty()) {
+          Fail(f, "names neither resourceClaimName nor resourceClaimTemplateName");
+        }
+        ref.from_template = true;
+        for (const auto& st : statuses) {
+          if (Str(st, {"name"}) == ref.name) ref.claim_name = Str(st, {"resourceClaimName"});
+        }
+      }
+      out.push_back(std::move(ref));
+    }
+    return out;
   });
 }
 

@@ -43,6 +43,12 @@ inline constexpr const char* kStaleSinceAnnotation = "kai.scheduler/stale-podgro
 inline constexpr const char* kGpuCountLabel = "nvidia.com/gpu.count";
 inline constexpr const char* kGpuMemoryLabel = "nvidia.com/gpu.memory";
 inline constexpr const char* kMigStrategyLabel = "nvidia.com/mig.strategy";
+// The shared-GPU group of a pod (the binder's label; runai-gpu-group/<group> for each group of a
+// pod spanning several devices).
+inline constexpr const char* kGpuGroupLabel = "runai-gpu-group";
+// The label of KAI's GPU reservation pods (the binder's, in namespace kai-resource-reservation).
+inline constexpr const char* kAppLabel = "app";
+inline constexpr const char* kReservationAppValue = "kai-resource-reservation";
 
 // Extended resources by name (MIG profiles and other vendor devices). They are interned into a
 // Cluster's ResourceNames when the cluster is assembled.
@@ -51,6 +57,25 @@ using NamedQuantities = std::vector<std::pair<std::string, double>>;
 struct NodeRecord {
   Node node;  // allocatable without extended resources; name_rank and shape unset
   NamedQuantities extended;
+};
+
+// DRA (resource.k8s.io/v1). A device of a slice as an allocation result names it.
+struct DeviceResult {
+  std::string request;  // the claim's device request it satisfies
+  std::string driver;
+  std::string pool;
+  std::string device;
+  bool operator==(const DeviceResult&) const = default;
+};
+
+// One entry of a pod's spec.resourceClaims: the pod's name for it and the ResourceClaim it uses
+// (spec.resourceClaims[].resourceClaimName, or for a template the claim generated for the pod as
+// status.resourceClaimStatuses names it; empty until it is generated).
+struct PodClaimRef {
+  std::string name;
+  std::string claim_name;
+  bool from_template = false;
+  bool operator==(const PodClaimRef&) const = default;
 };
 
 struct PodRecord {
@@ -64,6 +89,7 @@ struct PodRecord {
   std::string pod_group;  // the pod-group-name annotation
   std::string subgroup;   // the kai.scheduler/subgroup-name label
   int64_t creation_ms = 0;
+  std::vector<PodClaimRef> claims;  // spec.resourceClaims (DRA)
 };
 
 struct SubGroupSpec {
@@ -104,12 +130,51 @@ struct BindRequestRecord {
     return phase == "Failed" && (!backoff_limit || failed_attempts >= *backoff_limit);
   }
   std::vector<std::string> gpu_groups;
+  // spec.resourceClaimAllocations: the devices the scheduler chose per pod claim (by the pod's
+  // name for the claim), which the binder writes into the claims.
+  std::vector<std::pair<std::string, std::vector<DeviceResult>>> claim_allocations;
 };
 
 struct PriorityClassRecord {
   std::string name;
   int32_t value = 0;
   bool global_default = false;
+};
+
+// A DeviceClass: its name and the driver its selectors pin. Gantry reads one form of CEL
+// selector, `device.driver == "<driver>"` (the form DRA drivers install); other selectors are
+// ignored, so such a class matches every device of its driver. A class without a driver selector
+// matches the devices of the driver named like the class.
+struct DeviceClassRecord {
+  std::string name;
+  std::string driver;  // empty: none recognised
+};
+
+// A ResourceSlice: devices of a driver in a pool, on one node (spec.nodeName) or on every node
+// (spec.allNodes). Slices limited by spec.nodeSelector or per-device node selection are refused.
+struct ResourceSliceRecord {
+  std::string name;
+  std::string driver;
+  std::string pool;
+  std::string node_name;  // empty with all_nodes
+  bool all_nodes = false;
+  std::vector<std::string> devices;  // spec.devices[].name
+};
+
+// A ResourceClaim: `claim` holds name, namespace, labels, device class and count (the sum of its
+// requests, which must all ask for an exact count of one device class, without selectors) and
+// device_requests; its allocation and reservations are resolved at assembly.
+struct ResourceClaimRecord {
+  ResourceClaim claim;
+  std::string uid;
+  bool allocated = false;             // status.allocation is set
+  std::vector<DeviceResult> results;  // status.allocation.devices.results
+  struct Consumer {
+    std::string resource;  // "pods" for pods
+    std::string name;
+    std::string uid;
+  };
+  std::vector<Consumer> reserved_for;  // status.reservedFor
 };
 
 // The model status of a pod (KAI's pod status rules):
@@ -131,5 +196,15 @@ Result<PodGroupRecord> ConvertPodGroup(const Object& pod_group);
 Result<Topology> ConvertTopology(const Object& topology);
 Result<BindRequestRecord> ConvertBindRequest(const Object& bind_request);
 Result<PriorityClassRecord> ConvertPriorityClass(const Object& priority_class);
+// DRA objects (resource.k8s.io/v1).
+Result<DeviceClassRecord> ConvertDeviceClass(const Object& device_class);
+Result<ResourceSliceRecord> ConvertResourceSlice(const Object& slice);
+Result<ResourceClaimRecord> ConvertResourceClaim(const Object& claim);
+// A pod's spec.resourceClaims (also filled by ConvertPod into PodRecord::claims).
+Result<std::vector<PodClaimRef>> ConvertPodClaims(const Object& pod);
+// A list of allocation results (status.allocation.devices.results, or the same field of a
+// BindRequest's resourceClaimAllocations); `field` prefixes error messages.
+Result<std::vector<DeviceResult>> ConvertDeviceResults(const Object& results,
+                                                       const std::string& field);
 
 }  // namespace gantry::cache

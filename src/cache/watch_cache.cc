@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 
 namespace gantry::cache {
 
@@ -24,6 +25,12 @@ const char* KindName(Kind kind) {
       return "PriorityClass";
     case Kind::kTopology:
       return "Topology";
+    case Kind::kDeviceClass:
+      return "DeviceClass";
+    case Kind::kResourceSlice:
+      return "ResourceSlice";
+    case Kind::kResourceClaim:
+      return "ResourceClaim";
   }
   return "?";
 }
@@ -74,6 +81,12 @@ const kube::ResourceType& ResourceOf(Kind kind) {
       return kPriorityClasses;
     case Kind::kTopology:
       return kTopologies;
+    case Kind::kDeviceClass:
+      return kDeviceClasses;
+    case Kind::kResourceSlice:
+      return kResourceSlices;
+    case Kind::kResourceClaim:
+      return kResourceClaims;
   }
   return kPods;
 }
@@ -92,6 +105,10 @@ WatchCache::WatchCache(std::string scheduler_name) : scheduler_name_(std::move(s
 kube::WatchHandler& WatchCache::handler(Kind kind) { return *handlers_[static_cast<int>(kind)]; }
 
 void WatchCache::KindHandler::OnSync(std::vector<Object> items, const std::string&) {
+  {
+    std::lock_guard lock(cache_.mu_);
+    cache_.not_served_[static_cast<int>(kind_)] = false;
+  }
   cache_.Replace(kind_, items);
 }
 
@@ -106,7 +123,13 @@ void WatchCache::KindHandler::OnError(const kube::ApiError& error, kube::Clock::
     on_error = cache_.on_error_;
   }
   if (on_error) on_error(kind_, error);
-  if (kind_ == Kind::kTopology && error.IsNotFound() && !cache_.synced(kind_)) {
+  const bool optional_api = kind_ == Kind::kTopology || kind_ == Kind::kDeviceClass ||
+                            kind_ == Kind::kResourceSlice || kind_ == Kind::kResourceClaim;
+  if (optional_api && error.IsNotFound() && !cache_.synced(kind_)) {
+    {
+      std::lock_guard lock(cache_.mu_);
+      cache_.not_served_[static_cast<int>(kind_)] = true;
+    }
     cache_.Replace(kind_, {});
   }
 }
@@ -139,6 +162,15 @@ void WatchCache::ClearKind(Kind kind) {
     case Kind::kTopology:
       topologies_.clear();
       break;
+    case Kind::kDeviceClass:
+      device_classes_.clear();
+      break;
+    case Kind::kResourceSlice:
+      resource_slices_.clear();
+      break;
+    case Kind::kResourceClaim:
+      resource_claims_.clear();
+      break;
   }
 }
 
@@ -167,6 +199,15 @@ void WatchCache::Put(Kind kind, const Object& object) {
     case Kind::kTopology:
       ConvertInto(object, topologies_[key], ConvertTopology(object));
       break;
+    case Kind::kDeviceClass:
+      ConvertInto(object, device_classes_[key], ConvertDeviceClass(object));
+      break;
+    case Kind::kResourceSlice:
+      ConvertInto(object, resource_slices_[key], ConvertResourceSlice(object));
+      break;
+    case Kind::kResourceClaim:
+      ConvertInto(object, resource_claims_[key], ConvertResourceClaim(object));
+      break;
   }
 }
 
@@ -193,6 +234,15 @@ void WatchCache::Remove(Kind kind, const Object& object) {
       break;
     case Kind::kTopology:
       topologies_.erase(key);
+      break;
+    case Kind::kDeviceClass:
+      device_classes_.erase(key);
+      break;
+    case Kind::kResourceSlice:
+      resource_slices_.erase(key);
+      break;
+    case Kind::kResourceClaim:
+      resource_claims_.erase(key);
       break;
   }
 }
@@ -262,6 +312,12 @@ bool WatchCache::Inspect(Kind kind, const std::string& ns, const std::string& na
       return find(priority_classes_);
     case Kind::kTopology:
       return find(topologies_);
+    case Kind::kDeviceClass:
+      return find(device_classes_);
+    case Kind::kResourceSlice:
+      return find(resource_slices_);
+    case Kind::kResourceClaim:
+      return find(resource_claims_);
   }
   return false;
 }
@@ -567,10 +623,172 @@ std::shared_ptr<Cluster> WatchCache::Assemble(std::vector<ObjectError>& errors,
   for (const auto& [name, e] : topologies_) {
     if (e.record) cl.topologies.push_back(*e.record);
   }
-  // DRA objects are not watched yet: the feature stays off in the live model.
-  cl.dra_enabled = false;
+  AssembleDra(cl, errors);
   cl.Finalize();
   return out;
+}
+
+// ---- DRA ----
+
+void WatchCache::AssembleDra(Cluster& cl, std::vector<ObjectError>& errors) const {
+  auto error = [&](Kind kind, const Object& raw, std::string message) {
+    errors.push_back({kind, kube::NamespaceOf(raw), kube::NameOf(raw), std::move(message)});
+  };
+  auto conversion_errors = [&](Kind kind, const auto& store) {
+    for (const auto& [key, e] : store) {
+      if (!e.record) error(kind, e.raw, e.error);
+    }
+  };
+  conversion_errors(Kind::kDeviceClass, device_classes_);
+  conversion_errors(Kind::kResourceSlice, resource_slices_);
+  conversion_errors(Kind::kResourceClaim, resource_claims_);
+  cl.dra_enabled = !not_served_[static_cast<int>(Kind::kDeviceClass)] &&
+                   !not_served_[static_cast<int>(Kind::kResourceSlice)] &&
+                   !not_served_[static_cast<int>(Kind::kResourceClaim)];
+
+  // Device classes; the class of a driver's devices is the first class (by name) pinning it,
+  // else the class named like the driver.
+  std::map<std::string, std::string> class_of_driver;
+  for (const auto& [name, e] : device_classes_) {
+    if (!e.record) continue;
+    cl.device_classes.push_back(e.record->name);
+    const std::string driver = e.record->driver.empty() ? e.record->name : e.record->driver;
+    class_of_driver.emplace(driver, e.record->name);
+  }
+
+  // Slices on known nodes (or all nodes); GPU slices on a node add to its GPUs.
+  std::map<std::tuple<std::string, std::string, std::string>, DeviceRef> device_index;
+  for (const auto& [name, e] : resource_slices_) {
+    if (!e.record) continue;
+    const ResourceSliceRecord& r = *e.record;
+    ResourceSlice rs;
+    rs.name = r.name;
+    rs.driver = r.driver;
+    auto cls = class_of_driver.find(r.driver);
+    rs.device_class = cls == class_of_driver.end() ? r.driver : cls->second;
+    if (!r.all_nodes) {
+      auto n = cl.node_index.find(r.node_name);
+      if (n == cl.node_index.end()) continue;  // node gone or not listed yet
+      rs.node = n->second;
+    }
+    rs.device_count = static_cast<int32_t>(r.devices.size());
+    rs.pool = r.pool;
+    rs.device_names = r.devices;
+    const int32_t index = static_cast<int32_t>(cl.resource_slices.size());
+    for (int32_t d = 0; d < rs.device_count; ++d) {
+      device_index.emplace(std::make_tuple(r.driver, r.pool, r.devices[d]), DeviceRef{index, d});
+    }
+    if (rs.node != kNone && IsGpuDeviceClass(rs.driver)) {
+      Node& n = cl.nodes[rs.node];
+      n.dra_gpus += rs.device_count;
+      n.allocatable.gpus += rs.device_count;
+    }
+    cl.resource_slices.push_back(std::move(rs));
+  }
+
+  // Nothing more to do without claims (the common case: no per-pod work at all).
+  const bool pods_with_claims = std::any_of(pods_.begin(), pods_.end(), [](const auto& kv) {
+    return kv.second.record && !kv.second.record->claims.empty();
+  });
+  if (resource_claims_.empty() && !pods_with_claims) return;
+
+  // Pods by "namespace/name".
+  std::unordered_map<std::string, PodId> pod_ids;
+  pod_ids.reserve(cl.pods.size());
+  for (size_t p = 0; p < cl.pods.size(); ++p) {
+    pod_ids.emplace(Key(cl.pods[p].namespace_, cl.pods[p].name), static_cast<PodId>(p));
+  }
+
+  // Claims: allocated devices resolved to slices, reservations to pods of the model (others are
+  // outside consumers).
+  std::map<std::string, int32_t> claim_ids;
+  for (const auto& [key, e] : resource_claims_) {
+    if (!e.record) continue;
+    const ResourceClaimRecord& r = *e.record;
+    ResourceClaim rc = r.claim;
+    rc.allocated = r.allocated;
+    for (const DeviceResult& d : r.results) {
+      auto it = device_index.find(std::make_tuple(d.driver, d.pool, d.device));
+      if (it != device_index.end()) rc.allocation.push_back(it->second);
+    }
+    for (const auto& c : r.reserved_for) {
+      auto p = c.resource == "pods" ? pod_ids.find(Key(rc.namespace_, c.name)) : pod_ids.end();
+      if (p != pod_ids.end() && (c.uid.empty() || cl.pods[p->second].uid == c.uid)) {
+        rc.reserved.push_back(p->second);
+      } else {
+        ++rc.other_consumers;
+      }
+    }
+    claim_ids[key] = static_cast<int32_t>(cl.resource_claims.size());
+    cl.resource_claims.push_back(std::move(rc));
+  }
+
+  // Pods' claims. A claim that is missing (not created yet, or not generated from its template
+  // yet) is stood in for by one that cannot be allocated, so the pod waits; the pod is reported.
+  for (auto rec = pods_.begin(); rec != pods_.end(); ++rec) {
+    if (!rec->second.record || rec->second.record->claims.empty()) continue;
+    auto id = pod_ids.find(rec->first);
+    if (id == pod_ids.end()) continue;  // not in the model
+    Pod& pod = cl.pods[id->second];
+    const auto& refs = rec->second.record->claims;
+    for (size_t i = 0; i < refs.size(); ++i) {
+      const PodClaimRef& ref = refs[i];
+      auto c = ref.claim_name.empty() ? claim_ids.end()
+                                      : claim_ids.find(Key(pod.namespace_, ref.claim_name));
+      if (c == claim_ids.end()) {
+        const std::string field = "spec.resourceClaims[" + std::to_string(i) + "]";
+        error(Kind::kPod, rec->second.raw,
+              ref.claim_name.empty()
+                  ? field + ": no resource claim generated from its template yet"
+                  : field + ": resource claim \"" + ref.claim_name + "\" not found");
+        ResourceClaim missing;
+        missing.name = ref.claim_name.empty() ? ref.name : ref.claim_name;
+        missing.namespace_ = pod.namespace_;
+        missing.count = 1;
+        missing.from_template = ref.from_template;
+        c = claim_ids
+                .emplace("\n" + Key(pod.namespace_, missing.name),
+                         static_cast<int32_t>(cl.resource_claims.size()))
+                .first;
+        cl.resource_claims.push_back(std::move(missing));
+      }
+      if (ref.from_template) cl.resource_claims[c->second].from_template = true;
+      pod.claims.push_back(c->second);
+      pod.claim_names.push_back(ref.name);
+      const ResourceClaim& rc = cl.resource_claims[c->second];
+      if (rc.IsGpuClaim()) pod.dra_gpus += rc.count;
+    }
+  }
+
+  // A pod being bound holds the devices its BindRequest names until the binder writes them
+  // into the claims (KAI reads them from the request too), so they are not handed out twice.
+  for (const auto& [key, e] : bind_requests_) {
+    if (!e.record || e.record->claim_allocations.empty()) continue;
+    auto p = pod_ids.find(Key(e.record->namespace_, e.record->pod_name));
+    if (p == pod_ids.end() || cl.pods[p->second].status != PodStatus::kBinding) continue;
+    const PodId pid = p->second;
+    auto rec = pods_.find(Key(e.record->namespace_, e.record->pod_name));
+    if (rec == pods_.end() || !rec->second.record) continue;
+    for (const auto& [claim_ref, devices] : e.record->claim_allocations) {
+      for (const PodClaimRef& ref : rec->second.record->claims) {
+        if (ref.name != claim_ref || ref.claim_name.empty()) continue;
+        auto c = claim_ids.find(Key(e.record->namespace_, ref.claim_name));
+        if (c == claim_ids.end()) continue;
+        ResourceClaim& rc = cl.resource_claims[c->second];
+        if (!rc.allocated) {
+          rc.allocation.clear();
+          for (const DeviceResult& d : devices) {
+            auto it = device_index.find(std::make_tuple(d.driver, d.pool, d.device));
+            if (it != device_index.end()) rc.allocation.push_back(it->second);
+          }
+          rc.allocated = true;
+        }
+        if (std::find(rc.reserved.begin(), rc.reserved.end(), pid) == rc.reserved.end()) {
+          rc.reserved.push_back(pid);
+        }
+      }
+    }
+  }
 }
 
 }  // namespace gantry::cache

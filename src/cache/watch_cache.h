@@ -16,6 +16,11 @@
 //    selected node, so a pod is never placed twice while the binder works or the watch lags (a
 //    request owned by an earlier pod of the same name, per its ownerReferences uid, does not
 //    count). Requests that hold nothing any more are listed in Snapshot::stale_bind_requests.
+//  - DRA (resource.k8s.io/v1): device classes, slices on known nodes (GPU slices add to their
+//    node's GPUs) and claims fill Cluster's DRA fields; a pod's claims are resolved by name (a
+//    claim not there yet stands in as one that cannot be allocated, and the pod is reported); a
+//    pod being bound holds the devices its BindRequest names. Bound pods carry the shared-GPU
+//    groups of their runai-gpu-group labels.
 //  - Objects that cannot be used are left out and reported in Snapshot::errors, each naming the
 //    object and field: a malformed field, a PodGroup naming a missing or non-leaf queue, a queue
 //    whose parent is missing or that sits on a cycle, a pod naming an unknown sub-group. Everything
@@ -49,8 +54,12 @@ enum class Kind : int {
   kBindRequest,
   kPriorityClass,
   kTopology,
+  // DRA (resource.k8s.io/v1).
+  kDeviceClass,
+  kResourceSlice,
+  kResourceClaim,
 };
-inline constexpr int kNumKinds = 7;
+inline constexpr int kNumKinds = 10;
 
 // The API resource of a kind.
 const kube::ResourceType& ResourceOf(Kind kind);
@@ -99,7 +108,9 @@ class WatchCache {
 
   // Called (from the watchers' threads) with every list or watch failure, for logging. A cluster
   // that does not serve Topology objects (no such CRD: 404) counts as having none, so scheduling
-  // does not wait for it; the watcher keeps retrying and picks them up once served.
+  // does not wait for it; the watcher keeps retrying and picks them up once served. The same
+  // holds for the DRA kinds (resource.k8s.io/v1 not served); while one of them is not served,
+  // DRA counts as off (Cluster::dra_enabled), so pods with resource claims are not placed.
   void SetErrorHandler(std::function<void(Kind, const kube::ApiError&)> on_error);
 
   // Replace every object of `kind` (a relist). Marks the kind synced.
@@ -151,6 +162,10 @@ class WatchCache {
   void ClearKind(Kind kind);
   std::shared_ptr<Cluster> Assemble(std::vector<ObjectError>& errors,
                                     std::vector<ObjectRef>& stale) const;  // mu_ held
+  // Fills the cluster's DRA fields (device classes, slices and the GPUs they add to nodes,
+  // claims with their allocations and reservations) and the pods' claims; called by Assemble
+  // once nodes and pods are in (mu_ held).
+  void AssembleDra(Cluster& cl, std::vector<ObjectError>& errors) const;
 
   const std::string scheduler_name_;
   std::vector<std::unique_ptr<KindHandler>> handlers_;
@@ -165,6 +180,11 @@ class WatchCache {
   Store<BindRequestRecord> bind_requests_;
   Store<PriorityClassRecord> priority_classes_;
   Store<Topology> topologies_;
+  // DRA.
+  Store<DeviceClassRecord> device_classes_;
+  Store<ResourceSliceRecord> resource_slices_;
+  Store<ResourceClaimRecord> resource_claims_;
+  bool not_served_[kNumKinds] = {};  // the kind's list answered 404 (API not served)
   bool dirty_ = true;
   Snapshot last_;
   CacheStats stats_;

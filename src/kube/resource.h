@@ -40,6 +40,13 @@ inline const ResourceType kPriorityClasses{"scheduling.k8s.io", "v1", "priorityc
                                            "PriorityClass", false};
 inline const ResourceType kCustomResourceDefinitions{
     "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", false};
+// DRA (dynamic resource allocation), GA as resource.k8s.io/v1 in Kubernetes 1.34.
+inline const ResourceType kResourceClaims{"resource.k8s.io", "v1", "resourceclaims",
+                                          "ResourceClaim", true};
+inline const ResourceType kResourceSlices{"resource.k8s.io", "v1", "resourceslices",
+                                          "ResourceSlice", false};
+inline const ResourceType kDeviceClasses{"resource.k8s.io", "v1", "deviceclasses", "DeviceClass",
+                                         false};
 // KAI Scheduler's custom resources.
 inline const ResourceType kQueues{"scheduling.run.ai", "v2", "queues", "Queue", false};
 inline const ResourceType kPodGroups{"scheduling.run.ai", "v2alpha2", "podgroups", "PodGroup",

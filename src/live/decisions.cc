@@ -38,6 +38,48 @@ std::string ReceivedResourceType(const Pod& pod) {
   }
 }
 
+namespace {
+
+// The devices each of the pod's claims holds in the session (DRA), as resource.k8s.io/v1
+// AllocationResults keyed by the pod's name for the claim; devices on one node come with a node
+// selector for it, as Kubernetes' allocator writes them.
+Object ClaimAllocations(const Session& ssn, const Pod& pod) {
+  const Cluster& cl = ssn.cluster();
+  Object out = Object::array();
+  for (size_t i = 0; i < pod.claims.size() && i < pod.claim_names.size(); ++i) {
+    const ResourceClaim& rc = ssn.dra().claim(pod.claims[i]);
+    if (!rc.allocated) continue;
+    Object results = Object::array();
+    std::string node;
+    for (size_t k = 0; k < rc.allocation.size(); ++k) {
+      const DeviceRef& d = rc.allocation[k];
+      const ResourceSlice& s = cl.resource_slices[d.slice];
+      const std::string pool = !s.pool.empty()   ? s.pool
+                               : s.node != kNone ? cl.nodes[s.node].name
+                                                 : s.name;
+      const std::string device = d.device < static_cast<int32_t>(s.device_names.size())
+                                     ? s.device_names[d.device]
+                                     : std::to_string(d.device);
+      const std::string request = k < rc.device_requests.size() ? rc.device_requests[k] : "";
+      results.push_back(
+          {{"request", request}, {"driver", s.driver}, {"pool", pool}, {"device", device}});
+      if (s.node != kNone) node = cl.nodes[s.node].name;
+    }
+    Object allocation{{"devices", {{"results", results}}}};
+    if (!node.empty()) {
+      allocation["nodeSelector"] = {
+          {"nodeSelectorTerms",
+           Object::array({{{"matchFields", Object::array({{{"key", "metadata.name"},
+                                                           {"operator", "In"},
+                                                           {"values", {node}}}})}}})}};
+    }
+    out.push_back({{"name", pod.claim_names[i]}, {"allocation", allocation}});
+  }
+  return out;
+}
+
+}  // namespace
+
 Object MakeBindRequest(const Session& ssn, const BindDecision& bind, int32_t backoff_limit) {
   const Cluster& cl = ssn.cluster();
   const Pod& pod = cl.pods[bind.pod];
@@ -66,6 +108,7 @@ Object MakeBindRequest(const Session& ssn, const BindDecision& bind, int32_t bac
               {"receivedGPU", {{"count", count}, {"portion", TwoDecimals(portion)}}},
               {"backoffLimit", backoff_limit}};
   if (!bind.gpu_groups.empty()) spec["selectedGPUGroups"] = bind.gpu_groups;
+  if (!pod.claim_names.empty()) spec["resourceClaimAllocations"] = ClaimAllocations(ssn, pod);
   return Object{
       {"apiVersion", "scheduling.run.ai/v1alpha2"},
       {"kind", "BindRequest"},

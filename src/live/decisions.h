@@ -30,7 +30,9 @@ inline constexpr const char* kDefaultNodePool = "default";
 // "Regular" (whole GPUs, or none), "Fraction" (a share or GPU memory) or "MigInstance".
 std::string ReceivedResourceType(const Pod& pod);
 
-// The BindRequest for a committed placement in `ssn` (before the session is closed).
+// The BindRequest for a committed placement in `ssn` (before the session is closed). A pod with
+// DRA claims gets spec.resourceClaimAllocations: per claim (by the pod's name for it) the devices
+// it holds in the session, for the binder to write into the claim.
 Object MakeBindRequest(const Session& ssn, const BindDecision& bind, int32_t backoff_limit);
 
 // The status patch (a merge patch for the pods/status subresource) marking an evicted pod.

@@ -105,6 +105,11 @@ struct ResourceSlice {
   std::string device_class;
   NodeId node = -1;  // kNone: available on all nodes
   int32_t device_count = 0;
+  // As the API names them (live mode): the slice's pool and its devices' names, one per device.
+  // Empty in scenarios, where the pool is the node's name (or the slice's, for all nodes) and
+  // device i is named "i".
+  std::string pool;
+  std::vector<std::string> device_names;
 };
 
 // A device of a slice: (slice index, device index).
@@ -128,7 +133,10 @@ struct ResourceClaim {
   bool allocated = false;
   int32_t other_consumers = 0;    // reservations by pods outside the cluster model
   std::vector<int32_t> reserved;  // pods (PodId) holding a reservation
-  bool IsGpuClaim() const;        // KAI: the device class name contains "gpu"
+  // Live mode: the name of the claim's device request each of its `count` devices is for (the
+  // requests in order, each repeated by its count); empty in scenarios.
+  std::vector<std::string> device_requests;
+  bool IsGpuClaim() const;  // KAI: the device class name contains "gpu"
 };
 
 struct Node {
@@ -165,6 +173,9 @@ struct Pod {
   bool legacy_mig = false;
   // DRA: the claims the pod references, and the GPUs they ask for (devices of GPU classes).
   std::vector<int32_t> claims;
+  // Live mode: the pod's name for each of `claims` (spec.resourceClaims[].name), as BindRequests
+  // name them; empty in scenarios.
+  std::vector<std::string> claim_names;
   int32_t dra_gpus = 0;
 
   Labels labels;

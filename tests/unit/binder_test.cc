@@ -20,6 +20,7 @@
 #include "binder/cache.h"
 #include "binder/controller.h"
 #include "binder/event_sender.h"
+#include "binder/gpu_sharing_step.h"
 #include "binder/node_fit.h"
 #include "binder/reconciler.h"
 #include "binder/steps.h"
@@ -507,13 +508,7 @@ TEST_F(BinderTest, ReplacedPodAndInvalidRequestsFailAtOnce) {
   EXPECT_EQ(cluster_.BindRequestStatus("ns/invalid")["reason"],
             "BindRequest ns/invalid: spec.selectedNode is missing");
   EXPECT_EQ(cluster_.bind_calls, 0);
-
-  // A valid fractional request passes the GPU-sharing validation and binds.
-  json& ok = cluster_.AddBindRequest("ns", "ok", "p", "n1", 2);
-  ok["spec"]["receivedResourceType"] = "Fraction";
-  ok["spec"]["receivedGPU"] = {{"count", 1}, {"portion", "0.50"}};
-  ok["spec"]["selectedGPUGroups"] = {"group-a"};
-  EXPECT_EQ(Run(r, "ok").metric_result, "success");
+  // Valid fractional requests (reservation pods) are in binder_steps_test.cc.
 }
 
 // A step that records its calls in a shared log and can be told to fail.
@@ -586,7 +581,6 @@ TEST_F(BinderTest, StepsRunInOrderAndRollBackCompletedOnesInReverse) {
 }
 
 TEST(GpuSharingStep, ValidatesFractionalAllocations) {
-  json pod = json::object(), node = json::object();
   auto check = [&](const std::string& type, int count, const std::string& portion,
                    std::vector<std::string> groups) {
     BindRequest br;
@@ -594,8 +588,8 @@ TEST(GpuSharingStep, ValidatesFractionalAllocations) {
     br.received_gpu_count = count;
     br.received_gpu_portion = portion;
     br.selected_gpu_groups = std::move(groups);
-    BindAttempt attempt{br, pod, node};
-    auto err = GpuSharingStep().PreBind(attempt);
+    std::optional<StepError> err;
+    if (type == kReceivedTypeFraction) err = GpuSharingStep::Validate(br);
     if (err) {
       EXPECT_FALSE(err->retryable) << err->message;  // retrying cannot fix a request
     }

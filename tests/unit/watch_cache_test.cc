@@ -321,8 +321,9 @@ TEST(WatchCacheSyncTest, AClusterWithoutTopologiesDoesNotHoldSchedulingBack) {
   cache.SetErrorHandler([&](Kind kind, const kube::ApiError& e) {
     seen.push_back(ResourceOf(kind).resource + " " + std::to_string(e.http_status));
   });
-  for (Kind k : {Kind::kNode, Kind::kPod, Kind::kQueue, Kind::kPodGroup, Kind::kBindRequest,
-                 Kind::kPriorityClass}) {
+  for (Kind k :
+       {Kind::kNode, Kind::kPod, Kind::kQueue, Kind::kPodGroup, Kind::kBindRequest,
+        Kind::kPriorityClass, Kind::kDeviceClass, Kind::kResourceSlice, Kind::kResourceClaim}) {
     cache.Replace(k, {});
   }
   EXPECT_FALSE(cache.synced());

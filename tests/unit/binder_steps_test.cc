@@ -1,0 +1,541 @@
+// The binder's GPU-sharing and DRA steps against an in-memory API server (kube::FakeTransport
+// with a handler keeping pods, configmaps and resource claims): reservation pods and GPU
+// indexes, pod labels and configmaps, resource-claim allocation and reservation, conflicts,
+// failures and rollback.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <mutex>
+
+#include "binder/dra_step.h"
+#include "binder/gpu_sharing_step.h"
+#include "binder/steps.h"
+#include "kube/fake_transport.h"
+
+namespace gantry::binder {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+
+json Status(int code, const std::string& reason) {
+  return {{"kind", "Status"}, {"code", code}, {"reason", reason}, {"message", reason}};
+}
+
+std::string Decode(std::string s) {
+  for (auto [from, to] : {std::pair{"%3D", "="}, std::pair{"%2F", "/"}, std::pair{"%2C", ","}}) {
+    for (size_t at; (at = s.find(from)) != std::string::npos;) s.replace(at, 3, to);
+  }
+  return s;
+}
+
+// Whether `labels` satisfy a selector of "k=v" and "k" (exists) terms.
+bool Matches(const json& labels, const std::string& selector) {
+  size_t start = 0;
+  while (start < selector.size()) {
+    size_t end = selector.find(',', start);
+    if (end == std::string::npos) end = selector.size();
+    std::string term = selector.substr(start, end - start);
+    start = end + 1;
+    size_t eq = term.find('=');
+    std::string key = term.substr(0, eq);
+    if (!labels.is_object() || !labels.contains(key)) return false;
+    if (eq != std::string::npos && labels[key] != term.substr(eq + 1)) return false;
+  }
+  return true;
+}
+
+// Pods (all namespaces; list with label selectors, create, merge patch, delete), configmaps,
+// and resource claims (status subresource with resourceVersion checks).
+class FakeApi {
+ public:
+  kube::HttpResponse Handle(const kube::HttpRequest& r) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto reply = [](int code, const json& body) { return kube::HttpResponse{code, body.dump()}; };
+    const std::string path = r.path.substr(0, r.path.find('?'));
+    const std::string query =
+        r.path.find('?') == std::string::npos ? "" : Decode(r.path.substr(r.path.find('?') + 1));
+    std::string selector;
+    if (size_t at = query.find("labelSelector="); at != std::string::npos) {
+      selector = query.substr(at + 14);
+      selector = selector.substr(0, selector.find('&'));
+    }
+    calls.push_back(r.method + " " + path + (selector.empty() ? "" : "?" + selector));
+
+    // Lists of pods: /api/v1/pods or /api/v1/namespaces/{ns}/pods.
+    std::string list_ns;
+    bool pod_list = path == "/api/v1/pods";
+    if (path.starts_with("/api/v1/namespaces/") && path.ends_with("/pods")) {
+      list_ns = path.substr(19, path.size() - 19 - 5);
+      pod_list = list_ns.find('/') == std::string::npos;
+    }
+    if (pod_list && r.method == "GET") {
+      json items = json::array();
+      for (auto& [key, pod] : pods) {
+        if (!list_ns.empty() && pod["metadata"]["namespace"] != list_ns) continue;
+        if (Matches(pod["metadata"].value("labels", json::object()), selector)) {
+          items.push_back(pod);
+        }
+      }
+      return reply(200, {{"items", items}, {"metadata", {{"resourceVersion", "1"}}}});
+    }
+    if (pod_list && r.method == "POST") {
+      json pod = json::parse(r.body);
+      const std::string key = list_ns + "/" + pod["metadata"]["name"].get<std::string>();
+      if (pods.count(key)) return reply(409, Status(409, "AlreadyExists"));
+      pod["metadata"]["uid"] = "uid-" + pod["metadata"]["name"].get<std::string>();
+      pod["status"] = {{"phase", "Pending"}};
+      if (list_ns == kReservationNamespace) {
+        created_reservations.push_back(pod);
+        if (!device_plugin_index.empty()) {
+          pod["metadata"]["annotations"][kGpuIndexAnnotation] = device_plugin_index;
+        }
+      }
+      pods[key] = pod;
+      return reply(201, pod);
+    }
+    // One object: /api/v1/namespaces/{ns}/{pods|configmaps}/{name}.
+    if (path.starts_with("/api/v1/namespaces/")) {
+      std::string rest = path.substr(19);
+      std::string ns = rest.substr(0, rest.find('/'));
+      rest = rest.substr(ns.size() + 1);
+      std::string kind = rest.substr(0, rest.find('/'));
+      std::map<std::string, json>& store = kind == "pods" ? pods : configmaps;
+      if (rest == kind && r.method == "POST") {  // create a configmap
+        json cm = json::parse(r.body);
+        store[ns + "/" + cm["metadata"]["name"].get<std::string>()] = cm;
+        return reply(201, cm);
+      }
+      std::string key = ns + "/" + rest.substr(kind.size() + 1);
+      if (!store.count(key)) return reply(404, Status(404, "NotFound"));
+      if (r.method == "GET") return reply(200, store[key]);
+      if (r.method == "PATCH") {
+        if (fail_pod_patches > 0 && kind == "pods") {
+          --fail_pod_patches;
+          return reply(500, Status(500, "InternalError"));
+        }
+        store[key].merge_patch(json::parse(r.body));
+        return reply(200, store[key]);
+      }
+      if (r.method == "DELETE") {
+        store.erase(key);
+        deleted.push_back(key);
+        return reply(200, Status(200, "Success"));
+      }
+    }
+    // Resource claims.
+    const std::string claims_prefix = "/apis/resource.k8s.io/v1/namespaces/";
+    if (path.starts_with(claims_prefix)) {
+      std::string rest = path.substr(claims_prefix.size());
+      std::string ns = rest.substr(0, rest.find('/'));
+      std::string name = rest.substr(ns.size() + 16);  // "/resourceclaims/"
+      bool status = name.ends_with("/status");
+      if (status) name = name.substr(0, name.size() - 7);
+      std::string key = ns + "/" + name;
+      if (!claims.count(key)) return reply(404, Status(404, "NotFound"));
+      json& claim = claims[key];
+      if (r.method == "GET") return reply(200, claim);
+      if (r.method == "PUT" && status) {
+        json next = json::parse(r.body);
+        if (conflicts > 0 ||
+            next["metadata"].value("resourceVersion", "") != claim["metadata"]["resourceVersion"]) {
+          if (conflicts > 0) {
+            --conflicts;
+            claim["metadata"]["resourceVersion"] = std::to_string(++rv);  // someone else wrote
+          }
+          return reply(409, Status(409, "Conflict"));
+        }
+        claim["status"] = next.value("status", json::object());
+        claim["metadata"]["resourceVersion"] = std::to_string(++rv);
+        ++status_writes;
+        return reply(200, claim);
+      }
+    }
+    return reply(400, Status(400, "BadRequest: " + r.method + " " + r.path));
+  }
+
+  json& AddPod(const std::string& ns, const std::string& name, json annotations = json::object()) {
+    json pod = {{"metadata",
+                 {{"name", name},
+                  {"namespace", ns},
+                  {"uid", "uid-" + name},
+                  {"annotations", std::move(annotations)}}},
+                {"spec", {{"containers", json::array({{{"name", "main"}}})}}},
+                {"status", {{"phase", "Pending"}}}};
+    return pods[ns + "/" + name] = pod;
+  }
+  json& AddClaim(const std::string& ns, const std::string& name) {
+    json claim = {{"metadata", {{"name", name}, {"namespace", ns}, {"resourceVersion", "1"}}},
+                  {"spec",
+                   {{"devices",
+                     {{"requests",
+                       json::array({{{"name", "gpus"},
+                                     {"exactly", {{"deviceClassName", "gpu.example.com"}}}}})}}}}}};
+    return claims[ns + "/" + name] = claim;
+  }
+
+  std::mutex mu;
+  std::map<std::string, json> pods, configmaps, claims;
+  std::vector<std::string> calls, deleted;
+  std::vector<json> created_reservations;
+  std::string device_plugin_index;  // set on reservation pods as they are created; "" never
+  int fail_pod_patches = 0;
+  int conflicts = 0;
+  int status_writes = 0;
+  int rv = 10;
+};
+
+class StepsTest : public ::testing::Test {
+ protected:
+  StepsTest() {
+    transport_->SetHandler([this](const kube::HttpRequest& r) { return api_.Handle(r); });
+    client_ =
+        std::make_shared<kube::Client>(transport_, kube::ClientOptions{.qps = 0, .clock = clock_});
+  }
+  BindRequest FractionRequest(const std::string& pod, std::vector<std::string> groups,
+                              const std::string& portion = "0.50") {
+    BindRequest br;
+    br.ns = "ns";
+    br.name = pod;
+    br.pod_name = pod;
+    br.selected_node = "n1";
+    br.received_resource_type = kReceivedTypeFraction;
+    br.received_gpu_count = static_cast<int>(groups.size());
+    br.received_gpu_portion = portion;
+    br.selected_gpu_groups = std::move(groups);
+    return br;
+  }
+  GpuSharingStep MakeGpuStep() {
+    GpuSharingOptions options;
+    options.allocation_timeout = milliseconds(1000);
+    options.poll_interval = milliseconds(100);
+    return GpuSharingStep(client_, options);
+  }
+  json Pod(const std::string& key) {
+    std::lock_guard<std::mutex> lock(api_.mu);
+    return api_.pods.count(key) ? api_.pods[key] : json();
+  }
+  std::vector<json> ReservationPods() {
+    std::lock_guard<std::mutex> lock(api_.mu);
+    std::vector<json> out;
+    for (auto& [key, pod] : api_.pods) {
+      if (pod["metadata"]["namespace"] == kReservationNamespace) out.push_back(pod);
+    }
+    return out;
+  }
+
+  FakeApi api_;
+  std::shared_ptr<kube::FakeClock> clock_ = std::make_shared<kube::FakeClock>();
+  std::shared_ptr<kube::FakeTransport> transport_ = std::make_shared<kube::FakeTransport>();
+  std::shared_ptr<kube::Client> client_;
+};
+
+TEST_F(StepsTest, FractionCreatesAReservationPodAndLabelsThePodWithItsGroup) {
+  api_.device_plugin_index = "3";
+  json pod = api_.AddPod("ns", "p");
+  json node = json::object();
+  BindRequest br = FractionRequest("p", {"group-a"});
+  GpuSharingStep step = MakeGpuStep();
+  BindAttempt attempt{br, pod, node};
+  auto err = step.PreBind(attempt);
+  ASSERT_FALSE(err) << err->message;
+
+  std::vector<json> reservations = ReservationPods();
+  ASSERT_EQ(reservations.size(), 1u);
+  const json& r = reservations[0];
+  EXPECT_TRUE(r["metadata"]["name"].get<std::string>().starts_with("gpu-reservation-n1-"));
+  EXPECT_EQ(r["metadata"]["name"].get<std::string>().size(),
+            std::string("gpu-reservation-n1-").size() + 5);
+  EXPECT_EQ(r["metadata"]["labels"],
+            (json{{"app", "kai-resource-reservation"}, {"runai-gpu-group", "group-a"}}));
+  EXPECT_EQ(r["metadata"]["annotations"]["karpenter.sh/do-not-disrupt"], "true");
+  EXPECT_EQ(r["spec"]["nodeName"], "n1");
+  EXPECT_EQ(r["spec"]["serviceAccountName"], "kai-resource-reservation");
+  EXPECT_EQ(r["spec"]["containers"][0]["name"], "resource-reservation");
+  EXPECT_EQ(r["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"], "1");
+
+  json p = Pod("ns/p");
+  EXPECT_EQ(p["metadata"]["labels"]["runai-gpu-group"], "group-a");
+  EXPECT_EQ(p["metadata"]["annotations"]["received-resource-type"], "Fraction");
+  EXPECT_TRUE(api_.configmaps.empty());  // no KAI webhook annotation: no configmaps
+
+  // A second pod of the group reuses the reservation pod.
+  json pod2 = api_.AddPod("ns", "q");
+  BindRequest br2 = FractionRequest("q", {"group-a"});
+  BindAttempt attempt2{br2, pod2, node};
+  ASSERT_FALSE(step.PreBind(attempt2));
+  EXPECT_EQ(ReservationPods().size(), 1u);
+  EXPECT_EQ(api_.created_reservations.size(), 1u);
+  EXPECT_EQ(Pod("ns/q")["metadata"]["labels"]["runai-gpu-group"], "group-a");
+
+  // Rolling the second back keeps the reservation pod: the first pod is in the group.
+  EXPECT_FALSE(step.Rollback(attempt2));
+  EXPECT_EQ(ReservationPods().size(), 1u);
+  EXPECT_FALSE(Pod("ns/q")["metadata"]["labels"].contains("runai-gpu-group"));
+}
+
+TEST_F(StepsTest, ReservationPodWithoutAnIndexIsWaitedForThenDeleted) {
+  json pod = api_.AddPod("ns", "p");
+  json node = json::object();
+  BindRequest br = FractionRequest("p", {"group-a"});
+  GpuSharingStep step = MakeGpuStep();
+  BindAttempt attempt{br, pod, node};
+  const auto before = clock_->Now();
+  auto err = step.PreBind(attempt);
+  ASSERT_TRUE(err);
+  EXPECT_TRUE(err->retryable);
+  EXPECT_NE(err->message.find("failed waiting for GPU reservation pod to allocate: "
+                              "kai-resource-reservation/gpu-reservation-n1-"),
+            std::string::npos)
+      << err->message;
+  EXPECT_GE(clock_->Now() - before, milliseconds(1000));  // simulated time: polled to the end
+  EXPECT_EQ(api_.created_reservations.size(), 1u);
+  EXPECT_TRUE(ReservationPods().empty());  // the pod it made is gone
+  EXPECT_FALSE(Pod("ns/p")["metadata"].contains("labels"));
+}
+
+TEST_F(StepsTest, IndexWrittenLaterByTheReservationPodIsPickedUp) {
+  json pod = api_.AddPod("ns", "p");
+  json node = json::object();
+  // The reservation pod's container writes its index after a few polls.
+  int polls = 0;
+  transport_->SetHandler([&](const kube::HttpRequest& r) {
+    if (r.method == "GET" &&
+        r.path.find("/namespaces/kai-resource-reservation/pods/") != std::string::npos &&
+        ++polls == 3) {
+      std::lock_guard<std::mutex> lock(api_.mu);
+      for (auto& [key, p] : api_.pods) {
+        if (p["metadata"]["namespace"] == kReservationNamespace) {
+          p["metadata"]["annotations"][kGpuIndexAnnotation] = "1";
+        }
+      }
+    }
+    return api_.Handle(r);
+  });
+  pod["metadata"]["annotations"] = {{kSharedGpuConfigMapAnnotation, "p-abc-shared-gpu"}};
+  pod["spec"]["containers"][0]["env"] =
+      json::array({{{"name", "NVIDIA_VISIBLE_DEVICES"},
+                    {"valueFrom",
+                     {{"configMapKeyRef",
+                       {{"name", "p-abc-shared-gpu-0"}, {"key", "NVIDIA_VISIBLE_DEVICES"}}}}}}});
+  BindRequest br = FractionRequest("p", {"group-a"}, "0.25");
+  GpuSharingStep step = MakeGpuStep();
+  BindAttempt attempt{br, pod, node};
+  ASSERT_FALSE(step.PreBind(attempt));
+  EXPECT_EQ(polls, 3);
+  ASSERT_TRUE(api_.configmaps.count("ns/p-abc-shared-gpu-0"));
+  const json& cap = api_.configmaps["ns/p-abc-shared-gpu-0"];
+  EXPECT_EQ(cap["data"], (json{{"NVIDIA_VISIBLE_DEVICES", "1"},
+                               {"GPU_PORTION", "0.25"},
+                               {"RUNAI_NUM_OF_GPUS", "0.25"}}));
+  EXPECT_EQ(cap["metadata"]["ownerReferences"][0]["uid"], "uid-p");
+  ASSERT_TRUE(api_.configmaps.count("ns/p-abc-shared-gpu-0-evar"));
+
+  // The bind fails afterwards: everything this attempt made goes.
+  EXPECT_FALSE(step.Rollback(attempt));
+  EXPECT_TRUE(api_.configmaps.empty());
+  EXPECT_TRUE(ReservationPods().empty());
+  EXPECT_FALSE(Pod("ns/p")["metadata"]["labels"].contains("runai-gpu-group"));
+}
+
+TEST_F(StepsTest, MultiDevicePodsGetOneLabelPerGroupAndAFailedPatchCleansUp) {
+  api_.device_plugin_index = "0";
+  json pod = api_.AddPod("ns", "p", {{"gpu-fraction-num-devices", "2"}});
+  json node = json::object();
+  BindRequest br = FractionRequest("p", {"g1", "g2"});
+  GpuSharingStep step = MakeGpuStep();
+  BindAttempt attempt{br, pod, node};
+  ASSERT_FALSE(step.PreBind(attempt));
+  EXPECT_EQ(ReservationPods().size(), 2u);
+  json labels = Pod("ns/p")["metadata"]["labels"];
+  EXPECT_EQ(labels, (json{{"runai-gpu-group/g1", "g1"}, {"runai-gpu-group/g2", "g2"}}));
+  EXPECT_FALSE(step.Rollback(attempt));
+  EXPECT_TRUE(ReservationPods().empty());
+
+  // The label patch fails: the reservation pods made for it are removed again.
+  api_.fail_pod_patches = 1;
+  json pod2 = api_.AddPod("ns", "q");
+  BindRequest br2 = FractionRequest("q", {"g3"});
+  BindAttempt attempt2{br2, pod2, node};
+  auto err = step.PreBind(attempt2);
+  ASSERT_TRUE(err);
+  EXPECT_NE(err->message.find("labelling pod ns/q with its GPU groups"), std::string::npos)
+      << err->message;
+  EXPECT_TRUE(ReservationPods().empty());
+}
+
+TEST_F(StepsTest, ReservationPodOnAnotherNodeIsRefused) {
+  json pod = api_.AddPod("ns", "p");
+  json& r = api_.AddPod(kReservationNamespace, "gpu-reservation-n2-abcde");
+  r["metadata"]["labels"] = {{"runai-gpu-group", "group-a"}};
+  r["spec"]["nodeName"] = "n2";
+  json node = json::object();
+  BindRequest br = FractionRequest("p", {"group-a"});
+  GpuSharingStep step = MakeGpuStep();
+  BindAttempt attempt{br, pod, node};
+  auto err = step.PreBind(attempt);
+  ASSERT_TRUE(err);
+  EXPECT_NE(err->message.find("is on node n2, not n1"), std::string::npos) << err->message;
+  EXPECT_EQ(ReservationPods().size(), 1u);  // not ours: untouched
+}
+
+TEST_F(StepsTest, RegularRequestsAreNotTouchedByEitherStep) {
+  json pod = api_.AddPod("ns", "p");
+  json node = json::object();
+  BindRequest br;
+  br.ns = "ns";
+  br.pod_name = "p";
+  br.selected_node = "n1";
+  br.received_resource_type = "Regular";
+  BindAttempt attempt{br, pod, node};
+  GpuSharingStep gpu = MakeGpuStep();
+  DynamicResourcesStep dra(client_);
+  EXPECT_FALSE(gpu.PreBind(attempt));
+  EXPECT_FALSE(dra.PreBind(attempt));
+  EXPECT_TRUE(api_.calls.empty());
+}
+
+json Allocation(const std::string& device) {
+  return {{"devices",
+           {{"results", json::array({{{"request", "gpus"},
+                                      {"driver", "gpu.example.com"},
+                                      {"pool", "n1"},
+                                      {"device", device}}})}}}};
+}
+
+BindRequest ClaimRequest(json allocations) {
+  BindRequest br;
+  br.ns = "ns";
+  br.name = "p";
+  br.pod_name = "p";
+  br.selected_node = "n1";
+  br.resource_claim_allocations = static_cast<int>(allocations.size());
+  br.claim_allocations = std::move(allocations);
+  return br;
+}
+
+TEST_F(StepsTest, ClaimGetsItsAllocationAndThePodReservedThenRollsBack) {
+  api_.AddClaim("ns", "c1");
+  json pod = api_.AddPod("ns", "p");
+  pod["spec"]["resourceClaims"] = json::array({{{"name", "gpu"}, {"resourceClaimName", "c1"}}});
+  json node = json::object();
+  BindRequest br =
+      ClaimRequest(json::array({{{"name", "gpu"}, {"allocation", Allocation("gpu-0")}}}));
+  DynamicResourcesStep step(client_);
+  BindAttempt attempt{br, pod, node};
+  api_.conflicts = 1;  // someone else writes the claim between our read and write
+  auto err = step.PreBind(attempt);
+  ASSERT_FALSE(err) << err->message;
+  json claim = api_.claims["ns/c1"];
+  EXPECT_EQ(claim["status"]["allocation"], Allocation("gpu-0"));
+  EXPECT_EQ(claim["status"]["reservedFor"],
+            json::array({{{"resource", "pods"}, {"name", "p"}, {"uid", "uid-p"}}}));
+  EXPECT_EQ(api_.status_writes, 1);
+
+  // Repeated: nothing to write.
+  BindAttempt again{br, pod, node};
+  ASSERT_FALSE(step.PreBind(again));
+  EXPECT_EQ(api_.status_writes, 1);
+
+  // The bind failed: the first attempt's changes are undone.
+  EXPECT_FALSE(step.Rollback(attempt));
+  claim = api_.claims["ns/c1"];
+  EXPECT_FALSE(claim["status"].contains("allocation"));
+  EXPECT_FALSE(claim["status"].contains("reservedFor"));
+}
+
+TEST_F(StepsTest, SharedClaimKeepsItsAllocationAndOtherConsumers) {
+  json& c = api_.AddClaim("ns", "shared");
+  c["status"] = {
+      {"allocation", Allocation("gpu-1")},
+      {"reservedFor", json::array({{{"resource", "pods"}, {"name", "other"}, {"uid", "u"}}})}};
+  json pod = api_.AddPod("ns", "p");
+  pod["spec"]["resourceClaims"] = json::array({{{"name", "gpu"}, {"resourceClaimName", "shared"}}});
+  json node = json::object();
+  BindRequest br =
+      ClaimRequest(json::array({{{"name", "gpu"}, {"allocation", Allocation("gpu-7")}}}));
+  DynamicResourcesStep step(client_);
+  BindAttempt attempt{br, pod, node};
+  ASSERT_FALSE(step.PreBind(attempt));
+  json claim = api_.claims["ns/shared"];
+  EXPECT_EQ(claim["status"]["allocation"], Allocation("gpu-1"));  // not replaced
+  EXPECT_EQ(claim["status"]["reservedFor"].size(), 2u);
+  EXPECT_FALSE(step.Rollback(attempt));
+  claim = api_.claims["ns/shared"];
+  EXPECT_EQ(claim["status"]["allocation"], Allocation("gpu-1"));
+  EXPECT_EQ(claim["status"]["reservedFor"],
+            json::array({{{"resource", "pods"}, {"name", "other"}, {"uid", "u"}}}));
+}
+
+TEST_F(StepsTest, ClaimFailuresNameTheClaimAndUndoEarlierClaims) {
+  api_.AddClaim("ns", "c1");
+  json pod = api_.AddPod("ns", "p");
+  pod["spec"]["resourceClaims"] =
+      json::array({{{"name", "a"}, {"resourceClaimName", "c1"}},
+                   {{"name", "t"}, {"resourceClaimTemplateName", "tmpl"}},
+                   {{"name", "gone"}, {"resourceClaimName", "missing"}}});
+  json node = json::object();
+  DynamicResourcesStep step(client_);
+  auto run = [&](json allocations) {
+    BindRequest br = ClaimRequest(std::move(allocations));
+    BindAttempt attempt{br, pod, node};
+    return step.PreBind(attempt);
+  };
+  auto err = run(json::array({{{"name", "a"}}}));
+  ASSERT_TRUE(err);
+  EXPECT_FALSE(err->retryable);
+  EXPECT_EQ(err->message, "empty status for claim a in bind request for pod ns/p");
+
+  err = run(json::array({{{"name", "nope"}, {"allocation", Allocation("gpu-0")}}}));
+  ASSERT_TRUE(err);
+  EXPECT_FALSE(err->retryable);
+  EXPECT_EQ(err->message, "claim nope from bind request not found in the pod ns/p");
+
+  // The first claim is written, the second (from a template, not generated yet) fails: the
+  // first is rolled back.
+  err = run(json::array({{{"name", "a"}, {"allocation", Allocation("gpu-0")}},
+                         {{"name", "t"}, {"allocation", Allocation("gpu-1")}}}));
+  ASSERT_TRUE(err);
+  EXPECT_TRUE(err->retryable);
+  EXPECT_NE(err->message.find("no resource claim generated yet for claim t"), std::string::npos);
+  EXPECT_FALSE(api_.claims["ns/c1"]["status"].contains("allocation"));
+  EXPECT_FALSE(api_.claims["ns/c1"]["status"].contains("reservedFor"));
+
+  err = run(json::array({{{"name", "gone"}, {"allocation", Allocation("gpu-0")}}}));
+  ASSERT_TRUE(err);
+  EXPECT_TRUE(err->retryable);
+  EXPECT_NE(err->message.find("reading resource claim ns/missing"), std::string::npos);
+
+  // Generated now: found through the pod's status.
+  api_.AddClaim("ns", "p-t-x1");
+  pod["status"]["resourceClaimStatuses"] =
+      json::array({{{"name", "t"}, {"resourceClaimName", "p-t-x1"}}});
+  EXPECT_FALSE(run(json::array({{{"name", "t"}, {"allocation", Allocation("gpu-1")}}})));
+  EXPECT_EQ(api_.claims["ns/p-t-x1"]["status"]["allocation"], Allocation("gpu-1"));
+}
+
+TEST_F(StepsTest, DefaultStepsRollBackTheGpuReservationWhenALaterStepFails) {
+  api_.device_plugin_index = "2";
+  json pod = api_.AddPod("ns", "p");
+  pod["spec"]["resourceClaims"] = json::array({{{"name", "gpu"}, {"resourceClaimName", "gone"}}});
+  json node = json::object();
+  BindRequest br = FractionRequest("p", {"group-a"});
+  br.claim_allocations = json::array({{{"name", "gpu"}, {"allocation", Allocation("gpu-0")}}});
+  BindSteps steps;
+  steps.Add(std::make_shared<GpuSharingStep>(client_));
+  steps.Add(std::make_shared<DynamicResourcesStep>(client_));
+  BindAttempt attempt{br, pod, node};
+  size_t completed = 0;
+  std::vector<std::string> rollback_errors;
+  auto err = steps.PreBind(attempt, completed, rollback_errors);
+  ASSERT_TRUE(err);
+  EXPECT_TRUE(err->message.starts_with("dynamicresources: reading resource claim ns/gone"))
+      << err->message;
+  EXPECT_TRUE(rollback_errors.empty());
+  EXPECT_EQ(api_.created_reservations.size(), 1u);
+  EXPECT_TRUE(ReservationPods().empty());
+  EXPECT_FALSE(Pod("ns/p")["metadata"]["labels"].contains("runai-gpu-group"));
+}
+
+}  // namespace
+}  // namespace gantry::binder
