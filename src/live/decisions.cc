@@ -193,11 +193,18 @@ std::optional<Object> UnschedulableStatusPatch(const Session& ssn, JobId job,
   return Object{{"status", {{"schedulingConditions", Object::array({condition})}}}};
 }
 
-std::string JobMemory::KeyOf(const Job& job) {
-  return job.namespace_ + "/" + job.name + "/" + std::to_string(job.creation_ms);
+const std::string& JobMemory::KeyOf(const Job& job) const {
+  key_.clear();
+  key_ += job.namespace_;
+  key_ += '/';
+  key_ += job.name;
+  key_ += '/';
+  key_ += std::to_string(job.creation_ms);
+  return key_;
 }
 
 void JobMemory::Restore(Session& ssn) const {
+  if (jobs_.empty()) return;
   const Cluster& cl = ssn.cluster();
   for (JobId j = 0; j < static_cast<JobId>(cl.jobs.size()); ++j) {
     auto it = jobs_.find(KeyOf(cl.jobs[j]));
@@ -210,13 +217,16 @@ void JobMemory::Restore(Session& ssn) const {
 
 void JobMemory::Record(const Session& ssn) {
   const Cluster& cl = ssn.cluster();
-  std::map<std::string, Facts> now;
+  ++records_;
   for (JobId j = 0; j < static_cast<JobId>(cl.jobs.size()); ++j) {
     const JobState& state = ssn.job_state(j);
     if (!state.last_start_ms && !state.stale_since_ms) continue;
-    now[KeyOf(cl.jobs[j])] = {state.last_start_ms, state.stale_since_ms};
+    const std::string& key = KeyOf(cl.jobs[j]);
+    auto it = jobs_.find(key);
+    if (it == jobs_.end()) it = jobs_.emplace(key, Facts{}).first;
+    it->second = {state.last_start_ms, state.stale_since_ms, records_};
   }
-  jobs_ = std::move(now);
+  std::erase_if(jobs_, [&](const auto& entry) { return entry.second.recorded != records_; });
 }
 
 }  // namespace gantry::live

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "framework/session.h"
 
@@ -72,7 +73,8 @@ class JobMemory {
  public:
   // Puts what earlier cycles recorded into a freshly opened session (before its actions run).
   void Restore(Session& ssn) const;
-  // Records the session's values after its actions ran; forgets jobs that are gone.
+  // Records the session's values after its actions ran; forgets jobs that are gone. Updates the
+  // entries in place (no allocation for a job already known).
   void Record(const Session& ssn);
   size_t size() const { return jobs_.size(); }
 
@@ -80,10 +82,14 @@ class JobMemory {
   struct Facts {
     std::optional<int64_t> last_start_ms;
     std::optional<int64_t> stale_since_ms;
+    uint64_t recorded = 0;  // the Record() call that last saw the job
   };
-  // By namespace, name and creation time, so a recreated PodGroup starts afresh.
-  static std::string KeyOf(const Job& job);
-  std::map<std::string, Facts> jobs_;
+  // By namespace, name and creation time, so a recreated PodGroup starts afresh; built in
+  // `key_` (scratch, reused).
+  const std::string& KeyOf(const Job& job) const;
+  std::unordered_map<std::string, Facts> jobs_;
+  uint64_t records_ = 0;
+  mutable std::string key_;
 };
 
 }  // namespace gantry::live
