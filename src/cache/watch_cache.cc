@@ -331,6 +331,7 @@ Snapshot WatchCache::Take() {
         error_keys_.insert(std::string(KindName(e.kind)) + "/" + Key(e.namespace_, e.name));
       }
       last_.errors = std::move(errors);
+      ++last_.layout;
       ++stats_.assemblies;
     }
     last_.stale_bind_requests = StaleList();

@@ -93,7 +93,11 @@ struct Snapshot {
   // BindRequests to delete (KAI's stale requests): the binder gave up on them, their node is
   // gone, or they belong to an earlier pod of the same name. They hold no pod in `cluster`.
   std::vector<ObjectRef> stale_bind_requests;
-  uint64_t generation = 0;  // grows each time a new Cluster is assembled
+  uint64_t generation = 0;  // grows each time a new Cluster is assembled or patched
+  // Grows with each full assembly: every snapshot of one layout has the same nodes, jobs, queues
+  // and pods under the same ids (patches change only pods' contents), so per-id state kept by
+  // the caller stays valid while the layout is the same.
+  uint64_t layout = 0;
 };
 
 struct CacheStats {

@@ -245,11 +245,11 @@ void Loop::Cycle(Scheduler& scheduler) {
   std::unique_ptr<Session> ssn = scheduler.OpenSession(*snap.cluster, now_ms);
   metrics_.open_session_latency_ms.Set(
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-  job_memory_.Restore(*ssn);
+  job_memory_.Restore(*ssn, snap.layout);
   scheduler.RunActions(*ssn, [this](std::string_view action, double ms) {
     metrics_.action_latency_ms.With({std::string(action)}).Set(ms);
   });
-  job_memory_.Record(*ssn);
+  job_memory_.Record(*ssn, snap.layout);
   const auto decided = std::chrono::steady_clock::now();
   for (const EvictionDecision& e : ssn->evictions()) Evict(*ssn, e);
   for (const BindDecision& b : ssn->binds()) Bind(*ssn, b);

@@ -724,9 +724,11 @@ TEST_F(WatchCacheTest, PodAndRequestChangesPatchTheClusterInPlaceWhenNoSnapshotI
   cache_.Apply(Kind::kPod, EventType::kAdded, PodObj("ns", "w1", 1, "train"));
   const Cluster* first = cache_.Take().cluster.get();  // not held
   const int64_t assemblies = cache_.stats().assemblies;
+  const uint64_t layout = cache_.Take().layout;
   cache_.Apply(Kind::kBindRequest, EventType::kAdded, BindRequestObj("ns", "w0", "n1"));
   Snapshot s = cache_.Take();
   EXPECT_EQ(s.cluster.get(), first) << "patched in place";
+  EXPECT_EQ(s.layout, layout) << "same ids";
   EXPECT_EQ(FindPod(*s.cluster, "w0")->status, PodStatus::kBinding);
   EXPECT_EQ(cache_.stats().assemblies, assemblies);
   EXPECT_EQ(cache_.stats().patches, 1);
@@ -743,7 +745,7 @@ TEST_F(WatchCacheTest, PodAndRequestChangesPatchTheClusterInPlaceWhenNoSnapshotI
   EXPECT_EQ(cache_.stats().assemblies, assemblies);
   // A new pod needs new ids: a full assembly.
   cache_.Apply(Kind::kPod, EventType::kAdded, PodObj("ns", "w2", 1, "train"));
-  cache_.Take();
+  EXPECT_GT(cache_.Take().layout, layout);
   EXPECT_EQ(cache_.stats().assemblies, assemblies + 1);
 }
 
