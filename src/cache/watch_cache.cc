@@ -41,10 +41,23 @@ std::string Key(const std::string& ns, const std::string& name) {
 template <typename T>
 void ConvertInto(const Object& object, T& entry,
                  Result<typename decltype(T::record)::value_type> r) {
-  entry.raw = object;
-  // Field-manager bookkeeping is often the bulk of an object and nothing here reads it.
-  if (auto meta = entry.raw.find("metadata"); meta != entry.raw.end() && meta->is_object()) {
-    meta->erase("managedFields");
+  // Field-manager bookkeeping is often the bulk of an object and nothing here reads it: it is
+  // not copied.
+  if (!object.is_object()) {
+    entry.raw = object;
+  } else {
+    entry.raw = Object::object();
+    for (auto it = object.begin(); it != object.end(); ++it) {
+      if (it.key() != "metadata" || !it->is_object()) {
+        entry.raw.emplace(it.key(), *it);
+        continue;
+      }
+      Object meta = Object::object();
+      for (auto m = it->begin(); m != it->end(); ++m) {
+        if (m.key() != "managedFields") meta.emplace(m.key(), *m);
+      }
+      entry.raw.emplace("metadata", std::move(meta));
+    }
   }
   if (r.ok()) {
     entry.record = std::move(r).value();
