@@ -172,10 +172,12 @@ void WatchCache::Put(Kind kind, const Object& object) {
   const std::string key = KeyOf(object);
   ++stats_.conversions;
   dirty_ = true;
+  // A change to an existing pod or to a BindRequest can be patched into the model (see
+  // TryPatch); one to any other kind needs a full assembly.
+  if (kind != Kind::kPod && kind != Kind::kBindRequest) full_ = true;
   switch (kind) {
     case Kind::kNode:
       ConvertInto(object, nodes_[key], ConvertNode(object));
-      full_ = true;
       break;
     case Kind::kPod: {
       auto [it, added] = pods_.try_emplace(key);
@@ -189,11 +191,9 @@ void WatchCache::Put(Kind kind, const Object& object) {
     }
     case Kind::kQueue:
       ConvertInto(object, queues_[key], ConvertQueue(object));
-      full_ = true;
       break;
     case Kind::kPodGroup:
       ConvertInto(object, pod_groups_[key], ConvertPodGroup(object));
-      full_ = true;
       break;
     case Kind::kBindRequest: {
       auto& entry = bind_requests_[key];
@@ -205,11 +205,9 @@ void WatchCache::Put(Kind kind, const Object& object) {
     }
     case Kind::kPriorityClass:
       ConvertInto(object, priority_classes_[key], ConvertPriorityClass(object));
-      full_ = true;
       break;
     case Kind::kTopology:
       ConvertInto(object, topologies_[key], ConvertTopology(object));
-      full_ = true;
       break;
   }
 }
@@ -217,22 +215,20 @@ void WatchCache::Put(Kind kind, const Object& object) {
 void WatchCache::Remove(Kind kind, const Object& object) {
   const std::string key = KeyOf(object);
   dirty_ = true;
+  // Removing a pod changes pod ids; removing anything but a BindRequest needs a full assembly.
+  if (kind != Kind::kBindRequest) full_ = true;
   switch (kind) {
     case Kind::kNode:
       nodes_.erase(key);
-      full_ = true;
       break;
     case Kind::kPod:
       pods_.erase(key);
-      full_ = true;  // pod ids change
       break;
     case Kind::kQueue:
       queues_.erase(key);
-      full_ = true;
       break;
     case Kind::kPodGroup:
       pod_groups_.erase(key);
-      full_ = true;
       break;
     case Kind::kBindRequest:
       if (auto it = bind_requests_.find(key); it != bind_requests_.end()) {
@@ -243,11 +239,9 @@ void WatchCache::Remove(Kind kind, const Object& object) {
       break;
     case Kind::kPriorityClass:
       priority_classes_.erase(key);
-      full_ = true;
       break;
     case Kind::kTopology:
       topologies_.erase(key);
-      full_ = true;
       break;
   }
 }

@@ -174,8 +174,11 @@ class WatchCache {
   void IndexBindRequest(const std::string& key, const BindRequestRecord& r, bool add);
   // A full assembly into model_; fills the indexes below.
   void Assemble(std::vector<ObjectError>& errors);
-  // Patches model_ for dirty_pods_ / dirty_bind_requests_; false (model_ untouched) when the
-  // result could differ from a full assembly.
+  // Patches model_ for dirty_pods_ / dirty_bind_requests_; false (model_ untouched; the full
+  // assembly that follows recomputes the indexes) when the result could differ from a full
+  // assembly. A patch rewrites only the changed pods' slots: whatever else of the Cluster a pod
+  // feeds (other objects' lists of pods, per-job counts) must make it return false when it
+  // would change.
   bool TryPatch();
   // Whether the BindRequest no longer holds its pod (KAI's stale requests), in `cl`.
   bool IsStale(const BindRequestRecord& r, const Cluster& cl) const;
