@@ -48,10 +48,23 @@ std::string Key(const std::string& ns, const std::string& name) {
 template <typename T>
 void ConvertInto(const Object& object, T& entry,
                  Result<typename decltype(T::record)::value_type> r) {
-  entry.raw = object;
-  // Field-manager bookkeeping is often the bulk of an object and nothing here reads it.
-  if (auto meta = entry.raw.find("metadata"); meta != entry.raw.end() && meta->is_object()) {
-    meta->erase("managedFields");
+  // Field-manager bookkeeping is often the bulk of an object and nothing here reads it: it is
+  // not copied.
+  if (!object.is_object()) {
+    entry.raw = object;
+  } else {
+    entry.raw = Object::object();
+    for (auto it = object.begin(); it != object.end(); ++it) {
+      if (it.key() != "metadata" || !it->is_object()) {
+        entry.raw.emplace(it.key(), *it);
+        continue;
+      }
+      Object meta = Object::object();
+      for (auto m = it->begin(); m != it->end(); ++m) {
+        if (m.key() != "managedFields") meta.emplace(m.key(), *m);
+      }
+      entry.raw.emplace("metadata", std::move(meta));
+    }
   }
   if (r.ok()) {
     entry.record = std::move(r).value();
@@ -99,7 +112,7 @@ WatchCache::WatchCache(std::string scheduler_name) : scheduler_name_(std::move(s
   for (int k = 0; k < kNumKinds; ++k) {
     handlers_.push_back(std::make_unique<KindHandler>(*this, static_cast<Kind>(k)));
   }
-  last_.cluster = std::make_shared<Cluster>();
+  model_ = std::make_shared<Cluster>();
 }
 
 kube::WatchHandler& WatchCache::handler(Kind kind) { return *handlers_[static_cast<int>(kind)]; }
@@ -155,6 +168,7 @@ void WatchCache::ClearKind(Kind kind) {
       break;
     case Kind::kBindRequest:
       bind_requests_.clear();
+      requests_by_pod_.clear();
       break;
     case Kind::kPriorityClass:
       priority_classes_.clear();
@@ -174,25 +188,53 @@ void WatchCache::ClearKind(Kind kind) {
   }
 }
 
+void WatchCache::IndexBindRequest(const std::string& key, const BindRequestRecord& r, bool add) {
+  const std::string pod_key = Key(r.namespace_, r.pod_name);
+  if (add) {
+    requests_by_pod_[pod_key].insert(key);
+  } else if (auto it = requests_by_pod_.find(pod_key); it != requests_by_pod_.end()) {
+    it->second.erase(key);
+    if (it->second.empty()) requests_by_pod_.erase(it);
+  }
+  // The pod's binding may change with the request.
+  dirty_pods_.insert(pod_key);
+}
+
 void WatchCache::Put(Kind kind, const Object& object) {
   const std::string key = KeyOf(object);
   ++stats_.conversions;
+  dirty_ = true;
+  // A change to an existing pod or to a BindRequest can be patched into the model (see
+  // TryPatch); one to any other kind needs a full assembly.
+  if (kind != Kind::kPod && kind != Kind::kBindRequest) full_ = true;
   switch (kind) {
     case Kind::kNode:
       ConvertInto(object, nodes_[key], ConvertNode(object));
       break;
-    case Kind::kPod:
-      ConvertInto(object, pods_[key], ConvertPod(object));
+    case Kind::kPod: {
+      auto [it, added] = pods_.try_emplace(key);
+      ConvertInto(object, it->second, ConvertPod(object));
+      if (added) {
+        full_ = true;  // new pod ids
+      } else {
+        dirty_pods_.insert(key);
+      }
       break;
+    }
     case Kind::kQueue:
       ConvertInto(object, queues_[key], ConvertQueue(object));
       break;
     case Kind::kPodGroup:
       ConvertInto(object, pod_groups_[key], ConvertPodGroup(object));
       break;
-    case Kind::kBindRequest:
-      ConvertInto(object, bind_requests_[key], ConvertBindRequest(object));
+    case Kind::kBindRequest: {
+      auto& entry = bind_requests_[key];
+      if (entry.record) IndexBindRequest(key, *entry.record, false);
+      ConvertInto(object, entry, ConvertBindRequest(object));
+      if (entry.record) IndexBindRequest(key, *entry.record, true);
+      dirty_bind_requests_.insert(key);
       break;
+    }
     case Kind::kPriorityClass:
       ConvertInto(object, priority_classes_[key], ConvertPriorityClass(object));
       break;
@@ -213,6 +255,9 @@ void WatchCache::Put(Kind kind, const Object& object) {
 
 void WatchCache::Remove(Kind kind, const Object& object) {
   const std::string key = KeyOf(object);
+  dirty_ = true;
+  // Removing a pod changes pod ids; removing anything but a BindRequest needs a full assembly.
+  if (kind != Kind::kBindRequest) full_ = true;
   switch (kind) {
     case Kind::kNode:
       nodes_.erase(key);
@@ -227,7 +272,11 @@ void WatchCache::Remove(Kind kind, const Object& object) {
       pod_groups_.erase(key);
       break;
     case Kind::kBindRequest:
-      bind_requests_.erase(key);
+      if (auto it = bind_requests_.find(key); it != bind_requests_.end()) {
+        if (it->second.record) IndexBindRequest(key, *it->second.record, false);
+        bind_requests_.erase(it);
+        dirty_bind_requests_.insert(key);
+      }
       break;
     case Kind::kPriorityClass:
       priority_classes_.erase(key);
@@ -253,6 +302,7 @@ void WatchCache::Replace(Kind kind, const std::vector<Object>& objects) {
   for (const Object& o : objects) Put(kind, o);
   synced_[static_cast<int>(kind)] = true;
   dirty_ = true;
+  full_ = true;
 }
 
 void WatchCache::Apply(Kind kind, kube::EventType type, const Object& object) {
@@ -261,11 +311,9 @@ void WatchCache::Apply(Kind kind, kube::EventType type, const Object& object) {
     case kube::EventType::kAdded:
     case kube::EventType::kModified:
       Put(kind, object);
-      dirty_ = true;
       break;
     case kube::EventType::kDeleted:
       Remove(kind, object);
-      dirty_ = true;
       break;
     default:
       break;
@@ -332,26 +380,177 @@ std::optional<Object> WatchCache::Get(Kind kind, const std::string& ns,
 Snapshot WatchCache::Take() {
   std::lock_guard lock(mu_);
   if (dirty_) {
-    std::vector<ObjectError> errors;
-    std::vector<ObjectRef> stale;
-    last_.cluster = Assemble(errors, stale);
-    last_.stale_bind_requests = std::move(stale);
-    std::sort(errors.begin(), errors.end(), [](const ObjectError& a, const ObjectError& b) {
-      return std::tie(a.kind, a.namespace_, a.name, a.message) <
-             std::tie(b.kind, b.namespace_, b.name, b.message);
-    });
-    last_.errors = std::move(errors);
+    if (TryPatch()) {
+      ++stats_.patches;
+    } else {
+      std::vector<ObjectError> errors;
+      Assemble(errors);
+      std::sort(errors.begin(), errors.end(), [](const ObjectError& a, const ObjectError& b) {
+        return std::tie(a.kind, a.namespace_, a.name, a.message) <
+               std::tie(b.kind, b.namespace_, b.name, b.message);
+      });
+      error_keys_.clear();
+      for (const ObjectError& e : errors) {
+        error_keys_.insert(std::string(KindName(e.kind)) + "/" + Key(e.namespace_, e.name));
+      }
+      last_.errors = std::move(errors);
+      ++last_.layout;
+      ++stats_.assemblies;
+    }
+    last_.stale_bind_requests = StaleList();
     ++last_.generation;
-    ++stats_.assemblies;
     dirty_ = false;
+    full_ = false;
+    dirty_pods_.clear();
+    dirty_bind_requests_.clear();
   }
-  return last_;
+  Snapshot out = last_;
+  out.cluster = model_;
+  return out;
 }
 
-std::shared_ptr<Cluster> WatchCache::Assemble(std::vector<ObjectError>& errors,
-                                              std::vector<ObjectRef>& stale) const {
+std::vector<ObjectRef> WatchCache::StaleList() const {
+  std::vector<ObjectRef> out;
+  out.reserve(stale_keys_.size());
+  for (const std::string& key : stale_keys_) {
+    const BindRequestRecord& r = *bind_requests_.at(key).record;
+    out.push_back({r.namespace_, r.name});
+  }
+  return out;
+}
+
+bool WatchCache::IsStale(const BindRequestRecord& r, const Cluster& cl) const {
+  auto pod = pods_.find(Key(r.namespace_, r.pod_name));
+  const bool earlier_pod = !r.pod_uid.empty() && pod != pods_.end() && pod->second.record &&
+                           pod->second.record->pod.uid != r.pod_uid;
+  return r.GaveUp() || r.selected_node.empty() || cl.FindNode(r.selected_node) == kNone ||
+         earlier_pod;
+}
+
+WatchCache::PodOutcome WatchCache::BuildPod(Cluster& cl, bool may_intern, const std::string& key,
+                                            const PodRecord& r, Pod& p, std::string& set_name,
+                                            std::string& error) const {
+  if (r.pod.status == PodStatus::kDeleted) return PodOutcome::kLeftOut;
+  auto find_node = [&cl](const std::string& name) {
+    return name.empty() ? kNone : cl.FindNode(name);
+  };
+  const NodeId node = find_node(r.node_name);
+  JobId job = kNone;
+  if (r.scheduler_name == scheduler_name_ && !r.pod_group.empty()) {
+    auto it = job_ids_.find(Key(r.pod.namespace_, r.pod_group));
+    if (it != job_ids_.end()) job = it->second;
+  }
+  // Not ours to schedule: only its footprint on a node matters. And a pod said to occupy a
+  // node the cache does not know (deleted, or not listed yet) occupies nothing.
+  if (IsActiveUsed(r.pod.status) && node == kNone) return PodOutcome::kLeftOut;
+  if (job == kNone && !IsActiveUsed(r.pod.status)) return PodOutcome::kLeftOut;
+  p = r.pod;
+  p.node = node;
+  for (const auto& [name, v] : r.extended) {
+    const int slot = may_intern ? cl.resource_names.Intern(name) : cl.resource_names.Find(name);
+    if (slot < 0) {
+      error = "spec.containers.resources: too many distinct extended resources";
+      return PodOutcome::kError;
+    }
+    p.request.scalars[slot] = v;
+  }
+  if (job == kNone) return PodOutcome::kKept;
+  p.job = job;
+  set_name = r.subgroup.empty() ? "default" : r.subgroup;
+  if ((p.status == PodStatus::kPending || p.status == PodStatus::kGated) && node == kNone) {
+    // The first request in force (in key order) holds the pod on its node.
+    if (auto reqs = requests_by_pod_.find(key); reqs != requests_by_pod_.end()) {
+      for (const std::string& br_key : reqs->second) {
+        if (stale_keys_.count(br_key)) continue;
+        const BindRequestRecord& br = *bind_requests_.at(br_key).record;
+        p.status = PodStatus::kBinding;
+        p.node = find_node(br.selected_node);
+        p.gpu_groups = br.gpu_groups;
+        break;
+      }
+    }
+  }
+  p.nominated_node = find_node(r.nominated_node_name);
+  return PodOutcome::kKept;
+}
+
+bool WatchCache::TryPatch() {
+  if (full_) return false;
+  // DRA claims tie pods, claims and BindRequests together (AssembleDra): with any in the model,
+  // every change takes the full assembly.
+  if (!model_->resource_claims.empty()) return false;
+  auto has_error = [&](Kind kind, const std::string& key) {
+    return error_keys_.count(std::string(KindName(kind)) + "/" + key) > 0;
+  };
+  // Requests to re-evaluate: the changed ones and every request of a changed pod (its uid decides
+  // whether they are an earlier pod's).
+  std::set<std::string> requests = dirty_bind_requests_;
+  for (const std::string& pod_key : dirty_pods_) {
+    if (auto it = requests_by_pod_.find(pod_key); it != requests_by_pod_.end()) {
+      requests.insert(it->second.begin(), it->second.end());
+    }
+  }
+  for (const std::string& key : requests) {
+    if (has_error(Kind::kBindRequest, key)) return false;
+    auto it = bind_requests_.find(key);
+    if (it != bind_requests_.end() && !it->second.record) return false;
+  }
+  for (const std::string& key : requests) {
+    auto it = bind_requests_.find(key);
+    if (it != bind_requests_.end() && IsStale(*it->second.record, *model_)) {
+      stale_keys_.insert(key);
+    } else {
+      stale_keys_.erase(key);
+    }
+  }
+  // Rebuild the changed pods; each must keep its place (or stay out).
+  std::vector<std::pair<PodId, Pod>> updates;
+  for (const std::string& key : dirty_pods_) {
+    auto it = pods_.find(key);
+    if (it == pods_.end()) continue;  // a request naming a pod the cache does not hold
+    if (!it->second.record || has_error(Kind::kPod, key)) return false;
+    if (!it->second.record->claims.empty()) return false;  // see above
+    Pod p;
+    std::string set_name;
+    std::string error;
+    const PodOutcome outcome =
+        BuildPod(*model_, /*may_intern=*/false, key, *it->second.record, p, set_name, error);
+    if (outcome == PodOutcome::kError) return false;
+    auto id = pod_ids_.find(key);
+    if (outcome == PodOutcome::kLeftOut) {
+      if (id != pod_ids_.end()) return false;
+      continue;
+    }
+    if (id == pod_ids_.end()) return false;
+    const Pod& old = model_->pods[id->second];
+    if (p.job != old.job) return false;
+    if (p.job != kNone) {
+      const Job& job = model_->jobs[p.job];
+      const int32_t set = old.pod_set;
+      if (set < 0 || set >= static_cast<int32_t>(job.pod_sets.size()) ||
+          job.pod_sets[set].name != set_name) {
+        return false;
+      }
+      p.pod_set = set;
+    }
+    updates.emplace_back(id->second, std::move(p));
+  }
+  // Copy on write: a snapshot still held keeps its cluster.
+  if (model_.use_count() > 1) {
+    model_ = std::make_shared<Cluster>(*model_);
+    ++stats_.patch_copies;
+  }
+  for (auto& [id, p] : updates) model_->pods[id] = std::move(p);
+  stats_.pods_patched += static_cast<int64_t>(updates.size());
+  return true;
+}
+
+void WatchCache::Assemble(std::vector<ObjectError>& errors) {
   auto out = std::make_shared<Cluster>();
   Cluster& cl = *out;
+  pod_ids_.clear();
+  job_ids_.clear();
+  stale_keys_.clear();
   auto error = [&](Kind kind, const Object& raw, std::string message) {
     errors.push_back({kind, kube::NamespaceOf(raw), kube::NameOf(raw), std::move(message)});
   };
@@ -433,7 +632,6 @@ std::shared_ptr<Cluster> WatchCache::Assemble(std::vector<ObjectError>& errors,
   }
 
   // Jobs from PodGroups in existing leaf queues.
-  std::map<std::string, JobId> job_by_key;
   std::vector<std::map<std::string, int32_t>> pod_set_by_name;
   for (const auto& [key, e] : pod_groups_) {
     if (!e.record) continue;
@@ -513,31 +711,15 @@ std::shared_ptr<Cluster> WatchCache::Assemble(std::vector<ObjectError>& errors,
         pending = std::move(later);
       }
     }
-    job_by_key[key] = static_cast<JobId>(cl.jobs.size());
+    job_ids_[key] = static_cast<JobId>(cl.jobs.size());
     cl.jobs.push_back(std::move(job));
     pod_set_by_name.push_back(std::move(sets));
   }
 
-  auto find_node = [&cl](const std::string& name) {
-    if (name.empty()) return kNone;
-    auto it = cl.node_index.find(name);
-    return it == cl.node_index.end() ? kNone : it->second;
-  };
-
-  // BindRequests still in force, by pod ("namespace/pod"); the others are stale.
-  std::map<std::string, const BindRequestRecord*> binding;
+  // Node names resolve through cl.node_index from here on (filled above; Finalize refills it).
+  // BindRequests no longer in force; the others hold their pods (see BuildPod).
   for (const auto& [key, e] : bind_requests_) {
-    if (!e.record) continue;
-    const BindRequestRecord& r = *e.record;
-    const std::string pod_key = Key(r.namespace_, r.pod_name);
-    auto pod = pods_.find(pod_key);
-    const bool earlier_pod = !r.pod_uid.empty() && pod != pods_.end() && pod->second.record &&
-                             pod->second.record->pod.uid != r.pod_uid;
-    if (r.GaveUp() || find_node(r.selected_node) == kNone || earlier_pod) {
-      stale.push_back({r.namespace_, r.name});
-      continue;
-    }
-    binding.emplace(pod_key, &r);
+    if (e.record && IsStale(*e.record, cl)) stale_keys_.insert(key);
   }
 
   // Pods: members of jobs, or occupants of nodes.
@@ -545,35 +727,18 @@ std::shared_ptr<Cluster> WatchCache::Assemble(std::vector<ObjectError>& errors,
   for (const auto& [key, e] : pods_) {
     if (!e.record) continue;
     const PodRecord& r = *e.record;
-    if (r.pod.status == PodStatus::kDeleted) continue;
-    const NodeId node = find_node(r.node_name);
-    JobId job = kNone;
-    if (r.scheduler_name == scheduler_name_ && !r.pod_group.empty()) {
-      auto it = job_by_key.find(Key(r.pod.namespace_, r.pod_group));
-      if (it != job_by_key.end()) job = it->second;
-    }
-    // Not ours to schedule: only its footprint on a node matters. And a pod said to occupy a
-    // node the cache does not know (deleted, or not listed yet) occupies nothing.
-    if (IsActiveUsed(r.pod.status) && node == kNone) continue;
-    if (job == kNone && !IsActiveUsed(r.pod.status)) continue;
-    Pod p = r.pod;
-    p.node = node;
-    bool interned = true;
-    for (const auto& [name, v] : r.extended) {
-      const int slot = cl.resource_names.Intern(name);
-      if (slot < 0) {
-        interned = false;
-        break;
-      }
-      p.request.scalars[slot] = v;
-    }
-    if (!interned) {
-      error(Kind::kPod, e.raw, "spec.containers.resources: too many distinct extended resources");
+    Pod p;
+    std::string set_name;
+    std::string problem;
+    const PodOutcome outcome = BuildPod(cl, /*may_intern=*/true, key, r, p, set_name, problem);
+    if (outcome == PodOutcome::kLeftOut) continue;
+    if (outcome == PodOutcome::kError) {
+      error(Kind::kPod, e.raw, problem);
       continue;
     }
+    const JobId job = p.job;
     if (job != kNone) {
       auto& sets = pod_set_by_name[job];
-      const std::string set_name = r.subgroup.empty() ? "default" : r.subgroup;
       auto ps = sets.find(set_name);
       if (ps == sets.end()) {
         if (!r.subgroup.empty()) {
@@ -594,18 +759,10 @@ std::shared_ptr<Cluster> WatchCache::Assemble(std::vector<ObjectError>& errors,
         j.groups[0].child_pod_sets.push_back(idx);
         ps = sets.emplace("default", idx).first;
       }
-      p.job = job;
       p.pod_set = ps->second;
-      if ((p.status == PodStatus::kPending || p.status == PodStatus::kGated) && node == kNone) {
-        if (auto br = binding.find(key); br != binding.end()) {
-          p.status = PodStatus::kBinding;
-          p.node = find_node(br->second->selected_node);
-          p.gpu_groups = br->second->gpu_groups;
-        }
-      }
-      p.nominated_node = find_node(r.nominated_node_name);
     }
     const PodId id = static_cast<PodId>(cl.pods.size());
+    pod_ids_.emplace(key, id);
     if (p.job != kNone) {
       Job& j = cl.jobs[p.job];
       j.pods.push_back(id);
@@ -625,7 +782,7 @@ std::shared_ptr<Cluster> WatchCache::Assemble(std::vector<ObjectError>& errors,
   }
   AssembleDra(cl, errors);
   cl.Finalize();
-  return out;
+  model_ = std::move(out);
 }
 
 // ---- DRA ----

@@ -2,10 +2,21 @@
 // the Cluster model built from them for each scheduling cycle.
 //
 // Objects are converted (convert.h) once, when they arrive: a watch event re-converts only the
-// object it carries, and a relist (OnSync) replaces one kind wholesale. Snapshot() then assembles
-// a Cluster from the converted records — resolving names to ids, PodGroups to jobs and their
-// sub-group trees, BindRequests to placements — only if something changed since the previous
-// snapshot; otherwise it hands out the same immutable Cluster again (shared, never copied).
+// object it carries, and a relist (OnSync) replaces one kind wholesale. Take() then hands out the
+// model of the records held now as an immutable shared Cluster:
+//  - nothing changed since the previous Take(): the same Cluster again (shared, never copied);
+//  - only existing pods and BindRequests changed (the steady state of a busy cluster: pods bound,
+//    running, finished; requests created and advanced by the binder): the previous Cluster is
+//    patched — each changed pod is rebuilt in its slot (same PodId) and the stale-request list is
+//    re-evaluated for the requests involved — in place when no snapshot of it is held any more,
+//    else on a copy (copy-on-write), so a snapshot never changes under its holder. Cost: the
+//    changes, not the cluster. A patch is taken only when its result equals a full assembly; a
+//    change it cannot express (a pod added or deleted, a pod that joins or leaves the model or
+//    moves to another job or pod set, a new extended resource, an object gaining or losing an
+//    error) falls back to a full assembly;
+//  - anything else (nodes, queues, PodGroups, priority classes, topologies, relists): a full
+//    assembly — resolving names to ids, PodGroups to jobs and their sub-group trees,
+//    BindRequests to placements.
 //
 // What counts, as in KAI's cluster snapshot:
 //  - Pods whose spec.schedulerName is the scheduler's and that name a PodGroup (the
@@ -27,7 +38,7 @@
 //    else keeps being scheduled.
 //
 // Threading: all methods are thread-safe (one mutex). The ListWatchers call the handlers from
-// their own threads; the scheduling loop calls Snapshot() from its thread.
+// their own threads; the scheduling loop calls Take() from its thread.
 #pragma once
 
 #include <cstdint>
@@ -36,7 +47,10 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "cache/convert.h"
@@ -88,12 +102,19 @@ struct Snapshot {
   // BindRequests to delete (KAI's stale requests): the binder gave up on them, their node is
   // gone, or they belong to an earlier pod of the same name. They hold no pod in `cluster`.
   std::vector<ObjectRef> stale_bind_requests;
-  uint64_t generation = 0;  // grows each time a new Cluster is assembled
+  uint64_t generation = 0;  // grows each time a new Cluster is assembled or patched
+  // Grows with each full assembly: every snapshot of one layout has the same nodes, jobs, queues
+  // and pods under the same ids (patches change only pods' contents), so per-id state kept by
+  // the caller stays valid while the layout is the same.
+  uint64_t layout = 0;
 };
 
 struct CacheStats {
-  int64_t conversions = 0;  // objects converted (one per add / update, all on a relist)
-  int64_t assemblies = 0;   // Clusters assembled by Snapshot()
+  int64_t conversions = 0;   // objects converted (one per add / update, all on a relist)
+  int64_t assemblies = 0;    // Clusters assembled in full by Take()
+  int64_t patches = 0;       // Clusters made by patching the previous one (see the header comment)
+  int64_t patch_copies = 0;  // of those, patched on a copy because a snapshot was still held
+  int64_t pods_patched = 0;  // pods rebuilt by patches
 };
 
 class WatchCache {
@@ -157,14 +178,32 @@ class WatchCache {
   template <typename T>
   using Store = std::map<std::string, Entry<T>>;  // by "namespace/name" or "name"
 
-  void Put(Kind kind, const Object& object);  // mu_ held
+  // All with mu_ held.
+  void Put(Kind kind, const Object& object);
   void Remove(Kind kind, const Object& object);
   void ClearKind(Kind kind);
-  std::shared_ptr<Cluster> Assemble(std::vector<ObjectError>& errors,
-                                    std::vector<ObjectRef>& stale) const;  // mu_ held
+  void IndexBindRequest(const std::string& key, const BindRequestRecord& r, bool add);
+  // A full assembly into model_; fills the indexes below.
+  void Assemble(std::vector<ObjectError>& errors);
+  // Patches model_ for dirty_pods_ / dirty_bind_requests_; false (model_ untouched; the full
+  // assembly that follows recomputes the indexes) when the result could differ from a full
+  // assembly. A patch rewrites only the changed pods' slots: whatever else of the Cluster a pod
+  // feeds (other objects' lists of pods, per-job counts) must make it return false when it
+  // would change.
+  bool TryPatch();
+  // Whether the BindRequest no longer holds its pod (KAI's stale requests), in `cl`.
+  bool IsStale(const BindRequestRecord& r, const Cluster& cl) const;
+  // What a pod record contributes to `cl`: left out, an error (`error` set), or kept as `p` with
+  // its node, job, binding and extended resources resolved and, for a job's member, the name of
+  // its pod set in `set_name` (p.pod_set is the caller's to set). `may_intern`: new extended
+  // resource names get slots in `cl` (a full assembly); else an unknown one is an error.
+  enum class PodOutcome { kLeftOut, kError, kKept };
+  PodOutcome BuildPod(Cluster& cl, bool may_intern, const std::string& key, const PodRecord& r,
+                      Pod& p, std::string& set_name, std::string& error) const;
+  std::vector<ObjectRef> StaleList() const;
   // Fills the cluster's DRA fields (device classes, slices and the GPUs they add to nodes,
   // claims with their allocations and reservations) and the pods' claims; called by Assemble
-  // once nodes and pods are in (mu_ held).
+  // once nodes and pods are in.
   void AssembleDra(Cluster& cl, std::vector<ObjectError>& errors) const;
 
   const std::string scheduler_name_;
@@ -185,8 +224,21 @@ class WatchCache {
   Store<ResourceSliceRecord> resource_slices_;
   Store<ResourceClaimRecord> resource_claims_;
   bool not_served_[kNumKinds] = {};  // the kind's list answered 404 (API not served)
-  bool dirty_ = true;
-  Snapshot last_;
+  // BindRequest keys (with a record) by the key of the pod they name, in key order.
+  std::map<std::string, std::set<std::string>> requests_by_pod_;
+
+  // The model last handed out and what it was built from.
+  std::shared_ptr<Cluster> model_;
+  std::unordered_map<std::string, PodId> pod_ids_;  // pods in model_, by key
+  std::unordered_map<std::string, JobId> job_ids_;  // jobs in model_, by PodGroup key
+  std::set<std::string> stale_keys_;                // stale BindRequests, by key
+  std::unordered_set<std::string> error_keys_;      // "<kind>/<key>" of objects in last_.errors
+  // Changes since model_ was made.
+  bool dirty_ = true;                          // anything
+  bool full_ = true;                           // something a patch cannot express
+  std::set<std::string> dirty_pods_;           // pod keys to rebuild
+  std::set<std::string> dirty_bind_requests_;  // request keys to re-evaluate
+  Snapshot last_;  // errors, stale requests, generation (the cluster is model_)
   CacheStats stats_;
 };
 

@@ -236,30 +236,73 @@ std::optional<Object> UnschedulableStatusPatch(const Session& ssn, JobId job,
   return Object{{"status", {{"schedulingConditions", Object::array({condition})}}}};
 }
 
-std::string JobMemory::KeyOf(const Job& job) {
-  return job.namespace_ + "/" + job.name + "/" + std::to_string(job.creation_ms);
+const std::string& JobMemory::KeyOf(const Job& job) {
+  key_.clear();
+  key_ += job.namespace_;
+  key_ += '/';
+  key_ += job.name;
+  key_ += '/';
+  key_ += std::to_string(job.creation_ms);
+  return key_;
 }
 
-void JobMemory::Restore(Session& ssn) const {
+void JobMemory::Restore(Session& ssn, uint64_t layout) {
   const Cluster& cl = ssn.cluster();
-  for (JobId j = 0; j < static_cast<JobId>(cl.jobs.size()); ++j) {
-    auto it = jobs_.find(KeyOf(cl.jobs[j]));
-    if (it == jobs_.end()) continue;
+  const JobId n = static_cast<JobId>(cl.jobs.size());
+  if (layout == 0 || layout != layout_ || by_id_.size() != cl.jobs.size()) {
+    // Re-key: the jobs present, by id; the others are forgotten.
+    by_id_.assign(cl.jobs.size(), Facts{});
+    std::unordered_map<std::string, Entry> present;
+    if (!jobs_.empty()) {
+      for (JobId j = 0; j < n; ++j) {
+        auto it = jobs_.find(KeyOf(cl.jobs[j]));
+        if (it == jobs_.end()) continue;
+        by_id_[j] = it->second.facts;
+        if (layout != 0) present.insert(jobs_.extract(it));
+      }
+    }
+    if (layout != 0) jobs_ = std::move(present);
+    layout_ = layout;
+  }
+  if (jobs_.empty()) return;
+  for (JobId j = 0; j < n; ++j) {
+    if (by_id_[j].empty()) continue;
     JobState& state = ssn.job_state(j);
-    state.last_start_ms = it->second.last_start_ms;
-    state.stale_since_ms = it->second.stale_since_ms;
+    state.last_start_ms = by_id_[j].last_start_ms;
+    state.stale_since_ms = by_id_[j].stale_since_ms;
   }
 }
 
-void JobMemory::Record(const Session& ssn) {
+void JobMemory::Record(const Session& ssn, uint64_t layout) {
   const Cluster& cl = ssn.cluster();
-  std::map<std::string, Facts> now;
-  for (JobId j = 0; j < static_cast<JobId>(cl.jobs.size()); ++j) {
+  const JobId n = static_cast<JobId>(cl.jobs.size());
+  if (layout != 0 && layout == layout_ && by_id_.size() == cl.jobs.size()) {
+    // Same jobs as restored: only the changed facts touch the map.
+    for (JobId j = 0; j < n; ++j) {
+      const JobState& state = ssn.job_state(j);
+      const Facts now{state.last_start_ms, state.stale_since_ms};
+      if (now == by_id_[j]) continue;
+      by_id_[j] = now;
+      const std::string& key = KeyOf(cl.jobs[j]);
+      if (now.empty()) {
+        jobs_.erase(key);
+      } else {
+        jobs_[key].facts = now;
+      }
+    }
+    return;
+  }
+  ++records_;
+  for (JobId j = 0; j < n; ++j) {
     const JobState& state = ssn.job_state(j);
     if (!state.last_start_ms && !state.stale_since_ms) continue;
-    now[KeyOf(cl.jobs[j])] = {state.last_start_ms, state.stale_since_ms};
+    const std::string& key = KeyOf(cl.jobs[j]);
+    auto it = jobs_.find(key);
+    if (it == jobs_.end()) it = jobs_.emplace(key, Entry{}).first;
+    it->second = {{state.last_start_ms, state.stale_since_ms}, records_};
   }
-  jobs_ = std::move(now);
+  std::erase_if(jobs_, [&](const auto& entry) { return entry.second.recorded != records_; });
+  layout_ = 0;  // by_id_ no longer matches
 }
 
 }  // namespace gantry::live

@@ -14,6 +14,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "framework/session.h"
 
@@ -72,20 +74,38 @@ std::optional<Object> UnschedulableStatusPatch(const Session& ssn, JobId job,
 // scheduler starts from the annotations alone.
 class JobMemory {
  public:
+  // `layout` (both calls): the cache::Snapshot::layout of the session's cluster, or 0 when not
+  // known. While it stays the same the jobs keep their ids, and the memory works by id (no
+  // string keys, no allocation); a new layout re-keys it once.
+  //
   // Puts what earlier cycles recorded into a freshly opened session (before its actions run).
-  void Restore(Session& ssn) const;
-  // Records the session's values after its actions ran; forgets jobs that are gone.
-  void Record(const Session& ssn);
+  // With a new layout, forgets jobs that are gone.
+  void Restore(Session& ssn, uint64_t layout = 0);
+  // Records the session's values after its actions ran; without a layout, forgets jobs that are
+  // gone. Updates the entries in place (no allocation for a job already known).
+  void Record(const Session& ssn, uint64_t layout = 0);
   size_t size() const { return jobs_.size(); }
 
  private:
   struct Facts {
     std::optional<int64_t> last_start_ms;
     std::optional<int64_t> stale_since_ms;
+    bool operator==(const Facts&) const = default;
+    bool empty() const { return !last_start_ms && !stale_since_ms; }
   };
-  // By namespace, name and creation time, so a recreated PodGroup starts afresh.
-  static std::string KeyOf(const Job& job);
-  std::map<std::string, Facts> jobs_;
+  struct Entry {
+    Facts facts;
+    uint64_t recorded = 0;  // the Record() call that last saw the job
+  };
+  // By namespace, name and creation time, so a recreated PodGroup starts afresh; built in
+  // `key_` (scratch, reused).
+  const std::string& KeyOf(const Job& job);
+  std::unordered_map<std::string, Entry> jobs_;
+  uint64_t records_ = 0;
+  std::string key_;
+  // The facts by JobId for `layout_` (0: none).
+  uint64_t layout_ = 0;
+  std::vector<Facts> by_id_;
 };
 
 }  // namespace gantry::live

@@ -155,22 +155,30 @@ void Loop::Bind(const Session& ssn, const BindDecision& b) {
 
 void Loop::MarkPending(const Session& ssn, JobId j) {
   const Job& job = ssn.cluster().jobs[j];
-  auto pg = cache_.Get(Kind::kPodGroup, job.namespace_, job.name);
-  if (!pg) return;
-  const std::string uid = kube::UidOf(*pg);
+  // The PodGroup is looked at in place (no copy of the object): its uid, whether its pods are to
+  // be marked, and (below) its status.
+  std::string uid;
+  bool mark_pods = true;
+  Object pg;  // metadata only, for events
+  if (!cache_.Inspect(Kind::kPodGroup, job.namespace_, job.name, [&](const Object& raw) {
+        uid = kube::UidOf(raw);
+        pg = Object{{"metadata", raw.value("metadata", Object::object())}};
+        const Object* spec = raw.contains("spec") ? &raw["spec"] : nullptr;
+        mark_pods = !(spec && spec->is_object() && spec->contains("markUnschedulable") &&
+                      (*spec)["markUnschedulable"] == false);
+      })) {
+    return;
+  }
   if (!ssn.IsReadyForScheduling(j)) {
     // Not enough pods yet (or some gated): a NotReady event, as KAI records, and no condition.
     const std::string message = NotReadyMessage(ssn, j);
-    if (NewMessage(uid, message)) Event(Kind::kPodGroup, *pg, "Normal", "NotReady", message);
+    if (NewMessage(uid, message)) Event(Kind::kPodGroup, pg, "Normal", "NotReady", message);
     return;
   }
   // Each pending pod: an Unschedulable warning and, unless the PodGroup's spec.markUnschedulable
   // is false, a PodScheduled=False condition. The pod is looked at in place (no copy) since most
   // cycles have nothing new to write about it.
   const std::string now = Now();
-  const Object* mark = pg->contains("spec") ? &(*pg)["spec"] : nullptr;
-  const bool mark_pods = !(mark && mark->is_object() && mark->contains("markUnschedulable") &&
-                           (*mark)["markUnschedulable"] == false);
   for (PodId p : job.pods) {
     const Pod& pod = ssn.cluster().pods[p];
     if (ssn.pod(p).status != PodStatus::kPending) continue;
@@ -195,10 +203,13 @@ void Loop::MarkPending(const Session& ssn, JobId j) {
     }
   }
   const std::string message = UnschedulableMessage(ssn, j);
-  if (NewMessage(uid, message))
-    Event(Kind::kPodGroup, *pg, "Normal", kUnschedulableReason, message);
-  const Object status = pg->contains("status") ? (*pg)["status"] : Object::object();
-  auto patch = UnschedulableStatusPatch(ssn, j, status, message, Now());
+  if (NewMessage(uid, message)) Event(Kind::kPodGroup, pg, "Normal", kUnschedulableReason, message);
+  std::optional<Object> patch;
+  cache_.Inspect(Kind::kPodGroup, job.namespace_, job.name, [&](const Object& raw) {
+    static const Object kNoStatus = Object::object();
+    patch = UnschedulableStatusPatch(ssn, j, raw.contains("status") ? raw["status"] : kNoStatus,
+                                     message, now);
+  });
   if (!patch) return;
   auto r = client_->Patch(kube::resources::kPodGroups, job.namespace_, job.name,
                           kube::PatchType::kMerge, *patch, "status");
@@ -210,7 +221,10 @@ void Loop::MarkPending(const Session& ssn, JobId j) {
 }
 
 void Loop::Cycle(Scheduler& scheduler) {
+  const auto taking = std::chrono::steady_clock::now();
   cache::Snapshot snap = cache_.Take();
+  const double take_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - taking).count();
   ReportObjectErrors(snap.errors);
   // Stale BindRequests hold no pod in this snapshot; deleting them lets the pods' new requests
   // (named after the pod) be created.
@@ -231,11 +245,11 @@ void Loop::Cycle(Scheduler& scheduler) {
   std::unique_ptr<Session> ssn = scheduler.OpenSession(*snap.cluster, now_ms);
   metrics_.open_session_latency_ms.Set(
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-  job_memory_.Restore(*ssn);
+  job_memory_.Restore(*ssn, snap.layout);
   scheduler.RunActions(*ssn, [this](std::string_view action, double ms) {
     metrics_.action_latency_ms.With({std::string(action)}).Set(ms);
   });
-  job_memory_.Record(*ssn);
+  job_memory_.Record(*ssn, snap.layout);
   const auto decided = std::chrono::steady_clock::now();
   for (const EvictionDecision& e : ssn->evictions()) Evict(*ssn, e);
   for (const BindDecision& b : ssn->binds()) Bind(*ssn, b);
@@ -266,11 +280,11 @@ void Loop::Cycle(Scheduler& scheduler) {
     };
     Log("cycle " + std::to_string(snap.generation) + ": " +
         std::to_string(snap.cluster->pods.size()) + " pods, " +
-        std::to_string(snap.cluster->jobs.size()) +
-        " jobs: " + std::to_string(ssn->binds().size()) + " binds, " +
-        std::to_string(ssn->evictions().size()) + " evictions, " + std::to_string(pending) +
-        " jobs pending; decided in " + std::to_string(ms(decided - start)) + " ms, written in " +
-        std::to_string(ms(written - decided)) + " ms");
+        std::to_string(snap.cluster->jobs.size()) + " jobs: " +
+        std::to_string(ssn->binds().size()) + " binds, " + std::to_string(ssn->evictions().size()) +
+        " evictions, " + std::to_string(pending) + " jobs pending; snapshot in " +
+        std::to_string(take_ms) + " ms, decided in " + std::to_string(ms(decided - start)) +
+        " ms, written in " + std::to_string(ms(written - decided)) + " ms");
   }
   scheduler.CloseSession(*ssn);
 }
@@ -355,6 +369,11 @@ int Loop::Run(const kube::StopSignal& stop) {
   server.Stop();
   for (auto& w : watchers) w->Stop();
   for (auto& t : threads) t.join();
+  const cache::CacheStats stats = cache_.stats();
+  Log("watch cache: " + std::to_string(stats.conversions) + " objects converted, " +
+      std::to_string(stats.assemblies) + " full assemblies, " + std::to_string(stats.patches) +
+      " patches (" + std::to_string(stats.patch_copies) + " on a copy, " +
+      std::to_string(stats.pods_patched) + " pods rebuilt)");
   Log(code == 0 ? "stopped" : "stopped after losing leadership");
   return code;
 }

@@ -148,6 +148,49 @@ TEST_F(DecisionsTest, JobMemoryCarriesStartTimesAcrossCycles) {
   EXPECT_EQ(memory.size(), 0u);
 }
 
+TEST_F(DecisionsTest, JobMemoryByLayoutWorksByIdAndForgetsGoneJobsOnANewLayout) {
+  cache_.Replace(Kind::kPod, {GpuPod("w0", 2), GpuPod("w1", 2)});
+  JobMemory memory;
+  auto ssn = Run();
+  const cache::Snapshot first = snap_;
+  memory.Restore(*ssn, first.layout);  // (in the loop, before the actions: nothing yet)
+  ASSERT_TRUE(ssn->job_state(0).last_start_ms.has_value());
+  memory.Record(*ssn, first.layout);
+  EXPECT_EQ(memory.size(), 1u);
+
+  // The pods' requests arrive: the cluster is patched, same layout; restored by id.
+  cache_.Apply(Kind::kBindRequest, kube::EventType::kAdded,
+               json{{"metadata", {{"name", "w0"}, {"namespace", "ns"}}},
+                    {"spec", {{"podName", "w0"}, {"selectedNode", "n1"}}}});
+  snap_ = cache_.Take();
+  ASSERT_EQ(snap_.layout, first.layout);
+  auto next = scheduler_->OpenSession(*snap_.cluster, 5000);
+  EXPECT_FALSE(next->job_state(0).last_start_ms.has_value());
+  memory.Restore(*next, snap_.layout);
+  EXPECT_EQ(next->job_state(0).last_start_ms, ssn->job_state(0).last_start_ms);
+  // A fact changed in a cycle is recorded by id and outlives the layout.
+  next->job_state(0).stale_since_ms = 4000;
+  memory.Record(*next, snap_.layout);
+
+  cache_.Apply(Kind::kNode, kube::EventType::kAdded, Node("n2", 4));
+  snap_ = cache_.Take();
+  ASSERT_GT(snap_.layout, first.layout);
+  auto third = scheduler_->OpenSession(*snap_.cluster, 6000);
+  memory.Restore(*third, snap_.layout);
+  EXPECT_EQ(third->job_state(0).last_start_ms, ssn->job_state(0).last_start_ms);
+  EXPECT_EQ(third->job_state(0).stale_since_ms, 4000);
+  memory.Record(*third, snap_.layout);
+  EXPECT_EQ(memory.size(), 1u);
+
+  // The job is gone: forgotten with the next layout.
+  cache_.Replace(Kind::kPodGroup, {});
+  snap_ = cache_.Take();
+  auto fourth = scheduler_->OpenSession(*snap_.cluster, 7000);
+  memory.Restore(*fourth, snap_.layout);
+  memory.Record(*fourth, snap_.layout);
+  EXPECT_EQ(memory.size(), 0u);
+}
+
 TEST_F(DecisionsTest, NotReadyAndPodMessagesAsKaiWritesThem) {
   cache_.Replace(Kind::kPod, {GpuPod("w0", 3)});  // minMember 2, one pod
   auto ssn = Run();

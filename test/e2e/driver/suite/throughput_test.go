@@ -60,11 +60,15 @@ func controlPlanePids(t *testing.T) map[string]int {
 	return out
 }
 
-// Throughput (a benchmark, not an assertion; CTest label perf, run by test/e2e/perf.sh):
+// Throughput (a benchmark: no timed assertion; CTest e2e.throughput at a reduced size and
+// perf.e2e.throughput at the full one, both through test/e2e/perf.sh):
 // GANTRY_E2E_PERF_NODES fake nodes x 8 GPUs, GANTRY_E2E_PERF_PODS one-GPU pods in PodGroups of 1
 // submitted at once; prints the time until all are bound (all that fit, when there are more pods
 // than GPUs), pods/s, and the CPU seconds of the scheduler + binder against kube-apiserver + etcd
-// (every 15 s while it runs, then at the end). Skipped unless both are set.
+// (every 15 s while it runs, then at the end). Asserts that every pod that fits is bound exactly
+// once (one node name ever, one BindRequest succeeded, for that node), that no node holds more
+// GPUs than it has and that only the pods that do not fit are left pending. Skipped unless both
+// are set.
 func TestLiveThroughput(t *testing.T) {
 	nodes, _ := strconv.Atoi(os.Getenv("GANTRY_E2E_PERF_NODES"))
 	podCount, _ := strconv.Atoi(os.Getenv("GANTRY_E2E_PERF_PODS"))
@@ -132,11 +136,16 @@ func TestLiveThroughput(t *testing.T) {
 	}
 	report := func(prefix string, bound int, elapsed time.Duration) {
 		cpu := cpuNow()
+		ours, theirs := cpu["scheduler"]+cpu["binder"], cpu["kube-apiserver"]+cpu["etcd"]
+		ratio := 0.0
+		if theirs > 0 {
+			ratio = 100 * ours / theirs
+		}
 		t.Logf("%s %d pods bound after %s, %.1f pods/s; cpu seconds: scheduler %.1f + binder %.1f = %.1f; "+
-			"kube-apiserver %.1f + etcd %.1f = %.1f; fake kubelet %.1f", prefix, bound,
+			"kube-apiserver %.1f + etcd %.1f = %.1f (ours %.1f%% of theirs); fake kubelet %.1f", prefix, bound,
 			elapsed.Round(time.Millisecond), float64(bound)/elapsed.Seconds(),
-			cpu["scheduler"], cpu["binder"], cpu["scheduler"]+cpu["binder"],
-			cpu["kube-apiserver"], cpu["etcd"], cpu["kube-apiserver"]+cpu["etcd"], cpu["fake kubelet"])
+			cpu["scheduler"], cpu["binder"], ours, cpu["kube-apiserver"], cpu["etcd"], theirs, ratio,
+			cpu["fake kubelet"])
 	}
 	// Pods beyond the cluster's GPUs stay pending; the clock stops when all that fit are bound.
 	fit := podCount
@@ -161,19 +170,98 @@ func TestLiveThroughput(t *testing.T) {
 		t.Fatalf("%v: %d bound", err, rec.boundCount())
 	}
 	report("THROUGHPUT all", rec.boundCount(), time.Since(start))
+	// The binder marks a request Succeeded after the bind: wait for the last status writes, then
+	// check the history.
+	err = harness.Poll(ctx, 2*time.Minute, "BindRequests of the bound pods succeeded", func(context.Context) (bool, error) {
+		return rec.succeededCount() >= fit, nil
+	})
+	if err != nil {
+		t.Errorf("%v: %d", err, rec.succeededCount())
+	}
+	gpusOf := map[string]int64{}
+	for i := 0; i < nodes; i++ {
+		gpusOf[fmt.Sprintf("perf-%s-%04d", id, i)] = 8
+	}
+	pending := rec.checkAllBoundOnce(t, ctx, fast, ns, gpusOf)
+	if pending != podCount-fit {
+		t.Errorf("%d pods pending; want %d (%d pods, %d GPUs)", pending, podCount-fit, podCount, nodes*8)
+	}
 	if fit < podCount {
-		pods, err := fast.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pending := 0
-		for _, p := range pods.Items {
-			if p.Spec.NodeName == "" {
-				pending++
-			}
-		}
 		t.Logf("%d pods pending (they do not fit)", pending)
 	}
+}
+
+// succeededCount is the number of BindRequests seen reaching Succeeded.
+func (r *recorder) succeededCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, h := range r.brs {
+		if h.reached("Succeeded") {
+			n++
+		}
+	}
+	return n
+}
+
+// checkAllBoundOnce is checkBoundOnce for every pod of the namespace, from one List (many pods):
+// each bound pod had exactly one node name ever, was never deleted, and exactly one BindRequest
+// for it succeeded, for that node; no node holds more GPUs than it has, and every pod is on a
+// node of `gpusOf`. Returns the number of pods not bound.
+func (r *recorder) checkAllBoundOnce(t *testing.T, ctx context.Context, c *harness.Clients, ns string, gpusOf map[string]int64) int {
+	t.Helper()
+	pods, err := c.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	succeeded := map[string][]string{} // pod -> nodes of its succeeded requests
+	for _, h := range r.brs {
+		if h.reached("Succeeded") {
+			succeeded[h.pod] = append(succeeded[h.pod], h.node)
+		}
+	}
+	perNodeGPUs := map[string]int64{}
+	pending, errs := 0, 0
+	fail := func(format string, args ...interface{}) {
+		if errs++; errs <= 20 {
+			t.Errorf(format, args...)
+		}
+	}
+	for _, p := range pods.Items {
+		node := p.Spec.NodeName
+		if node == "" {
+			pending++
+			if len(succeeded[p.Name]) > 0 {
+				fail("pod %s is not bound, but a BindRequest for it succeeded", p.Name)
+			}
+			continue
+		}
+		if r.podGone[p.Name] {
+			fail("pod %s was deleted", p.Name)
+		}
+		if seen := r.podNodes[p.Name]; len(seen) != 1 || seen[0] != node {
+			fail("pod %s: node names seen %v, now %q; want exactly one", p.Name, seen, node)
+		}
+		if s := succeeded[p.Name]; len(s) != 1 || s[0] != node {
+			fail("pod %s on %s: BindRequests succeeded for nodes %v; want exactly one, for its node", p.Name, node, s)
+		}
+		perNodeGPUs[node] += r.podGPUs[p.Name]
+	}
+	for node, used := range perNodeGPUs {
+		if capacity, ok := gpusOf[node]; !ok {
+			fail("pods bound to %q, not a node of the test", node)
+		} else if used > capacity {
+			fail("node %s: %d GPUs of bound pods; it has %d", node, used, capacity)
+		}
+	}
+	if errs > 20 {
+		t.Errorf("... %d problems in all", errs)
+	}
+	t.Logf("checked %d pods: %d bound exactly once, no node over its GPUs; %d pending", len(pods.Items),
+		len(pods.Items)-pending, pending)
+	return pending
 }
 
 // parallel runs f(0..n-1) on `workers` goroutines and fails the test on the first error.
