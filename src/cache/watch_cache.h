@@ -13,7 +13,7 @@
 //    changes, not the cluster. A patch is taken only when its result equals a full assembly; a
 //    change it cannot express (a pod added or deleted, a pod that joins or leaves the model or
 //    moves to another job or pod set, a new extended resource, an object gaining or losing an
-//    error) falls back to a full assembly;
+//    error, any change while DRA claims are in the model) falls back to a full assembly;
 //  - anything else (nodes, queues, PodGroups, priority classes, topologies, relists): a full
 //    assembly — resolving names to ids, PodGroups to jobs and their sub-group trees,
 //    BindRequests to placements.
