@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <span>
 #include <unordered_map>
@@ -271,7 +272,12 @@ class Solver {
       base_queue_ = spec_.victims_queue();
       base_queue_->Freeze();  // copies share its entries
     }
-    JobsByQueue queue(*base_queue_);
+    // With the solver shortcuts on, the pops are not repeated per prefix: they are replayed from
+    // the previous prefixes' record (see NextPop).
+    std::optional<JobsByQueue> own_queue;
+    if (!ssn_.params().solver_shortcuts) own_queue.emplace(*base_queue_);
+    JobsByQueue* own = own_queue ? &*own_queue : nullptr;
+    cursor_ = 0;
     // KAI solves each scenario in a statement of its own, so every pop of the victims queue and
     // every scenario filter sees the session with no victim evicted. Pops and filters change
     // nothing in the session and no simulation outcome changes what comes next, so the
@@ -296,8 +302,8 @@ class Solver {
         // GetValidScenario on the scenario of the recorded victims alone.
         if (filters.Accept(planned_tasks_)) batch.push_back(0);
       }
-      while (batch.size() < batch_size && !queue.empty()) {
-        if (!AddNextPotentialVictims(queue, scenario)) continue;
+      while (batch.size() < batch_size && !PopsEmpty(own)) {
+        if (!AddNextPotentialVictims(own, scenario)) continue;
         if (filters.Accept(planned_tasks_)) batch.push_back(planned_.size());
       }
       if (batch.empty()) return {};
@@ -321,39 +327,128 @@ class Solver {
         }
       }
       stmt->Discard();
-      if (queue.empty()) return {};
+      if (PopsEmpty(own)) return {};
     }
+  }
+
+  // What taking an entry's victims does to the victims queue, given the recorded victims: the
+  // entry is skipped when it holds a recorded victim (then the rest of the entry, without the
+  // recorded pods, goes back to the queue), otherwise its victims are planned and, when the entry
+  // has more active pods, the rest goes back.
+  struct PopStep {
+    bool skip = false;
+    bool push = false;
+    std::vector<PodId> rest;
+  };
+  void DecideStep(const JobView& next, const std::vector<PodId>& victims, bool has_more,
+                  const Scenario& scenario, PopStep& out) const {
+    out.skip = false;
+    out.push = false;
+    out.rest.clear();
+    const std::vector<PodId>& all = next.partial ? next.pods : ssn_.cluster().jobs[next.job].pods;
+    for (PodId p : victims) {
+      if (!scenario.IsRecorded(p)) continue;
+      // Part of this job is already a recorded victim: consider only the rest later.
+      out.skip = true;
+      for (PodId q : all) {
+        if (!scenario.IsRecorded(q)) out.rest.push_back(q);
+      }
+      out.push = !out.rest.empty();
+      return;
+    }
+    if (has_more) {
+      for (PodId q : all) {
+        if (std::find(victims.begin(), victims.end(), q) == victims.end()) out.rest.push_back(q);
+      }
+      out.push = true;
+    }
+  }
+
+  // One pop of the victims queue as the previous prefixes saw it: the entry, its victims, and
+  // what went back to the queue after it.
+  struct PopRecord {
+    JobView view;
+    std::vector<PodId> victims;
+    bool has_more = false;
+    bool pushed = false;
+    std::vector<PodId> rest;
+  };
+
+  // Whether the victims queue of the current prefix is empty (`own`: the prefix's own copy, with
+  // the shortcuts off).
+  bool PopsEmpty(const JobsByQueue* own) const {
+    if (own) return own->empty();
+    if (cursor_ < pops_.size()) return false;
+    return live_ ? live_->empty() : base_queue_->empty();
+  }
+
+  // The live queue in the state after the first `i` records (their pops and pushes) and the pop
+  // of record i.
+  void RebuildLive(size_t i) {
+    live_ = std::make_unique<JobsByQueue>(*base_queue_);
+    for (size_t j = 0; j < i; ++j) {
+      live_->PopNextView();
+      if (pops_[j].pushed) live_->PushView(JobView{pops_[j].view.job, true, pops_[j].rest});
+    }
+    live_->PopNextView();
   }
 
   // KAI's addNextPotentialVictims: pops the next victim job entry and plans its tasks to evict
   // as the next potential victims (false when the entry holds a recorded victim: only the rest
   // of its job goes back to the queue). Called with no victim evicted.
-  bool AddNextPotentialVictims(JobsByQueue& queue, const Scenario& scenario) {
-    if (queue.empty()) return false;
-    JobView next = queue.PopNextView();
-    bool has_more = false;
-    std::vector<PodId> victims = TasksToEvict(ssn_, next, has_more);
-    const std::vector<PodId>& all = next.partial ? next.pods : ssn_.cluster().jobs[next.job].pods;
-    for (PodId p : victims) {
-      if (!scenario.IsRecorded(p)) continue;
-      // Part of this job is already a recorded victim: consider only the rest later.
-      JobView rest{next.job, true, {}};
-      for (PodId q : all) {
-        if (!scenario.IsRecorded(q)) rest.pods.push_back(q);
+  //
+  // Every prefix starts from a fresh copy of the same victims queue on the same session state,
+  // and the queue's next entry is a function of the operations done on it so far. So while a
+  // prefix pushes back the same rests as the previous prefixes did, it pops the same entries
+  // with the same victims: with the shortcuts on, those are replayed from a record (pops_),
+  // and only where a prefix's push differs (its recorded victims differ) is the queue rebuilt
+  // to that point and continued live; the live queue (live_) always stands after the last
+  // record.
+  bool AddNextPotentialVictims(JobsByQueue* own, const Scenario& scenario) {
+    const JobView* view = nullptr;
+    const std::vector<PodId>* victims = nullptr;
+    if (own) {
+      if (own->empty()) return false;
+      own_next_ = own->PopNextView();
+      bool has_more = false;
+      own_victims_ = TasksToEvict(ssn_, own_next_, has_more);
+      DecideStep(own_next_, own_victims_, has_more, scenario, step_);
+      if (step_.push) own->PushView(JobView{own_next_.job, true, step_.rest});
+      view = &own_next_;
+      victims = &own_victims_;
+    } else if (cursor_ < pops_.size()) {
+      PopRecord& r = pops_[cursor_];
+      DecideStep(r.view, r.victims, r.has_more, scenario, step_);
+      if (step_.push != r.pushed || (step_.push && step_.rest != r.rest)) {
+        // This prefix leaves the queue differently: continue live from here.
+        RebuildLive(cursor_);
+        r.pushed = step_.push;
+        r.rest = step_.rest;
+        if (r.pushed) live_->PushView(JobView{r.view.job, true, r.rest});
+        pops_.resize(cursor_ + 1);
       }
-      if (!rest.pods.empty()) queue.PushView(std::move(rest));
-      return false;
+      ++cursor_;
+      view = &pops_[cursor_ - 1].view;
+      victims = &pops_[cursor_ - 1].victims;
+    } else {
+      if (!live_) live_ = std::make_unique<JobsByQueue>(*base_queue_);
+      if (live_->empty()) return false;
+      PopRecord r;
+      r.view = live_->PopNextView();
+      r.victims = TasksToEvict(ssn_, r.view, r.has_more);
+      DecideStep(r.view, r.victims, r.has_more, scenario, step_);
+      r.pushed = step_.push;
+      r.rest = step_.rest;
+      if (r.pushed) live_->PushView(JobView{r.view.job, true, r.rest});
+      pops_.push_back(std::move(r));
+      ++cursor_;
+      view = &pops_.back().view;
+      victims = &pops_.back().victims;
     }
-    if (has_more) {
-      JobView rest{next.job, true, {}};
-      for (PodId q : all) {
-        if (std::find(victims.begin(), victims.end(), q) == victims.end()) rest.pods.push_back(q);
-      }
-      queue.PushView(std::move(rest));
-    }
-    if (!victims.empty()) {
-      planned_.Add(next.job, victims);
-      planned_tasks_.insert(planned_tasks_.end(), victims.begin(), victims.end());
+    if (step_.skip) return false;
+    if (!victims->empty()) {
+      planned_.Add(view->job, *victims);
+      planned_tasks_.insert(planned_tasks_.end(), victims->begin(), victims->end());
     }
     return true;
   }
@@ -775,6 +870,14 @@ class Solver {
   ScenarioIndex index_;
   std::vector<char> feasible_;
   std::unique_ptr<JobsByQueue> base_queue_;
+  // The record of victims-queue pops shared by the prefixes, the queue standing after it, and
+  // the current prefix's position in it (see AddNextPotentialVictims).
+  std::vector<PopRecord> pops_;
+  std::unique_ptr<JobsByQueue> live_;
+  size_t cursor_ = 0;
+  PopStep step_;
+  JobView own_next_;
+  std::vector<PodId> own_victims_;
   // Scenario generation: the victim groups popped so far for the current prefix (every
   // scenario adds the next one), all their tasks in order, and the per-solve node capacities
   // of the idle-GPU filters.
