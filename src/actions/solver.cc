@@ -205,6 +205,11 @@ struct PartialResult {
   std::unique_ptr<Statement> statement;
   std::vector<PodId> victim_tasks;
   VictimGroups victim_groups;
+  // With the kept eviction base (Solver::keep_base_): the statement is the solver's base
+  // statement; `evicted` are the pods it evicted before the simulation, which ended at
+  // `evict_end`.
+  std::vector<PodId> evicted;
+  Statement::Checkpoint evict_end = 0;
 };
 
 class Solver {
@@ -215,6 +220,11 @@ class Solver {
     // The session reports the nodes it changes while this search runs (see FreeBlocks).
     blocks_free_.assign(ssn_.cluster().nodes.size(), 0.0);
     ssn_.SetNodeChangeLog(&node_log_);
+    // Keeping the recorded victims evicted between prefixes (see AcquireBase) relies on undo
+    // giving back exactly the state before: queue and node sums of whole numbers only, and no
+    // devices allocated through claims.
+    keep_base_ = ssn_.params().solver_shortcuts && ssn_.QueueOrderDependsOnlyOnPodStates() &&
+                 ssn_.cluster().resource_claims.empty();
     SolverResult out = SolvePrefixes();
     ssn_.SetNodeChangeLog(nullptr);
     return out;
@@ -234,11 +244,24 @@ class Solver {
       const bool complete = pending.size() == tasks.size();
       PartialResult r = SolvePartial(pending);
       if (!r.solved) break;
-      if (!complete) r.statement->Discard();
+      if (keep_base_) {
+        // The prefix's evictions stay as the next prefix's starting point; its simulation is
+        // undone.
+        if (!complete) {
+          base_stmt_->Rollback(r.evict_end);
+          base_seq_ = std::move(r.evicted);
+        } else {
+          r.statement = std::move(base_stmt_);
+          base_seq_.clear();
+        }
+      } else if (!complete) {
+        r.statement->Discard();
+      }
       statement = std::move(r.statement);
       recorded_tasks = r.victim_tasks;
       recorded_groups_ = std::move(r.victim_groups);
     }
+    MakeClean();  // (a failed search leaves nothing evicted)
     out.solved = ssn_.IsGangSatisfied(job_) && ActiveUsed() > original_active;
     out.statement = std::move(statement);
     out.victims = std::move(recorded_tasks);
@@ -269,6 +292,7 @@ class Solver {
     // job and copied (KAI builds a fresh one per prefix; the pops of a prefix depend on its
     // recorded victims).
     if (!base_queue_) {
+      MakeClean();
       base_queue_ = spec_.victims_queue();
       base_queue_->Freeze();  // copies share its entries
     }
@@ -285,7 +309,10 @@ class Solver {
     // then evicted once for the batch and its scenarios simulated in turn, each rolling back to
     // that point. Batches double in size, so a prefix evicts its recorded victims a logarithmic
     // number of times.
-    if (!capacities_.computed) capacities_.Compute(ssn_);
+    if (!capacities_.computed) {
+      MakeClean();
+      capacities_.Compute(ssn_);
+    }
     ScenarioFilters filters(ssn_, capacities_, job_, scenario.pending(), scenario.recorded_tasks(),
                             feasible_);
     planned_ = VictimGroups();
@@ -308,8 +335,15 @@ class Solver {
       }
       if (batch.empty()) return {};
       // The recorded victims are evicted once per batch; each scenario rolls back to this point.
-      std::unique_ptr<Statement> stmt = NewStatement();
-      EvictAll(*stmt, scenario.recorded_tasks());
+      std::unique_ptr<Statement> own_stmt;
+      Statement* stmt = nullptr;
+      if (keep_base_) {
+        stmt = &AcquireBase(scenario.recorded_tasks());
+      } else {
+        own_stmt = NewStatement();
+        stmt = own_stmt.get();
+        EvictAll(*stmt, scenario.recorded_tasks());
+      }
       const auto base = stmt->checkpoint();
       CountBaseBlocks();
       touched_.clear();
@@ -322,11 +356,12 @@ class Solver {
         }
         PartialResult r;
         if (SolveScenario(scenario, *stmt, base, r)) {
-          r.statement = std::move(stmt);
+          r.statement = std::move(own_stmt);
           return r;
         }
       }
-      stmt->Discard();
+      // (The kept base stays evicted: the next batch starts from the same recorded victims.)
+      if (own_stmt) own_stmt->Discard();
       if (PopsEmpty(own)) return {};
     }
   }
@@ -385,6 +420,7 @@ class Solver {
   // The live queue in the state after the first `i` records (their pops and pushes) and the pop
   // of record i.
   void RebuildLive(size_t i) {
+    MakeClean();
     live_ = std::make_unique<JobsByQueue>(*base_queue_);
     for (size_t j = 0; j < i; ++j) {
       live_->PopNextView();
@@ -431,19 +467,24 @@ class Solver {
       view = &pops_[cursor_ - 1].view;
       victims = &pops_[cursor_ - 1].victims;
     } else {
+      // Pops read the session, which must be clean. With the kept eviction base, cleaning costs
+      // re-evicting it, so the record is extended by as many pops as it already holds (at least
+      // 64) at once; they are replayed above as the prefixes reach them.
+      MakeClean();
       if (!live_) live_ = std::make_unique<JobsByQueue>(*base_queue_);
       if (live_->empty()) return false;
-      PopRecord r;
-      r.view = live_->PopNextView();
-      r.victims = TasksToEvict(ssn_, r.view, r.has_more);
-      DecideStep(r.view, r.victims, r.has_more, scenario, step_);
-      r.pushed = step_.push;
-      r.rest = step_.rest;
-      if (r.pushed) live_->PushView(JobView{r.view.job, true, r.rest});
-      pops_.push_back(std::move(r));
-      ++cursor_;
-      view = &pops_.back().view;
-      victims = &pops_.back().victims;
+      const size_t count = keep_base_ ? std::max<size_t>(64, pops_.size()) : 1;
+      for (size_t i = 0; i < count && !live_->empty(); ++i) {
+        PopRecord r;
+        r.view = live_->PopNextView();
+        r.victims = TasksToEvict(ssn_, r.view, r.has_more);
+        DecideStep(r.view, r.victims, r.has_more, scenario, step_);
+        r.pushed = step_.push;
+        r.rest = step_.rest;
+        if (r.pushed) live_->PushView(JobView{r.view.job, true, r.rest});
+        pops_.push_back(std::move(r));
+      }
+      return AddNextPotentialVictims(own, scenario);  // replays the first of them
     }
     if (step_.skip) return false;
     if (!victims->empty()) {
@@ -451,6 +492,34 @@ class Solver {
       planned_tasks_.insert(planned_tasks_.end(), victims->begin(), victims->end());
     }
     return true;
+  }
+
+  // The kept eviction base (keep_base_): one statement holding, as its only operations, the
+  // evictions of base_seq_ in order (operation i evicts base_seq_[i]). A batch needs the recorded
+  // victims evicted in their order: the base is rolled back to the longest common prefix of the
+  // two sequences and the rest is evicted. Undo restores the state exactly (whole-number sums),
+  // so this is the state a fresh statement evicting the recorded victims would reach, and a
+  // solution's statement holds the same operations in the same order.
+  Statement& AcquireBase(const std::vector<PodId>& recorded) {
+    if (!base_stmt_) base_stmt_ = NewStatement();
+    size_t common = 0;
+    while (common < base_seq_.size() && common < recorded.size() &&
+           base_seq_[common] == recorded[common]) {
+      ++common;
+    }
+    base_stmt_->Rollback(common);
+    base_seq_.resize(common);
+    for (size_t i = common; i < recorded.size(); ++i) {
+      base_stmt_->Evict(recorded[i]);
+      base_seq_.push_back(recorded[i]);
+    }
+    return *base_stmt_;
+  }
+
+  // Undoes the kept eviction base (the session is as the search found it).
+  void MakeClean() {
+    if (base_stmt_) base_stmt_->Discard();
+    base_seq_.clear();
   }
 
   void EvictAll(Statement& stmt, const std::vector<PodId>& pods) {
@@ -591,6 +660,7 @@ class Solver {
         !CouldFitProfile(pending_profile_, [&](double g) { return ScenarioBlocks(g); })) {
       return Outcome::kFailed;
     }
+    const Statement::Checkpoint evict_end = stmt.checkpoint();
     if (!AllocatePreemptorAndVictims(stmt, nodes, scenario, potential)) {
       return Outcome::kFailed;
     }
@@ -610,6 +680,11 @@ class Solver {
     for (PodId p : scenario.recorded_tasks()) classify(p);
     for (PodId p : potential) classify(p);
     out.solved = true;
+    if (keep_base_) {
+      out.evict_end = evict_end;
+      out.evicted = scenario.recorded_tasks();
+      out.evicted.insert(out.evicted.end(), potential.begin(), potential.end());
+    }
     out.victim_tasks = preempted;
     out.victim_tasks.insert(out.victim_tasks.end(), pipelined.begin(), pipelined.end());
     std::vector<char>& seen = seen_scratch_;
@@ -875,6 +950,10 @@ class Solver {
   std::vector<PopRecord> pops_;
   std::unique_ptr<JobsByQueue> live_;
   size_t cursor_ = 0;
+  // The kept eviction base (see AcquireBase).
+  bool keep_base_ = false;
+  std::unique_ptr<Statement> base_stmt_;
+  std::vector<PodId> base_seq_;
   PopStep step_;
   JobView own_next_;
   std::vector<PodId> own_victims_;
