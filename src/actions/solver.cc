@@ -154,6 +154,12 @@ class Scenario {
   }
 
   const ScenarioInfo& Info() const { return index_.info; }
+  // Records which victims a simulation evicted (see ScenarioInfo::evicted_known).
+  void SetEvicted(std::span<const PodId> potential) const {
+    index_.info.evicted_known = true;
+    index_.info.evicted_recorded = recorded_tasks_;
+    index_.info.evicted_potential = potential;
+  }
   size_t group_count() const { return groups_.size(); }
 
  private:
@@ -664,6 +670,7 @@ class Solver {
     if (!AllocatePreemptorAndVictims(stmt, nodes, scenario, potential)) {
       return Outcome::kFailed;
     }
+    scenario.SetEvicted(potential);
     if (spec_.validator && !spec_.validator(ssn_, scenario.Info())) return Outcome::kRejected;
     std::vector<PodId>& preempted = preempted_scratch_;
     std::vector<PodId>& pipelined = pipelined_scratch_;
