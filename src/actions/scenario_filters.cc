@@ -140,10 +140,9 @@ ScenarioFilters::ScenarioFilters(const Session& ssn, const IdleGpuCapacities& ca
   for (PodId p : pending_) required_.push_back(RequiredGpus(c.pods[p]));
   std::sort(required_.begin(), required_.end(), std::greater<>());
   idle_ = capacities.capacity;
-  in_top_.assign(c.nodes.size(), 0);
   const size_t k = std::min(pending_.size(), capacities.by_capacity.size());
-  top_.assign(capacities.by_capacity.begin(), capacities.by_capacity.begin() + k);
-  for (NodeId n : top_) in_top_[static_cast<size_t>(n)] = 1;
+  for (size_t i = 0; i < k; ++i) ++top_[idle_[static_cast<size_t>(capacities.by_capacity[i])]];
+  top_size_ = k;
   for (PodId p : recorded_) AddIdleVictim(p);
 }
 
@@ -213,36 +212,32 @@ bool ScenarioFilters::TopologyAccept(std::span<const PodId> potential) {
 
 void ScenarioFilters::AddIdleVictim(PodId victim) {
   const NodeId n = ssn_.pod(victim).node;
-  if (n == kNone || top_.empty()) return;
+  if (n == kNone || top_size_ == 0) return;
   const size_t node = static_cast<size_t>(n);
-  const double previous_min = idle_[static_cast<size_t>(top_.back())];
+  const double before = idle_[node];
   idle_[node] += ssn_.AcceptedGpus(victim);
-  if (!(idle_[node] > previous_min)) return;
-  // Its place: after every node with strictly more idle GPUs (the list stays ordered).
-  const double v = idle_[node];
-  // (Nodes with more than v come first: they all precede the node itself when it is in the
-  // list, whose own value grew to v, so the predicate is monotone over the list.)
-  const size_t at = static_cast<size_t>(
-      std::partition_point(top_.begin(), top_.end(),
-                           [&](NodeId m) { return idle_[static_cast<size_t>(m)] > v; }) -
-      top_.begin());
-  if (in_top_[node]) {
-    auto cur = std::find(top_.begin(), top_.end(), n);
-    std::rotate(top_.begin() + static_cast<std::ptrdiff_t>(at), cur, cur + 1);
-    return;
-  }
-  // Takes the place of the least idle node.
-  in_top_[static_cast<size_t>(top_.back())] = 0;
-  top_.pop_back();
-  top_.insert(top_.begin() + static_cast<std::ptrdiff_t>(at), n);
-  in_top_[node] = 1;
+  const double after = idle_[node];
+  const double min = top_.begin()->first;
+  // KAI keeps the K most idle nodes, a node entering only with strictly more idle GPUs than the
+  // least of them. The kept values are therefore always the K largest of all nodes' values (the
+  // node that leaves holds the minimum, which is at least every value outside), so only that
+  // multiset is kept: a node at or above the minimum counts as kept (ties at the minimum hold the
+  // same value either way).
+  if (!(after > min)) return;
+  auto drop = [&](double value) {
+    auto it = top_.find(value);
+    if (--it->second == 0) top_.erase(it);
+  };
+  drop(before >= min ? before : min);
+  ++top_[after];
 }
 
 bool ScenarioFilters::IdleGpusAccept(std::span<const PodId> potential) {
   for (; idle_seen_ < potential.size(); ++idle_seen_) AddIdleVictim(potential[idle_seen_]);
-  std::vector<double> caps;
-  caps.reserve(top_.size());
-  for (NodeId n : top_) caps.push_back(idle_[static_cast<size_t>(n)]);
+  std::vector<double>& caps = caps_scratch_;
+  caps.clear();
+  for (auto it = top_.rbegin(); it != top_.rend(); ++it)
+    caps.insert(caps.end(), it->second, it->first);
   return GreedyMatch(required_, caps);
 }
 

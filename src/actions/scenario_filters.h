@@ -5,6 +5,7 @@
 // order they were added.
 #pragma once
 
+#include <map>
 #include <span>
 #include <string>
 #include <vector>
@@ -75,8 +76,11 @@ class ScenarioFilters {
   // Idle GPUs.
   std::vector<double> required_;  // the pending pods' GPUs, most first
   std::vector<double> idle_;      // per node, growing with the victims seen
-  std::vector<NodeId> top_;       // the most idle nodes, at most one per pending pod, most first
-  std::vector<char> in_top_;
+  // The idle GPUs of the most idle nodes (at most one node per pending pod), as value -> count;
+  // see AddIdleVictim.
+  std::map<double, size_t> top_;
+  size_t top_size_ = 0;
+  std::vector<double> caps_scratch_;
   size_t idle_seen_ = 0;
 };
 

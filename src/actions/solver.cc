@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <span>
 #include <unordered_map>
@@ -153,6 +154,12 @@ class Scenario {
   }
 
   const ScenarioInfo& Info() const { return index_.info; }
+  // Records which victims a simulation evicted (see ScenarioInfo::evicted_known).
+  void SetEvicted(std::span<const PodId> potential) const {
+    index_.info.evicted_known = true;
+    index_.info.evicted_recorded = recorded_tasks_;
+    index_.info.evicted_potential = potential;
+  }
   size_t group_count() const { return groups_.size(); }
 
  private:
@@ -204,6 +211,11 @@ struct PartialResult {
   std::unique_ptr<Statement> statement;
   std::vector<PodId> victim_tasks;
   VictimGroups victim_groups;
+  // With the kept eviction base (Solver::keep_base_): the statement is the solver's base
+  // statement; `evicted` are the pods it evicted before the simulation, which ended at
+  // `evict_end`.
+  std::vector<PodId> evicted;
+  Statement::Checkpoint evict_end = 0;
 };
 
 class Solver {
@@ -214,6 +226,11 @@ class Solver {
     // The session reports the nodes it changes while this search runs (see FreeBlocks).
     blocks_free_.assign(ssn_.cluster().nodes.size(), 0.0);
     ssn_.SetNodeChangeLog(&node_log_);
+    // Keeping the recorded victims evicted between prefixes (see AcquireBase) relies on undo
+    // giving back exactly the state before: queue and node sums of whole numbers only, and no
+    // devices allocated through claims.
+    keep_base_ = ssn_.params().solver_shortcuts && ssn_.QueueOrderDependsOnlyOnPodStates() &&
+                 ssn_.cluster().resource_claims.empty();
     SolverResult out = SolvePrefixes();
     ssn_.SetNodeChangeLog(nullptr);
     return out;
@@ -233,11 +250,24 @@ class Solver {
       const bool complete = pending.size() == tasks.size();
       PartialResult r = SolvePartial(pending);
       if (!r.solved) break;
-      if (!complete) r.statement->Discard();
+      if (keep_base_) {
+        // The prefix's evictions stay as the next prefix's starting point; its simulation is
+        // undone.
+        if (!complete) {
+          base_stmt_->Rollback(r.evict_end);
+          base_seq_ = std::move(r.evicted);
+        } else {
+          r.statement = std::move(base_stmt_);
+          base_seq_.clear();
+        }
+      } else if (!complete) {
+        r.statement->Discard();
+      }
       statement = std::move(r.statement);
       recorded_tasks = r.victim_tasks;
       recorded_groups_ = std::move(r.victim_groups);
     }
+    MakeClean();  // (a failed search leaves nothing evicted)
     out.solved = ssn_.IsGangSatisfied(job_) && ActiveUsed() > original_active;
     out.statement = std::move(statement);
     out.victims = std::move(recorded_tasks);
@@ -268,10 +298,16 @@ class Solver {
     // job and copied (KAI builds a fresh one per prefix; the pops of a prefix depend on its
     // recorded victims).
     if (!base_queue_) {
+      MakeClean();
       base_queue_ = spec_.victims_queue();
       base_queue_->Freeze();  // copies share its entries
     }
-    JobsByQueue queue(*base_queue_);
+    // With the solver shortcuts on, the pops are not repeated per prefix: they are replayed from
+    // the previous prefixes' record (see NextPop).
+    std::optional<JobsByQueue> own_queue;
+    if (!ssn_.params().solver_shortcuts) own_queue.emplace(*base_queue_);
+    JobsByQueue* own = own_queue ? &*own_queue : nullptr;
+    cursor_ = 0;
     // KAI solves each scenario in a statement of its own, so every pop of the victims queue and
     // every scenario filter sees the session with no victim evicted. Pops and filters change
     // nothing in the session and no simulation outcome changes what comes next, so the
@@ -279,7 +315,10 @@ class Solver {
     // then evicted once for the batch and its scenarios simulated in turn, each rolling back to
     // that point. Batches double in size, so a prefix evicts its recorded victims a logarithmic
     // number of times.
-    if (!capacities_.computed) capacities_.Compute(ssn_);
+    if (!capacities_.computed) {
+      MakeClean();
+      capacities_.Compute(ssn_);
+    }
     ScenarioFilters filters(ssn_, capacities_, job_, scenario.pending(), scenario.recorded_tasks(),
                             feasible_);
     planned_ = VictimGroups();
@@ -296,14 +335,21 @@ class Solver {
         // GetValidScenario on the scenario of the recorded victims alone.
         if (filters.Accept(planned_tasks_)) batch.push_back(0);
       }
-      while (batch.size() < batch_size && !queue.empty()) {
-        if (!AddNextPotentialVictims(queue, scenario)) continue;
+      while (batch.size() < batch_size && !PopsEmpty(own)) {
+        if (!AddNextPotentialVictims(own, scenario)) continue;
         if (filters.Accept(planned_tasks_)) batch.push_back(planned_.size());
       }
       if (batch.empty()) return {};
       // The recorded victims are evicted once per batch; each scenario rolls back to this point.
-      std::unique_ptr<Statement> stmt = NewStatement();
-      EvictAll(*stmt, scenario.recorded_tasks());
+      std::unique_ptr<Statement> own_stmt;
+      Statement* stmt = nullptr;
+      if (keep_base_) {
+        stmt = &AcquireBase(scenario.recorded_tasks());
+      } else {
+        own_stmt = NewStatement();
+        stmt = own_stmt.get();
+        EvictAll(*stmt, scenario.recorded_tasks());
+      }
       const auto base = stmt->checkpoint();
       CountBaseBlocks();
       touched_.clear();
@@ -316,46 +362,170 @@ class Solver {
         }
         PartialResult r;
         if (SolveScenario(scenario, *stmt, base, r)) {
-          r.statement = std::move(stmt);
+          r.statement = std::move(own_stmt);
           return r;
         }
       }
-      stmt->Discard();
-      if (queue.empty()) return {};
+      // (The kept base stays evicted: the next batch starts from the same recorded victims.)
+      if (own_stmt) own_stmt->Discard();
+      if (PopsEmpty(own)) return {};
     }
+  }
+
+  // What taking an entry's victims does to the victims queue, given the recorded victims: the
+  // entry is skipped when it holds a recorded victim (then the rest of the entry, without the
+  // recorded pods, goes back to the queue), otherwise its victims are planned and, when the entry
+  // has more active pods, the rest goes back.
+  struct PopStep {
+    bool skip = false;
+    bool push = false;
+    std::vector<PodId> rest;
+  };
+  void DecideStep(const JobView& next, const std::vector<PodId>& victims, bool has_more,
+                  const Scenario& scenario, PopStep& out) const {
+    out.skip = false;
+    out.push = false;
+    out.rest.clear();
+    const std::vector<PodId>& all = next.partial ? next.pods : ssn_.cluster().jobs[next.job].pods;
+    for (PodId p : victims) {
+      if (!scenario.IsRecorded(p)) continue;
+      // Part of this job is already a recorded victim: consider only the rest later.
+      out.skip = true;
+      for (PodId q : all) {
+        if (!scenario.IsRecorded(q)) out.rest.push_back(q);
+      }
+      out.push = !out.rest.empty();
+      return;
+    }
+    if (has_more) {
+      for (PodId q : all) {
+        if (std::find(victims.begin(), victims.end(), q) == victims.end()) out.rest.push_back(q);
+      }
+      out.push = true;
+    }
+  }
+
+  // One pop of the victims queue as the previous prefixes saw it: the entry, its victims, and
+  // what went back to the queue after it.
+  struct PopRecord {
+    JobView view;
+    std::vector<PodId> victims;
+    bool has_more = false;
+    bool pushed = false;
+    std::vector<PodId> rest;
+  };
+
+  // Whether the victims queue of the current prefix is empty (`own`: the prefix's own copy, with
+  // the shortcuts off).
+  bool PopsEmpty(const JobsByQueue* own) const {
+    if (own) return own->empty();
+    if (cursor_ < pops_.size()) return false;
+    return live_ ? live_->empty() : base_queue_->empty();
+  }
+
+  // The live queue in the state after the first `i` records (their pops and pushes) and the pop
+  // of record i.
+  void RebuildLive(size_t i) {
+    MakeClean();
+    live_ = std::make_unique<JobsByQueue>(*base_queue_);
+    for (size_t j = 0; j < i; ++j) {
+      live_->PopNextView();
+      if (pops_[j].pushed) live_->PushView(JobView{pops_[j].view.job, true, pops_[j].rest});
+    }
+    live_->PopNextView();
   }
 
   // KAI's addNextPotentialVictims: pops the next victim job entry and plans its tasks to evict
   // as the next potential victims (false when the entry holds a recorded victim: only the rest
   // of its job goes back to the queue). Called with no victim evicted.
-  bool AddNextPotentialVictims(JobsByQueue& queue, const Scenario& scenario) {
-    if (queue.empty()) return false;
-    JobView next = queue.PopNextView();
-    bool has_more = false;
-    std::vector<PodId> victims = TasksToEvict(ssn_, next, has_more);
-    const std::vector<PodId>& all = next.partial ? next.pods : ssn_.cluster().jobs[next.job].pods;
-    for (PodId p : victims) {
-      if (!scenario.IsRecorded(p)) continue;
-      // Part of this job is already a recorded victim: consider only the rest later.
-      JobView rest{next.job, true, {}};
-      for (PodId q : all) {
-        if (!scenario.IsRecorded(q)) rest.pods.push_back(q);
+  //
+  // Every prefix starts from a fresh copy of the same victims queue on the same session state,
+  // and the queue's next entry is a function of the operations done on it so far. So while a
+  // prefix pushes back the same rests as the previous prefixes did, it pops the same entries
+  // with the same victims: with the shortcuts on, those are replayed from a record (pops_),
+  // and only where a prefix's push differs (its recorded victims differ) is the queue rebuilt
+  // to that point and continued live; the live queue (live_) always stands after the last
+  // record.
+  bool AddNextPotentialVictims(JobsByQueue* own, const Scenario& scenario) {
+    const JobView* view = nullptr;
+    const std::vector<PodId>* victims = nullptr;
+    if (own) {
+      if (own->empty()) return false;
+      own_next_ = own->PopNextView();
+      bool has_more = false;
+      own_victims_ = TasksToEvict(ssn_, own_next_, has_more);
+      DecideStep(own_next_, own_victims_, has_more, scenario, step_);
+      if (step_.push) own->PushView(JobView{own_next_.job, true, step_.rest});
+      view = &own_next_;
+      victims = &own_victims_;
+    } else if (cursor_ < pops_.size()) {
+      PopRecord& r = pops_[cursor_];
+      DecideStep(r.view, r.victims, r.has_more, scenario, step_);
+      if (step_.push != r.pushed || (step_.push && step_.rest != r.rest)) {
+        // This prefix leaves the queue differently: continue live from here.
+        RebuildLive(cursor_);
+        r.pushed = step_.push;
+        r.rest = step_.rest;
+        if (r.pushed) live_->PushView(JobView{r.view.job, true, r.rest});
+        pops_.resize(cursor_ + 1);
       }
-      if (!rest.pods.empty()) queue.PushView(std::move(rest));
-      return false;
-    }
-    if (has_more) {
-      JobView rest{next.job, true, {}};
-      for (PodId q : all) {
-        if (std::find(victims.begin(), victims.end(), q) == victims.end()) rest.pods.push_back(q);
+      ++cursor_;
+      view = &pops_[cursor_ - 1].view;
+      victims = &pops_[cursor_ - 1].victims;
+    } else {
+      // Pops read the session, which must be clean. With the kept eviction base, cleaning costs
+      // re-evicting it, so the record is extended by as many pops as it already holds (at least
+      // 64) at once; they are replayed above as the prefixes reach them.
+      MakeClean();
+      if (!live_) live_ = std::make_unique<JobsByQueue>(*base_queue_);
+      if (live_->empty()) return false;
+      const size_t count = keep_base_ ? std::max<size_t>(64, pops_.size()) : 1;
+      for (size_t i = 0; i < count && !live_->empty(); ++i) {
+        PopRecord r;
+        r.view = live_->PopNextView();
+        r.victims = TasksToEvict(ssn_, r.view, r.has_more);
+        DecideStep(r.view, r.victims, r.has_more, scenario, step_);
+        r.pushed = step_.push;
+        r.rest = step_.rest;
+        if (r.pushed) live_->PushView(JobView{r.view.job, true, r.rest});
+        pops_.push_back(std::move(r));
       }
-      queue.PushView(std::move(rest));
+      return AddNextPotentialVictims(own, scenario);  // replays the first of them
     }
-    if (!victims.empty()) {
-      planned_.Add(next.job, victims);
-      planned_tasks_.insert(planned_tasks_.end(), victims.begin(), victims.end());
+    if (step_.skip) return false;
+    if (!victims->empty()) {
+      planned_.Add(view->job, *victims);
+      planned_tasks_.insert(planned_tasks_.end(), victims->begin(), victims->end());
     }
     return true;
+  }
+
+  // The kept eviction base (keep_base_): one statement holding, as its only operations, the
+  // evictions of base_seq_ in order (operation i evicts base_seq_[i]). A batch needs the recorded
+  // victims evicted in their order: the base is rolled back to the longest common prefix of the
+  // two sequences and the rest is evicted. Undo restores the state exactly (whole-number sums),
+  // so this is the state a fresh statement evicting the recorded victims would reach, and a
+  // solution's statement holds the same operations in the same order.
+  Statement& AcquireBase(const std::vector<PodId>& recorded) {
+    if (!base_stmt_) base_stmt_ = NewStatement();
+    size_t common = 0;
+    while (common < base_seq_.size() && common < recorded.size() &&
+           base_seq_[common] == recorded[common]) {
+      ++common;
+    }
+    base_stmt_->Rollback(common);
+    base_seq_.resize(common);
+    for (size_t i = common; i < recorded.size(); ++i) {
+      base_stmt_->Evict(recorded[i]);
+      base_seq_.push_back(recorded[i]);
+    }
+    return *base_stmt_;
+  }
+
+  // Undoes the kept eviction base (the session is as the search found it).
+  void MakeClean() {
+    if (base_stmt_) base_stmt_->Discard();
+    base_seq_.clear();
   }
 
   void EvictAll(Statement& stmt, const std::vector<PodId>& pods) {
@@ -496,9 +666,11 @@ class Solver {
         !CouldFitProfile(pending_profile_, [&](double g) { return ScenarioBlocks(g); })) {
       return Outcome::kFailed;
     }
+    const Statement::Checkpoint evict_end = stmt.checkpoint();
     if (!AllocatePreemptorAndVictims(stmt, nodes, scenario, potential)) {
       return Outcome::kFailed;
     }
+    scenario.SetEvicted(potential);
     if (spec_.validator && !spec_.validator(ssn_, scenario.Info())) return Outcome::kRejected;
     std::vector<PodId>& preempted = preempted_scratch_;
     std::vector<PodId>& pipelined = pipelined_scratch_;
@@ -515,6 +687,11 @@ class Solver {
     for (PodId p : scenario.recorded_tasks()) classify(p);
     for (PodId p : potential) classify(p);
     out.solved = true;
+    if (keep_base_) {
+      out.evict_end = evict_end;
+      out.evicted = scenario.recorded_tasks();
+      out.evicted.insert(out.evicted.end(), potential.begin(), potential.end());
+    }
     out.victim_tasks = preempted;
     out.victim_tasks.insert(out.victim_tasks.end(), pipelined.begin(), pipelined.end());
     std::vector<char>& seen = seen_scratch_;
@@ -775,6 +952,18 @@ class Solver {
   ScenarioIndex index_;
   std::vector<char> feasible_;
   std::unique_ptr<JobsByQueue> base_queue_;
+  // The record of victims-queue pops shared by the prefixes, the queue standing after it, and
+  // the current prefix's position in it (see AddNextPotentialVictims).
+  std::vector<PopRecord> pops_;
+  std::unique_ptr<JobsByQueue> live_;
+  size_t cursor_ = 0;
+  // The kept eviction base (see AcquireBase).
+  bool keep_base_ = false;
+  std::unique_ptr<Statement> base_stmt_;
+  std::vector<PodId> base_seq_;
+  PopStep step_;
+  JobView own_next_;
+  std::vector<PodId> own_victims_;
   // Scenario generation: the victim groups popped so far for the current prefix (every
   // scenario adds the next one), all their tasks in order, and the per-solve node capacities
   // of the idle-GPU filters.

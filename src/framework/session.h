@@ -110,6 +110,12 @@ struct ScenarioInfo {
   JobId preemptor = kNone;
   std::vector<PodId> preemptor_tasks;  // the preemptor's pods being placed in this scenario
   std::vector<std::pair<JobId, std::vector<PodId>>> victims;
+  // When `evicted_known`: the victims the simulation evicted (the recorded ones and those of
+  // the node tried; both lists may repeat pods). Every other victim was left untouched, so it is
+  // still active on its node.
+  bool evicted_known = false;
+  std::span<const PodId> evicted_recorded;
+  std::span<const PodId> evicted_potential;
 };
 
 // Callback types. Comparators return <0 when the left side goes first, >0 for the right side,

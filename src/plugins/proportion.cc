@@ -347,6 +347,7 @@ class ProportionPlugin : public Plugin {
       }
     }
     const bool pod_states_only = whole && magnitude < 0x1p52;
+    exact_sums_ = pod_states_only;
     ssn.AddQueueOrderFn(
         [this](const Session& s, QueueId l, QueueId r, const JobView* lj, const JobView* rj,
                const VictimList& lv,
@@ -508,12 +509,75 @@ class ProportionPlugin : public Plugin {
     return allocated / fair;
   }
 
+  // Reclaimable's saturation checks, from the victims a consolidating-reclaim simulation
+  // evicted (the only victims that can count: the others are still active): true when one of
+  // them fails. With exact queue sums, each queue's remaining allocation is its allocation minus
+  // the counted victims below it in any order, so the checks see the same numbers as
+  // Reclaimable's (whose other checks can only add rejections).
+  bool SaturationRejects(const Session& s, const ScenarioInfo& sc) const {
+    const Cluster& c = s.cluster();
+    const auto& queues = simulation_shares_;
+    if (hit_.size() != c.queues.size()) {
+      hit_.assign(c.queues.size(), 0);
+      taken_sum_.assign(c.queues.size(), {});
+    }
+    if (pod_hit_.size() != c.pods.size()) pod_hit_.assign(c.pods.size(), 0);
+    ++stamp_;
+    auto visit = [&](std::span<const PodId> pods) {
+      for (PodId p : pods) {
+        if (pod_hit_[p] == stamp_ || IsActiveAllocated(s.pod(p).status)) continue;
+        pod_hit_[p] = stamp_;
+        const Quantities q = s.AcceptedQuantities(p);
+        for (QueueId a = c.jobs[c.pods[p].job].queue; a != kNone; a = c.queues[a].parent) {
+          if (hit_[a] != stamp_) {
+            hit_[a] = stamp_;
+            taken_sum_[a] = {};
+          }
+          taken_sum_[a] += q;
+        }
+      }
+    };
+    visit(sc.evicted_recorded);
+    visit(sc.evicted_potential);
+    const Quantities required = Requested(c, sc.preemptor_tasks);
+    const auto reclaimer_involved = Involved(required);
+    for (QueueId rq = c.jobs[sc.preemptor].queue; rq != kNone; rq = c.queues[rq].parent) {
+      Quantities with = queues[rq].Allocated();
+      if (hit_[rq] == stamp_) with -= taken_sum_[rq];
+      with += required;
+      const Quantities fair = queues[rq].FairShare();
+      for (QueueId sib = 0; sib < static_cast<QueueId>(c.queues.size()); ++sib) {
+        if (sib == rq || hit_[sib] != stamp_ || c.queues[sib].parent != c.queues[rq].parent) {
+          continue;
+        }
+        Quantities sib_remaining = queues[sib].Allocated();
+        sib_remaining -= taken_sum_[sib];
+        const Quantities sib_fair = queues[sib].FairShare();
+        for (auto res : kQueueResources) {
+          if (!reclaimer_involved[static_cast<int>(res)] && !(taken_sum_[sib][res] > 0)) continue;
+          if (fair[res] == kUnlimited && sib_fair[res] == kUnlimited) continue;
+          const double ratio = Saturation(with[res], fair[res]);
+          const double sib_ratio = Saturation(sib_remaining[res], sib_fair[res]);
+          if (ratio > 1 && sib_fair[res] > 0 && ratio * reclaimer_multiplier_ >= sib_ratio) {
+            return true;
+          }
+        }
+      }
+    }
+    return false;
+  }
+
   bool Reclaimable(const Session& s, const ScenarioInfo& sc) const {
     const Cluster& c = s.cluster();
     const auto& queues = simulation_shares_.empty() ? shares_ : simulation_shares_;
     const Job& reclaimer = c.jobs[sc.preemptor];
-    const Quantities required = Requested(c, sc.preemptor_tasks);
     const bool consolidating = s.params().allow_consolidating_reclaim;
+    // (A shortcut: most rejections are decided from the few victims a simulation evicted.)
+    if (s.params().solver_shortcuts && exact_sums_ && consolidating && sc.evicted_known &&
+        !simulation_shares_.empty() && SaturationRejects(s, sc)) {
+      return false;
+    }
+    const Quantities required = Requested(c, sc.preemptor_tasks);
 
     // Resources the scenario takes from each queue: one entry per elastic pod beyond a pod
     // set's minimum, one for the rest; pods placed again (consolidated) do not count.
@@ -858,6 +922,12 @@ class ProportionPlugin : public Plugin {
   double reclaimer_multiplier_;
   Quantities total_;
   std::vector<QueueShare> shares_;
+  // Queue sums are exact (whole numbers; see OnSessionOpen).
+  bool exact_sums_ = false;
+  // SaturationRejects' marks (queues and pods seen in the current call) and per-queue sums.
+  mutable std::vector<uint64_t> hit_, pod_hit_;
+  mutable std::vector<Quantities> taken_sum_;
+  mutable uint64_t stamp_ = 0;
   // Scratch buffers of Reclaimable.
   mutable std::vector<std::pair<QueueId, Quantities>> taken_scratch_;
   mutable std::vector<std::pair<int32_t, PodId>> by_set_scratch_;

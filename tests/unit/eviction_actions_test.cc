@@ -732,5 +732,61 @@ TEST(PreemptTest, DoesNotEvictANonPreemptibleLowerPriorityJob) {
   EXPECT_EQ(cycle->pod(PodOf(pc.c, pc.low, 0)).status, PodStatus::kRunning);
 }
 
+// =================================================================================================
+// Elastic victims across pod prefixes.
+// =================================================================================================
+
+// An elastic victim job (4 one-GPU pods, minimum 1) spread over two nodes, and a pending gang of
+// two 2-GPU pods. The first prefix (one pod) takes two of the elastic pods from one node; for the
+// second prefix those are the recorded victims, the victims queue offers the rest of the job one
+// pod at a time, and the scenario that places the gang is simulated on the other node. KAI's
+// by-node scenario hands out every task of every group of the latest victim job with a potential
+// victim on that node — the recorded groups included — and its statement evicts those pods a
+// second time (Statement.Evict has no guard, and both operations are committed). Gantry does the
+// same: the recorded pods appear twice in the committed evictions.
+TEST(ReclaimElasticTest, RecordedPodsOfAnElasticVictimAreEvictedTwiceAsInKai) {
+  Cluster c;
+  const NodeId n0 = AddNode(c, "n0", 2);
+  const NodeId n1 = AddNode(c, "n1", 2);
+  AddQueue(c, "a", {.gpu = Gpus(0, 0)});
+  AddQueue(c, "b", {.gpu = Gpus(4, 0)});
+  const JobId e = AddJob(
+      c, "e", {.queue = "a", .pods = 4, .pod = kOneGpu, .min_available = 1, .creation_ms = 1});
+  const JobId p = AddJob(c, "p", {.queue = "b", .pods = 2, .pod = {.gpus = 2}, .creation_ms = 2});
+  testutil::Place(c, PodOf(c, e, 0), n0);
+  testutil::Place(c, PodOf(c, e, 1), n0);
+  testutil::Place(c, PodOf(c, e, 2), n1);
+  testutil::Place(c, PodOf(c, e, 3), n1);
+  c.Finalize();
+  for (const bool shortcuts : {true, false}) {
+    SCOPED_TRACE(shortcuts ? "solver shortcuts on" : "solver shortcuts off");
+    SchedulerConfig cfg = Only("reclaim");
+    cfg.params.solver_shortcuts = shortcuts;
+    auto cycle = testutil::RunCycle(c, cfg);
+    const Session& s = *cycle;
+    // The gang is placed, every elastic pod is released.
+    EXPECT_EQ(s.pod(PodOf(c, p, 0)).status, PodStatus::kPipelined);
+    EXPECT_EQ(s.pod(PodOf(c, p, 1)).status, PodStatus::kPipelined);
+    std::map<PodId, int> times;
+    for (const EvictionDecision& d : s.evictions()) ++times[d.pod];
+    ASSERT_EQ(times.size(), 4u);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(s.pod(PodOf(c, e, i)).status, PodStatus::kReleasing);
+    // Six evictions: the first prefix's two victims (recorded, then again with the rest of the
+    // job on the other node) and the other two once each.
+    EXPECT_EQ(s.evictions().size(), 6u);
+    int twice = 0;
+    NodeId twice_node = kNone;
+    for (const auto& [pod, n] : times) {
+      EXPECT_LE(n, 2) << c.pods[pod].name;
+      if (n == 2) {
+        ++twice;
+        if (twice_node == kNone) twice_node = s.pod(pod).node;
+        EXPECT_EQ(s.pod(pod).node, twice_node) << "the recorded pods share a node";
+      }
+    }
+    EXPECT_EQ(twice, 2);
+  }
+}
+
 }  // namespace
 }  // namespace gantry
