@@ -2,7 +2,10 @@
 // requests), TLS from the Config, and a bearer token that follows its file when it rotates.
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cstdint>
+#include <memory>
 #include <mutex>
 
 #include "kube/token_source.h"
@@ -109,13 +112,57 @@ CURLcode PerformCancellable(CURL* h, const std::atomic<bool>& cancel) {
   return result;
 }
 
+// The connection cache and TLS session cache shared by every handle of one transport, so that
+// any handle (and a stream's private multi handle) reuses any idle connection.
+class Share {
+ public:
+  Share() : sh_(curl_share_init()) {
+    if (sh_ == nullptr) return;
+    curl_share_setopt(sh_, CURLSHOPT_LOCKFUNC, Lock);
+    curl_share_setopt(sh_, CURLSHOPT_UNLOCKFUNC, Unlock);
+    curl_share_setopt(sh_, CURLSHOPT_USERDATA, this);
+    curl_share_setopt(sh_, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+    curl_share_setopt(sh_, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    curl_share_setopt(sh_, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+  }
+  ~Share() {
+    if (sh_ != nullptr) curl_share_cleanup(sh_);
+  }
+  Share(const Share&) = delete;
+  Share& operator=(const Share&) = delete;
+  CURLSH* get() const { return sh_; }
+
+ private:
+  static void Lock(CURL*, curl_lock_data data, curl_lock_access, void* user) {
+    static_cast<Share*>(user)->mu_[Index(data)].lock();
+  }
+  static void Unlock(CURL*, curl_lock_data data, void* user) {
+    static_cast<Share*>(user)->mu_[Index(data)].unlock();
+  }
+  static size_t Index(curl_lock_data data) {
+    auto i = static_cast<size_t>(data);
+    return i < kLocks ? i : 0;
+  }
+  static constexpr size_t kLocks = CURL_LOCK_DATA_LAST;
+  CURLSH* sh_;
+  std::mutex mu_[kLocks];
+};
+
 class CurlTransport : public Transport {
  public:
-  explicit CurlTransport(const Config& config)
-      : server_(config.server), tls_(config.tls), token_(config.token, config.token_file) {}
+  CurlTransport(const Config& config, const CurlTransportOptions& options)
+      : options_(options),
+        server_(config.server),
+        tls_(config.tls),
+        token_(config.token, config.token_file) {
+    if (options_.share_connections) share_ = std::make_unique<Share>();
+  }
 
   ~CurlTransport() override {
+    // Handles before the share they use.
     for (CURL* h : pool_) curl_easy_cleanup(h);
+    pool_.clear();
+    share_.reset();
   }
   CurlTransport(const CurlTransport&) = delete;
   CurlTransport& operator=(const CurlTransport&) = delete;
@@ -133,6 +180,11 @@ class CurlTransport : public Transport {
     return Perform(request, st);
   }
 
+  TransportStats stats() const override {
+    return {requests_.load(std::memory_order_relaxed), connections_.load(std::memory_order_relaxed),
+            http2_.load(std::memory_order_relaxed)};
+  }
+
  private:
   CURL* Acquire() {
     {
@@ -143,39 +195,43 @@ class CurlTransport : public Transport {
         return h;
       }
     }
-    return curl_easy_init();
+    CURL* h = curl_easy_init();
+    if (h != nullptr) SetFixedOptions(h);
+    return h;
   }
 
   void Release(CURL* h) {
     std::lock_guard<std::mutex> lock(mu_);
-    constexpr size_t kMaxIdle = 16;
-    if (pool_.size() < kMaxIdle) {
+    if (pool_.size() < options_.max_idle_handles) {
       pool_.push_back(h);
     } else {
       curl_easy_cleanup(h);
     }
   }
 
-  ApiResult<HttpResponse> Perform(const HttpRequest& request, StreamState& st) {
-    CURL* h = Acquire();
-    if (h == nullptr) return ApiError{0, "", "curl_easy_init failed"};
-    curl_easy_reset(h);  // keeps the handle's live connections
-    st.handle = h;
-    std::string url = server_ + request.path;
-    char errbuf[CURL_ERROR_SIZE] = {0};
-    curl_easy_setopt(h, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+  // The options every request of this transport has, set once per handle (Perform sets every
+  // option that varies between requests, each time).
+  void SetFixedOptions(CURL* h) {
+    if (share_ != nullptr && share_->get() != nullptr) {
+      curl_easy_setopt(h, CURLOPT_SHARE, share_->get());
+    }
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+    // The (shared) connection cache closes the oldest idle connection beyond this many; the
+    // default (5) would make more than 5 concurrent requests open a new connection each time.
+    curl_easy_setopt(h, CURLOPT_MAXCONNECTS, static_cast<long>(options_.max_idle_handles + 8));
     curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");  // gzip when the server offers it
-    if (request.timeout.count() > 0) {
-      curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
-    }
+    curl_easy_setopt(h, CURLOPT_HTTP_VERSION,
+                     options_.http_version == CurlTransportOptions::HttpVersion::kHttp2
+                         ? CURL_HTTP_VERSION_2TLS
+                         : CURL_HTTP_VERSION_1_1);
     if (tls_.insecure_skip_verify) {
       curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
       curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
     }
+    // NOCOPY: the PEM strings live as long as the transport, which outlives its handles.
     curl_blob ca{const_cast<char*>(tls_.ca_pem.data()), tls_.ca_pem.size(), CURL_BLOB_NOCOPY};
     if (!tls_.ca_pem.empty()) curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &ca);
     curl_blob cert{const_cast<char*>(tls_.client_cert_pem.data()), tls_.client_cert_pem.size(),
@@ -188,20 +244,43 @@ class CurlTransport : public Transport {
       curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &key);
       curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
     }
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, HeaderCallback);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, WriteCallback);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, ProgressCallback);
+  }
+
+  ApiResult<HttpResponse> Perform(const HttpRequest& request, StreamState& st) {
+    CURL* h = Acquire();
+    if (h == nullptr) return ApiError{0, "", "curl_easy_init failed"};
+    st.handle = h;
+    std::string url;
+    url.reserve(server_.size() + request.path.size());
+    url.append(server_).append(request.path);
+    char errbuf[CURL_ERROR_SIZE] = {0};
+    curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
+                     static_cast<long>(std::max<int64_t>(0, request.timeout.count())));
 
     curl_slist* headers = nullptr;
     headers = curl_slist_append(headers, "Accept: application/json");
     headers = curl_slist_append(headers, "User-Agent: gantry/0.1");
     headers = curl_slist_append(headers, "Expect:");
     std::string token = token_.Get();
-    std::string auth = "Authorization: Bearer " + token;
-    if (!token.empty()) headers = curl_slist_append(headers, auth.c_str());
-    std::string ctype = "Content-Type: " + request.content_type;
-    if (!request.content_type.empty()) headers = curl_slist_append(headers, ctype.c_str());
+    if (!token.empty()) {
+      std::string auth = "Authorization: Bearer " + token;
+      headers = curl_slist_append(headers, auth.c_str());  // copies
+    }
+    if (!request.content_type.empty()) {
+      std::string ctype = "Content-Type: " + request.content_type;
+      headers = curl_slist_append(headers, ctype.c_str());
+    }
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
 
+    // HTTPGET clears what an earlier request on this handle set (a body, POST mode).
+    curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
     if (request.method == "GET") {
-      curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+      curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, nullptr);
     } else {
       curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, request.method.c_str());
       if (!request.body.empty() || request.method != "DELETE") {
@@ -210,20 +289,25 @@ class CurlTransport : public Transport {
                          static_cast<curl_off_t>(request.body.size()));
       }
     }
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, HeaderCallback);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, &st);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, WriteCallback);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &st);
-    if (st.cancel != nullptr) {
-      curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-      curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, ProgressCallback);
-      curl_easy_setopt(h, CURLOPT_XFERINFODATA, &st);
-    }
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, st.cancel != nullptr ? 0L : 1L);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, &st);
 
     CURLcode rc = st.cancel != nullptr ? PerformCancellable(h, *st.cancel) : curl_easy_perform(h);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, nullptr);
     curl_slist_free_all(headers);
     long status = 0;  // NOLINT(google-runtime-int)
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    long connects = 0;  // NOLINT(google-runtime-int)
+    curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
+    long version = 0;  // NOLINT(google-runtime-int)
+    curl_easy_getinfo(h, CURLINFO_HTTP_VERSION, &version);
+    requests_.fetch_add(1, std::memory_order_relaxed);
+    connections_.fetch_add(static_cast<uint64_t>(connects), std::memory_order_relaxed);
+    if (version == CURL_HTTP_VERSION_2_0) http2_.fetch_add(1, std::memory_order_relaxed);
     Release(h);
 
     if (rc == CURLE_ABORTED_BY_CALLBACK) return ApiError{0, "", "cancelled"};
@@ -237,9 +321,14 @@ class CurlTransport : public Transport {
     return HttpResponse{static_cast<int>(status), std::move(st.error_body), st.retry_after_seconds};
   }
 
+  CurlTransportOptions options_;
+  std::atomic<uint64_t> requests_{0};
+  std::atomic<uint64_t> connections_{0};
+  std::atomic<uint64_t> http2_{0};
   std::string server_;
   TlsConfig tls_;
   TokenSource token_;
+  std::unique_ptr<Share> share_;
   std::mutex mu_;
   std::vector<CURL*> pool_;
 };
@@ -247,12 +336,17 @@ class CurlTransport : public Transport {
 }  // namespace
 
 ApiResult<TransportPtr> MakeCurlTransport(const Config& config) {
+  return MakeCurlTransport(config, CurlTransportOptions{});
+}
+
+ApiResult<TransportPtr> MakeCurlTransport(const Config& config,
+                                          const CurlTransportOptions& options) {
   static std::once_flag once;
   static CURLcode init = CURLE_OK;
   std::call_once(once, [] { init = curl_global_init(CURL_GLOBAL_DEFAULT); });
   if (init != CURLE_OK) return ApiError{0, "", "curl_global_init failed"};
   if (config.server.empty()) return ApiError{0, "", "config " + config.source + ": no server"};
-  return TransportPtr(std::make_shared<CurlTransport>(config));
+  return TransportPtr(std::make_shared<CurlTransport>(config, options));
 }
 
 }  // namespace gantry::kube
