@@ -1,7 +1,7 @@
 // gantry-kube-bench: the CPU cost per request of the Kubernetes client against a real API server.
 //
 //   gantry-kube-bench [--kubeconfig PATH] [--n 1000] [--threads 8] [--watchers 4]
-//                     [--idle-seconds 5] [--namespace default] [--http2] [--no-share]
+//                     [--idle-seconds 5] [--namespace default] [--http2] [--no-share-tls]
 //                     [--server-pids PID,PID]
 //
 // KUBECONFIG is used when --kubeconfig is not given. Each phase sends --n small requests, first
@@ -17,7 +17,7 @@
 // Per phase it prints the process's CPU seconds (getrusage: user + system, all threads) per 1000
 // requests, the wall time, and the new connections and HTTP/2 responses the transport counted.
 // With --server-pids (e.g. kube-apiserver's and etcd's) it also prints their CPU seconds per 1000
-// requests (/proc/PID/stat utime + stime). --http2 and --no-share select the transport's
+// requests (/proc/PID/stat utime + stime). --http2 and --no-share-tls select the transport's
 // CurlTransportOptions. Lines starting with '{' are the same as JSON. The created Events are left
 // to expire.
 #include <sys/resource.h>
@@ -203,8 +203,8 @@ int main(int argc, char** argv) {
       ns = value();
     } else if (a == "--http2") {
       topts.http_version = gantry::kube::CurlTransportOptions::HttpVersion::kHttp2;
-    } else if (a == "--no-share") {
-      topts.share_connections = false;
+    } else if (a == "--no-share-tls") {
+      topts.share_tls_sessions = false;
     } else if (a == "--server-pids") {
       std::stringstream list(value());
       for (std::string pid; std::getline(list, pid, ',');) g_server_pids.push_back(std::stoi(pid));
@@ -268,7 +268,7 @@ int main(int argc, char** argv) {
               topts.http_version == gantry::kube::CurlTransportOptions::HttpVersion::kHttp2
                   ? "HTTP/2"
                   : "HTTP/1.1",
-              topts.share_connections ? "shared connection cache" : "per-handle connections");
+              topts.share_tls_sessions ? "shared TLS sessions" : "no TLS session sharing");
   get(0);  // warm up: the first connection
   for (int t : {1, threads}) {
     std::string suffix = t == 1 ? "-seq" : "-conc";

@@ -1,5 +1,7 @@
-// The libcurl Transport: a pool of easy handles (each keeps its connections alive between
-// requests), TLS from the Config, and a bearer token that follows its file when it rotates.
+// The libcurl Transport: a pool of easy handles, each with the multi handle its transfers run on
+// (which keeps its connection alive between requests and streams), options set once per handle,
+// a TLS session cache shared by all, TLS from the Config, and a bearer token that follows its
+// file when it rotates.
 #include <curl/curl.h>
 
 #include <algorithm>
@@ -80,12 +82,12 @@ int ProgressCallback(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t)
   return (st->cancel != nullptr && st->cancel->load()) ? 1 : 0;
 }
 
-// Runs a streamed transfer on a private multi handle, waking at least every 100 ms to notice
-// cancellation: an idle watch gets progress callbacks only about once a second.
-CURLcode PerformCancellable(CURL* h, const std::atomic<bool>& cancel) {
-  CURLM* m = curl_multi_init();
-  if (m == nullptr) return CURLE_OUT_OF_MEMORY;
-  curl_multi_add_handle(m, h);
+// Runs one transfer of `h` on `m`, the multi handle that stays with `h` in the pool: its
+// connection cache keeps the connection (a stream's too) for the handle's next request. Waits
+// at most 100 ms at a time when `cancel` is given (an idle watch gets progress callbacks only
+// about once a second), otherwise as curl_easy_perform does.
+CURLcode RunTransfer(CURLM* m, CURL* h, const std::atomic<bool>* cancel) {
+  if (curl_multi_add_handle(m, h) != CURLM_OK) return CURLE_FAILED_INIT;
   CURLcode result = CURLE_OK;
   for (;;) {
     int running = 0;
@@ -100,20 +102,21 @@ CURLcode PerformCancellable(CURL* h, const std::atomic<bool>& cancel) {
       }
       break;
     }
-    if (cancel.load()) {
+    if (cancel != nullptr && cancel->load()) {
       result = CURLE_ABORTED_BY_CALLBACK;
       break;
     }
-    constexpr int kWakeMs = 100;
-    curl_multi_poll(m, nullptr, 0, kWakeMs, nullptr);
+    constexpr int kCancelWakeMs = 100;
+    constexpr int kWakeMs = 1000;  // curl's own timers (timeouts) shorten the wait
+    curl_multi_poll(m, nullptr, 0, cancel != nullptr ? kCancelWakeMs : kWakeMs, nullptr);
   }
   curl_multi_remove_handle(m, h);
-  curl_multi_cleanup(m);
   return result;
 }
 
-// The connection cache and TLS session cache shared by every handle of one transport, so that
-// any handle (and a stream's private multi handle) reuses any idle connection.
+// The TLS session cache (and DNS cache) shared by every handle of one transport, so that a new
+// connection resumes a TLS session instead of a full handshake. Connections are not shared
+// between handles: libcurl does not support a connection cache used by concurrent threads.
 class Share {
  public:
   Share() : sh_(curl_share_init()) {
@@ -121,7 +124,6 @@ class Share {
     curl_share_setopt(sh_, CURLSHOPT_LOCKFUNC, Lock);
     curl_share_setopt(sh_, CURLSHOPT_UNLOCKFUNC, Unlock);
     curl_share_setopt(sh_, CURLSHOPT_USERDATA, this);
-    curl_share_setopt(sh_, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
     curl_share_setopt(sh_, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
     curl_share_setopt(sh_, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
   }
@@ -148,6 +150,12 @@ class Share {
   std::mutex mu_[kLocks];
 };
 
+// A pooled easy handle with the multi handle its transfers run on (which owns its connections).
+struct Handle {
+  CURL* easy = nullptr;
+  CURLM* multi = nullptr;
+};
+
 class CurlTransport : public Transport {
  public:
   CurlTransport(const Config& config, const CurlTransportOptions& options)
@@ -155,12 +163,12 @@ class CurlTransport : public Transport {
         server_(config.server),
         tls_(config.tls),
         token_(config.token, config.token_file) {
-    if (options_.share_connections) share_ = std::make_unique<Share>();
+    if (options_.share_tls_sessions) share_ = std::make_unique<Share>();
   }
 
   ~CurlTransport() override {
     // Handles before the share they use.
-    for (CURL* h : pool_) curl_easy_cleanup(h);
+    for (Handle& h : pool_) Destroy(h);
     pool_.clear();
     share_.reset();
   }
@@ -186,27 +194,39 @@ class CurlTransport : public Transport {
   }
 
  private:
-  CURL* Acquire() {
+  Handle Acquire() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!pool_.empty()) {
-        CURL* h = pool_.back();
+        Handle h = pool_.back();
         pool_.pop_back();
         return h;
       }
     }
-    CURL* h = curl_easy_init();
-    if (h != nullptr) SetFixedOptions(h);
+    Handle h{curl_easy_init(), curl_multi_init()};
+    if (h.easy == nullptr || h.multi == nullptr) {
+      Destroy(h);
+      return {};
+    }
+    SetFixedOptions(h.easy);
     return h;
   }
 
-  void Release(CURL* h) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (pool_.size() < options_.max_idle_handles) {
-      pool_.push_back(h);
-    } else {
-      curl_easy_cleanup(h);
+  void Release(Handle h) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (pool_.size() < options_.max_idle_handles) {
+        pool_.push_back(h);
+        return;
+      }
     }
+    Destroy(h);
+  }
+
+  static void Destroy(Handle& h) {
+    if (h.multi != nullptr) curl_multi_cleanup(h.multi);  // closes its connections
+    if (h.easy != nullptr) curl_easy_cleanup(h.easy);
+    h = {};
   }
 
   // The options every request of this transport has, set once per handle (Perform sets every
@@ -219,9 +239,6 @@ class CurlTransport : public Transport {
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
-    // The (shared) connection cache closes the oldest idle connection beyond this many; the
-    // default (5) would make more than 5 concurrent requests open a new connection each time.
-    curl_easy_setopt(h, CURLOPT_MAXCONNECTS, static_cast<long>(options_.max_idle_handles + 8));
     curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");  // gzip when the server offers it
     curl_easy_setopt(h, CURLOPT_HTTP_VERSION,
                      options_.http_version == CurlTransportOptions::HttpVersion::kHttp2
@@ -250,8 +267,9 @@ class CurlTransport : public Transport {
   }
 
   ApiResult<HttpResponse> Perform(const HttpRequest& request, StreamState& st) {
-    CURL* h = Acquire();
-    if (h == nullptr) return ApiError{0, "", "curl_easy_init failed"};
+    Handle handle = Acquire();
+    if (handle.easy == nullptr) return ApiError{0, "", "curl_easy_init failed"};
+    CURL* h = handle.easy;
     st.handle = h;
     std::string url;
     url.reserve(server_.size() + request.path.size());
@@ -294,7 +312,7 @@ class CurlTransport : public Transport {
     curl_easy_setopt(h, CURLOPT_NOPROGRESS, st.cancel != nullptr ? 0L : 1L);
     curl_easy_setopt(h, CURLOPT_XFERINFODATA, &st);
 
-    CURLcode rc = st.cancel != nullptr ? PerformCancellable(h, *st.cancel) : curl_easy_perform(h);
+    CURLcode rc = RunTransfer(handle.multi, h, st.cancel);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, nullptr);
@@ -308,7 +326,7 @@ class CurlTransport : public Transport {
     requests_.fetch_add(1, std::memory_order_relaxed);
     connections_.fetch_add(static_cast<uint64_t>(connects), std::memory_order_relaxed);
     if (version == CURL_HTTP_VERSION_2_0) http2_.fetch_add(1, std::memory_order_relaxed);
-    Release(h);
+    Release(handle);
 
     if (rc == CURLE_ABORTED_BY_CALLBACK) return ApiError{0, "", "cancelled"};
     if (rc == CURLE_WRITE_ERROR && st.aborted_by_sink) {
@@ -330,7 +348,7 @@ class CurlTransport : public Transport {
   TokenSource token_;
   std::unique_ptr<Share> share_;
   std::mutex mu_;
-  std::vector<CURL*> pool_;
+  std::vector<Handle> pool_;
 };
 
 }  // namespace

@@ -77,18 +77,19 @@ struct CurlTransportOptions {
   // gantry-kube-bench: bench/README.md); HTTP/2 is negotiated through ALPN when chosen.
   enum class HttpVersion { kHttp1_1, kHttp2 };
   HttpVersion http_version = HttpVersion::kHttp1_1;
-  // Share one connection cache and TLS session cache between all handles (and streams), so a
-  // connection left by one request is reused by the next on any thread and a new connection
-  // resumes the TLS session instead of a full handshake.
-  bool share_connections = true;
-  // Idle easy handles kept for reuse.
+  // Share the TLS session cache between all handles, so that a new connection resumes a TLS
+  // session instead of a full handshake. (Connections themselves stay with their handle: libcurl
+  // does not support sharing a connection cache between concurrent threads.)
+  bool share_tls_sessions = true;
+  // Idle handles kept for reuse, each with its open connection.
   size_t max_idle_handles = 16;
 };
 
 // A libcurl transport for `config`: TLS as configured, bearer token (a token file is re-read
 // when its modification time or size changes), HTTP keep-alive through a pool of reusable
-// handles. Fails only when libcurl cannot be initialised or the config has no server; unusable
-// TLS material shows as a transport error on the first request.
+// handles, each keeping its connection open between requests (and across watch streams). Fails only
+// when libcurl cannot be initialised or the config has no server; unusable TLS material shows as a
+// transport error on the first request.
 ApiResult<TransportPtr> MakeCurlTransport(const Config& config);
 ApiResult<TransportPtr> MakeCurlTransport(const Config& config,
                                           const CurlTransportOptions& options);
