@@ -1,8 +1,13 @@
-// The libcurl Transport: a pool of easy handles (each keeps its connections alive between
-// requests), TLS from the Config, and a bearer token that follows its file when it rotates.
+// The libcurl Transport: a pool of easy handles, each with the multi handle its transfers run on
+// (which keeps its connection alive between requests and streams), options set once per handle,
+// a TLS session cache shared by all, TLS from the Config, and a bearer token that follows its
+// file when it rotates.
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cstdint>
+#include <memory>
 #include <mutex>
 
 #include "kube/token_source.h"
@@ -77,12 +82,12 @@ int ProgressCallback(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t)
   return (st->cancel != nullptr && st->cancel->load()) ? 1 : 0;
 }
 
-// Runs a streamed transfer on a private multi handle, waking at least every 100 ms to notice
-// cancellation: an idle watch gets progress callbacks only about once a second.
-CURLcode PerformCancellable(CURL* h, const std::atomic<bool>& cancel) {
-  CURLM* m = curl_multi_init();
-  if (m == nullptr) return CURLE_OUT_OF_MEMORY;
-  curl_multi_add_handle(m, h);
+// Runs one transfer of `h` on `m`, the multi handle that stays with `h` in the pool: its
+// connection cache keeps the connection (a stream's too) for the handle's next request. Waits
+// at most 100 ms at a time when `cancel` is given (an idle watch gets progress callbacks only
+// about once a second), otherwise as curl_easy_perform does.
+CURLcode RunTransfer(CURLM* m, CURL* h, const std::atomic<bool>* cancel) {
+  if (curl_multi_add_handle(m, h) != CURLM_OK) return CURLE_FAILED_INIT;
   CURLcode result = CURLE_OK;
   for (;;) {
     int running = 0;
@@ -97,25 +102,75 @@ CURLcode PerformCancellable(CURL* h, const std::atomic<bool>& cancel) {
       }
       break;
     }
-    if (cancel.load()) {
+    if (cancel != nullptr && cancel->load()) {
       result = CURLE_ABORTED_BY_CALLBACK;
       break;
     }
-    constexpr int kWakeMs = 100;
-    curl_multi_poll(m, nullptr, 0, kWakeMs, nullptr);
+    constexpr int kCancelWakeMs = 100;
+    constexpr int kWakeMs = 1000;  // curl's own timers (timeouts) shorten the wait
+    curl_multi_poll(m, nullptr, 0, cancel != nullptr ? kCancelWakeMs : kWakeMs, nullptr);
   }
   curl_multi_remove_handle(m, h);
-  curl_multi_cleanup(m);
   return result;
 }
 
+// The TLS session cache (and DNS cache) shared by every handle of one transport, so that a new
+// connection resumes a TLS session instead of a full handshake. Connections are not shared
+// between handles: libcurl does not support a connection cache used by concurrent threads.
+class Share {
+ public:
+  Share() : sh_(curl_share_init()) {
+    if (sh_ == nullptr) return;
+    curl_share_setopt(sh_, CURLSHOPT_LOCKFUNC, Lock);
+    curl_share_setopt(sh_, CURLSHOPT_UNLOCKFUNC, Unlock);
+    curl_share_setopt(sh_, CURLSHOPT_USERDATA, this);
+    curl_share_setopt(sh_, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    curl_share_setopt(sh_, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+  }
+  ~Share() {
+    if (sh_ != nullptr) curl_share_cleanup(sh_);
+  }
+  Share(const Share&) = delete;
+  Share& operator=(const Share&) = delete;
+  CURLSH* get() const { return sh_; }
+
+ private:
+  static void Lock(CURL*, curl_lock_data data, curl_lock_access, void* user) {
+    static_cast<Share*>(user)->mu_[Index(data)].lock();
+  }
+  static void Unlock(CURL*, curl_lock_data data, void* user) {
+    static_cast<Share*>(user)->mu_[Index(data)].unlock();
+  }
+  static size_t Index(curl_lock_data data) {
+    auto i = static_cast<size_t>(data);
+    return i < kLocks ? i : 0;
+  }
+  static constexpr size_t kLocks = CURL_LOCK_DATA_LAST;
+  CURLSH* sh_;
+  std::mutex mu_[kLocks];
+};
+
+// A pooled easy handle with the multi handle its transfers run on (which owns its connections).
+struct Handle {
+  CURL* easy = nullptr;
+  CURLM* multi = nullptr;
+};
+
 class CurlTransport : public Transport {
  public:
-  explicit CurlTransport(const Config& config)
-      : server_(config.server), tls_(config.tls), token_(config.token, config.token_file) {}
+  CurlTransport(const Config& config, const CurlTransportOptions& options)
+      : options_(options),
+        server_(config.server),
+        tls_(config.tls),
+        token_(config.token, config.token_file) {
+    if (options_.share_tls_sessions) share_ = std::make_unique<Share>();
+  }
 
   ~CurlTransport() override {
-    for (CURL* h : pool_) curl_easy_cleanup(h);
+    // Handles before the share they use.
+    for (Handle& h : pool_) Destroy(h);
+    pool_.clear();
+    share_.reset();
   }
   CurlTransport(const CurlTransport&) = delete;
   CurlTransport& operator=(const CurlTransport&) = delete;
@@ -133,49 +188,67 @@ class CurlTransport : public Transport {
     return Perform(request, st);
   }
 
+  TransportStats stats() const override {
+    return {requests_.load(std::memory_order_relaxed), connections_.load(std::memory_order_relaxed),
+            http2_.load(std::memory_order_relaxed)};
+  }
+
  private:
-  CURL* Acquire() {
+  Handle Acquire() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!pool_.empty()) {
-        CURL* h = pool_.back();
+        Handle h = pool_.back();
         pool_.pop_back();
         return h;
       }
     }
-    return curl_easy_init();
-  }
-
-  void Release(CURL* h) {
-    std::lock_guard<std::mutex> lock(mu_);
-    constexpr size_t kMaxIdle = 16;
-    if (pool_.size() < kMaxIdle) {
-      pool_.push_back(h);
-    } else {
-      curl_easy_cleanup(h);
+    Handle h{curl_easy_init(), curl_multi_init()};
+    if (h.easy == nullptr || h.multi == nullptr) {
+      Destroy(h);
+      return {};
     }
+    SetFixedOptions(h.easy);
+    return h;
   }
 
-  ApiResult<HttpResponse> Perform(const HttpRequest& request, StreamState& st) {
-    CURL* h = Acquire();
-    if (h == nullptr) return ApiError{0, "", "curl_easy_init failed"};
-    curl_easy_reset(h);  // keeps the handle's live connections
-    st.handle = h;
-    std::string url = server_ + request.path;
-    char errbuf[CURL_ERROR_SIZE] = {0};
-    curl_easy_setopt(h, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+  void Release(Handle h) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (pool_.size() < options_.max_idle_handles) {
+        pool_.push_back(h);
+        return;
+      }
+    }
+    Destroy(h);
+  }
+
+  static void Destroy(Handle& h) {
+    if (h.multi != nullptr) curl_multi_cleanup(h.multi);  // closes its connections
+    if (h.easy != nullptr) curl_easy_cleanup(h.easy);
+    h = {};
+  }
+
+  // The options every request of this transport has, set once per handle (Perform sets every
+  // option that varies between requests, each time).
+  void SetFixedOptions(CURL* h) {
+    if (share_ != nullptr && share_->get() != nullptr) {
+      curl_easy_setopt(h, CURLOPT_SHARE, share_->get());
+    }
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
     curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");  // gzip when the server offers it
-    if (request.timeout.count() > 0) {
-      curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
-    }
+    curl_easy_setopt(h, CURLOPT_HTTP_VERSION,
+                     options_.http_version == CurlTransportOptions::HttpVersion::kHttp2
+                         ? CURL_HTTP_VERSION_2TLS
+                         : CURL_HTTP_VERSION_1_1);
     if (tls_.insecure_skip_verify) {
       curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
       curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
     }
+    // NOCOPY: the PEM strings live as long as the transport, which outlives its handles.
     curl_blob ca{const_cast<char*>(tls_.ca_pem.data()), tls_.ca_pem.size(), CURL_BLOB_NOCOPY};
     if (!tls_.ca_pem.empty()) curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &ca);
     curl_blob cert{const_cast<char*>(tls_.client_cert_pem.data()), tls_.client_cert_pem.size(),
@@ -188,20 +261,44 @@ class CurlTransport : public Transport {
       curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &key);
       curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
     }
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, HeaderCallback);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, WriteCallback);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, ProgressCallback);
+  }
+
+  ApiResult<HttpResponse> Perform(const HttpRequest& request, StreamState& st) {
+    Handle handle = Acquire();
+    if (handle.easy == nullptr) return ApiError{0, "", "curl_easy_init failed"};
+    CURL* h = handle.easy;
+    st.handle = h;
+    std::string url;
+    url.reserve(server_.size() + request.path.size());
+    url.append(server_).append(request.path);
+    char errbuf[CURL_ERROR_SIZE] = {0};
+    curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
+                     static_cast<long>(std::max<int64_t>(0, request.timeout.count())));
 
     curl_slist* headers = nullptr;
     headers = curl_slist_append(headers, "Accept: application/json");
     headers = curl_slist_append(headers, "User-Agent: gantry/0.1");
     headers = curl_slist_append(headers, "Expect:");
     std::string token = token_.Get();
-    std::string auth = "Authorization: Bearer " + token;
-    if (!token.empty()) headers = curl_slist_append(headers, auth.c_str());
-    std::string ctype = "Content-Type: " + request.content_type;
-    if (!request.content_type.empty()) headers = curl_slist_append(headers, ctype.c_str());
+    if (!token.empty()) {
+      std::string auth = "Authorization: Bearer " + token;
+      headers = curl_slist_append(headers, auth.c_str());  // copies
+    }
+    if (!request.content_type.empty()) {
+      std::string ctype = "Content-Type: " + request.content_type;
+      headers = curl_slist_append(headers, ctype.c_str());
+    }
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
 
+    // HTTPGET clears what an earlier request on this handle set (a body, POST mode).
+    curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
     if (request.method == "GET") {
-      curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+      curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, nullptr);
     } else {
       curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, request.method.c_str());
       if (!request.body.empty() || request.method != "DELETE") {
@@ -210,21 +307,26 @@ class CurlTransport : public Transport {
                          static_cast<curl_off_t>(request.body.size()));
       }
     }
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, HeaderCallback);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, &st);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, WriteCallback);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &st);
-    if (st.cancel != nullptr) {
-      curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-      curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, ProgressCallback);
-      curl_easy_setopt(h, CURLOPT_XFERINFODATA, &st);
-    }
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, st.cancel != nullptr ? 0L : 1L);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, &st);
 
-    CURLcode rc = st.cancel != nullptr ? PerformCancellable(h, *st.cancel) : curl_easy_perform(h);
+    CURLcode rc = RunTransfer(handle.multi, h, st.cancel);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, nullptr);
     curl_slist_free_all(headers);
     long status = 0;  // NOLINT(google-runtime-int)
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-    Release(h);
+    long connects = 0;  // NOLINT(google-runtime-int)
+    curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
+    long version = 0;  // NOLINT(google-runtime-int)
+    curl_easy_getinfo(h, CURLINFO_HTTP_VERSION, &version);
+    requests_.fetch_add(1, std::memory_order_relaxed);
+    connections_.fetch_add(static_cast<uint64_t>(connects), std::memory_order_relaxed);
+    if (version == CURL_HTTP_VERSION_2_0) http2_.fetch_add(1, std::memory_order_relaxed);
+    Release(handle);
 
     if (rc == CURLE_ABORTED_BY_CALLBACK) return ApiError{0, "", "cancelled"};
     if (rc == CURLE_WRITE_ERROR && st.aborted_by_sink) {
@@ -237,22 +339,32 @@ class CurlTransport : public Transport {
     return HttpResponse{static_cast<int>(status), std::move(st.error_body), st.retry_after_seconds};
   }
 
+  CurlTransportOptions options_;
+  std::atomic<uint64_t> requests_{0};
+  std::atomic<uint64_t> connections_{0};
+  std::atomic<uint64_t> http2_{0};
   std::string server_;
   TlsConfig tls_;
   TokenSource token_;
+  std::unique_ptr<Share> share_;
   std::mutex mu_;
-  std::vector<CURL*> pool_;
+  std::vector<Handle> pool_;
 };
 
 }  // namespace
 
 ApiResult<TransportPtr> MakeCurlTransport(const Config& config) {
+  return MakeCurlTransport(config, CurlTransportOptions{});
+}
+
+ApiResult<TransportPtr> MakeCurlTransport(const Config& config,
+                                          const CurlTransportOptions& options) {
   static std::once_flag once;
   static CURLcode init = CURLE_OK;
   std::call_once(once, [] { init = curl_global_init(CURL_GLOBAL_DEFAULT); });
   if (init != CURLE_OK) return ApiError{0, "", "curl_global_init failed"};
   if (config.server.empty()) return ApiError{0, "", "config " + config.source + ": no server"};
-  return TransportPtr(std::make_shared<CurlTransport>(config));
+  return TransportPtr(std::make_shared<CurlTransport>(config, options));
 }
 
 }  // namespace gantry::kube

@@ -85,6 +85,11 @@ ObjectPtr Store::Make(const Object& object) const {
   return std::make_shared<const Object>(object);
 }
 
+ObjectPtr Store::Make(Object&& object) const {
+  if (options_.transform) return std::make_shared<const Object>(options_.transform(object));
+  return std::make_shared<const Object>(std::move(object));
+}
+
 void Store::Reindex(const std::string& key, const ObjectPtr& old, const ObjectPtr& now) {
   for (auto& [name, index] : indexes_) {
     std::vector<std::string> before, after;
@@ -118,7 +123,10 @@ bool Store::ReplaceIfVersion(const Object& object, const std::string& replaced_r
 void Store::OnSync(std::vector<Object> items, const std::string& /*resource_version*/) {
   std::unordered_map<std::string, ObjectPtr> next;
   next.reserve(items.size());
-  for (Object& item : items) next[KeyOf(item)] = Make(item);
+  for (Object& item : items) {
+    std::string key = KeyOf(item);
+    next[std::move(key)] = Make(std::move(item));
+  }
   items.clear();
   std::vector<ObjectPtr> vanished;
   {
@@ -145,8 +153,25 @@ void Store::OnEvent(EventType type, const Object& object) {
   if (type != EventType::kAdded && type != EventType::kModified && type != EventType::kDeleted) {
     return;
   }
+  Apply(type, KeyOf(object), type == EventType::kDeleted ? nullptr : Make(object), object);
+}
+
+void Store::OnOwnedEvent(EventType type, Object&& object) {
+  if (type != EventType::kAdded && type != EventType::kModified && type != EventType::kDeleted) {
+    return;
+  }
   std::string key = KeyOf(object);
-  ObjectPtr now = type == EventType::kDeleted ? nullptr : Make(object);
+  if (type == EventType::kDeleted) {
+    Apply(type, std::move(key), nullptr, object);
+    return;
+  }
+  ObjectPtr now = Make(std::move(object));
+  const Object& seen = *now;
+  Apply(type, std::move(key), std::move(now), seen);
+}
+
+// `object` is the event's object (read only when `now` is null and nothing was stored).
+void Store::Apply(EventType type, std::string key, ObjectPtr now, const Object& object) {
   ObjectPtr old;
   {
     std::unique_lock lock(mu_);

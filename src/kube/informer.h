@@ -82,6 +82,7 @@ class Store : public WatchHandler {
   // WatchHandler
   void OnSync(std::vector<Object> items, const std::string& resource_version) override;
   void OnEvent(EventType type, const Object& object) override;
+  void OnOwnedEvent(EventType type, Object&& object) override;  // stores it without a copy
   void OnError(const ApiError& error, Clock::Duration retry_in) override;
 
  private:
@@ -90,6 +91,8 @@ class Store : public WatchHandler {
     std::unordered_map<std::string, std::set<std::string>> keys;
   };
   ObjectPtr Make(const Object& object) const;
+  ObjectPtr Make(Object&& object) const;  // moves unless there is a transform
+  void Apply(EventType type, std::string key, ObjectPtr now, const Object& object);
   // Under the write lock: files `now` (may be null) in place of `old` (may be null).
   void Reindex(const std::string& key, const ObjectPtr& old, const ObjectPtr& now);
 

@@ -80,7 +80,7 @@ ListWatcher::Next ListWatcher::WatchOnce() {
         any = true;
         std::string rv = ResourceVersionOf(ev.object);
         if (!rv.empty()) SetResourceVersion(rv);
-        if (ev.type != EventType::kBookmark) handler_.OnEvent(ev.type, ev.object);
+        if (ev.type != EventType::kBookmark) handler_.OnOwnedEvent(ev.type, std::move(ev.object));
         return !stop_.stopped();
       },
       cancel_);

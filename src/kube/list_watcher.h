@@ -5,7 +5,7 @@
 // A cache implements WatchHandler. After every (re)list it receives OnSync with the complete set
 // of objects — replace everything it holds with them (objects it has that are absent were
 // deleted while nobody watched) and consider itself synced. Between syncs it receives one
-// OnEvent per change, in server order.
+// OnOwnedEvent (by default forwarded to OnEvent) per change, in server order.
 //
 // Threading: Run() blocks the calling thread and calls the handler on it; Stop() may be called
 // from any thread and makes Run() return promptly (an open watch or a backoff wait is cut short;
@@ -30,6 +30,12 @@ class WatchHandler {
   virtual void OnSync(std::vector<Object> items, const std::string& resource_version) = 0;
   // One change after the last sync: kAdded, kModified or kDeleted (the object's last state).
   virtual void OnEvent(EventType type, const Object& object) = 0;
+  // The same event with an object the handler may keep (move from): the ListWatcher calls this
+  // one. The default forwards to OnEvent; a handler that stores objects overrides it to save a
+  // copy of each.
+  virtual void OnOwnedEvent(EventType type, Object&& object) {
+    OnEvent(type, static_cast<const Object&>(object));
+  }
   // A list or watch failed; the watcher retries after `retry_in` (zero: relists at once).
   // Informational (logging, metrics).
   virtual void OnError(const ApiError& /*error*/, Clock::Duration /*retry_in*/) {}

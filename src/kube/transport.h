@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -38,6 +39,13 @@ struct HttpResponse {
   int retry_after_seconds = -1;
 };
 
+// Counters of a transport since it was made (all zero for transports that keep none).
+struct TransportStats {
+  uint64_t requests = 0;     // Do and Stream calls that reached the network layer
+  uint64_t connections = 0;  // new connections opened (each a TCP + TLS handshake)
+  uint64_t http2 = 0;        // requests answered over HTTP/2
+};
+
 // Receives a streamed body as it arrives, in chunks split anywhere. Return false to abort.
 using BodySink = std::function<bool(std::string_view chunk)>;
 
@@ -57,13 +65,33 @@ class Transport {
   // with message "cancelled").
   virtual ApiResult<HttpResponse> Stream(const HttpRequest& request, const BodySink& sink,
                                          const std::atomic<bool>& cancel) = 0;
+
+  // Counters for benchmarks and diagnostics.
+  virtual TransportStats stats() const { return {}; }
 };
 using TransportPtr = std::shared_ptr<Transport>;
 
+// Tuning of the libcurl transport (MakeCurlTransport's defaults are what Gantry uses).
+struct CurlTransportOptions {
+  // HTTP/1.1 costs less CPU per small request than HTTP/2 on both sides (measured with
+  // gantry-kube-bench: bench/README.md); HTTP/2 is negotiated through ALPN when chosen.
+  enum class HttpVersion { kHttp1_1, kHttp2 };
+  HttpVersion http_version = HttpVersion::kHttp1_1;
+  // Share the TLS session cache between all handles, so that a new connection resumes a TLS
+  // session instead of a full handshake. (Connections themselves stay with their handle: libcurl
+  // does not support sharing a connection cache between concurrent threads.)
+  bool share_tls_sessions = true;
+  // Idle handles kept for reuse, each with its open connection.
+  size_t max_idle_handles = 16;
+};
+
 // A libcurl transport for `config`: TLS as configured, bearer token (a token file is re-read
 // when its modification time or size changes), HTTP keep-alive through a pool of reusable
-// handles. Fails only when libcurl cannot be initialised or the config has no server; unusable
-// TLS material shows as a transport error on the first request.
+// handles, each keeping its connection open between requests (and across watch streams). Fails only
+// when libcurl cannot be initialised or the config has no server; unusable TLS material shows as a
+// transport error on the first request.
 ApiResult<TransportPtr> MakeCurlTransport(const Config& config);
+ApiResult<TransportPtr> MakeCurlTransport(const Config& config,
+                                          const CurlTransportOptions& options);
 
 }  // namespace gantry::kube

@@ -408,6 +408,46 @@ TEST_F(KubeE2E, OneClientServesManyThreads) {
   EXPECT_EQ(ok.load(), kThreads * kCalls);
 }
 
+// Connections are kept and reused: sequential requests share one, concurrent ones open at most
+// one per thread, and a watch that the server ends leaves its connection for later requests.
+// HTTP/1.1 is spoken (cheaper per small request than HTTP/2, see bench/README.md).
+TEST_F(KubeE2E, ConnectionsAreReusedAcrossRequestsThreadsAndWatches) {
+  ApiResult<TransportPtr> t = MakeCurlTransport(*config_);
+  ASSERT_TRUE(t.ok()) << t.error().ToString();
+  Client c(t.value(), ClientOptions{.qps = 0});
+  json cm = {{"metadata", {{"name", "reuse"}}}, {"data", {{"k", "v"}}}};
+  ASSERT_TRUE(c.Create(resources::kConfigMaps, *ns_, cm).ok());
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(c.Get(resources::kConfigMaps, *ns_, "reuse").ok());
+  TransportStats s = t.value()->stats();
+  EXPECT_EQ(s.requests, 21u);
+  EXPECT_EQ(s.connections, 1u);
+  EXPECT_EQ(s.http2, 0u);
+
+  constexpr int kThreads = 4;
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&] {
+      for (int j = 0; j < 25; ++j) ok += c.Get(resources::kConfigMaps, *ns_, "reuse").ok();
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(ok.load(), kThreads * 25);
+  EXPECT_LE(t.value()->stats().connections, static_cast<uint64_t>(kThreads));
+
+  // A watch the server ends (timeoutSeconds) on a pooled connection, then more requests.
+  ListOptions lo;
+  lo.timeout_seconds = 1;
+  lo.resource_version = ResourceVersionOf(c.Get(resources::kConfigMaps, *ns_, "reuse").value());
+  std::atomic<bool> cancel{false};
+  ApiResult<WatchEnd> end = c.Watch(
+      resources::kConfigMaps, *ns_, lo, [](WatchEvent&&) { return true; }, cancel);
+  ASSERT_TRUE(end.ok()) << end.error().ToString();
+  uint64_t before = t.value()->stats().connections;
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(c.Get(resources::kConfigMaps, *ns_, "reuse").ok());
+  EXPECT_EQ(t.value()->stats().connections, before);
+}
+
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream ss;

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "kube/fake_transport.h"
+#include "kube/informer.h"
 #include "kube/list_watcher.h"
 #include "kube/watch_decoder.h"
 
@@ -300,6 +301,90 @@ TEST_F(ListWatcherTest, MalformedEventRewatchesAfterBackoff) {
   w->Run();
   EXPECT_EQ(handler_.log, (std::vector<std::string>{"SYNC@10:", "ADDED:a", "ERR:200", "ADDED:b"}));
   EXPECT_EQ(WatchVersions(), (std::vector<std::string>{"10", "11"}));
+}
+
+// A handler that takes ownership of each event's object: the watcher hands it over through
+// OnOwnedEvent, and the const& OnEvent is not called as well.
+class OwningHandler : public WatchHandler {
+ public:
+  void OnSync(std::vector<Object> /*items*/, const std::string& /*rv*/) override {}
+  void OnEvent(EventType /*type*/, const Object& /*object*/) override { ++const_calls; }
+  void OnOwnedEvent(EventType type, Object&& object) override {
+    kept.emplace_back(type, std::move(object));
+    if (kept.size() == 2 && watcher != nullptr) watcher->Stop();
+  }
+  std::vector<std::pair<EventType, Object>> kept;
+  int const_calls = 0;
+  ListWatcher* watcher = nullptr;
+};
+
+TEST_F(ListWatcherTest, OwnedEventsHandOverTheObjectAndSkipBookmarks) {
+  transport_->PushResponse(ListResponse("10", {}));
+  transport_->PushStream(
+      {200,
+       {EventLine("ADDED", "a", "11") + BookmarkLine("12"), EventLine("MODIFIED", "a", "13")},
+       "",
+       true});
+  OwningHandler owner;
+  ListWatcher w(client_, resources::kPods, {}, owner, clock_, /*seed=*/42);
+  owner.watcher = &w;
+  w.Run();
+  ASSERT_EQ(owner.kept.size(), 2u);
+  EXPECT_EQ(owner.kept[0].first, EventType::kAdded);
+  EXPECT_EQ(ResourceVersionOf(owner.kept[0].second), "11");
+  EXPECT_EQ(owner.kept[1].first, EventType::kModified);
+  EXPECT_EQ(NameOf(owner.kept[1].second), "a");
+  EXPECT_EQ(owner.const_calls, 0);
+  EXPECT_EQ(w.resource_version(), "13");
+}
+
+// The default OnOwnedEvent forwards to OnEvent, so handlers written against OnEvent alone keep
+// working (RecordingHandler above is one; this calls it directly).
+TEST(WatchHandlerTest, DefaultOwnedEventForwardsToOnEvent) {
+  RecordingHandler h;
+  WatchHandler& base = h;
+  base.OnOwnedEvent(EventType::kDeleted, Object{{"metadata", {{"name", "x"}}}});
+  EXPECT_EQ(h.log, (std::vector<std::string>{"DELETED:x"}));
+}
+
+// A Store keeps an owned event's object as delivered (no transform) and its listeners see it.
+TEST(StoreOwnedEventTest, StoresAndAnnouncesTheHandedOverObject) {
+  Store store;
+  std::vector<std::string> heard;
+  store.AddListener([&](EventType type, const Object& o) {
+    heard.push_back(std::string(EventTypeName(type)) + ":" + NameOf(o) + "@" +
+                    ResourceVersionOf(o));
+  });
+  auto pod = [](const std::string& rv) {
+    return Object{{"metadata", {{"name", "p"}, {"namespace", "ns"}, {"resourceVersion", rv}}}};
+  };
+  store.OnSync({}, "1");
+  store.OnOwnedEvent(EventType::kAdded, pod("2"));
+  ASSERT_NE(store.Get("ns", "p"), nullptr);
+  EXPECT_EQ(*store.Get("ns", "p"), pod("2"));
+  store.OnOwnedEvent(EventType::kModified, pod("3"));
+  EXPECT_EQ(ResourceVersionOf(*store.Get("ns", "p")), "3");
+  store.OnOwnedEvent(EventType::kDeleted, pod("4"));
+  EXPECT_EQ(store.Get("ns", "p"), nullptr);
+  store.OnOwnedEvent(EventType::kBookmark, pod("5"));
+  EXPECT_EQ(store.size(), 0u);
+  // A delete announces the last stored state.
+  EXPECT_EQ(heard, (std::vector<std::string>{"ADDED:p@2", "MODIFIED:p@3", "DELETED:p@3"}));
+}
+
+// With a transform the Store stores the transformed object, from an owned event too.
+TEST(StoreOwnedEventTest, TransformStillApplies) {
+  StoreOptions options;
+  options.transform = [](const Object& o) {
+    Object t = o;
+    t.erase("spec");
+    return t;
+  };
+  Store store(options);
+  store.OnOwnedEvent(EventType::kAdded,
+                     Object{{"metadata", {{"name", "p"}}}, {"spec", {{"big", "x"}}}});
+  ASSERT_NE(store.Get("", "p"), nullptr);
+  EXPECT_FALSE(store.Get("", "p")->contains("spec"));
 }
 
 }  // namespace
