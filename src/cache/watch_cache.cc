@@ -46,26 +46,14 @@ std::string Key(const std::string& ns, const std::string& name) {
 }
 
 template <typename T>
-void ConvertInto(const Object& object, T& entry,
-                 Result<typename decltype(T::record)::value_type> r) {
+void ConvertInto(Object&& object, T& entry, Result<typename decltype(T::record)::value_type> r) {
   // Field-manager bookkeeping is often the bulk of an object and nothing here reads it: it is
-  // not copied.
-  if (!object.is_object()) {
-    entry.raw = object;
-  } else {
-    entry.raw = Object::object();
-    for (auto it = object.begin(); it != object.end(); ++it) {
-      if (it.key() != "metadata" || !it->is_object()) {
-        entry.raw.emplace(it.key(), *it);
-        continue;
-      }
-      Object meta = Object::object();
-      for (auto m = it->begin(); m != it->end(); ++m) {
-        if (m.key() != "managedFields") meta.emplace(m.key(), *m);
-      }
-      entry.raw.emplace("metadata", std::move(meta));
-    }
+  // not kept. The object itself is taken over, not copied.
+  if (object.is_object()) {
+    auto meta = object.find("metadata");
+    if (meta != object.end() && meta->is_object()) meta->erase("managedFields");
   }
+  entry.raw = std::move(object);
   if (r.ok()) {
     entry.record = std::move(r).value();
     entry.error.clear();
@@ -127,6 +115,10 @@ void WatchCache::KindHandler::OnSync(std::vector<Object> items, const std::strin
 
 void WatchCache::KindHandler::OnEvent(kube::EventType type, const Object& object) {
   cache_.Apply(kind_, type, object);
+}
+
+void WatchCache::KindHandler::OnOwnedEvent(kube::EventType type, Object&& object) {
+  cache_.Apply(kind_, type, std::move(object));
 }
 
 void WatchCache::KindHandler::OnError(const kube::ApiError& error, kube::Clock::Duration) {
@@ -200,7 +192,7 @@ void WatchCache::IndexBindRequest(const std::string& key, const BindRequestRecor
   dirty_pods_.insert(pod_key);
 }
 
-void WatchCache::Put(Kind kind, const Object& object) {
+void WatchCache::Put(Kind kind, Object object) {
   const std::string key = KeyOf(object);
   ++stats_.conversions;
   dirty_ = true;
@@ -209,11 +201,11 @@ void WatchCache::Put(Kind kind, const Object& object) {
   if (kind != Kind::kPod && kind != Kind::kBindRequest) full_ = true;
   switch (kind) {
     case Kind::kNode:
-      ConvertInto(object, nodes_[key], ConvertNode(object));
+      ConvertInto(std::move(object), nodes_[key], ConvertNode(object));
       break;
     case Kind::kPod: {
       auto [it, added] = pods_.try_emplace(key);
-      ConvertInto(object, it->second, ConvertPod(object));
+      ConvertInto(std::move(object), it->second, ConvertPod(object));
       if (added) {
         full_ = true;  // new pod ids
       } else {
@@ -222,33 +214,33 @@ void WatchCache::Put(Kind kind, const Object& object) {
       break;
     }
     case Kind::kQueue:
-      ConvertInto(object, queues_[key], ConvertQueue(object));
+      ConvertInto(std::move(object), queues_[key], ConvertQueue(object));
       break;
     case Kind::kPodGroup:
-      ConvertInto(object, pod_groups_[key], ConvertPodGroup(object));
+      ConvertInto(std::move(object), pod_groups_[key], ConvertPodGroup(object));
       break;
     case Kind::kBindRequest: {
       auto& entry = bind_requests_[key];
       if (entry.record) IndexBindRequest(key, *entry.record, false);
-      ConvertInto(object, entry, ConvertBindRequest(object));
+      ConvertInto(std::move(object), entry, ConvertBindRequest(object));
       if (entry.record) IndexBindRequest(key, *entry.record, true);
       dirty_bind_requests_.insert(key);
       break;
     }
     case Kind::kPriorityClass:
-      ConvertInto(object, priority_classes_[key], ConvertPriorityClass(object));
+      ConvertInto(std::move(object), priority_classes_[key], ConvertPriorityClass(object));
       break;
     case Kind::kTopology:
-      ConvertInto(object, topologies_[key], ConvertTopology(object));
+      ConvertInto(std::move(object), topologies_[key], ConvertTopology(object));
       break;
     case Kind::kDeviceClass:
-      ConvertInto(object, device_classes_[key], ConvertDeviceClass(object));
+      ConvertInto(std::move(object), device_classes_[key], ConvertDeviceClass(object));
       break;
     case Kind::kResourceSlice:
-      ConvertInto(object, resource_slices_[key], ConvertResourceSlice(object));
+      ConvertInto(std::move(object), resource_slices_[key], ConvertResourceSlice(object));
       break;
     case Kind::kResourceClaim:
-      ConvertInto(object, resource_claims_[key], ConvertResourceClaim(object));
+      ConvertInto(std::move(object), resource_claims_[key], ConvertResourceClaim(object));
       break;
   }
 }
@@ -306,11 +298,15 @@ void WatchCache::Replace(Kind kind, const std::vector<Object>& objects) {
 }
 
 void WatchCache::Apply(Kind kind, kube::EventType type, const Object& object) {
+  Apply(kind, type, Object(object));
+}
+
+void WatchCache::Apply(Kind kind, kube::EventType type, Object&& object) {
   std::lock_guard lock(mu_);
   switch (type) {
     case kube::EventType::kAdded:
     case kube::EventType::kModified:
-      Put(kind, object);
+      Put(kind, std::move(object));
       break;
     case kube::EventType::kDeleted:
       Remove(kind, object);

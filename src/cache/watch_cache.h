@@ -138,6 +138,8 @@ class WatchCache {
   void Replace(Kind kind, const std::vector<Object>& objects);
   // One change: kAdded / kModified store the object, kDeleted removes it; others are ignored.
   void Apply(Kind kind, kube::EventType type, const Object& object);
+  // The same, taking the object over (no copy).
+  void Apply(Kind kind, kube::EventType type, Object&& object);
 
   // True once every kind has been listed at least once.
   bool synced() const;
@@ -162,6 +164,7 @@ class WatchCache {
     KindHandler(WatchCache& cache, Kind kind) : cache_(cache), kind_(kind) {}
     void OnSync(std::vector<Object> items, const std::string& resource_version) override;
     void OnEvent(kube::EventType type, const Object& object) override;
+    void OnOwnedEvent(kube::EventType type, Object&& object) override;
     void OnError(const kube::ApiError& error, kube::Clock::Duration retry_in) override;
 
    private:
@@ -179,7 +182,7 @@ class WatchCache {
   using Store = std::map<std::string, Entry<T>>;  // by "namespace/name" or "name"
 
   // All with mu_ held.
-  void Put(Kind kind, const Object& object);
+  void Put(Kind kind, Object object);
   void Remove(Kind kind, const Object& object);
   void ClearKind(Kind kind);
   void IndexBindRequest(const std::string& key, const BindRequestRecord& r, bool add);

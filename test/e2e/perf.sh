@@ -13,6 +13,8 @@ dir="${1:?usage: perf.sh DIR [NODES [PODS]]}"
 GANTRY_BIN="$(cd "$(dirname "$GANTRY_BIN")" && pwd)/$(basename "$GANTRY_BIN")"
 export GANTRY_BIN
 export GANTRY_E2E_PERF_NODES="${2:-1250}" GANTRY_E2E_PERF_PODS="${3:-10000}"
+# The scheduler runs with its default period, as deployed.
+export GANTRY_E2E_SCHEDULER_PERIOD="${GANTRY_E2E_SCHEDULER_PERIOD:-1s}"
 
 trap 'bash "$here/run.sh" down "$dir"' EXIT
 GANTRY_E2E_NODES=0 bash "$here/run.sh" up "$dir"
