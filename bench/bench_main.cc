@@ -235,6 +235,7 @@ struct SizeResult {
   size_t cycle_pipelined = 0;
   uint64_t cycle_digest = 0;         // DecisionsDigest of the cycle's decisions
   gantry::SolverStats cycle_solver;  // the victim search's counters of the last cycle run
+  std::string cycle_slowest[3];      // name of each action's slowest job in that run
   double peak_rss_mib = 0;
 };
 
@@ -375,6 +376,10 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
       full_created.value()->RunActions(*ssn);
       times.push_back(MsSince(start));
       result.cycle_solver = gantry::GetSolverStats();
+      for (int a = 0; a < 3; ++a) {
+        const gantry::JobId j = result.cycle_solver.by_action[a].slowest_job;
+        result.cycle_slowest[a] = j == gantry::kNone ? "-" : sc.cluster.jobs[j].name;
+      }
       result.cycle_evictions = ssn->evictions().size();
       result.cycle_binds = ssn->binds().size();
       result.cycle_pipelined = ssn->pipelined().size();
@@ -447,7 +452,7 @@ int main(int argc, char** argv) {
         std::printf(
             "# nodes=%d victim search %s: jobs %llu solved %llu | prefixes %llu scenarios %llu | "
             "pre-checked %llu simulated %llu (not placed %llu, rejected %llu, accepted %llu) | "
-            "%.1f ms\n",
+            "%.1f ms | slowest job %s: %s, %llu simulated, %.1f ms\n",
             r.nodes, action_names[a], static_cast<unsigned long long>(st.jobs),
             static_cast<unsigned long long>(st.solved),
             static_cast<unsigned long long>(st.prefixes),
@@ -456,7 +461,9 @@ int main(int argc, char** argv) {
             static_cast<unsigned long long>(st.simulations),
             static_cast<unsigned long long>(st.not_placed),
             static_cast<unsigned long long>(st.rejected),
-            static_cast<unsigned long long>(st.accepted), st.ms);
+            static_cast<unsigned long long>(st.accepted), st.ms, r.cycle_slowest[a].c_str(),
+            st.slowest_solved ? "solved" : "not solved",
+            static_cast<unsigned long long>(st.slowest_simulations), st.slowest_ms);
       }
     }
     const bool allocated = r.allocate.measured;

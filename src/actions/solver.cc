@@ -1044,13 +1044,21 @@ const SolverStats& GetSolverStats() { return g_stats; }
 void ResetSolverStats() { g_stats = SolverStats(); }
 
 SolverResult SolveJob(Session& ssn, JobId job, SolverSpec& spec) {
+  SolverActionStats& st = g_stats.by_action[static_cast<int>(spec.action)];
+  const uint64_t simulations_before = st.simulations;
   const auto start = std::chrono::steady_clock::now();
   SolverResult r = Solver(ssn, job, spec).Solve();
-  SolverActionStats& st = g_stats.by_action[static_cast<int>(spec.action)];
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   ++st.jobs;
   st.solved += r.solved ? 1 : 0;
-  st.ms +=
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  st.ms += ms;
+  if (st.slowest_job == kNone || ms > st.slowest_ms) {
+    st.slowest_job = job;
+    st.slowest_ms = ms;
+    st.slowest_solved = r.solved;
+    st.slowest_simulations = st.simulations - simulations_before;
+  }
   return r;
 }
 

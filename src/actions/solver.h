@@ -56,6 +56,11 @@ struct SolverActionStats {
   uint64_t rejected = 0;     // of which the validator rejected the outcome
   uint64_t accepted = 0;     // of which the validator accepted the outcome
   double ms = 0;             // wall-clock time in SolveJob
+  // The job whose search took longest, its time, whether it was solved and its simulations.
+  JobId slowest_job = kNone;
+  double slowest_ms = 0;
+  bool slowest_solved = false;
+  uint64_t slowest_simulations = 0;
 };
 struct SolverStats {
   SolverActionStats by_action[3];  // indexed by EvictionAction
