@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "actions/allocate.h"
+#include "actions/solver.h"
 #include "cluster_gen.h"
 #include "framework/scheduler.h"
 #include "framework/session.h"
@@ -232,7 +233,9 @@ struct SizeResult {
   size_t cycle_binds = 0;
   size_t cycle_evictions = 0;
   size_t cycle_pipelined = 0;
-  uint64_t cycle_digest = 0;  // DecisionsDigest of the cycle's decisions
+  uint64_t cycle_digest = 0;         // DecisionsDigest of the cycle's decisions
+  gantry::SolverStats cycle_solver;  // the victim search's counters of the last cycle run
+  std::string cycle_slowest[3];      // name of each action's slowest job in that run
   double peak_rss_mib = 0;
 };
 
@@ -367,10 +370,16 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
     }
     std::vector<double> times;
     for (int r = 0; r < args.runs; ++r) {
+      gantry::ResetSolverStats();
       const auto start = Clock::now();
       auto ssn = full_created.value()->OpenSession(sc.cluster, now);
       full_created.value()->RunActions(*ssn);
       times.push_back(MsSince(start));
+      result.cycle_solver = gantry::GetSolverStats();
+      for (int a = 0; a < 3; ++a) {
+        const gantry::JobId j = result.cycle_solver.by_action[a].slowest_job;
+        result.cycle_slowest[a] = j == gantry::kNone ? "-" : sc.cluster.jobs[j].name;
+      }
       result.cycle_evictions = ssn->evictions().size();
       result.cycle_binds = ssn->binds().size();
       result.cycle_pipelined = ssn->pipelined().size();
@@ -436,6 +445,26 @@ int main(int argc, char** argv) {
           "decisions digest %016llx\n",
           r.nodes, HumanStats("cycle", r.cycle).c_str(), r.cycle_binds, r.cycle_evictions,
           r.cycle_pipelined, static_cast<unsigned long long>(r.cycle_digest));
+      const char* action_names[] = {"reclaim", "preempt", "consolidation"};
+      for (int a = 0; a < 3; ++a) {
+        const gantry::SolverActionStats& st = r.cycle_solver.by_action[a];
+        if (st.jobs == 0) continue;
+        std::printf(
+            "# nodes=%d victim search %s: jobs %llu solved %llu | prefixes %llu scenarios %llu | "
+            "pre-checked %llu simulated %llu (not placed %llu, rejected %llu, accepted %llu) | "
+            "%.1f ms | slowest job %s: %s, %llu simulated, %.1f ms\n",
+            r.nodes, action_names[a], static_cast<unsigned long long>(st.jobs),
+            static_cast<unsigned long long>(st.solved),
+            static_cast<unsigned long long>(st.prefixes),
+            static_cast<unsigned long long>(st.scenarios),
+            static_cast<unsigned long long>(st.precheck),
+            static_cast<unsigned long long>(st.simulations),
+            static_cast<unsigned long long>(st.not_placed),
+            static_cast<unsigned long long>(st.rejected),
+            static_cast<unsigned long long>(st.accepted), st.ms, r.cycle_slowest[a].c_str(),
+            st.slowest_solved ? "solved" : "not solved",
+            static_cast<unsigned long long>(st.slowest_simulations), st.slowest_ms);
+      }
     }
     const bool allocated = r.allocate.measured;
     std::printf(

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -18,6 +19,8 @@
 namespace gantry {
 
 namespace {
+
+thread_local SolverStats g_stats;
 
 // Groups of one victim job's pods taken together (KAI's job representative clones), in one
 // flat list.
@@ -223,6 +226,7 @@ class Solver {
   Solver(Session& ssn, JobId job, SolverSpec& spec) : ssn_(ssn), job_(job), spec_(spec) {}
 
   SolverResult Solve() {
+    stats_ = &g_stats.by_action[static_cast<int>(spec_.action)];
     // The session reports the nodes it changes while this search runs (see FreeBlocks).
     blocks_free_.assign(ssn_.cluster().nodes.size(), 0.0);
     ssn_.SetNodeChangeLog(&node_log_);
@@ -249,6 +253,7 @@ class Solver {
       pending.push_back(tasks[i]);
       const bool complete = pending.size() == tasks.size();
       PartialResult r = SolvePartial(pending);
+      ++stats_->prefixes;
       if (!r.solved) break;
       if (keep_base_) {
         // The prefix's evictions stay as the next prefix's starting point; its simulation is
@@ -361,6 +366,7 @@ class Solver {
           scenario.AddPotentialVictims(ssn_, scenario_tasks_);
         }
         PartialResult r;
+        ++stats_->scenarios;
         if (SolveScenario(scenario, *stmt, base, r)) {
           r.statement = std::move(own_stmt);
           return r;
@@ -579,7 +585,10 @@ class Solver {
         }
       }
       // Decided without evicting: the pre-check the simulation would start with fails.
-      if (ssn_.params().solver_shortcuts && FailsPrecheckAfterEvicting(potential)) continue;
+      if (ssn_.params().solver_shortcuts && FailsPrecheckAfterEvicting(potential)) {
+        ++stats_->precheck;
+        continue;
+      }
       EvictAll(stmt, potential);
       std::vector<NodeId>& added = added_scratch_;
       added.clear();
@@ -664,14 +673,21 @@ class Solver {
     const std::vector<NodeId>& nodes = feasible_list_;
     if (ssn_.params().solver_shortcuts &&
         !CouldFitProfile(pending_profile_, [&](double g) { return ScenarioBlocks(g); })) {
+      ++stats_->precheck;
       return Outcome::kFailed;
     }
     const Statement::Checkpoint evict_end = stmt.checkpoint();
+    ++stats_->simulations;
     if (!AllocatePreemptorAndVictims(stmt, nodes, scenario, potential)) {
+      ++stats_->not_placed;
       return Outcome::kFailed;
     }
     scenario.SetEvicted(potential);
-    if (spec_.validator && !spec_.validator(ssn_, scenario.Info())) return Outcome::kRejected;
+    if (spec_.validator && !spec_.validator(ssn_, scenario.Info())) {
+      ++stats_->rejected;
+      return Outcome::kRejected;
+    }
+    ++stats_->accepted;
     std::vector<PodId>& preempted = preempted_scratch_;
     std::vector<PodId>& pipelined = pipelined_scratch_;
     preempted.clear();
@@ -946,6 +962,7 @@ class Solver {
   Session& ssn_;
   JobId job_;
   SolverSpec& spec_;
+  SolverActionStats* stats_ = nullptr;  // this action's counters
   VictimGroups recorded_groups_;
   std::vector<PodId> preempted_scratch_, pipelined_scratch_;
   std::vector<char> seen_scratch_;
@@ -1022,8 +1039,27 @@ class Solver {
 
 }  // namespace
 
+const SolverStats& GetSolverStats() { return g_stats; }
+
+void ResetSolverStats() { g_stats = SolverStats(); }
+
 SolverResult SolveJob(Session& ssn, JobId job, SolverSpec& spec) {
-  return Solver(ssn, job, spec).Solve();
+  SolverActionStats& st = g_stats.by_action[static_cast<int>(spec.action)];
+  const uint64_t simulations_before = st.simulations;
+  const auto start = std::chrono::steady_clock::now();
+  SolverResult r = Solver(ssn, job, spec).Solve();
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  ++st.jobs;
+  st.solved += r.solved ? 1 : 0;
+  st.ms += ms;
+  if (st.slowest_job == kNone || ms > st.slowest_ms) {
+    st.slowest_job = job;
+    st.slowest_ms = ms;
+    st.slowest_solved = r.solved;
+    st.slowest_simulations = st.simulations - simulations_before;
+  }
+  return r;
 }
 
 std::vector<NodeId> FeasibleNodesForJob(const Session& ssn, JobId job) {

@@ -10,6 +10,7 @@
 // the whole job is placed and the action commits it.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string_view>
@@ -39,6 +40,33 @@ struct SolverResult {
   std::unique_ptr<Statement> statement;  // holds the solution's operations; commit to apply
   std::vector<PodId> victims;
 };
+
+// Counters of the victim search, per action, for diagnosing where a cycle's time goes (the cycle
+// benchmark prints them). They count work done, not decisions: the solver shortcuts change them
+// (a scenario decided by the capacity pre-check is not simulated). Kept per thread; reset by
+// ResetSolverStats.
+struct SolverActionStats {
+  uint64_t jobs = 0;         // SolveJob calls
+  uint64_t solved = 0;       // of which solved
+  uint64_t prefixes = 0;     // pod prefixes searched
+  uint64_t scenarios = 0;    // scenarios that passed the scenario filters (simulated or not)
+  uint64_t precheck = 0;     // simulations skipped by the capacity pre-check (per node or not)
+  uint64_t simulations = 0;  // placements simulated (AllocatePreemptorAndVictims)
+  uint64_t not_placed = 0;   // of which the pending pods did not fit
+  uint64_t rejected = 0;     // of which the validator rejected the outcome
+  uint64_t accepted = 0;     // of which the validator accepted the outcome
+  double ms = 0;             // wall-clock time in SolveJob
+  // The job whose search took longest, its time, whether it was solved and its simulations.
+  JobId slowest_job = kNone;
+  double slowest_ms = 0;
+  bool slowest_solved = false;
+  uint64_t slowest_simulations = 0;
+};
+struct SolverStats {
+  SolverActionStats by_action[3];  // indexed by EvictionAction
+};
+const SolverStats& GetSolverStats();
+void ResetSolverStats();
 
 // Searches victims for `job`. On success the statement holds the evictions and the job's
 // pipelined pods; on failure the session is as it was.

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "actions/solver.h"
 #include "framework/plugin.h"
 #include "plugins/builtin.h"
 #include "test_cluster.h"
@@ -786,6 +787,45 @@ TEST(ReclaimElasticTest, RecordedPodsOfAnElasticVictimAreEvictedTwiceAsInKai) {
     }
     EXPECT_EQ(twice, 2);
   }
+}
+
+// --- The victim search's counters (SolverStats)
+// ---------------------------------------------------
+
+TEST(SolverStatsTest, ASolvedReclaimIsCountedWithItsAcceptedSimulation) {
+  TwoQueues t = BuildTwoQueues(/*a_preemptible=*/true, /*a_deserved=*/1);
+  ResetSolverStats();
+  auto cycle = testutil::RunCycle(t.c, Only("reclaim"));
+  ASSERT_EQ(cycle->evictions().size(), 1u);
+  const SolverActionStats& st =
+      GetSolverStats().by_action[static_cast<int>(EvictionAction::kReclaim)];
+  EXPECT_EQ(st.jobs, 1u);
+  EXPECT_EQ(st.solved, 1u);
+  EXPECT_GE(st.simulations, 1u);
+  EXPECT_EQ(st.accepted, 1u);  // the search stops at the first accepted scenario
+  EXPECT_EQ(st.simulations, st.not_placed + st.rejected + st.accepted);
+  EXPECT_EQ(st.slowest_job, t.b1);
+  EXPECT_TRUE(st.slowest_solved);
+  const SolverActionStats& preempt =
+      GetSolverStats().by_action[static_cast<int>(EvictionAction::kPreempt)];
+  EXPECT_EQ(preempt.jobs, 0u);
+  ResetSolverStats();
+  EXPECT_EQ(GetSolverStats().by_action[static_cast<int>(EvictionAction::kReclaim)].jobs, 0u);
+}
+
+TEST(SolverStatsTest, ASearchWithoutVictimsSimulatesNothing) {
+  TwoQueues t = BuildTwoQueues(/*a_preemptible=*/false, /*a_deserved=*/1);
+  ResetSolverStats();
+  auto cycle = testutil::RunCycle(t.c, Only("reclaim"));
+  ExpectNoDecisions(*cycle);
+  const SolverActionStats& st =
+      GetSolverStats().by_action[static_cast<int>(EvictionAction::kReclaim)];
+  EXPECT_EQ(st.jobs, 1u);
+  EXPECT_EQ(st.solved, 0u);
+  EXPECT_EQ(st.simulations, 0u);
+  EXPECT_EQ(st.accepted, 0u);
+  EXPECT_EQ(st.slowest_job, t.b1);
+  EXPECT_FALSE(st.slowest_solved);
 }
 
 }  // namespace
