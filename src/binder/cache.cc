@@ -8,61 +8,47 @@ namespace {
 
 constexpr const char* kNodeIndex = "node";
 
-// Copies `from[key]` into `to[key]` when present.
-void CopyField(const kube::Object& from, kube::Object& to, const char* key) {
+// Moves `from[key]` into `to[key]` when present.
+void MoveField(kube::Object& from, kube::Object& to, const char* key) {
   auto it = from.find(key);
-  if (it != from.end()) to[key] = *it;
+  if (it != from.end()) to[key] = std::move(*it);
 }
 
-kube::Object MetadataWithoutManagedFields(const kube::Object& object) {
-  kube::Object meta = kube::Object::object();
+// The object's metadata without managedFields (an empty object when it has none).
+kube::Object MetadataWithoutManagedFields(kube::Object& object) {
   auto it = object.find("metadata");
-  if (it == object.end() || !it->is_object()) return meta;
-  for (auto field = it->begin(); field != it->end(); ++field) {
-    if (field.key() != "managedFields") meta[field.key()] = field.value();
-  }
+  if (it == object.end() || !it->is_object()) return kube::Object::object();
+  kube::Object meta = std::move(*it);
+  meta.erase("managedFields");
   return meta;
 }
 
 }  // namespace
 
-kube::Object BinderCache::TrimPod(const kube::Object& pod) {
+kube::Object BinderCache::TrimPod(kube::Object pod) {
   kube::Object out = kube::Object::object();
-  CopyField(pod, out, "apiVersion");
-  CopyField(pod, out, "kind");
+  MoveField(pod, out, "apiVersion");
+  MoveField(pod, out, "kind");
   out["metadata"] = MetadataWithoutManagedFields(pod);
-  CopyField(pod, out, "spec");
+  MoveField(pod, out, "spec");
   auto status = pod.find("status");
   if (status != pod.end() && status->is_object()) {
-    kube::Object kept = kube::Object::object();
-    for (auto field = status->begin(); field != status->end(); ++field) {
-      const std::string& k = field.key();
-      if (k == "conditions" || k == "containerStatuses" || k == "initContainerStatuses" ||
-          k == "ephemeralContainerStatuses") {
-        continue;
-      }
-      kept[k] = field.value();
+    kube::Object kept = std::move(*status);
+    for (const char* k : {"conditions", "containerStatuses", "initContainerStatuses",
+                          "ephemeralContainerStatuses"}) {
+      kept.erase(k);
     }
     out["status"] = std::move(kept);
   }
   return out;
 }
 
-kube::Object BinderCache::TrimNode(const kube::Object& node) {
-  kube::Object out = kube::Object::object();
-  for (auto field = node.begin(); field != node.end(); ++field) {
-    const std::string& k = field.key();
-    if (k == "metadata") {
-      out[k] = MetadataWithoutManagedFields(node);
-    } else if (k == "status" && field->is_object()) {
-      kube::Object status = field.value();
-      status.erase("images");
-      out[k] = std::move(status);
-    } else {
-      out[k] = field.value();
-    }
-  }
-  return out;
+kube::Object BinderCache::TrimNode(kube::Object node) {
+  if (!node.is_object()) return kube::Object::object();
+  if (node.contains("metadata")) node["metadata"] = MetadataWithoutManagedFields(node);
+  auto status = node.find("status");
+  if (status != node.end() && status->is_object()) status->erase("images");
+  return node;
 }
 
 BinderCache::BinderCache()

@@ -79,8 +79,8 @@ class BinderCache {
   void StatusWritten(const kube::Object& written, const std::string& replaced_resource_version);
 
   // The trimmed forms the caches store.
-  static kube::Object TrimPod(const kube::Object& pod);
-  static kube::Object TrimNode(const kube::Object& node);
+  static kube::Object TrimPod(kube::Object pod);
+  static kube::Object TrimNode(kube::Object node);
 
  private:
   struct Assumed {

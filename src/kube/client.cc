@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "kube/json_parse.h"
+
 namespace gantry::kube {
 
 namespace {
@@ -111,8 +113,8 @@ ApiResult<Object> Client::Send(std::string method, std::string path, std::string
   }
   const HttpResponse& r = resp.value();
   if (r.status < 200 || r.status >= 300) return DecodeStatusError(r.status, r.body);
-  Object out = Object::parse(r.body, nullptr, /*allow_exceptions=*/false);
-  if (out.is_discarded() || !out.is_object()) {
+  Object out;
+  if (!ParseWithoutManagedFields(r.body, out) || !out.is_object()) {
     return ApiError{r.status, "", req.method + " " + req.path + ": response is not a JSON object"};
   }
   return out;

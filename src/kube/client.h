@@ -1,7 +1,8 @@
 // The Kubernetes API client: typed addressing (ResourceType), untyped objects (JSON), every verb
 // the scheduler and binder need, and a low-level watch stream.
 //
-// Objects are nlohmann::json values exactly as the API serves them; turning them into Gantry's
+// Objects are nlohmann::json values as the API serves them, less metadata.managedFields (dropped
+// while parsing, see json_parse.h: nothing reads it); turning them into Gantry's
 // model is the watch cache's job. Every call returns ApiResult: the object the server returned,
 // or an ApiError with the HTTP status and the Kubernetes Status reason (NotFound, Conflict,
 // AlreadyExists, Expired, ...).

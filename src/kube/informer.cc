@@ -86,7 +86,9 @@ ObjectPtr Store::Make(const Object& object) const {
 }
 
 ObjectPtr Store::Make(Object&& object) const {
-  if (options_.transform) return std::make_shared<const Object>(options_.transform(object));
+  if (options_.transform) {
+    return std::make_shared<const Object>(options_.transform(std::move(object)));
+  }
   return std::make_shared<const Object>(std::move(object));
 }
 

@@ -44,8 +44,9 @@ using ObjectPtr = std::shared_ptr<const Object>;
 std::string ObjectKey(std::string_view ns, std::string_view name);
 
 struct StoreOptions {
-  // Builds the object to store from the one served (default: a copy).
-  std::function<Object(const Object&)> transform;
+  // Builds the object to store from the one served (default: the object itself). It receives the
+  // served object by value: moved in when the store owns it (a watch event), else a copy.
+  std::function<Object(Object)> transform;
 };
 
 class Store : public WatchHandler {

@@ -1,5 +1,7 @@
 #include "kube/watch_decoder.h"
 
+#include "kube/json_parse.h"
+
 namespace gantry::kube {
 
 const char* EventTypeName(EventType type) {
@@ -23,8 +25,8 @@ Result<WatchEvent> WatchDecoder::DecodeLine(std::string_view line) const {
     constexpr size_t kMax = 120;
     return std::string(line.substr(0, kMax)) + (line.size() > kMax ? "..." : "");
   };
-  nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Error{"watch event: invalid JSON: " + excerpt()};
+  nlohmann::json j;
+  if (!ParseWithoutManagedFields(line, j)) return Error{"watch event: invalid JSON: " + excerpt()};
   if (!j.is_object()) return Error{"watch event: not a JSON object: " + excerpt()};
   auto type = j.find("type");
   if (type == j.end() || !type->is_string()) {

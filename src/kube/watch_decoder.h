@@ -18,7 +18,8 @@ const char* EventTypeName(EventType type);
 
 struct WatchEvent {
   EventType type = EventType::kAdded;
-  // The object (for kBookmark only metadata.resourceVersion is meaningful; for kError a Status).
+  // The object, without metadata.managedFields (see json_parse.h) (for kBookmark only
+  // metadata.resourceVersion is meaningful; for kError a Status).
   nlohmann::json object;
 };
 

@@ -8,6 +8,7 @@
 
 #include "kube/fake_transport.h"
 #include "kube/informer.h"
+#include "kube/json_parse.h"
 #include "kube/list_watcher.h"
 #include "kube/watch_decoder.h"
 
@@ -114,6 +115,71 @@ TEST(WatchDecoderTest, ErrorEventsAndMalformedLines) {
     ASSERT_FALSE(r.ok()) << c.line;
     EXPECT_NE(r.error().find(c.want), std::string::npos) << r.error();
   }
+}
+
+TEST(JsonParseTest, DropsManagedFieldsUnderMetadataOnly) {
+  json managed =
+      json::array({{{"manager", "kubelet"}, {"fieldsV1", {{"f:status", json::object()}}}}});
+  json pod = {
+      {"kind", "Pod"},
+      {"metadata",
+       {{"name", "p"}, {"labels", {{"managedFields", "x"}}}, {"managedFields", managed}}},
+      {"spec",
+       {{"managedFields", 1},
+        {"template", {{"metadata", {{"name", "t"}, {"managedFields", managed}}}}}}},
+      {"status", {{"phase", "Running"}, {"n", -3}, {"f", 0.5}, {"b", true}, {"z", nullptr}}}};
+  json list = {
+      {"kind", "PodList"}, {"metadata", {{"resourceVersion", "7"}}}, {"items", {pod, pod}}};
+
+  json want = pod;
+  want["metadata"].erase("managedFields");
+  want["spec"]["template"]["metadata"].erase("managedFields");
+  json got;
+  ASSERT_TRUE(ParseWithoutManagedFields(pod.dump(), got));
+  EXPECT_EQ(got, want);
+  // Keys named managedFields elsewhere (labels, spec) stay.
+  EXPECT_EQ(got["metadata"]["labels"]["managedFields"], "x");
+  EXPECT_EQ(got["spec"]["managedFields"], 1);
+
+  ASSERT_TRUE(ParseWithoutManagedFields(list.dump(2), got));
+  EXPECT_EQ(got, (json{{"kind", "PodList"},
+                       {"metadata", {{"resourceVersion", "7"}}},
+                       {"items", {want, want}}}));
+
+  // Scalars as the managedFields value, and documents that are not objects, parse as before.
+  ASSERT_TRUE(ParseWithoutManagedFields(R"({"metadata":{"managedFields":null,"a":1}})", got));
+  EXPECT_EQ(got, (json{{"metadata", {{"a", 1}}}}));
+  ASSERT_TRUE(ParseWithoutManagedFields("[1, \"a\", {}]", got));
+  EXPECT_EQ(got, json::parse("[1, \"a\", {}]"));
+  ASSERT_TRUE(ParseWithoutManagedFields("  42 ", got));
+  EXPECT_EQ(got, 42);
+  // A repeated key: the last wins, as with json::parse.
+  ASSERT_TRUE(ParseWithoutManagedFields(R"({"a":1,"a":{"b":2}})", got));
+  EXPECT_EQ(got, json::parse(R"({"a":1,"a":{"b":2}})"));
+}
+
+TEST(JsonParseTest, RejectsInvalidJson) {
+  json got;
+  for (const char* bad :
+       {"", "{", "{\"a\":}", "{\"metadata\":{\"managedFields\":[1,}}", "1 2", "{\"a\":1}}"}) {
+    EXPECT_FALSE(ParseWithoutManagedFields(bad, got)) << bad;
+  }
+}
+
+TEST(WatchDecoderTest, EventObjectsComeWithoutManagedFields) {
+  json line = {{"type", "MODIFIED"},
+               {"object",
+                {{"kind", "Pod"},
+                 {"metadata",
+                  {{"name", "p"},
+                   {"resourceVersion", "9"},
+                   {"managedFields", json::array({{{"manager", "m"}}})}}}}}};
+  WatchDecoder d;
+  std::vector<WatchEvent> out;
+  ASSERT_TRUE(d.Feed(line.dump() + "\n", out).ok());
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].object,
+            (json{{"kind", "Pod"}, {"metadata", {{"name", "p"}, {"resourceVersion", "9"}}}}));
 }
 
 // Records what a cache would see, and stops the watcher once `stop_after_syncs` syncs happened.
