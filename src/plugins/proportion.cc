@@ -326,6 +326,9 @@ class ProportionPlugin : public Plugin {
       }
     }
     ComputeFairShares(c, total_, k_value_, shares_);
+    // (Deserved, fair share and limit are fixed from here on, and so is what a queue may use.)
+    allocatable_share_.clear();
+    for (const QueueShare& sh : shares_) allocatable_share_.push_back(sh.AllocatableShare());
 
     victim_sums_.assign(c.queues.size(), {});
     victim_sides_.assign(c.queues.size(), {});
@@ -821,7 +824,8 @@ class ProportionPlugin : public Plugin {
 
   // The inputs of rules (1), (2), (4), (5) and (6) for a queue in job order (no victims), with
   // `job` (nullptr: none) as the job it would allocate, computed as QueueOrder computes them.
-  VictimSide MakeJobSide(const Session& s, QueueId q, const JobView* job) const {
+  // (Out of line: JobSideOf's kept answer is the common case.)
+  [[gnu::noinline]] VictimSide MakeJobSide(const Session& s, QueueId q, const JobView* job) const {
     const QueueShare& sh = shares_[q];
     VictimSide side;
     side.over = Less(sh.FairShare(), sh.Allocated());
@@ -894,8 +898,8 @@ class ProportionPlugin : public Plugin {
 
   // Rules (7) and (8).
   int QueueOrderTail(const Session& s, QueueId l, QueueId r) const {
-    const Quantities la = shares_[l].AllocatableShare();
-    const Quantities ra = shares_[r].AllocatableShare();
+    const Quantities& la = allocatable_share_[l];
+    const Quantities& ra = allocatable_share_[r];
     if (!LessEqual(ra, la) && LessEqual(la, ra)) return -1;
     if (!LessEqual(la, ra) && LessEqual(ra, la)) return 1;
     const Queue& lq = s.cluster().queues[l];
@@ -987,6 +991,8 @@ class ProportionPlugin : public Plugin {
   double reclaimer_multiplier_;
   Quantities total_;
   std::vector<QueueShare> shares_;
+  // Per queue: its AllocatableShare, fixed once the fair shares are computed.
+  std::vector<Quantities> allocatable_share_;
   // Queue sums are exact (whole numbers; see OnSessionOpen).
   bool exact_sums_ = false;
   // SaturationRejects' marks (queues and pods seen in the current call) and per-queue sums.
