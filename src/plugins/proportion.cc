@@ -326,9 +326,13 @@ class ProportionPlugin : public Plugin {
       }
     }
     ComputeFairShares(c, total_, k_value_, shares_);
+    // (Deserved, fair share and limit are fixed from here on, and so is what a queue may use.)
+    allocatable_share_.clear();
+    for (const QueueShare& sh : shares_) allocatable_share_.push_back(sh.AllocatableShare());
 
     victim_sums_.assign(c.queues.size(), {});
     victim_sides_.assign(c.queues.size(), {});
+    job_sides_.assign(c.queues.size(), {});
     // Queue shares are sums of pod quantities, added and taken away as pods come and go. With
     // whole numbers only (well inside a double's exact range) those sums are exact, so the
     // shares are a function of the statuses of the pods in the queue's subtree: so is the queue
@@ -804,7 +808,7 @@ class ProportionPlugin : public Plugin {
     VictimSideMemo& memo = victim_sides_[q];
     if (memo.valid && memo.list == victims.list && memo.stable == victims.stable &&
         memo.size == victims.views.size() && memo.tail == tail &&
-        memo.version == s.state_version() && memo.allocated == allocated) {
+        memo.version == s.state_version() && SameBits(memo.allocated, allocated)) {
       return memo.side;
     }
     const VictimSide side = MakeVictimSide(s, q, victims);
@@ -812,6 +816,65 @@ class ProportionPlugin : public Plugin {
             tail, s.state_version(), allocated,      side};
     return side;
   }
+
+  // (Element by element: std::array's == compiles to a memcmp call.)
+  static bool SameBits(const std::array<uint64_t, 3>& a, const std::array<uint64_t, 3>& b) {
+    return a[0] == b[0] && a[1] == b[1] && a[2] == b[2];
+  }
+
+  // The inputs of rules (1), (2), (4), (5) and (6) for a queue in job order (no victims), with
+  // `job` (nullptr: none) as the job it would allocate, computed as QueueOrder computes them.
+  // (Out of line: JobSideOf's kept answer is the common case.)
+  [[gnu::noinline]] VictimSide MakeJobSide(const Session& s, QueueId q, const JobView* job) const {
+    const QueueShare& sh = shares_[q];
+    VictimSide side;
+    side.over = Less(sh.FairShare(), sh.Allocated());
+    Quantities with = sh.Allocated();
+    const Quantities req = job == nullptr ? Quantities{} : s.ViewTasksQuantities(*job);
+    with += req;
+    side.starved = LessEqual(with, sh.Deserved());
+    side.violates = Violates(sh, with);
+    QueueShare tmp = sh;
+    for (auto res : kQueueResources) tmp[res].allocated += req[res];
+    side.share = tmp.DominantShare(total_);
+    side.share0 = sh.DominantShare(total_);
+    return side;
+  }
+
+  // MakeJobSide of a whole job (not a partial view), kept per queue while its inputs are the
+  // same: the job, the queue's allocation bits (deserved and fair shares are fixed for the
+  // session) and the state version of the job's queue (its pods' statuses and virtual flags,
+  // hence its tasks to allocate; the queue's own version too, as the job is normally in its
+  // subtree). Queue versions survive a simulation's rollback where nothing changed, so a queue
+  // no victim and no placement touched keeps its side from one simulation to the next (the
+  // simulations' job order compares every pending job's queue).
+  VictimSide JobSideOf(const Session& s, QueueId q, const JobView* job) const {
+    const QueueShare& sh = shares_[q];
+    std::array<uint64_t, 3> allocated{};
+    for (int k = 0; k < 3; ++k)
+      allocated[static_cast<size_t>(k)] =
+          std::bit_cast<uint64_t>(sh.r[static_cast<size_t>(k)].allocated);
+    const JobId j = job == nullptr ? kNone : job->job;
+    const QueueId jq = j == kNone ? kNone : s.cluster().jobs[j].queue;
+    const uint64_t version = s.queue_version(q);
+    const uint64_t job_version = jq == kNone ? 0 : s.queue_version(jq);
+    JobSideMemo& memo = job_sides_[q];
+    if (memo.valid && memo.job == j && memo.version == version && memo.job_version == job_version &&
+        SameBits(memo.allocated, allocated)) {
+      return memo.side;
+    }
+    const VictimSide side = MakeJobSide(s, q, job);
+    memo = {true, j, version, job_version, allocated, side};
+    return side;
+  }
+  struct JobSideMemo {
+    bool valid = false;
+    JobId job = kNone;
+    uint64_t version = 0;
+    uint64_t job_version = 0;
+    std::array<uint64_t, 3> allocated{};
+    VictimSide side{};
+  };
 
   // QueueOrder in victim order, from the two sides (the same rules in the same order).
   int VictimQueueOrder(const Session& s, QueueId l, QueueId r, const VictimSide& lv,
@@ -835,8 +898,8 @@ class ProportionPlugin : public Plugin {
 
   // Rules (7) and (8).
   int QueueOrderTail(const Session& s, QueueId l, QueueId r) const {
-    const Quantities la = shares_[l].AllocatableShare();
-    const Quantities ra = shares_[r].AllocatableShare();
+    const Quantities& la = allocatable_share_[l];
+    const Quantities& ra = allocatable_share_[r];
     if (!LessEqual(ra, la) && LessEqual(la, ra)) return -1;
     if (!LessEqual(la, ra) && LessEqual(ra, la)) return 1;
     const Queue& lq = s.cluster().queues[l];
@@ -849,6 +912,12 @@ class ProportionPlugin : public Plugin {
                  const VictimList& lvictims, const VictimList& rvictims) const {
     if (lj == nullptr && rj == nullptr && !lvictims.empty() && !rvictims.empty()) {
       return VictimQueueOrder(s, l, r, VictimSideOf(s, l, lvictims), VictimSideOf(s, r, rvictims));
+    }
+    // Job order (no victims) with the shortcuts on: each side is computed once per queue, job
+    // and state (the same rules in the same order as below).
+    if (s.params().solver_shortcuts && lvictims.empty() && rvictims.empty() &&
+        (lj == nullptr || !lj->partial) && (rj == nullptr || !rj->partial)) {
+      return VictimQueueOrder(s, l, r, JobSideOf(s, l, lj), JobSideOf(s, r, rj));
     }
     const QueueShare& ls = shares_[l];
     const QueueShare& rs = shares_[r];
@@ -922,6 +991,8 @@ class ProportionPlugin : public Plugin {
   double reclaimer_multiplier_;
   Quantities total_;
   std::vector<QueueShare> shares_;
+  // Per queue: its AllocatableShare, fixed once the fair shares are computed.
+  std::vector<Quantities> allocatable_share_;
   // Queue sums are exact (whole numbers; see OnSessionOpen).
   bool exact_sums_ = false;
   // SaturationRejects' marks (queues and pods seen in the current call) and per-queue sums.
@@ -935,6 +1006,7 @@ class ProportionPlugin : public Plugin {
   // Per queue: the last victim-list sum QueueOrder computed for it.
   mutable std::vector<VictimSum> victim_sums_;
   mutable std::vector<VictimSideMemo> victim_sides_;
+  mutable std::vector<JobSideMemo> job_sides_;
   // Queue shares frozen when a reclaim solution search starts (KAI validates against these).
   std::vector<QueueShare> simulation_shares_;
 };
