@@ -124,6 +124,10 @@ int RunBinder(const BinderOptions& options, std::ostream& err) {
     reconciler_options.send_event = [&events](kube::Object event) {
       events.Send(std::move(event));
     };
+    reconciler_options.patch_pod_status = [&events](std::string ns, std::string name,
+                                                    kube::Object patch) {
+      events.PatchPodStatus(std::move(ns), std::move(name), std::move(patch));
+    };
     term->reconciler = std::make_unique<Reconciler>(
         client, term->cache, DefaultSteps(client, term->cache), reconciler_options);
     ControllerOptions controller_options;

@@ -10,13 +10,24 @@ AsyncEventSender::AsyncEventSender(std::shared_ptr<kube::Client> client, size_t 
 AsyncEventSender::~AsyncEventSender() { Stop(); }
 
 void AsyncEventSender::Send(kube::Object event) {
+  Write w;
+  w.ns = kube::NamespaceOf(event);
+  w.body = std::move(event);
+  Queue(std::move(w));
+}
+
+void AsyncEventSender::PatchPodStatus(std::string ns, std::string name, kube::Object patch) {
+  Queue(Write{true, std::move(ns), std::move(name), std::move(patch)});
+}
+
+void AsyncEventSender::Queue(Write write) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_ || queue_.size() >= capacity_) {
       ++dropped_;
       return;
     }
-    queue_.push_back(std::move(event));
+    queue_.push_back(std::move(write));
   }
   cv_.notify_one();
 }
@@ -35,7 +46,7 @@ void AsyncEventSender::Stop(std::chrono::milliseconds flush_timeout) {
 
 void AsyncEventSender::Run() {
   for (;;) {
-    kube::Object event;
+    Write w;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
@@ -44,11 +55,14 @@ void AsyncEventSender::Run() {
         queue_.clear();
         return;
       }
-      event = std::move(queue_.front());
+      w = std::move(queue_.front());
       queue_.pop_front();
     }
-    std::string ns = kube::NamespaceOf(event);
-    bool ok = client_->Create(kube::resources::kEvents, ns, event).ok();
+    bool ok = w.pod_status ? client_
+                                 ->Patch(kube::resources::kPods, w.ns, w.name,
+                                         kube::PatchType::kStrategicMerge, w.body, "status")
+                                 .ok()
+                           : client_->Create(kube::resources::kEvents, w.ns, w.body).ok();
     std::lock_guard<std::mutex> lock(mu_);
     ++(ok ? sent_ : failed_);
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kube/events.h"
+#include "kube/time_format.h"
 
 namespace gantry::binder {
 
@@ -280,12 +281,27 @@ void Reconciler::RecordEvent(const Attempt& attempt, const BindRequest& br) {
     info.message = "Failed to bind pod " + PodKey(br) + " to node " + br.selected_node + ": " +
                    attempt.message;
   }
-  auto event = kube::MakeEvent(kube::resources::kPods, *attempt.pod, info,
-                               client_->options().clock->WallNow());
+  const auto now = client_->options().clock->WallNow();
+  auto event = kube::MakeEvent(kube::resources::kPods, *attempt.pod, info, now);
   if (options_.send_event) {
     options_.send_event(std::move(event));
   } else {
     (void)client_->Create(kube::resources::kEvents, br.ns, event);  // best effort
+  }
+  // KAI's binder also records the outcome as the pod condition PodBound.
+  const bool bound = attempt.outcome == Attempt::Outcome::kBound;
+  kube::Object patch = {
+      {"status",
+       {{"conditions", kube::Object::array({{{"type", "PodBound"},
+                                             {"status", bound ? "True" : "False"},
+                                             {"reason", info.reason},
+                                             {"message", info.message},
+                                             {"lastTransitionTime", kube::FormatTime(now)}}})}}}};
+  if (options_.patch_pod_status) {
+    options_.patch_pod_status(br.ns, br.pod_name, std::move(patch));
+  } else {
+    (void)client_->Patch(kube::resources::kPods, br.ns, br.pod_name,
+                         kube::PatchType::kStrategicMerge, patch, "status");  // best effort
   }
 }
 

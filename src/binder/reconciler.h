@@ -60,6 +60,10 @@ struct ReconcilerOptions {
   kube::Clock::Duration cache_miss_delay = std::chrono::milliseconds(200);
   // Sends a pod event (kube::MakeEvent); empty: created through the reconciler's client, inline.
   std::function<void(kube::Object event)> send_event = nullptr;
+  // Writes KAI's PodBound condition (a strategic-merge patch of the pod's status); empty: through
+  // the reconciler's client, inline. Only when record_events is set.
+  std::function<void(std::string ns, std::string name, kube::Object patch)> patch_pod_status =
+      nullptr;
 };
 
 struct ReconcileResult {
@@ -102,6 +106,8 @@ class Reconciler {
                          const std::string& name, const std::string& what, Attempt& attempt);
   Attempt TryBind(const BindRequest& br);
   ReconcileResult Finish(const kube::Object& cached, const BindRequest& br, const Attempt& attempt);
+  // The pod event and KAI's PodBound condition (True "Bound" / False "BindingError") of an
+  // attempt's outcome; best effort.
   void RecordEvent(const Attempt& attempt, const BindRequest& br);
 
   // Exclusive use of one node name while alive.

@@ -72,9 +72,15 @@ class FakeCluster {
       std::string name = rest.substr(ns.size() + 6);
       bool binding = name.ends_with("/binding");
       if (binding) name = name.substr(0, name.size() - 8);
+      bool status = name.ends_with("/status");
+      if (status) name = name.substr(0, name.size() - 7);
       std::string key = ns + "/" + name;
       if (!pods.count(key)) return reply(404, Status(404, "NotFound"));
       json& pod = pods[key];
+      if (status && r.method == "PATCH") {
+        pod_status_patches.push_back(json::parse(r.body));
+        return reply(200, pod);
+      }
       if (!binding) return reply(200, pod);
       ++bind_calls;
       json body = json::parse(r.body);
@@ -167,6 +173,7 @@ class FakeCluster {
   int conflict_status_writes = 0;
   std::vector<json> bind_bodies;
   std::vector<json> status_writes;
+  std::vector<json> pod_status_patches;  // PATCHes of pods' status subresource
 };
 
 class BinderTest : public ::testing::Test {
@@ -241,7 +248,7 @@ TEST_F(BinderTest, BindsAFittingPodAndRecordsSuccess) {
   EXPECT_EQ(cluster_.status_writes.size(), 1u);
 }
 
-TEST_F(BinderTest, ASuccessfulBindCostsThreeWritesAndNoReads) {
+TEST_F(BinderTest, ASuccessfulBindCostsFourWritesAndNoReads) {
   cluster_.AddNode("n1", 8);
   cluster_.AddPod("ns", "busy", 3, "n1");
   for (int i = 0; i < 4; ++i) {
@@ -258,11 +265,18 @@ TEST_F(BinderTest, ASuccessfulBindCostsThreeWritesAndNoReads) {
     std::vector<std::string> calls;
     auto requests = transport_->requests();
     for (size_t k = before; k < requests.size(); ++k) calls.push_back(DescribeRequest(requests[k]));
-    // The binding, the status, the event: nothing read, the node's room from the pod cache.
+    // The binding, the status, the event and KAI's PodBound condition: nothing read, the node's
+    // room from the pod cache. (`gantry binder` sends the last two off the bind path.)
     EXPECT_EQ(calls, (std::vector<std::string>{"create pods/binding", "update bindrequests/status",
-                                               "create events"}));
+                                               "create events", "patch pods/status"}));
   }
   EXPECT_EQ(cluster_.bind_calls, 4);
+  ASSERT_EQ(cluster_.pod_status_patches.size(), 4u);
+  const json& condition = cluster_.pod_status_patches[0]["status"]["conditions"][0];
+  EXPECT_EQ(condition["type"], "PodBound");
+  EXPECT_EQ(condition["status"], "True");
+  EXPECT_EQ(condition["reason"], "Bound");
+  EXPECT_EQ(condition["message"], "Pod bound successfully to node n1");
 }
 
 TEST_F(BinderTest, PodNotInTheCacheYetIsWaitedForThenReadBeforeGivingUp) {
@@ -779,6 +793,22 @@ TEST(AsyncEventSender, SendsQueuedEventsBeforeStoppingAndDropsBeyondCapacity) {
   EXPECT_EQ(fake->requests()[2].path, "/api/v1/namespaces/ns/events");
   sender.Send(event(4));  // after Stop: dropped
   EXPECT_EQ(sender.dropped(), 2);
+}
+
+TEST(AsyncEventSender, PatchesPodStatusInOrderWithEvents) {
+  auto fake = std::make_shared<kube::FakeTransport>();
+  fake->SetHandler([](const kube::HttpRequest& r) { return kube::HttpResponse{200, r.body}; });
+  auto client = std::make_shared<kube::Client>(fake, kube::ClientOptions{.qps = 0});
+  AsyncEventSender sender(client);
+  sender.Send(json{{"metadata", {{"name", "e0"}, {"namespace", "ns"}}}});
+  sender.PatchPodStatus("ns", "p", json{{"status", {{"conditions", json::array()}}}});
+  sender.Stop();
+  EXPECT_EQ(sender.sent(), 2);
+  ASSERT_EQ(fake->requests().size(), 2u);
+  EXPECT_EQ(DescribeRequest(fake->requests()[0]), "create events");
+  EXPECT_EQ(fake->requests()[1].method, "PATCH");
+  EXPECT_EQ(fake->requests()[1].path, "/api/v1/namespaces/ns/pods/p/status");
+  EXPECT_EQ(fake->requests()[1].content_type, "application/strategic-merge-patch+json");
 }
 
 TEST(WorkQueue, DeduplicatesAndHandsAKeyToOneWorkerAtATime) {

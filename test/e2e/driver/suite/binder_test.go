@@ -238,6 +238,26 @@ func TestBinder(t *testing.T) {
 		if _, reason, failed := status("fits"); reason != "" || failed != 0 {
 			t.Errorf("a first-time success has reason %q, failedAttempts %d", reason, failed)
 		}
+		// KAI's PodBound condition, written off the bind path.
+		err = harness.Poll(ctx, 30*time.Second, "pod condition PodBound", func(ctx context.Context) (bool, error) {
+			p, err := pods.Get(ctx, "fits", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			for _, c := range p.Status.Conditions {
+				if c.Type == "PodBound" {
+					if c.Status != corev1.ConditionTrue || c.Reason != "Bound" ||
+						c.Message != "Pod bound successfully to node "+fit {
+						return false, fmt.Errorf("PodBound condition %+v", c)
+					}
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
 	})
 
 	t.Run("already bound: Succeeded without a second bind", func(t *testing.T) {

@@ -546,6 +546,6 @@ func TestRBACBinderReservationPods(t *testing.T) {
 		allow("get", "", "configmaps", "", workNS), allow("create", "", "configmaps", "", workNS),
 		allow("patch", "", "configmaps", "", workNS), allow("delete", "", "configmaps", "", workNS),
 		deny("create", "", "pods", "", workNS), deny("delete", "", "pods", "", workNS),
-		deny("update", "", "pods", "", reservationNS), deny("patch", "", "pods", "status", reservationNS),
+		deny("update", "", "pods", "", reservationNS), deny("update", "", "pods", "status", reservationNS),
 	})
 }
