@@ -290,13 +290,8 @@ void Reconciler::RecordEvent(const Attempt& attempt, const BindRequest& br) {
   }
   // KAI's binder also records the outcome as the pod condition PodBound.
   const bool bound = attempt.outcome == Attempt::Outcome::kBound;
-  kube::Object patch = {
-      {"status",
-       {{"conditions", kube::Object::array({{{"type", "PodBound"},
-                                             {"status", bound ? "True" : "False"},
-                                             {"reason", info.reason},
-                                             {"message", info.message},
-                                             {"lastTransitionTime", kube::FormatTime(now)}}})}}}};
+  kube::Object patch = kube::PodConditionPatch("PodBound", bound ? "True" : "False", info.reason,
+                                               info.message, kube::FormatTime(now));
   if (options_.patch_pod_status) {
     options_.patch_pod_status(br.ns, br.pod_name, std::move(patch));
   } else {

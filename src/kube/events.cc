@@ -35,4 +35,15 @@ Object MakeEvent(const ResourceType& type, const Object& involved, const EventIn
   return event;
 }
 
+Object PodConditionPatch(const std::string& type, const std::string& status,
+                         const std::string& reason, const std::string& message,
+                         const std::string& now) {
+  return Object{{"status",
+                 {{"conditions", Object::array({{{"type", type},
+                                                 {"status", status},
+                                                 {"reason", reason},
+                                                 {"message", message},
+                                                 {"lastTransitionTime", now}}})}}}};
+}
+
 }  // namespace gantry::kube

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "framework/fit_errors.h"
+#include "kube/events.h"
 
 namespace gantry::live {
 
@@ -122,12 +123,7 @@ Object MakeBindRequest(const Session& ssn, const BindDecision& bind, int32_t bac
 }
 
 Object EvictionConditionPatch(const std::string& message, const std::string& now) {
-  return Object{{"status",
-                 {{"conditions", Object::array({{{"type", "DisruptionTarget"},
-                                                 {"status", "True"},
-                                                 {"reason", "PreemptionByScheduler"},
-                                                 {"message", message},
-                                                 {"lastTransitionTime", now}}})}}}};
+  return kube::PodConditionPatch("DisruptionTarget", "True", "PreemptionByScheduler", message, now);
 }
 
 std::string UnschedulableMessage(const Session& ssn, JobId job) {
@@ -180,12 +176,7 @@ std::optional<Object> PodUnschedulablePatch(const Object& pod, const std::string
       }
     }
   }
-  return Object{{"status",
-                 {{"conditions", Object::array({{{"type", "PodScheduled"},
-                                                 {"status", "False"},
-                                                 {"reason", "Unschedulable"},
-                                                 {"message", message},
-                                                 {"lastTransitionTime", now}}})}}}};
+  return kube::PodConditionPatch("PodScheduled", "False", "Unschedulable", message, now);
 }
 
 bool LeftPending(const Session& ssn, JobId job) {
