@@ -43,6 +43,14 @@ kube::Object BinderCache::TrimPod(kube::Object pod) {
   return out;
 }
 
+std::shared_ptr<const kube::FieldFilter> BinderCache::PodFields() {
+  static const auto fields = std::make_shared<const kube::FieldFilter>(
+      kube::FieldFilter::FromPaths({"apiVersion", "kind", "metadata", "spec", "status.phase",
+                                    "status.nominatedNodeName", "status.resourceClaimStatuses"})
+          .value());
+  return fields;
+}
+
 kube::Object BinderCache::TrimNode(kube::Object node) {
   if (!node.is_object()) return kube::Object::object();
   if (node.contains("metadata")) node["metadata"] = MetadataWithoutManagedFields(node);
@@ -84,6 +92,7 @@ void BinderCache::Start(std::shared_ptr<kube::Client> client, const std::string&
     }
     kube::ListWatchOptions options;
     options.ns = w.ns;
+    if (&w.store == &pods_) options.filter = PodFields();
     informers_.push_back(std::make_unique<kube::Informer>(client, w.type, options, w.store, clock));
   }
   for (auto& informer : informers_) informer->Start();

@@ -2,9 +2,9 @@
 // watched namespace), and every Pod and Node of the cluster (a node's room counts the pods of all
 // namespaces bound to it).
 //
-// Pods are stored trimmed: metadata without managedFields, spec, and status without its
-// conditions and container statuses; nodes without managedFields and status.images. Pods are
-// indexed by spec.nodeName.
+// Pods are stored trimmed: metadata without managedFields, spec, and of the status the phase,
+// nominated node and resource claim statuses (the rest is not even built while parsing); nodes
+// without managedFields and status.images. Pods are indexed by spec.nodeName.
 //
 // The caches lag the API server by the time a watch event takes to arrive, so the binder's own
 // writes are folded in at once:
@@ -80,6 +80,10 @@ class BinderCache {
 
   // The trimmed forms the caches store.
   static kube::Object TrimPod(kube::Object pod);
+  // The fields of a pod the pod watch builds (kube/json_parse.h): what TrimPod keeps less the
+  // status fields nobody reads (a pod's status is never written back whole: conditions are
+  // patched).
+  static std::shared_ptr<const kube::FieldFilter> PodFields();
   static kube::Object TrimNode(kube::Object node);
 
  private:

@@ -58,11 +58,14 @@ void AsyncEventSender::Run() {
       w = std::move(queue_.front());
       queue_.pop_front();
     }
-    bool ok = w.pod_status ? client_
-                                 ->Patch(kube::resources::kPods, w.ns, w.name,
-                                         kube::PatchType::kStrategicMerge, w.body, "status")
-                                 .ok()
-                           : client_->Create(kube::resources::kEvents, w.ns, w.body).ok();
+    // Only success counts: the objects returned are not parsed.
+    const kube::FieldFilter* nothing = &kube::FieldFilter::Nothing();
+    bool ok = w.pod_status
+                  ? client_
+                        ->Patch(kube::resources::kPods, w.ns, w.name,
+                                kube::PatchType::kStrategicMerge, w.body, "status", nothing)
+                        .ok()
+                  : client_->Create(kube::resources::kEvents, w.ns, w.body, nothing).ok();
     std::lock_guard<std::mutex> lock(mu_);
     ++(ok ? sent_ : failed_);
   }

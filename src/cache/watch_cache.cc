@@ -92,6 +92,36 @@ const kube::ResourceType& ResourceOf(Kind kind) {
   return kPods;
 }
 
+std::shared_ptr<const kube::FieldFilter> FieldsOf(Kind kind) {
+  if (kind != Kind::kPod) return nullptr;
+  // What ConvertPod and ConvertPodClaims read, plus what the scheduler reads from the cached
+  // object (status.conditions: the Unschedulable condition already written; metadata for events).
+  static const auto pods = std::make_shared<const kube::FieldFilter>(
+      kube::FieldFilter::FromPaths({"apiVersion",
+                                    "kind",
+                                    "metadata",
+                                    "spec.schedulerName",
+                                    "spec.nodeName",
+                                    "spec.containers.resources",
+                                    "spec.initContainers.resources",
+                                    "spec.initContainers.restartPolicy",
+                                    "spec.overhead",
+                                    "spec.nodeSelector",
+                                    "spec.affinity",
+                                    "spec.tolerations",
+                                    "spec.schedulingGates",
+                                    "spec.resourceClaims",
+                                    "status.phase",
+                                    "status.nominatedNodeName",
+                                    "status.conditions.type",
+                                    "status.conditions.status",
+                                    "status.conditions.reason",
+                                    "status.conditions.message",
+                                    "status.resourceClaimStatuses"})
+          .value());
+  return pods;
+}
+
 std::string ObjectError::ToString() const {
   return std::string(KindName(kind)) + " " + Key(namespace_, name) + ": " + message;
 }

@@ -78,6 +78,12 @@ inline constexpr int kNumKinds = 10;
 // The API resource of a kind.
 const kube::ResourceType& ResourceOf(Kind kind);
 
+// The fields of `kind` the cache reads (kube/json_parse.h), for its ListWatcher to build only
+// those; null: all. Pods: metadata, and of spec and status what convert.h and the scheduler's
+// writes read (a converter reading a new pod field must add it here). Objects are never written
+// back whole (updates are patches), so nothing is lost by not building the rest.
+std::shared_ptr<const kube::FieldFilter> FieldsOf(Kind kind);
+
 // An object left out of the model, and why.
 struct ObjectError {
   Kind kind;

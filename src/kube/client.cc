@@ -95,7 +95,7 @@ std::string Client::Query(const ListOptions& o, bool watch) {
 }
 
 ApiResult<Object> Client::Send(std::string method, std::string path, std::string content_type,
-                               std::string body) {
+                               std::string body, const FieldFilter* filter) {
   HttpRequest req{std::move(method), std::move(path), std::move(content_type), std::move(body),
                   options_.request_timeout};
   ApiResult<HttpResponse> resp = ApiError{};
@@ -114,7 +114,8 @@ ApiResult<Object> Client::Send(std::string method, std::string path, std::string
   const HttpResponse& r = resp.value();
   if (r.status < 200 || r.status >= 300) return DecodeStatusError(r.status, r.body);
   Object out;
-  if (!ParseWithoutManagedFields(r.body, out) || !out.is_object()) {
+  if (filter != nullptr && filter->keeps_nothing()) return Object::object();
+  if (!ParseFiltered(r.body, filter, out) || !out.is_object()) {
     return ApiError{r.status, "", req.method + " " + req.path + ": response is not a JSON object"};
   }
   return out;
@@ -128,7 +129,11 @@ ApiResult<Object> Client::Get(const ResourceType& type, std::string_view ns, std
 
 ApiResult<Object> Client::List(const ResourceType& type, std::string_view ns,
                                const ListOptions& options) {
-  return Send("GET", type.CollectionPath(ns) + Query(options, false), "", "");
+  if (options.filter == nullptr) {
+    return Send("GET", type.CollectionPath(ns) + Query(options, false), "", "");
+  }
+  const FieldFilter items = options.filter->Under("items");
+  return Send("GET", type.CollectionPath(ns) + Query(options, false), "", "", &items);
 }
 
 ApiResult<Object> Client::ListAll(const ResourceType& type, std::string_view ns,
@@ -164,7 +169,7 @@ ApiResult<Object> Client::ListAll(const ResourceType& type, std::string_view ns,
 }
 
 ApiResult<Object> Client::Create(const ResourceType& type, std::string_view ns,
-                                 const Object& object) {
+                                 const Object& object, const FieldFilter* response) {
   if (!object.is_object()) return LocalError("create " + type.Describe() + ": not an object");
   if (NameOf(object).empty() && Field(object, "generateName").empty()) {
     return LocalError("create " + type.Describe() + ": metadata.name missing");
@@ -172,7 +177,7 @@ ApiResult<Object> Client::Create(const ResourceType& type, std::string_view ns,
   if (type.namespaced && ns.empty()) {
     return LocalError("create " + type.Describe() + " " + NameOf(object) + ": namespace missing");
   }
-  return Send("POST", type.CollectionPath(ns), "application/json", Serialize(object));
+  return Send("POST", type.CollectionPath(ns), "application/json", Serialize(object), response);
 }
 
 ApiResult<Object> Client::Update(const ResourceType& type, std::string_view ns,
@@ -185,17 +190,18 @@ ApiResult<Object> Client::Update(const ResourceType& type, std::string_view ns,
 }
 
 ApiResult<Object> Client::UpdateStatus(const ResourceType& type, std::string_view ns,
-                                       const Object& object) {
+                                       const Object& object, const FieldFilter* response) {
   std::string name = NameOf(object);
   if (!ValidSegment(name)) {
     return LocalError("update status of " + type.Describe() + ": metadata.name missing or invalid");
   }
-  return Send("PUT", type.ObjectPath(ns, name, "status"), "application/json", Serialize(object));
+  return Send("PUT", type.ObjectPath(ns, name, "status"), "application/json", Serialize(object),
+              response);
 }
 
 ApiResult<Object> Client::Patch(const ResourceType& type, std::string_view ns,
                                 std::string_view name, PatchType patch_type, const Object& patch,
-                                std::string_view subresource) {
+                                std::string_view subresource, const FieldFilter* response) {
   if (!ValidSegment(name)) return LocalError("patch " + type.Describe() + ": invalid name");
   if (patch_type == PatchType::kJson ? !patch.is_array() : !patch.is_object()) {
     return LocalError("patch " + type.Describe() + " " + std::string(name) +
@@ -203,7 +209,7 @@ ApiResult<Object> Client::Patch(const ResourceType& type, std::string_view ns,
                                                       : ": a merge patch must be an object"));
   }
   return Send("PATCH", type.ObjectPath(ns, name, subresource), PatchContentType(patch_type),
-              Serialize(patch));
+              Serialize(patch), response);
 }
 
 ApiResult<Object> Client::Delete(const ResourceType& type, std::string_view ns,
@@ -240,7 +246,7 @@ ApiResult<WatchEnd> Client::Watch(const ResourceType& type, std::string_view ns,
   limiter_.Accept();
   HttpRequest req{"GET", type.CollectionPath(ns) + Query(options, true), "", "",
                   std::chrono::milliseconds(0)};
-  WatchDecoder decoder;
+  WatchDecoder decoder(options.filter.get());
   std::vector<WatchEvent> events;
   std::optional<ApiError> failure;
   bool stopped = false;

@@ -25,6 +25,7 @@
 #include "kube/api_error.h"
 #include "kube/clock.h"
 #include "kube/config.h"
+#include "kube/json_parse.h"
 #include "kube/rate_limiter.h"
 #include "kube/resource.h"
 #include "kube/transport.h"
@@ -53,6 +54,9 @@ struct ListOptions {
   std::string continue_token;  // from the previous page's metadata.continue
   std::string resource_version;
   std::string resource_version_match;  // "", "Exact", "NotOlderThan"
+  // Not sent: the fields to build of each listed item or watched object (json_parse.h); null:
+  // all (less metadata.managedFields). The list's own fields and the watch event's type are kept.
+  std::shared_ptr<const FieldFilter> filter;
   // Watch only:
   bool allow_watch_bookmarks = true;
   int timeout_seconds = 0;  // server closes the watch after this long; 0: server default
@@ -97,17 +101,22 @@ class Client {
   ApiResult<Object> ListAll(const ResourceType& type, std::string_view ns,
                             ListOptions options = {});
 
+  // Writes: `response` (may be null: everything) names the fields of the returned object to
+  // build; with FieldFilter::Nothing() the response body is not parsed at all (the caller only
+  // needs to know the write succeeded) and the result is an empty object.
+  //
   // POST. The object needs metadata.name or metadata.generateName.
-  ApiResult<Object> Create(const ResourceType& type, std::string_view ns, const Object& object);
+  ApiResult<Object> Create(const ResourceType& type, std::string_view ns, const Object& object,
+                           const FieldFilter* response = nullptr);
   // PUT of the whole object (metadata.name required). A metadata.resourceVersion makes it
   // conditional: Conflict when the object changed since.
   ApiResult<Object> Update(const ResourceType& type, std::string_view ns, const Object& object);
   // PUT to the status subresource (only .status is taken by the server).
   ApiResult<Object> UpdateStatus(const ResourceType& type, std::string_view ns,
-                                 const Object& object);
+                                 const Object& object, const FieldFilter* response = nullptr);
   ApiResult<Object> Patch(const ResourceType& type, std::string_view ns, std::string_view name,
                           PatchType patch_type, const Object& patch,
-                          std::string_view subresource = "");
+                          std::string_view subresource = "", const FieldFilter* response = nullptr);
   // Returns what the server returns: the object (when deletion is graceful or has finalizers)
   // or a Status.
   ApiResult<Object> Delete(const ResourceType& type, std::string_view ns, std::string_view name,
@@ -134,8 +143,9 @@ class Client {
   const ClientOptions& options() const { return options_; }
 
  private:
+  // `filter` (may be null) applies to the response as a whole.
   ApiResult<Object> Send(std::string method, std::string path, std::string content_type,
-                         std::string body);
+                         std::string body, const FieldFilter* filter = nullptr);
   static std::string Query(const ListOptions& options, bool watch);
 
   TransportPtr transport_;

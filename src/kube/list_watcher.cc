@@ -39,6 +39,7 @@ bool ListWatcher::ListAndSync() {
   ListOptions lo;
   lo.label_selector = options_.label_selector;
   lo.field_selector = options_.field_selector;
+  lo.filter = options_.filter;
   lo.limit = options_.page_size;
   ApiResult<Object> list = client_->ListAll(type_, options_.ns, lo);
   if (!list.ok()) {
@@ -67,6 +68,7 @@ ListWatcher::Next ListWatcher::WatchOnce() {
   ListOptions lo;
   lo.label_selector = options_.label_selector;
   lo.field_selector = options_.field_selector;
+  lo.filter = options_.filter;
   lo.resource_version = resource_version();
   lo.allow_watch_bookmarks = true;
   auto base = options_.watch_timeout.count();

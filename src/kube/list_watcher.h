@@ -45,6 +45,9 @@ struct ListWatchOptions {
   std::string ns;  // empty: every namespace (or a cluster-scoped type)
   std::string label_selector;
   std::string field_selector;
+  // The fields to build of each object listed or watched (json_parse.h); null: all. It must keep
+  // metadata (name, namespace, resourceVersion: the store's keys and where a watch resumes).
+  std::shared_ptr<const FieldFilter> filter;
   int64_t page_size = 500;  // list page size (limit); 0: one response
   // The server ends each watch after a random time in [watch_timeout, 2 * watch_timeout), and
   // the watcher then resumes from the last resourceVersion seen (no relist).

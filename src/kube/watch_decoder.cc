@@ -20,20 +20,25 @@ const char* EventTypeName(EventType type) {
   return "?";
 }
 
+WatchDecoder::WatchDecoder(const FieldFilter* filter) {
+  if (filter != nullptr) filter_ = filter->Under("object");
+}
+
 Result<WatchEvent> WatchDecoder::DecodeLine(std::string_view line) const {
   auto excerpt = [&] {
     constexpr size_t kMax = 120;
     return std::string(line.substr(0, kMax)) + (line.size() > kMax ? "..." : "");
   };
   nlohmann::json j;
-  if (!ParseWithoutManagedFields(line, j)) return Error{"watch event: invalid JSON: " + excerpt()};
+  if (!ParseFiltered(line, filter_ ? &*filter_ : nullptr, j))
+    return Error{"watch event: invalid JSON: " + excerpt()};
   if (!j.is_object()) return Error{"watch event: not a JSON object: " + excerpt()};
   auto type = j.find("type");
   if (type == j.end() || !type->is_string()) {
     return Error{"watch event: missing string field \"type\": " + excerpt()};
   }
   WatchEvent ev;
-  const std::string& t = type->get_ref<const std::string&>();
+  const std::string t = type->get_ref<const std::string&>();
   if (t == "ADDED") {
     ev.type = EventType::kAdded;
   } else if (t == "MODIFIED") {
@@ -46,6 +51,12 @@ Result<WatchEvent> WatchDecoder::DecodeLine(std::string_view line) const {
     ev.type = EventType::kError;
   } else {
     return Error{"watch event: unknown type \"" + t + "\""};
+  }
+  if (ev.type == EventType::kError && filter_) {
+    // A Status, not an object of the watched kind: kept whole (its code tells an expired
+    // resourceVersion from other failures).
+    if (!ParseWithoutManagedFields(line, j))
+      return Error{"watch event: invalid JSON: " + excerpt()};
   }
   auto object = j.find("object");
   if (object == j.end() || !object->is_object()) {

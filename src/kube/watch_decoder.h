@@ -3,10 +3,12 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "kube/json_parse.h"
 #include "util/status.h"
 
 namespace gantry::kube {
@@ -18,7 +20,8 @@ const char* EventTypeName(EventType type);
 
 struct WatchEvent {
   EventType type = EventType::kAdded;
-  // The object, without metadata.managedFields (see json_parse.h) (for kBookmark only
+  // The object, without metadata.managedFields and what the decoder's filter drops (see
+  // json_parse.h) (for kBookmark only
   // metadata.resourceVersion is meaningful; for kError a Status).
   nlohmann::json object;
 };
@@ -26,6 +29,10 @@ struct WatchEvent {
 // Accumulates chunks and yields complete events. Not thread-safe (one per stream).
 class WatchDecoder {
  public:
+  // `filter` (may be null: everything is kept) applies to each event's object; the event's type
+  // is kept whatever it says.
+  explicit WatchDecoder(const FieldFilter* filter = nullptr);
+
   // Appends every event completed by `chunk` to `out`. Fails on a line that is not a watch
   // event (invalid JSON, unknown type, missing object), naming the problem; the decoder should
   // then be discarded with its stream.
@@ -38,6 +45,7 @@ class WatchDecoder {
 
  private:
   Result<WatchEvent> DecodeLine(std::string_view line) const;
+  std::optional<FieldFilter> filter_;  // the filter, under "object"
   std::string buffer_;
 };
 

@@ -80,7 +80,8 @@ void Loop::Event(Kind kind, const Object& involved, const std::string& type,
   info.instance = options_.identity;
   const kube::ResourceType& rt = cache::ResourceOf(kind);
   Object ev = kube::MakeEvent(rt, involved, info, std::chrono::system_clock::now());
-  auto r = client_->Create(kube::resources::kEvents, kube::NamespaceOf(ev), ev);
+  auto r = client_->Create(kube::resources::kEvents, kube::NamespaceOf(ev), ev,
+                           &kube::FieldFilter::Nothing());
   if (!r.ok())
     Log("event " + reason + " about " + kube::NameOf(involved) + ": " + r.error().ToString());
 }
@@ -306,8 +307,10 @@ int Loop::Run(const kube::StopSignal& stop) {
   std::vector<std::thread> threads;
   for (int k = 0; k < cache::kNumKinds; ++k) {
     const Kind kind = static_cast<Kind>(k);
-    watchers.push_back(std::make_unique<kube::ListWatcher>(
-        client_, cache::ResourceOf(kind), kube::ListWatchOptions{}, cache_.handler(kind)));
+    kube::ListWatchOptions options;
+    options.filter = cache::FieldsOf(kind);  // build only the fields the cache reads
+    watchers.push_back(std::make_unique<kube::ListWatcher>(client_, cache::ResourceOf(kind),
+                                                           options, cache_.handler(kind)));
   }
   for (auto& w : watchers) threads.emplace_back([&w] { w->Run(); });
 
