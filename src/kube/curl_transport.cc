@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 #include "kube/token_source.h"
 #include "kube/transport.h"
@@ -26,6 +27,7 @@ struct StreamState {
   bool aborted_by_sink = false;
   std::string error_body;  // non-2xx (or a plain Do): the whole body
   int retry_after_seconds = -1;
+  uint64_t sink_calls = 0;  // chunks handed to the sink
 };
 
 // Picks Retry-After (seconds form) out of the response headers.
@@ -70,6 +72,7 @@ size_t WriteCallback(char* data, size_t size, size_t n, void* user) {
     st->error_body.append(data, len);
     return len;
   }
+  ++st->sink_calls;
   if (!(*st->sink)(std::string_view(data, len))) {
     st->aborted_by_sink = true;
     return 0;  // makes curl stop with CURLE_WRITE_ERROR
@@ -85,10 +88,13 @@ int ProgressCallback(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t)
 // Runs one transfer of `h` on `m`, the multi handle that stays with `h` in the pool: its
 // connection cache keeps the connection (a stream's too) for the handle's next request. Waits
 // at most 100 ms at a time when `cancel` is given (an idle watch gets progress callbacks only
-// about once a second), otherwise as curl_easy_perform does.
-CURLcode RunTransfer(CURLM* m, CURL* h, const std::atomic<bool>* cancel) {
+// about once a second), otherwise as curl_easy_perform does. A stream whose sink just received
+// data pauses for `batch` first (CurlTransportOptions::stream_batch).
+CURLcode RunTransfer(CURLM* m, CURL* h, const std::atomic<bool>* cancel, const StreamState& st,
+                     std::chrono::milliseconds batch) {
   if (curl_multi_add_handle(m, h) != CURLM_OK) return CURLE_FAILED_INIT;
   CURLcode result = CURLE_OK;
+  uint64_t delivered = st.sink_calls;
   for (;;) {
     int running = 0;
     if (curl_multi_perform(m, &running) != CURLM_OK) {
@@ -105,6 +111,11 @@ CURLcode RunTransfer(CURLM* m, CURL* h, const std::atomic<bool>* cancel) {
     if (cancel != nullptr && cancel->load()) {
       result = CURLE_ABORTED_BY_CALLBACK;
       break;
+    }
+    if (st.sink != nullptr && st.sink_calls != delivered && batch.count() > 0) {
+      delivered = st.sink_calls;
+      std::this_thread::sleep_for(batch);
+      continue;  // perform again: reads what arrived meanwhile (or sees the cancel)
     }
     constexpr int kCancelWakeMs = 100;
     constexpr int kWakeMs = 1000;  // curl's own timers (timeouts) shorten the wait
@@ -312,7 +323,7 @@ class CurlTransport : public Transport {
     curl_easy_setopt(h, CURLOPT_NOPROGRESS, st.cancel != nullptr ? 0L : 1L);
     curl_easy_setopt(h, CURLOPT_XFERINFODATA, &st);
 
-    CURLcode rc = RunTransfer(handle.multi, h, st.cancel);
+    CURLcode rc = RunTransfer(handle.multi, h, st.cancel, st, options_.stream_batch);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, nullptr);
