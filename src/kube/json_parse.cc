@@ -1,5 +1,7 @@
 #include "kube/json_parse.h"
 
+#include <simdjson.h>
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -166,125 +168,57 @@ json FieldFilter::Restrict(const json& value) const { return RestrictTo(value, r
 
 namespace {
 
-// A SAX handler that builds the tree like nlohmann's own DOM parser, except for the values of
-// metadata.managedFields and of whatever the filter drops, which it skips without building them.
-class FilteredDom {
- public:
-  FilteredDom(json& root, const FieldFilter* filter)
-      : root_(root), root_node_(filter != nullptr ? filter->root() : nullptr) {}
+// Builds the nlohmann tree of a simdjson DOM element, leaving out the values of
+// metadata.managedFields and whatever the filter node drops. Numbers get nlohmann's own types:
+// a non-negative integer is unsigned, a negative one signed, anything with a fraction or an
+// exponent a double.
+json Build(simdjson::dom::element e, const FieldFilter::Node* node, bool metadata) {
+  using Type = simdjson::dom::element_type;
+  switch (e.type()) {
+    case Type::ARRAY: {
+      json out(json::value_t::array);
+      auto& arr = out.get_ref<json::array_t&>();
+      simdjson::dom::array a = e.get_array().value_unsafe();
+      arr.reserve(a.size());
+      for (simdjson::dom::element item : a) arr.push_back(Build(item, node, false));
+      return out;
+    }
+    case Type::OBJECT: {
+      json out(json::value_t::object);
+      auto& obj = out.get_ref<json::object_t&>();
+      simdjson::dom::object o = e.get_object().value_unsafe();
+      for (simdjson::dom::key_value_pair kv : o) {
+        if (metadata && kv.key == "managedFields") continue;
+        bool skip = false;
+        const FieldFilter::Node* child = FieldFilter::Child(node, kv.key, &skip);
+        if (skip) continue;
+        // A repeated key: the last wins, as with json::parse.
+        obj.insert_or_assign(std::string(kv.key), Build(kv.value, child, kv.key == "metadata"));
+      }
+      return out;
+    }
+    case Type::INT64: {
+      const int64_t v = e.get_int64().value_unsafe();
+      return v >= 0 ? json(static_cast<uint64_t>(v)) : json(v);
+    }
+    case Type::UINT64:
+      return json(e.get_uint64().value_unsafe());
+    case Type::DOUBLE:
+      return json(e.get_double().value_unsafe());
+    case Type::STRING:
+      return json(std::string(e.get_string().value_unsafe()));
+    case Type::BOOL:
+      return json(e.get_bool().value_unsafe());
+    case Type::NULL_VALUE:
+      return json(nullptr);
+  }
+  return json();
+}
 
-  bool null() { return Scalar(nullptr); }
-  bool boolean(bool v) { return Scalar(v); }
-  bool number_integer(json::number_integer_t v) { return Scalar(v); }
-  bool number_unsigned(json::number_unsigned_t v) { return Scalar(v); }
-  bool number_float(json::number_float_t v, const std::string& /*text*/) { return Scalar(v); }
-  bool string(std::string& v) { return Scalar(std::move(v)); }
-  bool binary(json::binary_t& v) { return Scalar(std::move(v)); }
-
-  bool start_object(std::size_t /*len*/) {
-    if (Skipping()) return true;
-    bool metadata = !stack_.empty() && stack_.back().value->is_object() && key_ == "metadata";
-    const FieldFilter::Node* node = NextNode();
-    stack_.push_back({Put(json::value_t::object), node, metadata});
-    return true;
-  }
-  bool key(std::string& k) {
-    if (skip_depth_ > 0) return true;
-    const Frame& top = stack_.back();
-    if (top.metadata && k == "managedFields") {
-      skip_next_ = true;
-      return true;
-    }
-    bool skip = false;
-    next_node_ = FieldFilter::Child(top.node, k, &skip);
-    if (skip) {
-      skip_next_ = true;
-      return true;
-    }
-    key_ = std::move(k);
-    return true;
-  }
-  bool end_object() { return End(); }
-  bool start_array(std::size_t /*len*/) {
-    if (Skipping()) return true;
-    const FieldFilter::Node* node = NextNode();  // arrays are transparent to the filter
-    stack_.push_back({Put(json::value_t::array), node, false});
-    return true;
-  }
-  bool end_array() { return End(); }
-
-  bool parse_error(std::size_t /*position*/, const std::string& /*last_token*/,
-                   const nlohmann::detail::exception& /*ex*/) {
-    return false;
-  }
-
- private:
-  struct Frame {
-    json* value;
-    const FieldFilter::Node* node;  // filters the values inside (null: kept whole)
-    bool metadata;                  // the object is the value of a key "metadata"
-  };
-
-  // The filter node of the value about to start.
-  const FieldFilter::Node* NextNode() const {
-    if (stack_.empty()) return root_node_;
-    if (stack_.back().value->is_array()) return stack_.back().node;
-    return next_node_;
-  }
-  // For the start of an object or array: true (and counts the level) while inside a skipped
-  // value or when this container is the skipped value.
-  bool Skipping() {
-    if (skip_depth_ > 0 || skip_next_) {
-      skip_next_ = false;
-      ++skip_depth_;
-      return true;
-    }
-    return false;
-  }
-  bool End() {
-    if (skip_depth_ > 0) {
-      --skip_depth_;
-    } else {
-      stack_.pop_back();
-    }
-    return true;
-  }
-  template <typename V>
-  bool Scalar(V&& v) {
-    if (skip_depth_ > 0) return true;
-    if (skip_next_) {
-      skip_next_ = false;
-      return true;
-    }
-    Put(std::forward<V>(v));
-    return true;
-  }
-  // Adds `v` to the open container (under key_ in an object), or makes it the root.
-  template <typename V>
-  json* Put(V&& v) {
-    if (stack_.empty()) {
-      root_ = json(std::forward<V>(v));
-      return &root_;
-    }
-    json& parent = *stack_.back().value;
-    if (parent.is_array()) {
-      parent.get_ref<json::array_t&>().emplace_back(std::forward<V>(v));
-      return &parent.get_ref<json::array_t&>().back();
-    }
-    json& slot = parent.get_ref<json::object_t&>()[std::move(key_)];
-    slot = json(std::forward<V>(v));
-    key_.clear();
-    return &slot;
-  }
-
-  json& root_;
-  const FieldFilter::Node* root_node_;
-  std::vector<Frame> stack_;
-  std::string key_;
-  const FieldFilter::Node* next_node_ = nullptr;  // the filter of the value of key_
-  bool skip_next_ = false;                        // the next value is the one of a dropped key
-  int skip_depth_ = 0;  // open containers inside (or being) a dropped value
-};
+// Per thread: a parser (its buffers grow to the largest document seen) and the padded copy of
+// the input simdjson reads. Both are released after a document larger than this, so that a
+// large list does not keep its buffers for the life of the thread.
+constexpr size_t kKeepBuffersUpTo = 256 << 10;
 
 }  // namespace
 
@@ -293,8 +227,24 @@ bool ParseWithoutManagedFields(std::string_view text, nlohmann::json& out) {
 }
 
 bool ParseFiltered(std::string_view text, const FieldFilter* filter, nlohmann::json& out) {
-  FilteredDom handler(out, filter);
-  return json::sax_parse(text, &handler);
+  thread_local auto parser = std::make_unique<simdjson::dom::parser>();
+  thread_local std::string padded;
+  padded.reserve(text.size() + simdjson::SIMDJSON_PADDING);
+  padded.assign(text);
+  padded.append(simdjson::SIMDJSON_PADDING, '\0');
+  bool ok = false;
+  {
+    simdjson::dom::element root;
+    if (parser->parse(padded.data(), text.size(), false).get(root) == simdjson::SUCCESS) {
+      out = Build(root, filter != nullptr ? filter->root() : nullptr, false);
+      ok = true;
+    }
+  }
+  if (text.size() > kKeepBuffersUpTo) {
+    parser = std::make_unique<simdjson::dom::parser>();
+    std::string().swap(padded);
+  }
+  return ok;
 }
 
 }  // namespace gantry::kube
