@@ -35,13 +35,39 @@ std::string Format(std::chrono::system_clock::time_point t, bool micro) {
 std::string FormatTime(std::chrono::system_clock::time_point t) { return Format(t, false); }
 std::string FormatMicroTime(std::chrono::system_clock::time_point t) { return Format(t, true); }
 
+namespace {
+
+// The digits s[pos, pos + n) as a number; -1 when one is not a digit.
+int Digits(std::string_view s, size_t pos, size_t n) {
+  int v = 0;
+  for (size_t i = pos; i < pos + n; ++i) {
+    if (s[i] < '0' || s[i] > '9') return -1;
+    v = v * 10 + (s[i] - '0');
+  }
+  return v;
+}
+
+// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil).
+int64_t DaysFromCivil(int64_t y, int m, int d) {
+  y -= m <= 2 ? 1 : 0;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const int64_t yoe = y - era * 400;
+  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+}  // namespace
+
+// Parsed by hand (once per converted object: sscanf and timegm cost more than the rest).
 std::optional<std::chrono::system_clock::time_point> ParseTime(std::string_view s) {
-  std::tm tm{};
-  int consumed = 0;
-  std::string str(s);
-  if (std::sscanf(str.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-                  &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &consumed) != 6 ||
-      consumed != 19) {
+  if (s.size() < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':') {
+    return std::nullopt;
+  }
+  const int year = Digits(s, 0, 4), mon = Digits(s, 5, 2), mday = Digits(s, 8, 2);
+  const int hour = Digits(s, 11, 2), min = Digits(s, 14, 2), sec = Digits(s, 17, 2);
+  if (year < 0 || mon < 1 || mon > 12 || mday < 1 || mday > 31 || hour < 0 || hour > 23 ||
+      min < 0 || min > 59 || sec < 0 || sec > 60) {
     return std::nullopt;
   }
   std::string_view rest = s.substr(19);
@@ -58,14 +84,10 @@ std::optional<std::chrono::system_clock::time_point> ParseTime(std::string_view 
     for (int d = digits; d < 6; ++d) micros *= 10;
   }
   if (rest != "Z") return std::nullopt;
-  if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 ||
-      tm.tm_min > 59 || tm.tm_sec > 60) {
-    return std::nullopt;
-  }
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
-  std::time_t tt = timegm(&tm);
-  return std::chrono::system_clock::time_point(std::chrono::seconds(tt)) +
+  // As timegm: a day past the month's end rolls over, second 60 is the next minute's 0.
+  const int64_t secs = DaysFromCivil(year, mon, 1) * 86400 + int64_t{mday - 1} * 86400 +
+                       int64_t{hour} * 3600 + int64_t{min} * 60 + sec;
+  return std::chrono::system_clock::time_point(std::chrono::seconds(secs)) +
          std::chrono::microseconds(micros);
 }
 

@@ -361,6 +361,16 @@ TEST(TimeFormatTest, MicroTimeRoundTrips) {
   EXPECT_FALSE(ParseTime("2023-11-14 22:13:20Z").has_value());
   EXPECT_FALSE(ParseTime("2023-11-14T22:13:20+01:00").has_value());
   EXPECT_FALSE(ParseTime("garbage").has_value());
+  EXPECT_FALSE(ParseTime("2023-11-14T22:13:20.Z").has_value());
+  EXPECT_FALSE(ParseTime("+023-11-14T22:13:20Z").has_value());
+  EXPECT_FALSE(ParseTime("2023-13-14T22:13:20Z").has_value());
+  // Every second of the calendar the way gmtime writes it (leap years, centuries) reads back.
+  for (int64_t secs = -86400LL * 365 * 3; secs < 86400LL * 365 * 140; secs += 86400 * 7 + 3613) {
+    auto tp = std::chrono::system_clock::time_point(std::chrono::seconds(secs));
+    ASSERT_EQ(ParseTime(FormatTime(tp)), tp) << FormatTime(tp);
+  }
+  // As timegm: past the month's end rolls over.
+  EXPECT_EQ(ParseTime("2023-02-30T00:00:00Z"), ParseTime("2023-03-02T00:00:00Z"));
 }
 
 }  // namespace
