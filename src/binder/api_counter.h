@@ -29,6 +29,7 @@ class CountingTransport : public kube::Transport {
   kube::ApiResult<kube::HttpResponse> Stream(const kube::HttpRequest& request,
                                              const kube::BodySink& sink,
                                              const std::atomic<bool>& cancel) override;
+  void Wake(const std::atomic<bool>& cancel) override { inner_->Wake(cancel); }
 
   // Requests so far by "verb resource".
   std::map<std::string, int64_t> Totals() const;

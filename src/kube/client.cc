@@ -239,6 +239,12 @@ ApiResult<Object> Client::BindPod(std::string_view ns, std::string_view pod, std
               Serialize(binding));
 }
 
+void Client::CancelWatch(std::atomic<bool>& cancel) {
+  cancel.store(true);
+  cancel.notify_all();  // FakeTransport waits on it
+  transport_->Wake(cancel);
+}
+
 ApiResult<WatchEnd> Client::Watch(const ResourceType& type, std::string_view ns,
                                   const ListOptions& options,
                                   const std::function<bool(WatchEvent&&)>& on_event,

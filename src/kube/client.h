@@ -129,8 +129,8 @@ class Client {
 
   // Opens one watch (GET ...?watch=1) from options.resource_version and delivers each ADDED,
   // MODIFIED, DELETED and BOOKMARK event to `on_event` until the server ends the stream,
-  // `on_event` returns false, or `cancel` becomes true (then "cancelled", http_status 0; the
-  // canceller should also call cancel.notify_all(), which FakeTransport waits on). An ERROR
+  // `on_event` returns false, or `cancel` becomes true (then "cancelled", http_status 0; cancel
+  // with CancelWatch, which also wakes the transport waiting on the stream). An ERROR
   // event ends the watch with its Status as the error (IsGone() for an expired
   // resourceVersion); so does an HTTP error or a malformed event. Most callers want
   // ListWatcher instead.
@@ -138,6 +138,9 @@ class Client {
                             const ListOptions& options,
                             const std::function<bool(WatchEvent&&)>& on_event,
                             const std::atomic<bool>& cancel);
+
+  // Sets `cancel` and wakes the Watch waiting on it (see Watch).
+  void CancelWatch(std::atomic<bool>& cancel);
 
   RateLimiter& rate_limiter() { return limiter_; }
   const ClientOptions& options() const { return options_; }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 
 #include "kube/token_source.h"
 #include "kube/transport.h"
@@ -87,8 +88,8 @@ int ProgressCallback(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t)
 
 // Runs one transfer of `h` on `m`, the multi handle that stays with `h` in the pool: its
 // connection cache keeps the connection (a stream's too) for the handle's next request. Waits
-// at most 100 ms at a time when `cancel` is given (an idle watch gets progress callbacks only
-// about once a second), otherwise as curl_easy_perform does. A stream whose sink just received
+// at most a second at a time (CurlTransport::Wake cuts a stream's wait short when it is
+// cancelled). A stream whose sink just received
 // data pauses for `batch` first (CurlTransportOptions::stream_batch).
 CURLcode RunTransfer(CURLM* m, CURL* h, const std::atomic<bool>* cancel, const StreamState& st,
                      std::chrono::milliseconds batch) {
@@ -117,9 +118,10 @@ CURLcode RunTransfer(CURLM* m, CURL* h, const std::atomic<bool>* cancel, const S
       std::this_thread::sleep_for(batch);
       continue;  // perform again: reads what arrived meanwhile (or sees the cancel)
     }
-    constexpr int kCancelWakeMs = 100;
-    constexpr int kWakeMs = 1000;  // curl's own timers (timeouts) shorten the wait
-    curl_multi_poll(m, nullptr, 0, cancel != nullptr ? kCancelWakeMs : kWakeMs, nullptr);
+    // Wake() interrupts the wait of a stream when it is cancelled; curl's own timers (timeouts)
+    // shorten it.
+    constexpr int kWakeMs = 1000;
+    curl_multi_poll(m, nullptr, 0, kWakeMs, nullptr);
   }
   curl_multi_remove_handle(m, h);
   return result;
@@ -197,6 +199,12 @@ class CurlTransport : public Transport {
     st.sink = &sink;
     st.cancel = &cancel;
     return Perform(request, st);
+  }
+
+  void Wake(const std::atomic<bool>& cancel) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = streams_.find(&cancel);
+    if (it != streams_.end()) curl_multi_wakeup(it->second);
   }
 
   TransportStats stats() const override {
@@ -323,7 +331,15 @@ class CurlTransport : public Transport {
     curl_easy_setopt(h, CURLOPT_NOPROGRESS, st.cancel != nullptr ? 0L : 1L);
     curl_easy_setopt(h, CURLOPT_XFERINFODATA, &st);
 
+    if (st.cancel != nullptr) {
+      std::lock_guard<std::mutex> lock(mu_);
+      streams_[st.cancel] = handle.multi;
+    }
     CURLcode rc = RunTransfer(handle.multi, h, st.cancel, st, options_.stream_batch);
+    if (st.cancel != nullptr) {
+      std::lock_guard<std::mutex> lock(mu_);
+      streams_.erase(st.cancel);
+    }
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, nullptr);
@@ -360,6 +376,8 @@ class CurlTransport : public Transport {
   std::unique_ptr<Share> share_;
   std::mutex mu_;
   std::vector<Handle> pool_;
+  // The multi handle of each stream running, by its cancel flag (for Wake).
+  std::unordered_map<const std::atomic<bool>*, CURLM*> streams_;
 };
 
 }  // namespace

@@ -15,8 +15,7 @@ ListWatcher::ListWatcher(std::shared_ptr<Client> client, ResourceType type,
 
 void ListWatcher::Stop() {
   stop_.Stop();
-  cancel_.store(true);
-  cancel_.notify_all();
+  client_->CancelWatch(cancel_);
 }
 
 std::string ListWatcher::resource_version() const {

@@ -66,6 +66,11 @@ class Transport {
   virtual ApiResult<HttpResponse> Stream(const HttpRequest& request, const BodySink& sink,
                                          const std::atomic<bool>& cancel) = 0;
 
+  // Called after `cancel` was set: a Stream waiting on it returns at once rather than at its
+  // next periodic look at the flag. The default does nothing (every stream looks at the flag on
+  // its own, at least every second).
+  virtual void Wake(const std::atomic<bool>& /*cancel*/) {}
+
   // Counters for benchmarks and diagnostics.
   virtual TransportStats stats() const { return {}; }
 };

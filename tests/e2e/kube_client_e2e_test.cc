@@ -55,6 +55,7 @@ class CountingTransport : public Transport {
     ++count;
     return inner_->Stream(r, sink, cancel);
   }
+  void Wake(const std::atomic<bool>& cancel) override { inner_->Wake(cancel); }
   std::atomic<int> count{0};
 
  private:
