@@ -1,5 +1,6 @@
 #include "binder/binder.h"
 
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -25,6 +26,9 @@
 namespace gantry::binder {
 
 int RunBinder(const BinderOptions& options, std::ostream& err) {
+  // No fast bins in glibc's allocator (see RunLiveScheduler): they cost 4-6% of the binder's CPU
+  // in malloc_consolidate.
+  mallopt(M_MXFAST, 0);
   if (options.workers < 1) {
     err << "binder: --max-concurrent-reconciles (--workers) must be at least 1\n";
     return 2;

@@ -1,5 +1,6 @@
 #include "live/scheduler_loop.h"
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -385,6 +386,11 @@ int Loop::Run(const kube::StopSignal& stop) {
 
 int RunLiveScheduler(std::shared_ptr<kube::Client> client, const LiveSchedulerOptions& options,
                      const kube::StopSignal& stop, std::ostream& log) {
+  // No fast bins in glibc's allocator: with them, every allocation of 1 KiB or more (request and
+  // response bodies) first merges all freed small chunks (malloc_consolidate: 4-6% of the
+  // process's CPU with the small JSON nodes watch events free). Small frees still go through
+  // the per-thread caches.
+  mallopt(M_MXFAST, 0);
   Loop loop(std::move(client), options, log);
   return loop.Run(stop);
 }
