@@ -275,6 +275,17 @@ void WatchCache::Put(Kind kind, Object object) {
   }
 }
 
+bool WatchCache::HeldAtVersion(Kind kind, const Object& object) const {
+  if (kind != Kind::kPod && kind != Kind::kBindRequest) return false;
+  const std::string rv = kube::ResourceVersionOf(object);
+  if (rv.empty()) return false;
+  auto held = [&](const auto& store) {
+    auto it = store.find(KeyOf(object));
+    return it != store.end() && kube::ResourceVersionOf(it->second.raw) == rv;
+  };
+  return kind == Kind::kPod ? held(pods_) : held(bind_requests_);
+}
+
 void WatchCache::Remove(Kind kind, const Object& object) {
   const std::string key = KeyOf(object);
   dirty_ = true;
@@ -336,6 +347,7 @@ void WatchCache::Apply(Kind kind, kube::EventType type, Object&& object) {
   switch (type) {
     case kube::EventType::kAdded:
     case kube::EventType::kModified:
+      if (HeldAtVersion(kind, object)) break;
       Put(kind, std::move(object));
       break;
     case kube::EventType::kDeleted:

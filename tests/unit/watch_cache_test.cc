@@ -307,6 +307,22 @@ TEST_F(WatchCacheTest, ModifyAndDeleteUpdateTheModelAndSnapshotsAreSharedUntilAC
   EXPECT_EQ(cache_.stats().conversions, 7);
 }
 
+TEST_F(WatchCacheTest, AVersionHeldAlreadyIsNotConvertedAgain) {
+  json pod = PodObj("ns", "w0", 1, "train");
+  pod["metadata"]["resourceVersion"] = "5";
+  cache_.Apply(Kind::kPod, EventType::kAdded, pod);  // the answer to a write of ours
+  const int64_t before = cache_.stats().conversions;
+  Snapshot a = cache_.Take();
+  cache_.Apply(Kind::kPod, EventType::kModified, pod);  // the watch brings the same version
+  EXPECT_EQ(cache_.stats().conversions, before);
+  EXPECT_EQ(cache_.Take().cluster.get(), a.cluster.get()) << "nothing changed";
+  pod["metadata"]["resourceVersion"] = "6";
+  pod["spec"]["nodeName"] = "n2";
+  cache_.Apply(Kind::kPod, EventType::kModified, pod);
+  EXPECT_EQ(cache_.stats().conversions, before + 1);
+  EXPECT_EQ(FindPod(*cache_.Take().cluster, "w0")->status, PodStatus::kBound);
+}
+
 TEST_F(WatchCacheTest, KeepsObjectsWithoutManagedFields) {
   json node = NodeObj("n9", 1);
   node["metadata"]["managedFields"] = json::array({{{"manager", "kubelet"}}});
