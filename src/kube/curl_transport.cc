@@ -203,8 +203,8 @@ class CurlTransport : public Transport {
 
   void Wake(const std::atomic<bool>& cancel) override {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = streams_.find(&cancel);
-    if (it != streams_.end()) curl_multi_wakeup(it->second);
+    auto [first, last] = streams_.equal_range(&cancel);
+    for (auto it = first; it != last; ++it) curl_multi_wakeup(it->second);
   }
 
   TransportStats stats() const override {
@@ -333,12 +333,18 @@ class CurlTransport : public Transport {
 
     if (st.cancel != nullptr) {
       std::lock_guard<std::mutex> lock(mu_);
-      streams_[st.cancel] = handle.multi;
+      streams_.emplace(st.cancel, handle.multi);
     }
     CURLcode rc = RunTransfer(handle.multi, h, st.cancel, st, options_.stream_batch);
     if (st.cancel != nullptr) {
       std::lock_guard<std::mutex> lock(mu_);
-      streams_.erase(st.cancel);
+      auto [first, last] = streams_.equal_range(st.cancel);
+      for (auto it = first; it != last; ++it) {
+        if (it->second == handle.multi) {
+          streams_.erase(it);
+          break;
+        }
+      }
     }
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);
@@ -377,7 +383,7 @@ class CurlTransport : public Transport {
   std::mutex mu_;
   std::vector<Handle> pool_;
   // The multi handle of each stream running, by its cancel flag (for Wake).
-  std::unordered_map<const std::atomic<bool>*, CURLM*> streams_;
+  std::unordered_multimap<const std::atomic<bool>*, CURLM*> streams_;
 };
 
 }  // namespace
