@@ -45,6 +45,8 @@ class Loop {
   void Evict(const Session& ssn, const EvictionDecision& e);
   void Bind(const Session& ssn, const BindDecision& b);
   void MarkPending(const Session& ssn, JobId j);
+  // KAI's start and staleness timestamps into the PodGroup's annotations (JobTimesPatch).
+  void WriteJobTimes(const Job& job, const Object& patch);
   void Event(Kind kind, const Object& involved, const std::string& type, const std::string& reason,
              const std::string& message);
 
@@ -220,6 +222,16 @@ void Loop::MarkPending(const Session& ssn, JobId j) {
   }
 }
 
+void Loop::WriteJobTimes(const Job& job, const Object& patch) {
+  auto r = client_->Patch(kube::resources::kPodGroups, job.namespace_, job.name,
+                          kube::PatchType::kMerge, patch);
+  if (r.ok()) {
+    cache_.Apply(Kind::kPodGroup, kube::EventType::kModified, r.value());
+  } else if (!r.error().IsNotFound()) {
+    Log("podgroup " + job.namespace_ + "/" + job.name + " annotations: " + r.error().ToString());
+  }
+}
+
 void Loop::Cycle(Scheduler& scheduler) {
   const auto taking = std::chrono::steady_clock::now();
   cache::Snapshot snap = cache_.Take();
@@ -253,6 +265,9 @@ void Loop::Cycle(Scheduler& scheduler) {
   const auto decided = std::chrono::steady_clock::now();
   for (const EvictionDecision& e : ssn->evictions()) Evict(*ssn, e);
   for (const BindDecision& b : ssn->binds()) Bind(*ssn, b);
+  for (JobId j = 0; j < static_cast<JobId>(snap.cluster->jobs.size()); ++j) {
+    if (auto patch = JobTimesPatch(*ssn, j)) WriteJobTimes(snap.cluster->jobs[j], *patch);
+  }
   int pending = 0;
   pending_now_.clear();
   for (JobId j = 0; j < static_cast<JobId>(snap.cluster->jobs.size()); ++j) {
