@@ -72,8 +72,9 @@ std::optional<Object> UnschedulableStatusPatch(const Session& ssn, JobId job,
 // its gang has been stale: stale gang eviction's grace period), RFC 3339 in whole seconds, UTC.
 // The merge patch of the PodGroup (the object itself, not its status) that sets, changes or
 // removes them where the session's values (JobState, after the actions) differ, to the second,
-// from those the cycle's cluster read from the PodGroup; nullopt when they agree. Written after
-// every cycle, as KAI's scheduler does when it closes its session; the watch cache reads them
+// from those the cycle's cluster read from the PodGroup; nullopt when they agree. Offered after
+// every cycle to a background writer (annotation_writer.h), as KAI's scheduler hands them to its
+// status updater when it closes its session; the watch cache reads them
 // back (cache/convert.h), so a restarted or newly elected scheduler keeps the times.
 std::optional<Object> JobTimesPatch(const Session& ssn, JobId job);
 

@@ -16,6 +16,7 @@
 #include "kube/leader_election.h"
 #include "kube/list_watcher.h"
 #include "kube/time_format.h"
+#include "live/annotation_writer.h"
 #include "live/decisions.h"
 #include "observability/http_server.h"
 #include "observability/kai_metrics.h"
@@ -45,8 +46,6 @@ class Loop {
   void Evict(const Session& ssn, const EvictionDecision& e);
   void Bind(const Session& ssn, const BindDecision& b);
   void MarkPending(const Session& ssn, JobId j);
-  // KAI's start and staleness timestamps into the PodGroup's annotations (JobTimesPatch).
-  void WriteJobTimes(const Job& job, const Object& patch);
   void Event(Kind kind, const Object& involved, const std::string& type, const std::string& reason,
              const std::string& message);
 
@@ -68,6 +67,12 @@ class Loop {
   std::map<std::string, std::string> pending_before_;
   std::map<std::string, std::string> pending_now_;
   JobMemory job_memory_;
+  // KAI's start and staleness timestamps into the PodGroups' annotations (JobTimesPatch), sent
+  // off the cycle; what the server returns goes into the cache.
+  AnnotationWriter job_times_{
+      client_,
+      [this](const Object& pg) { cache_.Apply(Kind::kPodGroup, kube::EventType::kModified, pg); },
+      [this](const std::string& line) { Log(line); }};
   obs::Registry registry_;
   obs::SchedulerMetrics metrics_{registry_};
 };
@@ -222,16 +227,6 @@ void Loop::MarkPending(const Session& ssn, JobId j) {
   }
 }
 
-void Loop::WriteJobTimes(const Job& job, const Object& patch) {
-  auto r = client_->Patch(kube::resources::kPodGroups, job.namespace_, job.name,
-                          kube::PatchType::kMerge, patch);
-  if (r.ok()) {
-    cache_.Apply(Kind::kPodGroup, kube::EventType::kModified, r.value());
-  } else if (!r.error().IsNotFound()) {
-    Log("podgroup " + job.namespace_ + "/" + job.name + " annotations: " + r.error().ToString());
-  }
-}
-
 void Loop::Cycle(Scheduler& scheduler) {
   const auto taking = std::chrono::steady_clock::now();
   cache::Snapshot snap = cache_.Take();
@@ -266,7 +261,10 @@ void Loop::Cycle(Scheduler& scheduler) {
   for (const EvictionDecision& e : ssn->evictions()) Evict(*ssn, e);
   for (const BindDecision& b : ssn->binds()) Bind(*ssn, b);
   for (JobId j = 0; j < static_cast<JobId>(snap.cluster->jobs.size()); ++j) {
-    if (auto patch = JobTimesPatch(*ssn, j)) WriteJobTimes(snap.cluster->jobs[j], *patch);
+    if (auto patch = JobTimesPatch(*ssn, j)) {
+      job_times_.Offer(snap.cluster->jobs[j].namespace_, snap.cluster->jobs[j].name,
+                       std::move(*patch));
+    }
   }
   int pending = 0;
   pending_now_.clear();
@@ -360,6 +358,7 @@ int Loop::Run(const kube::StopSignal& stop) {
     election_over = true;
   });
 
+  job_times_.Start();
   int code = 0;
   bool announced_sync = false;
   while (!stop.stopped()) {
@@ -379,6 +378,7 @@ int Loop::Run(const kube::StopSignal& stop) {
     if (stop.WaitFor(options_.period)) break;
   }
 
+  job_times_.Stop();
   stop_election.Stop();
   election.join();
   server.Stop();

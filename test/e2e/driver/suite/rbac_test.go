@@ -209,9 +209,19 @@ func TestRBACRealCalls(t *testing.T) {
 	expectForbidden("scheduler updates a Secret", err)
 	_, err = sched.Kube.CoreV1().Pods(ns).Create(ctx, pendingPod("sneaky", 0), metav1.CreateOptions{})
 	expectForbidden("scheduler creates a pod", err)
+	// KAI's timestamp annotations: the scheduler patches PodGroups (RBAC cannot narrow a patch to
+	// the annotations), but may neither replace nor delete one.
 	_, err = sched.Dynamic.Resource(podGroupGVR).Namespace(ns).Patch(ctx, "train-llm", types.MergePatchType,
-		[]byte(`{"spec":{"minMember":1}}`), metav1.PatchOptions{})
-	expectForbidden("scheduler changes a PodGroup spec", err)
+		[]byte(`{"metadata":{"annotations":{"kai.scheduler/last-start-timestamp":"2026-11-30T12:00:00Z"}}}`), metav1.PatchOptions{})
+	expectOK("scheduler annotates a PodGroup", err)
+	pgObj, err := admin.Dynamic.Resource(podGroupGVR).Namespace(ns).Get(ctx, "train-llm", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = sched.Dynamic.Resource(podGroupGVR).Namespace(ns).Update(ctx, pgObj, metav1.UpdateOptions{})
+	expectForbidden("scheduler replaces a PodGroup", err)
+	expectForbidden("scheduler deletes a PodGroup",
+		sched.Dynamic.Resource(podGroupGVR).Namespace(ns).Delete(ctx, "train-llm", metav1.DeleteOptions{}))
 
 	// The binder.
 	expectOK("binder binds a pod", binder.Kube.CoreV1().Pods(ns).Bind(ctx, binding("bind-me"), metav1.CreateOptions{}))
