@@ -16,8 +16,10 @@
 #include "binder/cache.h"
 #include "binder/controller.h"
 #include "binder/event_sender.h"
+#include "binder/gpu_sharing_step.h"
 #include "binder/log.h"
 #include "binder/reconciler.h"
+#include "binder/reservation_sync.h"
 #include "binder/steps.h"
 #include "kube/leader_election.h"
 #include "observability/http_server.h"
@@ -80,6 +82,7 @@ int RunBinder(const BinderOptions& options, std::ostream& err) {
   // a standby holds no caches).
   struct Term {
     BinderCache cache;
+    std::shared_ptr<ReservationSync> reservations;
     std::unique_ptr<Reconciler> reconciler;
     std::unique_ptr<Controller> controller;
   };
@@ -132,13 +135,22 @@ int RunBinder(const BinderOptions& options, std::ostream& err) {
                                                     kube::Object patch) {
       events.PatchPodStatus(std::move(ns), std::move(name), std::move(patch));
     };
+    // GPU reservation pods left without users are deleted (reservation_sync.h); its listeners
+    // go on the cache before the cache starts.
+    GpuSharingOptions gpu_sharing;
+    gpu_sharing.reservation_image = options.reservation_image;
+    term->reservations =
+        std::make_shared<ReservationSync>(client, gpu_sharing.reservation_namespace, &term->cache);
+    term->reservations->Watch();
     term->reconciler = std::make_unique<Reconciler>(
-        client, term->cache, DefaultSteps(client, term->cache), reconciler_options);
+        client, term->cache, DefaultSteps(client, term->cache, term->reservations, gpu_sharing),
+        reconciler_options);
     ControllerOptions controller_options;
     controller_options.workers = options.workers;
     term->controller = std::make_unique<Controller>(client, term->cache, *term->reconciler,
                                                     controller_options, &metrics);
     term->controller->Start();
+    term->reservations->Start();
   };
   callbacks.on_new_leader = [](const std::string& holder) {
     Log("binder: lease holder is now " + (holder.empty() ? std::string("nobody") : holder));
@@ -151,7 +163,12 @@ int RunBinder(const BinderOptions& options, std::ostream& err) {
     std::lock_guard<std::mutex> lock(mu);
     running = std::move(term);
   }
-  if (running != nullptr) running->controller->Stop();
+  if (running != nullptr) {
+    running->controller->Stop();
+    running->reservations->Stop();
+    Log("binder: GPU reservation pods deleted as unused: " +
+        std::to_string(running->reservations->deleted()));
+  }
   events.Stop();
   Log("binder: API requests: " + counted->Summary() + "; events sent " +
       std::to_string(events.sent()) + ", failed " + std::to_string(events.failed()) + ", dropped " +

@@ -18,6 +18,8 @@
 #include <iosfwd>
 #include <string>
 
+#include "binder/gpu_sharing_step.h"
+
 namespace gantry::binder {
 
 struct BinderOptions {
@@ -28,6 +30,8 @@ struct BinderOptions {
   int burst = 400;
   std::string lease_namespace = "gantry-system";
   std::string lease_name = "gantry-binder";
+  // Image of the GPU reservation pods (KAI's --resource-reservation-pod-image and its default).
+  std::string reservation_image = kDefaultReservationImage;
   // Unique per process; empty: hostname (the pod name) plus a random suffix.
   std::string identity;
 };

@@ -35,31 +35,15 @@ json Items(const json& list) {
   return json::array();
 }
 
-bool Active(const json& pod) {
-  const std::string phase = kube::StringAt(pod, {"status", "phase"});
-  return phase.empty() || phase == "Pending" || phase == "Running";
-}
-
 }  // namespace
 
-GpuSharingStep::GroupLock::GroupLock(GpuSharingStep& step, const std::string& group)
-    : step_(step), group_(group) {
-  std::unique_lock<std::mutex> lock(step_.mu_);
-  step_.cv_.wait(lock, [&] { return step_.held_groups_.count(group_) == 0; });
-  step_.held_groups_.insert(group_);
-}
-
-GpuSharingStep::GroupLock::~GroupLock() {
-  {
-    std::lock_guard<std::mutex> lock(step_.mu_);
-    step_.held_groups_.erase(group_);
-  }
-  step_.cv_.notify_all();
-}
-
-GpuSharingStep::GpuSharingStep(std::shared_ptr<kube::Client> client, GpuSharingOptions options)
+GpuSharingStep::GpuSharingStep(std::shared_ptr<kube::Client> client, GpuSharingOptions options,
+                               std::shared_ptr<ReservationSync> sync)
     : client_(std::move(client)),
       options_(std::move(options)),
+      sync_(sync != nullptr
+                ? std::move(sync)
+                : std::make_shared<ReservationSync>(client_, options_.reservation_namespace)),
       random_state_(
           static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
           reinterpret_cast<uintptr_t>(this)) {}
@@ -106,6 +90,12 @@ std::optional<StepError> GpuSharingStep::Validate(const BindRequest& br) {
 
 std::optional<StepError> GpuSharingStep::PreBind(BindAttempt& attempt) {
   const BindRequest& br = attempt.request;
+  // As KAI's binder, before every bind: the node's leftover reservation pods go (the request's
+  // own groups are reused instead).
+  const std::set<std::string> own(br.selected_gpu_groups.begin(), br.selected_gpu_groups.end());
+  if (auto err = sync_->SyncNode(br.selected_node, own)) {
+    return StepError{"syncing the GPU reservations of node " + br.selected_node + ": " + *err};
+  }
   if (br.received_resource_type != kReceivedTypeFraction) return std::nullopt;
   if (auto err = Validate(br)) return err;
   json& state = attempt.state[Name()];
@@ -116,12 +106,22 @@ std::optional<StepError> GpuSharingStep::PreBind(BindAttempt& attempt) {
     if (auto r = Rollback(attempt)) err.message += "; cleaning up: " + *r;
     return err;
   };
-
   std::string devices;
+  if (auto err = ReserveAndLabel(attempt, devices)) return fail(*err);
+  if (auto err = WriteConfigMaps(attempt, devices, state["configmaps"])) return fail(*err);
+  return std::nullopt;
+}
+
+std::optional<StepError> GpuSharingStep::ReserveAndLabel(BindAttempt& attempt,
+                                                         std::string& devices) {
+  const BindRequest& br = attempt.request;
+  json& state = attempt.state[Name()];
+  // No sync may judge these groups until the pod carries their labels.
+  GpuGroupLock lock(sync_->locks(), br.selected_gpu_groups);
   for (const std::string& group : br.selected_gpu_groups) {
     std::string index;
     if (auto err = ReserveGroup(br.selected_node, group, index, state["reservation_pods"])) {
-      return fail(*err);
+      return err;
     }
     devices += (devices.empty() ? "" : ",") + index;
   }
@@ -140,17 +140,15 @@ std::optional<StepError> GpuSharingStep::PreBind(BindAttempt& attempt) {
   auto patched =
       client_->Patch(kube::resources::kPods, br.ns, br.pod_name, kube::PatchType::kMerge, patch);
   if (!patched.ok()) {
-    return fail(StepError{"labelling pod " + br.ns + "/" + br.pod_name +
-                          " with its GPU groups: " + patched.error().ToString()});
+    return StepError{"labelling pod " + br.ns + "/" + br.pod_name +
+                     " with its GPU groups: " + patched.error().ToString()};
   }
-  if (auto err = WriteConfigMaps(attempt, devices, state["configmaps"])) return fail(*err);
   return std::nullopt;
 }
 
 std::optional<StepError> GpuSharingStep::ReserveGroup(const std::string& node,
                                                       const std::string& group, std::string& index,
                                                       json& created) {
-  GroupLock lock(*this, group);
   kube::ListOptions options;
   options.label_selector = std::string(kGpuGroupLabel) + "=" + group;
   auto list = client_->ListAll(kube::resources::kPods, options_.reservation_namespace, options);
@@ -348,42 +346,15 @@ std::optional<std::string> GpuSharingStep::Rollback(BindAttempt& attempt) {
   }
   state["configmaps"] = json::array();
 
-  // Reservation pods this attempt made, unless another pod joined the group meanwhile.
+  // The request's groups: those with no pod left but this one lose their reservation pods on the
+  // node (the ones this attempt made, and any left over), as KAI syncs the node.
   json kept = json::array();
-  for (const json& r : state["reservation_pods"]) {
-    const std::string name = r["name"];
-    const std::string group = r["group"];
-    GroupLock lock(*this, group);
-    bool used = false;
-    bool listed = true;
-    for (const std::string& selector :
-         {std::string(kGpuGroupLabel) + "=" + group, std::string(kGpuGroupLabel) + "/" + group}) {
-      kube::ListOptions options;
-      options.label_selector = selector;
-      auto list = client_->ListAll(kube::resources::kPods, "", options);
-      if (!list.ok()) {
-        note("listing the pods of GPU group " + group + ": " + list.error().ToString());
-        listed = false;
-        break;
+  for (const std::string& group : br.selected_gpu_groups) {
+    if (auto err = sync_->SyncGroup(group, br.ns + "/" + br.pod_name, br.selected_node)) {
+      note(*err);
+      for (const json& r : state["reservation_pods"]) {
+        if (r["group"] == group) kept.push_back(r);
       }
-      for (const json& pod : Items(list.value())) {
-        if (kube::NamespaceOf(pod) == options_.reservation_namespace) continue;
-        if (kube::NamespaceOf(pod) == br.ns && kube::NameOf(pod) == br.pod_name) continue;
-        if (Active(pod)) used = true;
-      }
-    }
-    if (!listed || used) {
-      if (!listed) kept.push_back(r);
-      continue;
-    }
-    kube::DeleteOptions now;
-    now.grace_period_seconds = 0;
-    auto deleted =
-        client_->Delete(kube::resources::kPods, options_.reservation_namespace, name, now);
-    if (!deleted.ok() && !deleted.error().IsNotFound()) {
-      note("deleting reservation pod " + options_.reservation_namespace + "/" + name + ": " +
-           deleted.error().ToString());
-      kept.push_back(r);
     }
   }
   state["reservation_pods"] = kept;

@@ -23,33 +23,40 @@
 // and `<prefix>-<container>-evar` are created or updated with NVIDIA_VISIBLE_DEVICES (the
 // comma-separated GPU indexes), GPU_PORTION and RUNAI_NUM_OF_GPUS, owned by the pod.
 //
-// Rollback (the bind or a later step failed): the group labels are removed from the pod, the
-// configmaps this attempt created are deleted, and each reservation pod this attempt created is
-// deleted unless another active (Pending / Running) pod has joined its group meanwhile.
+// Before all that, for every request (fractional or not), as KAI's binder does: the selected
+// node's leftover reservation pods (groups with no pod left) are deleted (ReservationSync::
+// SyncNode, reservation_sync.h), except those of the request's own groups, which are reused.
 //
-// Idempotent and owning only its objects: an existing reservation pod of the group is reused,
-// never recreated; a repeated attempt finds its own earlier labels and configmaps; reservation
-// pods are only ever deleted by the attempt that created them. Groups are serialised within the
-// process (one lock per group name), so two attempts never create two reservation pods for one
-// group.
+// Rollback (the bind or a later step failed): the group labels are removed from the pod, the
+// configmaps this attempt created are deleted, and the request's groups are synced: a group
+// with no active (Pending / Running) pod left but this one loses its reservation pods on the node.
+//
+// Idempotent: an existing reservation pod of the group is reused, never recreated; a repeated
+// attempt finds its own earlier labels and configmaps. The groups of a request are locked
+// (ReservationSync::locks()) from looking for their reservation pods until the pod carries their
+// labels, so two attempts never create two reservation pods for one group and a sync never
+// deletes a reservation pod a pod is about to join.
 //
 // Invalid requests (no groups, duplicates, a count that differs from the groups, a portion
 // outside (0, 1]) fail without retries, before anything is touched.
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
 
+#include "binder/reservation_sync.h"
 #include "binder/steps.h"
 #include "kube/client.h"
 
 namespace gantry::binder {
 
 inline constexpr const char* kReservationNamespace = "kai-resource-reservation";
+// KAI's binder default for --resource-reservation-pod-image (the deployments set a real one).
+inline constexpr const char* kDefaultReservationImage =
+    "registry/local/kai-scheduler/resource-reservation";
 inline constexpr const char* kReservationAppLabel = "app";
 inline constexpr const char* kReservationAppValue = "kai-resource-reservation";
 inline constexpr const char* kReservationServiceAccount = "kai-resource-reservation";
@@ -62,7 +69,7 @@ inline constexpr const char* kGpuFractionContainerAnnotation = "gpu-fraction-con
 
 struct GpuSharingOptions {
   std::string reservation_namespace = kReservationNamespace;
-  std::string reservation_image = "ghcr.io/nvidia/kai-scheduler/resource-reservation:latest";
+  std::string reservation_image = kDefaultReservationImage;
   std::string service_account = kReservationServiceAccount;
   // How long to wait for a reservation pod's GPU index, and how often to look.
   std::chrono::milliseconds allocation_timeout{60'000};
@@ -71,7 +78,10 @@ struct GpuSharingOptions {
 
 class GpuSharingStep : public BindStep {
  public:
-  explicit GpuSharingStep(std::shared_ptr<kube::Client> client, GpuSharingOptions options = {});
+  // `sync`: the reservation clean-up to use (sharing its group locks); null: one of its own,
+  // without a cache (no node syncs before binds).
+  explicit GpuSharingStep(std::shared_ptr<kube::Client> client, GpuSharingOptions options = {},
+                          std::shared_ptr<ReservationSync> sync = nullptr);
   std::string Name() const override { return "gpusharing"; }
   std::optional<StepError> PreBind(BindAttempt& attempt) override;
   std::optional<std::string> Rollback(BindAttempt& attempt) override;
@@ -80,19 +90,11 @@ class GpuSharingStep : public BindStep {
   static std::optional<StepError> Validate(const BindRequest& request);
 
  private:
-  // Exclusive use of one GPU group name while alive.
-  class GroupLock {
-   public:
-    GroupLock(GpuSharingStep& step, const std::string& group);
-    ~GroupLock();
-
-   private:
-    GpuSharingStep& step_;
-    std::string group_;
-  };
-
+  // Under the locks of the request's groups: their GPU indexes (comma-separated into `devices`)
+  // and the pod's group labels.
+  std::optional<StepError> ReserveAndLabel(BindAttempt& attempt, std::string& devices);
   // The GPU index of `group` on `node`: from its reservation pod, created when missing (its
-  // name is then added to `created`).
+  // name is then added to `created`). The caller holds the group's lock.
   std::optional<StepError> ReserveGroup(const std::string& node, const std::string& group,
                                         std::string& index, nlohmann::json& created);
   std::optional<StepError> WaitForIndex(const std::string& pod_name, std::string& index);
@@ -102,9 +104,8 @@ class GpuSharingStep : public BindStep {
 
   std::shared_ptr<kube::Client> client_;
   GpuSharingOptions options_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::set<std::string> held_groups_;
+  std::shared_ptr<ReservationSync> sync_;
+  std::mutex mu_;  // random_state_
   uint64_t random_state_;
 };
 

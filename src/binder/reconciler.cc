@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "binder/gpu_sharing_step.h"
 #include "kube/events.h"
 #include "kube/time_format.h"
 
@@ -188,7 +189,11 @@ Reconciler::Attempt Reconciler::TryBind(const BindRequest& br) {
     for (const auto& r : rollback_errors) message += "; rollback " + r;
     return failed(message, err->retryable);
   }
-  auto bound = client_->BindPod(br.ns, br.pod_name, br.selected_node, uid);
+  // KAI's binder patches the annotation received-resource-type onto every pod before binding it
+  // (a write of its own); here the Binding carries it and the API server adds it to the pod
+  // with the bind, at no extra request.
+  const kube::Object annotations = {{kReceivedResourceTypeAnnotation, br.received_resource_type}};
+  auto bound = client_->BindPod(br.ns, br.pod_name, br.selected_node, uid, annotations);
   if (!bound.ok()) {
     std::string message = "binding pod " + PodKey(br) + " to node " + br.selected_node + ": " +
                           bound.error().ToString();

@@ -11,9 +11,11 @@
 //                                                      confirm before giving up
 //   - pod or node missing                           -> a failed attempt (retried)
 //   - otherwise: the steps' PreBind (validation, node room; steps.h), then pods/binding with the
-//     pod's uid as precondition (a replaced pod makes it fail), then PostBind; a failure rolls
-//     the completed steps back. A bind refused because the pod is bound by now to the selected
-//     node (read from the API server) counts as success.
+//     pod's uid as precondition (a replaced pod makes it fail) and KAI's annotation
+//     `received-resource-type: <spec.receivedResourceType>` (the API server copies a Binding's
+//     annotations onto the pod), then PostBind; a failure rolls the completed steps back. A bind
+//     refused because the pod is bound by now to the selected node (read from the API server)
+//     counts as success.
 // A pod or node the cache does not have may just not have arrived yet: the first time, the
 // request is tried again after cache_miss_delay (no attempt, no status change); the next time,
 // the object is read from the API server, and only if it is not there either is it missing.

@@ -40,12 +40,17 @@ std::optional<StepError> NodeResourcesStep::PreBind(BindAttempt& attempt) {
   return std::nullopt;
 }
 
-BindSteps DefaultSteps(std::shared_ptr<kube::Client> client, const BinderCache& cache) {
+BindSteps DefaultSteps(std::shared_ptr<kube::Client> client, const BinderCache& cache,
+                       std::shared_ptr<ReservationSync> sync, GpuSharingOptions gpu_sharing) {
   BindSteps steps;
-  steps.Add(std::make_shared<GpuSharingStep>(client));
+  steps.Add(std::make_shared<GpuSharingStep>(client, std::move(gpu_sharing), std::move(sync)));
   steps.Add(std::make_shared<DynamicResourcesStep>(std::move(client)));
   steps.Add(std::make_shared<NodeResourcesStep>(cache));
   return steps;
+}
+
+BindSteps DefaultSteps(std::shared_ptr<kube::Client> client, const BinderCache& cache) {
+  return DefaultSteps(std::move(client), cache, nullptr, GpuSharingOptions{});
 }
 
 }  // namespace gantry::binder

@@ -81,8 +81,15 @@ class NodeResourcesStep : public BindStep {
   const BinderCache& cache_;
 };
 
-// The steps `gantry binder` runs, in order: gpusharing (gpu_sharing_step.h), dynamicresources
+class ReservationSync;
+struct GpuSharingOptions;
+
+// The steps `gantry binder` runs, in order: gpusharing (gpu_sharing_step.h; `sync` is its
+// reservation clean-up, null for one of its own without node syncs), dynamicresources
 // (dra_step.h), noderesources. Declared here, defined in steps.cc. `cache` must outlive them.
+BindSteps DefaultSteps(std::shared_ptr<kube::Client> client, const BinderCache& cache,
+                       std::shared_ptr<ReservationSync> sync, GpuSharingOptions gpu_sharing);
+// The same with no reservation clean-up of nodes and KAI's default options (tests).
 BindSteps DefaultSteps(std::shared_ptr<kube::Client> client, const BinderCache& cache);
 
 }  // namespace gantry::binder

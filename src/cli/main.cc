@@ -67,6 +67,10 @@ int main(int argc, char** argv) {
       ->add_option("--namespace-for-leases", binder.lease_namespace,
                    "Namespace of the leader-election Lease (gantry-binder)")
       ->capture_default_str();
+  binder_cmd
+      ->add_option("--resource-reservation-pod-image", binder.reservation_image,
+                   "Container image of the GPU reservation pods (shared GPUs; KAI's flag)")
+      ->capture_default_str();
 
   gantry::cli::SchedulerOptions sched;
   auto* sched_cmd = app.add_subcommand(

@@ -226,7 +226,7 @@ ApiResult<Object> Client::Delete(const ResourceType& type, std::string_view ns,
 }
 
 ApiResult<Object> Client::BindPod(std::string_view ns, std::string_view pod, std::string_view node,
-                                  std::string_view pod_uid) {
+                                  std::string_view pod_uid, const Object& annotations) {
   if (!ValidSegment(pod)) return LocalError("bind pod: invalid pod name");
   if (node.empty()) return LocalError("bind pod " + std::string(pod) + ": node name missing");
   Object binding = {
@@ -235,6 +235,9 @@ ApiResult<Object> Client::BindPod(std::string_view ns, std::string_view pod, std
       {"metadata", {{"name", std::string(pod)}, {"namespace", std::string(ns)}}},
       {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", std::string(node)}}}};
   if (!pod_uid.empty()) binding["metadata"]["uid"] = std::string(pod_uid);
+  if (annotations.is_object() && !annotations.empty()) {
+    binding["metadata"]["annotations"] = annotations;
+  }
   return Send("POST", resources::kPods.ObjectPath(ns, pod, "binding"), "application/json",
               Serialize(binding));
 }

@@ -123,9 +123,11 @@ class Client {
                            const DeleteOptions& options = {});
 
   // Binds a pod to a node through the pods/binding subresource. With `pod_uid` the binding
-  // fails (Conflict) if the pod was replaced by one with the same name.
+  // fails (Conflict) if the pod was replaced by one with the same name. `annotations` (a JSON
+  // object of strings, may be null) go into the Binding's metadata; the API server adds them to
+  // the pod with the bind.
   ApiResult<Object> BindPod(std::string_view ns, std::string_view pod, std::string_view node,
-                            std::string_view pod_uid = "");
+                            std::string_view pod_uid = "", const Object& annotations = nullptr);
 
   // Opens one watch (GET ...?watch=1) from options.resource_version and delivers each ADDED,
   // MODIFIED, DELETED and BOOKMARK event to `on_event` until the server ends the stream,

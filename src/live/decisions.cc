@@ -2,9 +2,12 @@
 
 #include <cmath>
 #include <cstdio>
+#include <tuple>
 
+#include "cache/convert.h"
 #include "framework/fit_errors.h"
 #include "kube/events.h"
+#include "kube/time_format.h"
 
 namespace gantry::live {
 
@@ -225,6 +228,30 @@ std::optional<Object> UnschedulableStatusPatch(const Session& ssn, JobId job,
                    {"lastTransitionTime", now}};
   if (!reasons.empty()) condition["reasons"] = reasons;
   return Object{{"status", {{"schedulingConditions", Object::array({condition})}}}};
+}
+
+std::optional<Object> JobTimesPatch(const Session& ssn, JobId job) {
+  const Job& read = ssn.cluster().jobs[job];
+  const JobState& state = ssn.job_state(job);
+  auto seconds = [](const std::optional<int64_t>& ms) -> std::optional<int64_t> {
+    if (!ms) return std::nullopt;
+    return *ms >= 0 ? *ms / 1000 : -((999 - *ms) / 1000);  // floor
+  };
+  Object annotations = Object::object();
+  for (auto [key, now, was] :
+       {std::tuple{cache::kLastStartAnnotation, &state.last_start_ms, &read.last_start_ms},
+        std::tuple{cache::kStaleSinceAnnotation, &state.stale_since_ms, &read.stale_since_ms}}) {
+    const std::optional<int64_t> s = seconds(*now);
+    if (s == seconds(*was)) continue;
+    if (!s) {
+      annotations[key] = nullptr;
+      continue;
+    }
+    annotations[key] =
+        kube::FormatTime(std::chrono::system_clock::time_point(std::chrono::seconds(*s)));
+  }
+  if (annotations.empty()) return std::nullopt;
+  return Object{{"metadata", {{"annotations", std::move(annotations)}}}};
 }
 
 const std::string& JobMemory::KeyOf(const Job& job) {

@@ -67,10 +67,21 @@ std::optional<Object> UnschedulableStatusPatch(const Session& ssn, JobId job,
                                                const Object& current_status,
                                                const std::string& message, const std::string& now);
 
+// KAI's PodGroup annotations for a job's session facts, kai.scheduler/last-start-timestamp (when
+// the job last started: minimum runtimes) and kai.scheduler/stale-podgroup-timestamp (since when
+// its gang has been stale: stale gang eviction's grace period), RFC 3339 in whole seconds, UTC.
+// The merge patch of the PodGroup (the object itself, not its status) that sets, changes or
+// removes them where the session's values (JobState, after the actions) differ, to the second,
+// from those the cycle's cluster read from the PodGroup; nullopt when they agree. Offered after
+// every cycle to a background writer (annotation_writer.h), as KAI's scheduler hands them to its
+// status updater when it closes its session; the watch cache reads them
+// back (cache/convert.h), so a restarted or newly elected scheduler keeps the times.
+std::optional<Object> JobTimesPatch(const Session& ssn, JobId job);
+
 // Per-job session facts that must outlive a cycle: when the job last started (minimum runtimes)
-// and since when its gang has been stale (stale gang eviction's grace period). KAI keeps them in
-// PodGroup annotations (read by the watch cache when present); Gantry's scheduler may not write
-// PodGroups, so it carries them from one cycle to the next in memory. A restarted or newly elected
+// and since when its gang has been stale (stale gang eviction's grace period). They are persisted
+// in the PodGroup annotations (JobTimesPatch), in whole seconds and a watch event late; the
+// memory carries them from one cycle to the next to the millisecond. A restarted or newly elected
 // scheduler starts from the annotations alone.
 class JobMemory {
  public:

@@ -17,6 +17,7 @@
 #include "kube/leader_election.h"
 #include "kube/list_watcher.h"
 #include "kube/time_format.h"
+#include "live/annotation_writer.h"
 #include "live/decisions.h"
 #include "observability/http_server.h"
 #include "observability/kai_metrics.h"
@@ -67,6 +68,12 @@ class Loop {
   std::map<std::string, std::string> pending_before_;
   std::map<std::string, std::string> pending_now_;
   JobMemory job_memory_;
+  // KAI's start and staleness timestamps into the PodGroups' annotations (JobTimesPatch), sent
+  // off the cycle; what the server returns goes into the cache.
+  AnnotationWriter job_times_{
+      client_,
+      [this](const Object& pg) { cache_.Apply(Kind::kPodGroup, kube::EventType::kModified, pg); },
+      [this](const std::string& line) { Log(line); }};
   obs::Registry registry_;
   obs::SchedulerMetrics metrics_{registry_};
 };
@@ -255,6 +262,12 @@ void Loop::Cycle(Scheduler& scheduler) {
   const auto decided = std::chrono::steady_clock::now();
   for (const EvictionDecision& e : ssn->evictions()) Evict(*ssn, e);
   for (const BindDecision& b : ssn->binds()) Bind(*ssn, b);
+  for (JobId j = 0; j < static_cast<JobId>(snap.cluster->jobs.size()); ++j) {
+    if (auto patch = JobTimesPatch(*ssn, j)) {
+      job_times_.Offer(snap.cluster->jobs[j].namespace_, snap.cluster->jobs[j].name,
+                       std::move(*patch));
+    }
+  }
   int pending = 0;
   pending_now_.clear();
   for (JobId j = 0; j < static_cast<JobId>(snap.cluster->jobs.size()); ++j) {
@@ -349,6 +362,7 @@ int Loop::Run(const kube::StopSignal& stop) {
     election_over = true;
   });
 
+  job_times_.Start();
   int code = 0;
   bool announced_sync = false;
   while (!stop.stopped()) {
@@ -368,6 +382,7 @@ int Loop::Run(const kube::StopSignal& stop) {
     if (stop.WaitFor(options_.period)) break;
   }
 
+  job_times_.Stop();
   stop_election.Stop();
   election.join();
   server.Stop();

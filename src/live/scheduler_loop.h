@@ -13,6 +13,8 @@
 // PodGroup's unschedulable condition and event (events only when the text changed, conditions only
 // when they differ from the object's). Objects the scheduler created or deleted are fed back into
 // the cache at once, so the next cycle sees them even if the watch has not delivered them yet.
+// After the placements, the PodGroups whose start or staleness time changed get KAI's timestamp
+// annotations (JobTimesPatch in decisions.h), sent in the background (annotation_writer.h).
 #pragma once
 
 #include <chrono>

@@ -6,9 +6,11 @@
 
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "binder/dra_step.h"
 #include "binder/gpu_sharing_step.h"
+#include "binder/reservation_sync.h"
 #include "binder/steps.h"
 #include "kube/fake_transport.h"
 
@@ -535,6 +537,197 @@ TEST_F(StepsTest, DefaultStepsRollBackTheGpuReservationWhenALaterStepFails) {
   EXPECT_EQ(api_.created_reservations.size(), 1u);
   EXPECT_TRUE(ReservationPods().empty());
   EXPECT_FALSE(Pod("ns/p")["metadata"]["labels"].contains("runai-gpu-group"));
+}
+
+// --- Clean-up of reservation pods left without users (reservation_sync.h). ---
+
+class ReservationSyncTest : public StepsTest {
+ protected:
+  // A reservation pod of `group` on n1 (with a GPU index unless `indexed` is false).
+  void AddReservation(const std::string& name, const std::string& group, bool indexed = true) {
+    json& r = api_.AddPod(kReservationNamespace, name);
+    r["metadata"]["labels"] = {{"app", "kai-resource-reservation"}, {"runai-gpu-group", group}};
+    if (indexed) r["metadata"]["annotations"][kGpuIndexAnnotation] = "0";
+    r["spec"]["nodeName"] = "n1";
+    r["status"]["phase"] = "Running";
+  }
+  // A fractional pod of `group` on n1 in `phase`.
+  void AddUser(const std::string& name, const std::string& group, const std::string& phase,
+               bool multi_device = false) {
+    json& p = api_.AddPod("ns", name);
+    p["metadata"]["labels"] =
+        multi_device ? json{{"runai-gpu-group/" + group, group}} : json{{"runai-gpu-group", group}};
+    p["spec"]["nodeName"] = "n1";
+    p["status"]["phase"] = phase;
+  }
+  // The binder's pod cache catches up with the fake server.
+  void SyncCache() {
+    std::vector<json> pods;
+    {
+      std::lock_guard<std::mutex> lock(api_.mu);
+      for (const auto& [key, pod] : api_.pods) pods.push_back(pod);
+    }
+    cache_.pods().OnSync(std::move(pods), "1");
+  }
+  size_t Lists() {
+    size_t n = 0;
+    std::lock_guard<std::mutex> lock(api_.mu);
+    for (const std::string& c : api_.calls) n += c.starts_with("GET /api/v1/pods?");
+    return n;
+  }
+  bool Exists(const std::string& key) { return !Pod(key).is_null(); }
+
+  BinderCache cache_;
+};
+
+TEST_F(ReservationSyncTest, AGroupWithNoActivePodLosesItsReservationPods) {
+  AddReservation("gpu-reservation-n1-aaaaa", "done");  // its only pod Succeeded
+  AddUser("finished", "done", "Succeeded");
+  AddReservation("gpu-reservation-n1-bbbbb", "busy");  // one pod left Running
+  AddUser("running", "busy", "Running");
+  AddUser("failed", "busy", "Failed");
+  AddReservation("gpu-reservation-n1-ccccc", "multi");  // a multi-device pod, Pending
+  AddUser("multi", "multi", "Pending", /*multi_device=*/true);
+  AddReservation("gpu-reservation-n1-ddddd", "noindex", /*indexed=*/false);  // never allocated
+  ReservationSync sync(client_, kReservationNamespace);
+  for (const char* g : {"done", "busy", "multi", "noindex"}) EXPECT_FALSE(sync.SyncGroup(g));
+  EXPECT_FALSE(Exists("kai-resource-reservation/gpu-reservation-n1-aaaaa"));
+  EXPECT_TRUE(Exists("kai-resource-reservation/gpu-reservation-n1-bbbbb"));
+  EXPECT_TRUE(Exists("kai-resource-reservation/gpu-reservation-n1-ccccc"));
+  EXPECT_FALSE(Exists("kai-resource-reservation/gpu-reservation-n1-ddddd"));
+  EXPECT_EQ(sync.deleted(), 2u);
+  EXPECT_TRUE(Exists("ns/finished"));  // workload pods are never deleted
+
+  // A pod being rolled back does not count as a user.
+  EXPECT_FALSE(sync.SyncGroup("busy", "ns/running"));
+  EXPECT_FALSE(Exists("kai-resource-reservation/gpu-reservation-n1-bbbbb"));
+}
+
+TEST_F(ReservationSyncTest, NodeSyncTrustsAHealthyCacheAndConfirmsALeakWithTheApiServer) {
+  AddReservation("gpu-reservation-n1-aaaaa", "g");
+  AddUser("p", "g", "Running");
+  SyncCache();
+  ReservationSync sync(client_, kReservationNamespace, &cache_);
+  EXPECT_FALSE(sync.SyncNode("n1"));
+  EXPECT_EQ(Lists(), 0u);  // healthy by the cache: no request
+
+  // The cache lags: it misses the pod that has just joined the group. The API server has it.
+  {
+    std::lock_guard<std::mutex> lock(api_.mu);
+    api_.pods.erase("ns/p");
+  }
+  SyncCache();
+  AddUser("q", "g", "Pending");
+  EXPECT_FALSE(sync.SyncNode("n1"));
+  EXPECT_EQ(Lists(), 2u);  // the group's pods, both label forms
+  EXPECT_TRUE(Exists("kai-resource-reservation/gpu-reservation-n1-aaaaa"));
+
+  // The last pod goes: the reservation pod goes too.
+  {
+    std::lock_guard<std::mutex> lock(api_.mu);
+    api_.pods.erase("ns/q");
+  }
+  EXPECT_FALSE(sync.SyncNode("n1"));
+  EXPECT_FALSE(Exists("kai-resource-reservation/gpu-reservation-n1-aaaaa"));
+  EXPECT_EQ(sync.deleted(), 1u);
+}
+
+TEST_F(ReservationSyncTest, NodeSyncLeavesAGroupHeldByABindInProgress) {
+  AddReservation("gpu-reservation-n1-aaaaa", "g");
+  SyncCache();
+  ReservationSync sync(client_, kReservationNamespace, &cache_);
+  sync.locks().Lock("g");  // a bind is reserving the group: its pod has no label yet
+  EXPECT_FALSE(sync.SyncNode("n1"));
+  EXPECT_TRUE(Exists("kai-resource-reservation/gpu-reservation-n1-aaaaa"));
+  EXPECT_EQ(Lists(), 0u);
+  sync.locks().Unlock("g");
+  EXPECT_FALSE(sync.SyncNode("n1", {"g"}));  // skipped: the request's own group
+  EXPECT_TRUE(Exists("kai-resource-reservation/gpu-reservation-n1-aaaaa"));
+  EXPECT_FALSE(sync.SyncNode("n1"));
+  EXPECT_FALSE(Exists("kai-resource-reservation/gpu-reservation-n1-aaaaa"));
+}
+
+TEST_F(ReservationSyncTest, EveryBindFirstClearsTheNodesLeftoverReservations) {
+  AddReservation("gpu-reservation-n1-aaaaa", "old");   // left over: nobody uses it
+  AddReservation("gpu-reservation-n1-bbbbb", "mine");  // nobody yet: the request joins it
+  SyncCache();
+  auto sync = std::make_shared<ReservationSync>(client_, kReservationNamespace, &cache_);
+  GpuSharingOptions options;
+  options.allocation_timeout = milliseconds(1000);
+  GpuSharingStep step(client_, options, sync);
+  json node = json::object();
+
+  // A fractional pod for group "mine": the leftover goes, the group's own pod is reused.
+  json pod = api_.AddPod("ns", "p");
+  BindRequest fr = FractionRequest("p", {"mine"});
+  BindAttempt fattempt{fr, pod, node};
+  ASSERT_FALSE(step.PreBind(fattempt));
+  EXPECT_FALSE(Exists("kai-resource-reservation/gpu-reservation-n1-aaaaa"));
+  EXPECT_TRUE(Exists("kai-resource-reservation/gpu-reservation-n1-bbbbb"));
+  EXPECT_TRUE(api_.created_reservations.empty());
+  EXPECT_EQ(Pod("ns/p")["metadata"]["labels"]["runai-gpu-group"], "mine");
+
+  // Its bind fails: rolled back, the group has no pod left, and its reservation pod goes, though
+  // this attempt did not make it.
+  EXPECT_FALSE(step.Rollback(fattempt));
+  EXPECT_FALSE(Exists("kai-resource-reservation/gpu-reservation-n1-bbbbb"));
+  EXPECT_EQ(sync->deleted(), 2u);
+
+  // A whole-GPU pod: a leftover on its node goes before it is bound too.
+  AddReservation("gpu-reservation-n1-ccccc", "older");
+  SyncCache();
+  json regular = api_.AddPod("ns", "r");
+  BindRequest br;
+  br.ns = "ns";
+  br.pod_name = "r";
+  br.selected_node = "n1";
+  br.received_resource_type = "Regular";
+  BindAttempt attempt{br, regular, node};
+  EXPECT_FALSE(step.PreBind(attempt));
+  EXPECT_FALSE(Exists("kai-resource-reservation/gpu-reservation-n1-ccccc"));
+  EXPECT_EQ(sync->deleted(), 3u);
+}
+
+TEST_F(ReservationSyncTest, StartUpAndPodDeletionsSyncInTheBackground) {
+  AddReservation("gpu-reservation-n1-aaaaa", "leftover", /*indexed=*/false);  // binder died
+  AddReservation("gpu-reservation-n1-bbbbb", "g");
+  AddUser("p", "g", "Running");
+  ReservationSync sync(client_, kReservationNamespace, &cache_);
+  sync.Watch();
+  sync.Start();
+  SyncCache();  // the pods are listed: the start-up sync runs
+  auto wait_for = [&](const std::function<bool()>& done) {
+    for (int i = 0; i < 2000 && !done(); ++i) std::this_thread::sleep_for(milliseconds(5));
+    return done();
+  };
+  ASSERT_TRUE(wait_for([&] { return sync.deleted() == 1; }));
+  EXPECT_FALSE(Exists("kai-resource-reservation/gpu-reservation-n1-aaaaa"));
+  EXPECT_TRUE(Exists("kai-resource-reservation/gpu-reservation-n1-bbbbb"));
+
+  // The last pod of group g is deleted: the watch event queues its node.
+  json gone = Pod("ns/p");
+  {
+    std::lock_guard<std::mutex> lock(api_.mu);
+    api_.pods.erase("ns/p");
+  }
+  cache_.pods().OnEvent(kube::EventType::kDeleted, gone);
+  ASSERT_TRUE(wait_for([&] { return sync.deleted() == 2; }));
+  EXPECT_FALSE(Exists("kai-resource-reservation/gpu-reservation-n1-bbbbb"));
+
+  // A fractional BindRequest deleted queues its node too; a healthy node costs no request.
+  AddReservation("gpu-reservation-n1-ccccc", "h");
+  AddUser("q", "h", "Running");
+  SyncCache();
+  const size_t syncs = sync.node_syncs();
+  const size_t lists = Lists();
+  cache_.bind_requests().OnEvent(
+      kube::EventType::kDeleted,
+      {{"metadata", {{"name", "q"}, {"namespace", "ns"}}},
+       {"spec", {{"selectedNode", "n1"}, {"receivedResourceType", "Fraction"}}}});
+  ASSERT_TRUE(wait_for([&] { return sync.node_syncs() > syncs; }));
+  EXPECT_EQ(Lists(), lists);
+  EXPECT_TRUE(Exists("kai-resource-reservation/gpu-reservation-n1-ccccc"));
+  sync.Stop();
 }
 
 }  // namespace

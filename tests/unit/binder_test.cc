@@ -240,7 +240,10 @@ TEST_F(BinderTest, BindsAFittingPodAndRecordsSuccess) {
   EXPECT_EQ(cluster_.BindRequestStatus("ns/p-br"), json({{"phase", "Succeeded"}}));
   ASSERT_EQ(cluster_.bind_bodies.size(), 1u);
   EXPECT_EQ(cluster_.bind_bodies[0]["metadata"]["uid"], "uid-p");  // the uid precondition
-  EXPECT_EQ(Requests("POST", "/namespaces/ns/events"), 1);         // "Bound"
+  // KAI's received-resource-type annotation rides on the Binding (the server copies it).
+  EXPECT_EQ(cluster_.bind_bodies[0]["metadata"]["annotations"],
+            (json{{"received-resource-type", "Regular"}}));
+  EXPECT_EQ(Requests("POST", "/namespaces/ns/events"), 1);  // "Bound"
   // Again: already Succeeded, nothing is read or written.
   size_t before = transport_->requests().size();
   EXPECT_EQ(Run(r, "p-br").next, Next::kDone);

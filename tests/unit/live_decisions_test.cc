@@ -191,6 +191,51 @@ TEST_F(DecisionsTest, JobMemoryByLayoutWorksByIdAndForgetsGoneJobsOnANewLayout) 
   EXPECT_EQ(memory.size(), 0u);
 }
 
+TEST_F(DecisionsTest, JobTimesGoIntoKaisPodGroupAnnotationsAndSurviveARestart) {
+  cache_.Replace(Kind::kPod, {GpuPod("w0", 2), GpuPod("w1", 2)});
+  snap_ = cache_.Take();
+  auto s = Scheduler::Create(SchedulerConfig::Default(), BuiltinPlugins(), BuiltinActions());
+  ASSERT_TRUE(s.ok());
+  scheduler_ = std::move(s).value();
+  const int64_t now_ms = 1'764'502'425'678;  // 2025-11-30T11:33:45.678Z
+  auto ssn = scheduler_->OpenSession(*snap_.cluster, now_ms);
+  scheduler_->RunActions(*ssn);
+  ASSERT_EQ(ssn->binds().size(), 2u);
+  ASSERT_EQ(ssn->job_state(0).last_start_ms, now_ms);
+  ssn->job_state(0).stale_since_ms = now_ms - 61'000;  // as stale gang eviction records it
+
+  // KAI's keys, RFC 3339 in seconds.
+  auto patch = JobTimesPatch(*ssn, 0);
+  ASSERT_TRUE(patch.has_value());
+  EXPECT_EQ(*patch,
+            (json{{"metadata",
+                   {{"annotations",
+                     {{"kai.scheduler/last-start-timestamp", "2025-11-30T11:33:45Z"},
+                      {"kai.scheduler/stale-podgroup-timestamp", "2025-11-30T11:32:44Z"}}}}}}));
+
+  // A restarted scheduler: a new cache from the same objects, the PodGroup patched.
+  json pg = *cache_.Get(Kind::kPodGroup, "ns", "pg");
+  pg.merge_patch(*patch);
+  cache::WatchCache restarted("kai-scheduler");
+  restarted.Replace(Kind::kNode, {Node("n1", 4)});
+  restarted.Replace(Kind::kQueue, {*cache_.Get(Kind::kQueue, "", "q")});
+  restarted.Replace(Kind::kPodGroup, {pg});
+  restarted.Replace(Kind::kPod, {GpuPod("w0", 2), GpuPod("w1", 2)});
+  for (Kind k : {Kind::kBindRequest, Kind::kPriorityClass, Kind::kTopology})
+    restarted.Replace(k, {});
+  cache::Snapshot again = restarted.Take();
+  auto fresh = scheduler_->OpenSession(*again.cluster, now_ms + 30'000);
+  EXPECT_EQ(fresh->job_state(0).last_start_ms, now_ms - 678);  // to the second
+  EXPECT_EQ(fresh->job_state(0).stale_since_ms, now_ms - 61'678);
+  EXPECT_FALSE(JobTimesPatch(*fresh, 0).has_value());  // nothing new to write
+
+  // No longer stale: the annotation is removed; the start time stays.
+  fresh->job_state(0).stale_since_ms.reset();
+  EXPECT_EQ(JobTimesPatch(*fresh, 0),
+            (json{{"metadata",
+                   {{"annotations", {{"kai.scheduler/stale-podgroup-timestamp", nullptr}}}}}}));
+}
+
 TEST_F(DecisionsTest, NotReadyAndPodMessagesAsKaiWritesThem) {
   cache_.Replace(Kind::kPod, {GpuPod("w0", 3)});  // minMember 2, one pod
   auto ssn = Run();

@@ -43,7 +43,8 @@ var servingPort = regexp.MustCompile(`serving /metrics, /healthz, /readyz on por
 func startBinder(t *testing.T, bin, logName string) *binderProcess {
 	t.Helper()
 	cmd := exec.Command(bin, "binder", "--kubeconfig", env.Kubeconfig(harness.BinderUser),
-		"--metrics-address", "127.0.0.1:0", "--workers", "2")
+		"--metrics-address", "127.0.0.1:0", "--workers", "2",
+		"--resource-reservation-pod-image", reservationImage)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -234,6 +235,10 @@ func TestBinder(t *testing.T) {
 		}
 		if got.Spec.NodeName != fit {
 			t.Errorf("pod bound to %q, want %q", got.Spec.NodeName, fit)
+		}
+		// KAI's binder marks every pod with what it received (here carried by the Binding).
+		if got.Annotations[receivedTypeAnnoKey] != "Regular" {
+			t.Errorf("pod annotations %v, want %s=Regular", got.Annotations, receivedTypeAnnoKey)
 		}
 		if _, reason, failed := status("fits"); reason != "" || failed != 0 {
 			t.Errorf("a first-time success has reason %q, failedAttempts %d", reason, failed)

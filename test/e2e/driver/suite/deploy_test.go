@@ -100,6 +100,12 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment, verb string) {
 	if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || *sc.RunAsUser != 65532 {
 		t.Errorf("%s must run as the image's non-root user 65532: %+v", d.Name, sc)
 	}
+	if verb == "binder" {
+		// KAI's flag for the image of the GPU reservation pods, set to KAI's published image.
+		if args := strings.Join(c.Args, " "); !strings.Contains(args, "--resource-reservation-pod-image ghcr.io/nvidia/kai-scheduler/resource-reservation:") {
+			t.Errorf("binder args %q", args)
+		}
+	}
 	if verb == "scheduler" {
 		args := strings.Join(c.Args, " ")
 		if !strings.Contains(args, "--scheduler-name kai-scheduler") || !strings.Contains(args, "--config /etc/gantry/config.yaml") {

@@ -75,6 +75,7 @@ func TestRBACSchedulerAccessReview(t *testing.T) {
 		allow("list", "", "nodes", "", ""), allow("watch", "", "namespaces", "", ""),
 		allow("list", "scheduling.run.ai", "queues", "", ""), allow("patch", "scheduling.run.ai", "queues", "status", ""),
 		allow("watch", "scheduling.run.ai", "podgroups", "", ""), allow("patch", "scheduling.run.ai", "podgroups", "status", workNS),
+		allow("patch", "scheduling.run.ai", "podgroups", "", workNS), // KAI's timestamp annotations
 		allow("list", "scheduling.run.ai", "bindrequests", "", ""), allow("create", "scheduling.run.ai", "bindrequests", "", workNS),
 		allow("delete", "scheduling.run.ai", "bindrequests", "", workNS), // stale ones, as KAI's scheduler
 		allow("list", "scheduling.k8s.io", "priorityclasses", "", ""), allow("watch", "kai.scheduler", "topologies", "", ""),
@@ -92,8 +93,8 @@ func TestRBACSchedulerAccessReview(t *testing.T) {
 		deny("get", "", "secrets", "", workNS), deny("update", "", "secrets", "", workNS), deny("list", "", "configmaps", "", ns),
 		deny("update", "", "nodes", "", ""), deny("patch", "", "nodes", "status", ""), deny("delete", "", "namespaces", "", ""),
 		deny("create", "scheduling.run.ai", "queues", "", ""), deny("update", "scheduling.run.ai", "queues", "", ""),
-		deny("patch", "scheduling.run.ai", "podgroups", "", workNS), deny("delete", "scheduling.run.ai", "podgroups", "", workNS),
-		deny("update", "scheduling.run.ai", "bindrequests", "", workNS),
+		deny("update", "scheduling.run.ai", "podgroups", "", workNS), deny("delete", "scheduling.run.ai", "podgroups", "", workNS),
+		deny("create", "scheduling.run.ai", "podgroups", "", workNS), deny("update", "scheduling.run.ai", "bindrequests", "", workNS),
 		deny("update", "scheduling.run.ai", "bindrequests", "status", workNS),
 		deny("create", "kai.scheduler", "topologies", "", ""), deny("update", "resource.k8s.io", "resourceclaims", "status", workNS),
 		deny("create", "scheduling.k8s.io", "priorityclasses", "", ""), deny("list", "coordination.k8s.io", "leases", "", ns),
@@ -126,6 +127,7 @@ func TestRBACBinderAccessReview(t *testing.T) {
 		deny("get", "", "secrets", "", workNS), deny("update", "", "secrets", "", workNS),
 		deny("update", "", "nodes", "", ""), deny("list", "", "namespaces", "", ""),
 		deny("list", "scheduling.run.ai", "queues", "", ""), deny("patch", "scheduling.run.ai", "podgroups", "status", workNS),
+		deny("patch", "scheduling.run.ai", "podgroups", "", workNS),
 		deny("list", "resource.k8s.io", "resourceslices", "", ""), deny("update", "resource.k8s.io", "resourceclaims", "", workNS),
 		deny("create", "resource.k8s.io", "resourceclaims", "", workNS),
 		deny("list", "scheduling.k8s.io", "priorityclasses", "", ""), deny("list", "kai.scheduler", "topologies", "", ""),
@@ -207,9 +209,19 @@ func TestRBACRealCalls(t *testing.T) {
 	expectForbidden("scheduler updates a Secret", err)
 	_, err = sched.Kube.CoreV1().Pods(ns).Create(ctx, pendingPod("sneaky", 0), metav1.CreateOptions{})
 	expectForbidden("scheduler creates a pod", err)
+	// KAI's timestamp annotations: the scheduler patches PodGroups (RBAC cannot narrow a patch to
+	// the annotations), but may neither replace nor delete one.
 	_, err = sched.Dynamic.Resource(podGroupGVR).Namespace(ns).Patch(ctx, "train-llm", types.MergePatchType,
-		[]byte(`{"spec":{"minMember":1}}`), metav1.PatchOptions{})
-	expectForbidden("scheduler changes a PodGroup spec", err)
+		[]byte(`{"metadata":{"annotations":{"kai.scheduler/last-start-timestamp":"2026-11-30T12:00:00Z"}}}`), metav1.PatchOptions{})
+	expectOK("scheduler annotates a PodGroup", err)
+	pgObj, err := admin.Dynamic.Resource(podGroupGVR).Namespace(ns).Get(ctx, "train-llm", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = sched.Dynamic.Resource(podGroupGVR).Namespace(ns).Update(ctx, pgObj, metav1.UpdateOptions{})
+	expectForbidden("scheduler replaces a PodGroup", err)
+	expectForbidden("scheduler deletes a PodGroup",
+		sched.Dynamic.Resource(podGroupGVR).Namespace(ns).Delete(ctx, "train-llm", metav1.DeleteOptions{}))
 
 	// The binder.
 	expectOK("binder binds a pod", binder.Kube.CoreV1().Pods(ns).Bind(ctx, binding("bind-me"), metav1.CreateOptions{}))

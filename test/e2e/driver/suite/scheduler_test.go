@@ -334,6 +334,26 @@ func TestLiveSchedulerBindsGang(t *testing.T) {
 			t.Errorf("node %s got %d GPUs of BindRequests; it has 4", node, gpus)
 		}
 	}
+	// KAI's start timestamp, persisted on the PodGroup for a restarted scheduler (RFC 3339, at
+	// the cycle that placed the gang, so no earlier than the scheduler's start to the second).
+	err = harness.Poll(ctx, 30*time.Second, "PodGroup annotation kai.scheduler/last-start-timestamp", func(ctx context.Context) (bool, error) {
+		pg, err := admin.Dynamic.Resource(podGroupGVR).Namespace(ns).Get(ctx, "trainer", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		stamp := pg.GetAnnotations()["kai.scheduler/last-start-timestamp"]
+		if stamp == "" {
+			return false, nil
+		}
+		at, err := time.Parse(time.RFC3339, stamp)
+		if err != nil || at.Before(start.Truncate(time.Second)) || at.After(time.Now()) {
+			return false, fmt.Errorf("last-start-timestamp %q (parse error %v), scheduler started %s", stamp, err, start.UTC().Format(time.RFC3339))
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
 	// The process reports what it did under KAI's scheduler metric names.
 	port := sched.metricsPort(t)
 	for _, path := range []string{"/healthz", "/readyz"} {

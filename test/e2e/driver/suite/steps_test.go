@@ -32,6 +32,8 @@ const (
 	gpuIndexAnnotation  = "run.ai/reserve_for_gpu_index"
 	gpuGroupLabel       = "runai-gpu-group"
 	receivedTypeAnnoKey = "received-resource-type"
+	// What the e2e binders get as --resource-reservation-pod-image.
+	reservationImage = "registry.example.com/kai-scheduler/resource-reservation:e2e"
 )
 
 // playReservationContainers does what the container of KAI's GPU reservation pod does on a real
@@ -210,9 +212,11 @@ func TestBinderGpuSharing(t *testing.T) {
 		gpu := r.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"]
 		if r.Spec.NodeName != node || !strings.HasPrefix(r.Name, "gpu-reservation-"+node+"-") ||
 			r.Labels["app"] != "kai-resource-reservation" || r.Annotations[gpuIndexAnnotation] != "3" ||
-			r.Spec.ServiceAccountName != "kai-resource-reservation" || gpu.Value() != 1 {
-			t.Errorf("reservation pod %s: node %q labels %v annotations %v service account %q GPU limit %s",
-				r.Name, r.Spec.NodeName, r.Labels, r.Annotations, r.Spec.ServiceAccountName, gpu.String())
+			r.Spec.ServiceAccountName != "kai-resource-reservation" || gpu.Value() != 1 ||
+			r.Spec.Containers[0].Image != reservationImage {
+			t.Errorf("reservation pod %s: node %q labels %v annotations %v service account %q GPU limit %s image %q",
+				r.Name, r.Spec.NodeName, r.Labels, r.Annotations, r.Spec.ServiceAccountName, gpu.String(),
+				r.Spec.Containers[0].Image)
 		}
 	}
 
@@ -241,6 +245,33 @@ func TestBinderGpuSharing(t *testing.T) {
 	}
 	if got.Spec.NodeName != "" || got.Labels[gpuGroupLabel] != "" {
 		t.Errorf("after the failed bind: node %q, labels %v", got.Spec.NodeName, got.Labels)
+	}
+
+	// The group's pods are deleted: its reservation pod goes with the last (the binder syncs the
+	// node on a fractional pod's deletion, as KAI's binder does; unit tests cover the pod that
+	// stays while its group has a pod left).
+	zero := int64(0)
+	if err := admin.Kube.CoreV1().Pods(ns).Delete(ctx, "half-a", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	live := func() (int, error) {
+		res, err := reservationPods(ctx, group)
+		n := 0
+		for _, r := range res {
+			if r.DeletionTimestamp == nil {
+				n++
+			}
+		}
+		return n, err
+	}
+	if err := admin.Kube.CoreV1().Pods(ns).Delete(ctx, "half-b", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	if err := harness.Poll(ctx, 60*time.Second, "reservation pod of "+group+" deleted", func(ctx context.Context) (bool, error) {
+		n, err := live()
+		return n == 0, err
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
 

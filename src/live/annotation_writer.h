@@ -1,0 +1,69 @@
+// Sends PodGroup metadata patches (KAI's timestamp annotations, decisions.h JobTimesPatch) from a
+// thread of its own, so that they never hold up a cycle's BindRequests and evictions: KAI's
+// scheduler, too, hands them to a background updater. One patch per PodGroup is kept queued: a
+// newer one for the same PodGroup replaces it (each is computed against what the cluster showed,
+// so the newest says everything). What the server returns is handed to `on_written` (the
+// scheduler feeds it into its watch cache, so the next cycle does not ask again). Stop() drops
+// what is still queued (a successor recomputes it from the times it reads back, as after a
+// crash).
+//
+//   AnnotationWriter writer(client, [&](const Object& pg) { cache.Apply(...); }, log);
+//   writer.Start();
+//   writer.Offer("ns", "pg", patch);
+//   writer.Stop();
+//
+// Thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "kube/client.h"
+
+namespace gantry::live {
+
+class AnnotationWriter {
+ public:
+  AnnotationWriter(std::shared_ptr<kube::Client> client,
+                   std::function<void(const kube::Object& written)> on_written,
+                   std::function<void(const std::string& line)> log);
+  ~AnnotationWriter();
+  AnnotationWriter(const AnnotationWriter&) = delete;
+  AnnotationWriter& operator=(const AnnotationWriter&) = delete;
+
+  void Start();
+  // Queues a merge patch of PodGroup ns/name (replacing one queued for it).
+  void Offer(const std::string& ns, const std::string& name, kube::Object patch);
+  void Stop();
+  // Patches sent successfully, and dropped by Stop() (tests, logs).
+  size_t written() const;
+  size_t dropped() const;
+
+ private:
+  struct Pending {
+    std::string ns, name;
+    kube::Object patch;
+  };
+  void Work();
+
+  std::shared_ptr<kube::Client> client_;
+  std::function<void(const kube::Object&)> on_written_;
+  std::function<void(const std::string&)> log_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, Pending> pending_;  // by "namespace/name"
+  std::deque<std::string> order_;           // keys, oldest first (each once)
+  bool stopping_ = false;
+  size_t written_ = 0;
+  size_t dropped_ = 0;
+  size_t failures_ = 0;  // worker thread only
+  std::thread worker_;
+};
+
+}  // namespace gantry::live

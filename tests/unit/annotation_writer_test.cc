@@ -1,0 +1,89 @@
+// The live scheduler's background writer of PodGroup annotation patches.
+#include "live/annotation_writer.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "kube/fake_transport.h"
+
+namespace gantry::live {
+namespace {
+
+using nlohmann::json;
+
+TEST(AnnotationWriterTest, SendsTheNewestPatchPerPodGroupAndHandsBackWhatTheServerReturns) {
+  auto transport = std::make_shared<kube::FakeTransport>();
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  transport->SetHandler([&](const kube::HttpRequest& r) {
+    {
+      // The first patch waits until the test has queued the rest.
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return release; });
+    }
+    json pg = {{"metadata", {{"name", r.path.substr(r.path.rfind('/') + 1)}}}};
+    pg["metadata"]["annotations"] = json::parse(r.body)["metadata"]["annotations"];
+    return kube::HttpResponse{200, pg.dump()};
+  });
+  auto client = std::make_shared<kube::Client>(transport, kube::ClientOptions{.qps = 0});
+  std::vector<json> written;
+  AnnotationWriter writer(
+      client,
+      [&](const json& pg) {
+        std::lock_guard<std::mutex> lock(mu);
+        written.push_back(pg);
+      },
+      nullptr);
+  auto stamp = [](const std::string& t) {
+    return json{{"metadata", {{"annotations", {{"kai.scheduler/last-start-timestamp", t}}}}}};
+  };
+  writer.Start();
+  writer.Offer("ns", "a", stamp("2026-11-30T10:00:00Z"));
+  // Wait until the worker is inside the first request, then queue two for b (the newer wins).
+  for (int i = 0; i < 2000 && transport->requests().empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(transport->requests().size(), 1u);
+  writer.Offer("ns", "b", stamp("2026-11-30T10:00:01Z"));
+  writer.Offer("ns", "b", stamp("2026-11-30T10:00:02Z"));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  for (int i = 0; i < 2000 && writer.written() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  writer.Stop();
+  ASSERT_EQ(writer.written(), 2u);
+  const auto requests = transport->requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[0].method, "PATCH");
+  EXPECT_EQ(requests[1].path,
+            "/apis/scheduling.run.ai/v2alpha2/namespaces/ns/podgroups/b");  // the object
+  EXPECT_EQ(json::parse(requests[1].body), stamp("2026-11-30T10:00:02Z"));
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(written.size(), 2u);
+  EXPECT_EQ(written[1]["metadata"]["annotations"]["kai.scheduler/last-start-timestamp"],
+            "2026-11-30T10:00:02Z");
+}
+
+TEST(AnnotationWriterTest, StopDropsWhatIsStillQueued) {
+  auto transport = std::make_shared<kube::FakeTransport>();
+  auto client = std::make_shared<kube::Client>(transport, kube::ClientOptions{.qps = 0});
+  AnnotationWriter writer(client, nullptr, nullptr);  // never started
+  writer.Offer("ns", "a", json::object());
+  writer.Offer("ns", "b", json::object());
+  writer.Stop();
+  EXPECT_EQ(writer.dropped(), 2u);
+  EXPECT_EQ(writer.written(), 0u);
+  EXPECT_TRUE(transport->requests().empty());
+}
+
+}  // namespace
+}  // namespace gantry::live
