@@ -289,6 +289,7 @@ class Solver {
   }
 
   PartialResult SolvePartial(const std::vector<PodId>& pending) {
+    ++prefix_serial_;
     feasible_.assign(ssn_.cluster().nodes.size(), 0);
     feasible_list_.clear();
     ++feasible_version_;
@@ -751,7 +752,12 @@ class Solver {
     rules_.clear();
     rule_states_.clear();
     if (!ssn_.params().solver_shortcuts || !spec_.rejection_rules || !base_exact_) return;
-    evicted_scratch_.assign(scenario.recorded_tasks().begin(), scenario.recorded_tasks().end());
+    // (The recorded victims are the same for the whole prefix: copied once.)
+    if (evicted_prefix_ != prefix_serial_) {
+      evicted_prefix_ = prefix_serial_;
+      evicted_scratch_.assign(scenario.recorded_tasks().begin(), scenario.recorded_tasks().end());
+    }
+    evicted_scratch_.resize(scenario.recorded_tasks().size());
     evicted_scratch_.insert(evicted_scratch_.end(), potential.begin(), potential.end());
     const auto& c = ssn_.cluster();
     // Every pod placed in the simulation must take whole GPUs (so free counts stay exact).
@@ -763,18 +769,21 @@ class Solver {
     for (PodId p : scenario.pending()) {
       if (!whole(p)) return;
     }
+    spec_.rejection_rules(ssn_, job_, scenario.pending(), evicted_scratch_, rules_);
+    if (rules_.empty()) return;
+    bool usable = true;
     for (PodId p : evicted_scratch_) {
-      if (!whole(p) || ssn_.AcceptedGpus(p) != c.pods[p].request.gpus) return;
+      usable = usable && whole(p) && ssn_.AcceptedGpus(p) == c.pods[p].request.gpus;
       // (What the victim's job may place again.)
-      for (PodId q : c.jobs[c.pods[p].job].pods) {
-        if (!whole(q)) return;
-      }
+      for (PodId q : c.jobs[c.pods[p].job].pods) usable = usable && whole(q);
+      if (!usable) break;
     }
     // Free counts exact now, and kept so by whole-GPU placements only.
     double free_now = 0;
-    if (!ExactFreeAfterEvictions(free_now)) return;
-    spec_.rejection_rules(ssn_, job_, scenario.pending(), evicted_scratch_, rules_);
-    if (rules_.empty()) return;
+    if (!usable || !ExactFreeAfterEvictions(free_now)) {
+      rules_.clear();
+      return;
+    }
     rule_of_pod_.resize(c.pods.size(), -1);
     rejecting_job_.resize(c.jobs.size(), 0);
     for (size_t r = 0; r < rules_.size(); ++r) {
@@ -1158,7 +1167,10 @@ class Solver {
   // The rejection rules of the current simulation (see PrepareRejecting).
   std::vector<RejectionRule> rules_;
   std::vector<RuleState> rule_states_;
-  std::vector<PodId> evicted_scratch_;
+  std::vector<PodId> evicted_scratch_;  // the recorded victims of prefix evicted_prefix_, then
+                                        // the node's
+  uint64_t prefix_serial_ = 0;          // SolvePartial calls so far
+  uint64_t evicted_prefix_ = 0;
   std::vector<int32_t> rule_of_pod_;
   std::vector<char> rejecting_job_;
   mutable std::vector<std::pair<double, double>> blocks_cache_;

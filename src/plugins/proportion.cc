@@ -601,6 +601,14 @@ class ProportionPlugin : public Plugin {
     const double required = Requested(c, tasks)[QueueResource::kGpu];
     if (!(required > 0)) return;
     const std::vector<QueueId> path = PathFromRoot(c, c.jobs[preemptor].queue);
+    // lo is at most (allocated(rq) + required) / fair(rq): no rule unless that exceeds 1 somewhere.
+    bool possible = false;
+    for (QueueId q : path) {
+      const double fair = queues[q].FairShare()[QueueResource::kGpu];
+      possible = possible ||
+                 (fair > 0 && (queues[q].Allocated()[QueueResource::kGpu] + required) / fair > 1);
+    }
+    if (!possible) return;
     // Accepted GPUs of the distinct evicted victims below each queue of the reclaimer's path,
     // and each distinct victim's parting level and sibling queue.
     std::vector<double>& below = below_scratch_;
@@ -613,7 +621,12 @@ class ProportionPlugin : public Plugin {
       if (pod_hit_[p] == stamp_) continue;
       pod_hit_[p] = stamp_;
       const double gpus = s.AcceptedQuantities(p)[QueueResource::kGpu];
-      const std::vector<QueueId> victim_path = PathFromRoot(c, c.jobs[c.pods[p].job].queue);
+      std::vector<QueueId>& victim_path = victim_path_scratch_;  // (root first)
+      victim_path.clear();
+      for (QueueId a = c.jobs[c.pods[p].job].queue; a != kNone; a = c.queues[a].parent) {
+        victim_path.push_back(a);
+      }
+      std::reverse(victim_path.begin(), victim_path.end());
       for (size_t i = 0; i < path.size(); ++i) {
         if (std::find(victim_path.begin(), victim_path.end(), path[i]) != victim_path.end()) {
           below[i] += gpus;
@@ -1091,6 +1104,7 @@ class ProportionPlugin : public Plugin {
   // SaturationRejects' marks (queues and pods seen in the current call) and per-queue sums.
   mutable std::vector<uint64_t> hit_, pod_hit_;
   mutable std::vector<double> below_scratch_;
+  mutable std::vector<QueueId> victim_path_scratch_;
   struct Parted {
     QueueId sib;
     size_t level;
