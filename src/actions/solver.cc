@@ -786,16 +786,19 @@ class Solver {
     }
     rule_of_pod_.resize(c.pods.size(), -1);
     rejecting_job_.resize(c.jobs.size(), 0);
+    bool overlap = false;  // a pod listed twice (each pod is followed for one rule only)
     for (size_t r = 0; r < rules_.size(); ++r) {
       RuleState st;
       st.min_gpus = rules_[r].min_gpus;
       for (PodId p : rules_[r].pods) {
+        overlap = overlap || rule_of_pod_[p] >= 0;
         rule_of_pod_[p] = static_cast<int32_t>(r);
         rejecting_job_[c.pods[p].job] = 1;
         st.unprocessed += c.pods[p].request.gpus;
       }
       rule_states_.push_back(st);
     }
+    if (overlap) ClearRejecting();
   }
 
   void ClearRejecting() {
