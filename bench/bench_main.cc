@@ -451,7 +451,8 @@ int main(int argc, char** argv) {
         if (st.jobs == 0) continue;
         std::printf(
             "# nodes=%d victim search %s: jobs %llu solved %llu | prefixes %llu scenarios %llu | "
-            "pre-checked %llu simulated %llu (not placed %llu, rejected %llu, accepted %llu) | "
+            "pre-checked %llu simulated %llu (not placed %llu, rejected %llu [%llu proven early], "
+            "accepted %llu) | "
             "%.1f ms | slowest job %s: %s, %llu simulated, %.1f ms\n",
             r.nodes, action_names[a], static_cast<unsigned long long>(st.jobs),
             static_cast<unsigned long long>(st.solved),
@@ -461,6 +462,7 @@ int main(int argc, char** argv) {
             static_cast<unsigned long long>(st.simulations),
             static_cast<unsigned long long>(st.not_placed),
             static_cast<unsigned long long>(st.rejected),
+            static_cast<unsigned long long>(st.proven),
             static_cast<unsigned long long>(st.accepted), st.ms, r.cycle_slowest[a].c_str(),
             st.slowest_solved ? "solved" : "not solved",
             static_cast<unsigned long long>(st.slowest_simulations), st.slowest_ms);

@@ -63,6 +63,10 @@ class ReclaimAction : public Action {
       spec.validator = [](const Session& s, const ScenarioInfo& sc) {
         return s.ReclaimScenarioValid(sc);
       };
+      spec.rejection_rules = [](const Session& s, JobId preemptor, std::span<const PodId> tasks,
+                                std::span<const PodId> evicted, std::vector<RejectionRule>& out) {
+        s.ReclaimRejectionRules(preemptor, tasks, evicted, out);
+      };
       const QueueId queue = ssn.cluster().jobs[j].queue;
       spec.victims_queue = [&ssn, j, queue] {
         JobsOrderOptions o;
@@ -139,6 +143,15 @@ class ConsolidationAction : public Action {
           }
         }
         return true;
+      };
+      // The validator rejects as soon as one victim stays evicted.
+      spec.rejection_rules = [](const Session&, JobId, std::span<const PodId>,
+                                std::span<const PodId> evicted, std::vector<RejectionRule>& out) {
+        RejectionRule rule;
+        rule.pods.assign(evicted.begin(), evicted.end());
+        std::sort(rule.pods.begin(), rule.pods.end());
+        rule.pods.erase(std::unique(rule.pods.begin(), rule.pods.end()), rule.pods.end());
+        out.push_back(std::move(rule));
       };
       spec.victims_queue = [&ssn, j, max_preemptees] {
         JobsOrderOptions o;

@@ -21,6 +21,8 @@ namespace gantry {
 namespace {
 
 thread_local SolverStats g_stats;
+thread_local bool g_verify_proofs = false;
+thread_local uint64_t g_proof_violations = 0;
 
 // Groups of one victim job's pods taken together (KAI's job representative clones), in one
 // flat list.
@@ -287,6 +289,7 @@ class Solver {
   }
 
   PartialResult SolvePartial(const std::vector<PodId>& pending) {
+    ++prefix_serial_;
     feasible_.assign(ssn_.cluster().nodes.size(), 0);
     feasible_list_.clear();
     ++feasible_version_;
@@ -678,15 +681,26 @@ class Solver {
     }
     const Statement::Checkpoint evict_end = stmt.checkpoint();
     ++stats_->simulations;
-    if (!AllocatePreemptorAndVictims(stmt, nodes, scenario, potential)) {
+    PrepareRejecting(scenario, potential);
+    bool proven = false;
+    const bool placed = AllocatePreemptorAndVictims(stmt, nodes, scenario, potential, proven);
+    ClearRejecting();
+    if (!placed) {
       ++stats_->not_placed;
       return Outcome::kFailed;
+    }
+    if (proven && !g_verify_proofs) {
+      ++stats_->rejected;
+      ++stats_->proven;
+      return Outcome::kRejected;
     }
     scenario.SetEvicted(potential);
     if (spec_.validator && !spec_.validator(ssn_, scenario.Info())) {
       ++stats_->rejected;
+      if (proven) ++stats_->proven;
       return Outcome::kRejected;
     }
+    if (proven) ++g_proof_violations;
     ++stats_->accepted;
     std::vector<PodId>& preempted = preempted_scratch_;
     std::vector<PodId>& pipelined = pipelined_scratch_;
@@ -719,6 +733,129 @@ class Solver {
       out.victim_groups.Add(scenario.group_job(g), scenario.group_tasks(g));
     }
     return Outcome::kSolved;
+  }
+
+  // The rejection rules of a simulation (SolverSpec::rejection_rules), followed while it runs:
+  // per rule, the accepted GPUs of its victims known to stay evicted (their job had its chance
+  // to be placed again, so their statuses are final) and of those whose job has not. Once the
+  // pending pods are placed, a victim is placed again only onto the feasible nodes' free GPUs,
+  // taking its own whole GPUs (equal to its accepted ones): so at least (unprocessed - free now)
+  // of the unprocessed ones stay evicted, and a rule whose bound reaches its minimum holds at the
+  // end of the simulation whatever happens in between.
+  struct RuleState {
+    double min_gpus = 0;
+    double left = 0;         // GPUs of victims known to stay evicted
+    bool any_left = false;   // some victim is known to stay evicted
+    double unprocessed = 0;  // GPUs of victims whose job was not processed yet
+  };
+  void PrepareRejecting(const Scenario& scenario, std::span<const PodId> potential) {
+    rules_.clear();
+    rule_states_.clear();
+    if (!ssn_.params().solver_shortcuts || !spec_.rejection_rules || !base_exact_) return;
+    // (The recorded victims are the same for the whole prefix: copied once.)
+    if (evicted_prefix_ != prefix_serial_) {
+      evicted_prefix_ = prefix_serial_;
+      evicted_scratch_.assign(scenario.recorded_tasks().begin(), scenario.recorded_tasks().end());
+    }
+    evicted_scratch_.resize(scenario.recorded_tasks().size());
+    evicted_scratch_.insert(evicted_scratch_.end(), potential.begin(), potential.end());
+    const auto& c = ssn_.cluster();
+    // Every pod placed in the simulation must take whole GPUs (so free counts stay exact).
+    auto whole = [&](PodId p) {
+      const Pod& pod = c.pods[p];
+      return !pod.IsSharedGpu() && pod.dra_gpus == 0 && ExactlySummable(pod.request.gpus) &&
+             pod.request.gpus >= 0;
+    };
+    for (PodId p : scenario.pending()) {
+      if (!whole(p)) return;
+    }
+    spec_.rejection_rules(ssn_, job_, scenario.pending(), evicted_scratch_, rules_);
+    if (rules_.empty()) return;
+    bool usable = true;
+    for (PodId p : evicted_scratch_) {
+      usable = usable && whole(p) && ssn_.AcceptedGpus(p) == c.pods[p].request.gpus;
+      // (What the victim's job may place again.)
+      for (PodId q : c.jobs[c.pods[p].job].pods) usable = usable && whole(q);
+      if (!usable) break;
+    }
+    // Free counts exact now, and kept so by whole-GPU placements only.
+    double free_now = 0;
+    if (!usable || !ExactFreeAfterEvictions(free_now)) {
+      rules_.clear();
+      return;
+    }
+    rule_of_pod_.resize(c.pods.size(), -1);
+    rejecting_job_.resize(c.jobs.size(), 0);
+    bool overlap = false;  // a pod listed twice (each pod is followed for one rule only)
+    for (size_t r = 0; r < rules_.size(); ++r) {
+      RuleState st;
+      st.min_gpus = rules_[r].min_gpus;
+      for (PodId p : rules_[r].pods) {
+        overlap = overlap || rule_of_pod_[p] >= 0;
+        rule_of_pod_[p] = static_cast<int32_t>(r);
+        rejecting_job_[c.pods[p].job] = 1;
+        st.unprocessed += c.pods[p].request.gpus;
+      }
+      rule_states_.push_back(st);
+    }
+    if (overlap) ClearRejecting();
+  }
+
+  void ClearRejecting() {
+    const auto& c = ssn_.cluster();
+    for (const RejectionRule& rule : rules_) {
+      for (PodId p : rule.pods) {
+        rule_of_pod_[p] = -1;
+        rejecting_job_[c.pods[p].job] = 0;
+      }
+    }
+    rules_.clear();
+    rule_states_.clear();
+  }
+
+  // Victim job j had its chance to be placed again: its victims' statuses are final.
+  void NoteProcessed(JobId j) {
+    if (rules_.empty() || !rejecting_job_[j]) return;
+    rejecting_job_[j] = 0;  // (a job is processed once)
+    const auto& c = ssn_.cluster();
+    for (PodId p : c.jobs[j].pods) {
+      const int32_t r = rule_of_pod_[p];
+      if (r < 0) continue;
+      RuleState& st = rule_states_[static_cast<size_t>(r)];
+      st.unprocessed -= c.pods[p].request.gpus;
+      if (ssn_.pod(p).status == PodStatus::kReleasing) {
+        st.left += c.pods[p].request.gpus;
+        st.any_left = true;
+      }
+    }
+  }
+
+  // With the pending pods placed: whether some rule certainly holds at the end.
+  bool RejectionCertain(const std::vector<NodeId>& nodes) const {
+    if (rules_.empty()) return false;
+    const double free = FreeBlocks(nodes, 0);
+    for (const RuleState& st : rule_states_) {
+      const double surely_left = std::max(0.0, st.unprocessed - free);
+      if ((st.any_left || surely_left > 0) && st.left + surely_left >= st.min_gpus) return true;
+    }
+    return false;
+  }
+
+  // Free GPUs of the feasible nodes in the scenario's state right after its evictions (before
+  // anything is placed), when that count is exact (ScenarioBlocks's correction of the base count).
+  bool ExactFreeAfterEvictions(double& out) const {
+    if (!base_exact_ || base_blocks_.empty() || base_blocks_.front().first != 0 ||
+        touched_epoch_ != ssn_.placement_epoch()) {
+      return false;
+    }
+    const auto free = ssn_.non_allocated_gpus();
+    double value = base_blocks_.front().second;
+    for (const TouchedNode& t : touched_) {
+      if (!ExactlySummable(free[t.node])) return false;
+      value += NodeBlocks(free[t.node], 0) - (t.was_feasible ? NodeBlocks(t.base_free, 0) : 0);
+    }
+    out = value;
+    return true;
   }
 
   // The whole-GPU requests of a set of pods, as CouldFitProfile checks them: their total and, per
@@ -885,8 +1022,11 @@ class Solver {
 
   // KAI's TryToVirtuallyAllocatePreemptorAndGetVictims: every pending job, victim job and the
   // preemptor in queue order; only victims and the preemptor are placed (pipelined).
+  // `proven`: stopped once the pending pods were placed because the rejection bound
+  // (PrepareRejecting) proves the validator would reject the outcome.
   bool AllocatePreemptorAndVictims(Statement& stmt, const std::vector<NodeId>& nodes,
-                                   const Scenario& scenario, std::span<const PodId> potential) {
+                                   const Scenario& scenario, std::span<const PodId> potential,
+                                   bool& proven) {
     const auto& jobs = ssn_.cluster().jobs;
     is_victim_job_.resize(jobs.size(), 0);
     std::vector<JobId> victim_jobs;
@@ -940,6 +1080,10 @@ class Solver {
           break;
         }
         placed = true;
+        if (RejectionCertain(nodes)) {
+          proven = true;
+          if (!g_verify_proofs) break;
+        }
         // Nothing left for victims that all need GPUs: the rest of the order changes nothing.
         if (ssn_.params().solver_shortcuts && victims_need_gpus && FreeBlocks(nodes, 0) <= 0) {
           break;
@@ -950,10 +1094,22 @@ class Solver {
       // Would fail, and failures change nothing. (The check looks only at the pods' sizes.)
       if (ssn_.params().solver_shortcuts) {
         ssn_.TasksToAllocate(v.job, tasks_scratch_, /*real=*/false, /*ordered=*/false);
-        if (!CouldFit(tasks_scratch_, nodes)) continue;
+        if (!CouldFit(tasks_scratch_, nodes)) {
+          NoteProcessed(v.job);
+          if (placed && RejectionCertain(nodes)) {
+            proven = true;
+            if (!g_verify_proofs) break;
+          }
+          continue;
+        }
       }
       AllocateJobTasks(ssn_, stmt, nodes, v.job, /*pipeline_only=*/true,
                        /*nodes_cover_free_gpus=*/true);
+      NoteProcessed(v.job);
+      if (placed && RejectionCertain(nodes)) {
+        proven = true;
+        if (!g_verify_proofs) break;
+      }
     }
     for (JobId j : victim_jobs) is_victim_job_[j] = 0;
     return ok && placed;
@@ -1011,6 +1167,15 @@ class Solver {
   std::vector<PodId> pods_scratch_;
   uint64_t touched_epoch_ = 0;  // placement epoch right after the scenario's evictions
   std::vector<char> is_victim_job_;
+  // The rejection rules of the current simulation (see PrepareRejecting).
+  std::vector<RejectionRule> rules_;
+  std::vector<RuleState> rule_states_;
+  std::vector<PodId> evicted_scratch_;  // the recorded victims of prefix evicted_prefix_, then
+                                        // the node's
+  uint64_t prefix_serial_ = 0;          // SolvePartial calls so far
+  uint64_t evicted_prefix_ = 0;
+  std::vector<int32_t> rule_of_pod_;
+  std::vector<char> rejecting_job_;
   mutable std::vector<std::pair<double, double>> blocks_cache_;
   // Free GPUs of each feasible node when the cached counts were last brought up to date, and
   // whether they are (then the node-change log is followed).
@@ -1042,6 +1207,10 @@ class Solver {
 const SolverStats& GetSolverStats() { return g_stats; }
 
 void ResetSolverStats() { g_stats = SolverStats(); }
+
+void SetVerifyRejectionProofs(bool verify) { g_verify_proofs = verify; }
+
+uint64_t RejectionProofViolations() { return g_proof_violations; }
 
 SolverResult SolveJob(Session& ssn, JobId job, SolverSpec& spec) {
   SolverActionStats& st = g_stats.by_action[static_cast<int>(spec.action)];

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -33,6 +34,13 @@ struct SolverSpec {
   std::function<bool(const Session&, const ScenarioInfo&)> validator;
   // Builds a fresh victims queue (called once per attempted pod prefix).
   std::function<std::unique_ptr<JobsByQueue>()> victims_queue;
+  // Optional, asked before a simulation with the solver shortcuts on: rules under which
+  // `validator` rejects the outcome (see RejectionRule in framework/session.h) for the victims
+  // `evicted` (those the simulation evicts). Once the pending pods are placed, the simulation
+  // stops, rejected, as soon as a rule is certain to hold at its end.
+  std::function<void(const Session&, JobId preemptor, std::span<const PodId> preemptor_tasks,
+                     std::span<const PodId> evicted, std::vector<RejectionRule>& out)>
+      rejection_rules;
 };
 
 struct SolverResult {
@@ -54,6 +62,8 @@ struct SolverActionStats {
   uint64_t simulations = 0;  // placements simulated (AllocatePreemptorAndVictims)
   uint64_t not_placed = 0;   // of which the pending pods did not fit
   uint64_t rejected = 0;     // of which the validator rejected the outcome
+  uint64_t proven = 0;       // of which rejected by a proven bound, stopped early
+                             // (SolverSpec::rejecting_victims: the validator was not asked)
   uint64_t accepted = 0;     // of which the validator accepted the outcome
   double ms = 0;             // wall-clock time in SolveJob
   // The job whose search took longest, its time, whether it was solved and its simulations.
@@ -67,6 +77,11 @@ struct SolverStats {
 };
 const SolverStats& GetSolverStats();
 void ResetSolverStats();
+
+// For tests (per thread): simulations that a rejection rule would stop early run to the end
+// instead, and the validator is asked; the outcomes it accepts count as proof violations.
+void SetVerifyRejectionProofs(bool verify);
+uint64_t RejectionProofViolations();
 
 // Searches victims for `job`. On success the statement holds the evictions and the job's
 // pipelined pods; on failure the session is as it was.

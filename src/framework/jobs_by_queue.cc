@@ -90,8 +90,78 @@ QueueId JobsByQueue::BestChildOf(QueueId parent) const {
   if (memo.valid && memo.changes == changes_[slot] && memo.version == version) {
     return memo.best;
   }
-  const QueueId best = BestChild(candidates);
-  best_memo_[slot] = {true, changes_[slot], version, best};
+  // (A single queue with jobs needs no comparison: no scan.)
+  int with_jobs = 0;
+  for (QueueId q : candidates) {
+    if (HasJobs(q) && ++with_jobs > 1) break;
+  }
+  if (with_jobs <= 1) {
+    const QueueId best = BestChild(candidates);
+    memo.valid = true;
+    memo.changes = changes_[slot];
+    memo.version = version;
+    memo.best = best;
+    memo.steps.clear();
+    return best;
+  }
+  size_t from = 0;
+  if (memo.valid && memo.steps.size() == candidates.size()) {
+    while (from < candidates.size()) {
+      const QueueId q = candidates[from];
+      const ScanStep& step = memo.steps[from];
+      if (step.changes != changes_[static_cast<size_t>(q) + 1] ||
+          step.version != ssn_.queue_version(q)) {
+        break;
+      }
+      ++from;
+    }
+  } else {
+    memo.steps.assign(candidates.size(), {});
+  }
+  const QueueId start = from == 0 ? kNone : memo.steps[from - 1].best;
+  // (ScanFrom may answer BestChildOf for queues below: it writes only this slot's memo.)
+  std::vector<ScanStep> steps = std::move(memo.steps);
+  const QueueId best = ScanFrom(candidates, from, start, steps);
+  BestMemo& m = best_memo_[slot];
+  m.valid = true;
+  m.changes = changes_[slot];
+  m.version = version;
+  m.best = best;
+  m.steps = std::move(steps);
+  return best;
+}
+
+QueueId JobsByQueue::ScanFrom(const std::vector<QueueId>& candidates, size_t from, QueueId best,
+                              std::vector<ScanStep>& steps) const {
+  // The same comparisons as BestChild's, in the same order.
+  const JobView* best_job = nullptr;
+  VictimList best_victims;
+  if (best != kNone) {
+    if (options_.victim_queue) {
+      best_victims = VictimsOf(best);
+    } else {
+      best_job = Best(best);
+    }
+  }
+  for (size_t i = from; i < candidates.size(); ++i) {
+    const QueueId q = candidates[i];
+    if (HasJobs(q)) {
+      if (options_.victim_queue) {
+        const VictimList victims = VictimsOf(q);
+        if (!victims.empty() &&
+            (best == kNone || !ssn_.QueueLess(q, best, nullptr, nullptr, victims, best_victims))) {
+          best = q;
+          best_victims = victims;
+        }
+      } else if (const JobView* job = Best(q); job != nullptr) {
+        if (best == kNone || ssn_.QueueLess(q, best, job, best_job, {}, {})) {
+          best = q;
+          best_job = job;
+        }
+      }
+    }
+    steps[i] = {changes_[static_cast<size_t>(q) + 1], ssn_.queue_version(q), best};
+  }
   return best;
 }
 

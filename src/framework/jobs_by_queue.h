@@ -64,6 +64,12 @@ class JobsByQueue {
   // parent's subtree was pushed or popped and the states of the pods of its jobs are the same
   // (the session's state version of that subtree): the heaps' fronts and every input of the queue
   // order (shares and jobs of the subtree's queues) are then the same.
+  //
+  // When something in the subtree did change, the comparisons of the scan that only involve
+  // unchanged candidates are not repeated: the scan is resumed after the longest run of leading
+  // candidates whose own subtrees are unchanged (same pushes and pops, same state version), from
+  // the best candidate found among them (the queue order compares two queues from their own
+  // subtrees, so those comparisons would give the same answers).
   QueueId BestChildOf(QueueId parent) const;
   void NoteChange(QueueId leaf);
   QueueId NextLeaf() const;
@@ -101,12 +107,22 @@ class JobsByQueue {
   uint64_t serial_ = 0;  // names this queue's victim lists
   // Per queue (index + 1; 0: the roots): pushes and pops in its subtree so far, and the last
   // BestChildOf answer with the counter and the state version it was computed at.
+  struct ScanStep {
+    uint64_t changes = 0;  // the candidate's pushes and pops when scanned
+    uint64_t version = 0;  // its subtree's state version when scanned
+    QueueId best = kNone;  // best candidate among the scan's first ones, up to this one
+  };
   struct BestMemo {
     bool valid = false;
     uint64_t changes = 0;
     uint64_t version = 0;
     QueueId best = kNone;
+    std::vector<ScanStep> steps;  // one per candidate, when the last answer came from a scan
   };
+  // BestChild's scan from candidate `from` on, starting from `best` (the best of the earlier
+  // candidates), recording each candidate's step into `steps`.
+  QueueId ScanFrom(const std::vector<QueueId>& candidates, size_t from, QueueId best,
+                   std::vector<ScanStep>& steps) const;
   std::vector<uint64_t> changes_;
   mutable std::vector<BestMemo> best_memo_;
 };

@@ -923,6 +923,13 @@ bool Session::ReclaimScenarioValid(const ScenarioInfo& scenario) const {
   return true;
 }
 
+void Session::ReclaimRejectionRules(JobId preemptor, std::span<const PodId> preemptor_tasks,
+                                    std::span<const PodId> evicted,
+                                    std::vector<RejectionRule>& out) const {
+  for (const auto& fn : reclaim_rejection_rules_fns_)
+    fn(*this, preemptor, preemptor_tasks, evicted, out);
+}
+
 bool Session::PreemptScenarioValid(const ScenarioInfo& scenario) const {
   for (const auto& fn : preempt_validator_fns_) {
     if (!fn(*this, scenario)) return false;

@@ -156,6 +156,20 @@ using CanReclaimFn = std::function<bool(const Session&, JobId reclaimer)>;
 using VictimFilterFn = std::function<bool(const Session&, JobId preemptor, JobId victim)>;
 // Is a simulated scenario an acceptable solution?
 using ScenarioValidatorFn = std::function<bool(const Session&, const ScenarioInfo&)>;
+// A proven bound on a validator, asked before a simulation: the validator rejects the outcome
+// when, of `pods` (victims the simulation evicts, each active before and listed once), those
+// still evicted (kReleasing) at the end are at least one and their accepted GPUs add up to at
+// least `min_gpus`, whatever else the simulation did.
+struct RejectionRule {
+  std::vector<PodId> pods;
+  double min_gpus = 0;
+};
+// Appends rules for a reclaim simulation of `preemptor_tasks` that evicts `evicted` (a pod may be
+// listed twice). May append none; must never state a rule an accepted scenario breaks. Asked
+// only with the solver shortcuts on.
+using RejectionRulesFn =
+    std::function<void(const Session&, JobId preemptor, std::span<const PodId> preemptor_tasks,
+                       std::span<const PodId> evicted, std::vector<RejectionRule>& out)>;
 using OnJobSolutionStartFn = std::function<void(const Session&)>;
 // Scores a device of `node` for a shared-GPU pod (higher first): `device` is a shared device
 // already in use, or null for a free whole device. nullopt leaves the device out.
@@ -344,6 +358,9 @@ class Session {
   void AddReclaimScenarioValidatorFn(ScenarioValidatorFn fn) {
     if (!Disabled("reclaimable")) reclaim_validator_fns_.push_back(std::move(fn));
   }
+  void AddReclaimRejectionRulesFn(RejectionRulesFn fn) {
+    if (!Disabled("reclaimable")) reclaim_rejection_rules_fns_.push_back(std::move(fn));
+  }
   void AddPreemptScenarioValidatorFn(ScenarioValidatorFn fn) {
     if (!Disabled("preemptable")) preempt_validator_fns_.push_back(std::move(fn));
   }
@@ -399,6 +416,10 @@ class Session {
   bool PreemptVictimFilter(JobId preemptor, JobId victim) const;
   bool ReclaimScenarioValid(const ScenarioInfo& scenario) const;
   bool PreemptScenarioValid(const ScenarioInfo& scenario) const;
+  // Rules under which some reclaim validator rejects a simulation's outcome (those of every
+  // RejectionRulesFn: each validator must accept).
+  void ReclaimRejectionRules(JobId preemptor, std::span<const PodId> preemptor_tasks,
+                             std::span<const PodId> evicted, std::vector<RejectionRule>& out) const;
   void OnJobSolutionStart() const;
   // Runs the subset-node functions in order, each on every node set the previous one produced.
   // False: no function changed anything (use `nodes` as they are); otherwise `out` holds the sets.
@@ -535,6 +556,7 @@ class Session {
   std::vector<VictimFilterFn> reclaim_victim_filter_fns_;
   std::vector<VictimFilterFn> preempt_victim_filter_fns_;
   std::vector<ScenarioValidatorFn> reclaim_validator_fns_;
+  std::vector<RejectionRulesFn> reclaim_rejection_rules_fns_;
   std::vector<ScenarioValidatorFn> preempt_validator_fns_;
   std::vector<OnJobSolutionStartFn> on_job_solution_start_fns_;
   QueueQuantitiesFn queue_allocated_fn_;

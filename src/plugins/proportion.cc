@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <tuple>
 
 #include "framework/session.h"
 #include "plugins/builtin.h"
@@ -375,6 +376,11 @@ class ProportionPlugin : public Plugin {
     ssn.AddCanReclaimFn([this](const Session& s, JobId j) { return CanReclaim(s, j); });
     ssn.AddReclaimScenarioValidatorFn(
         [this](const Session& s, const ScenarioInfo& sc) { return Reclaimable(s, sc); });
+    ssn.AddReclaimRejectionRulesFn(
+        [this](const Session& s, JobId preemptor, std::span<const PodId> tasks,
+               std::span<const PodId> evicted, std::vector<RejectionRule>& out) {
+          RejectionRules(s, preemptor, tasks, evicted, out);
+        });
     ssn.AddOnJobSolutionStartFn([this](const Session&) { simulation_shares_ = shares_; });
     ssn.SetQueueDeservedFn([this](const Session&, QueueId q) { return shares_[q].Deserved(); });
     ssn.SetQueueFairShareFn([this](const Session&, QueueId q) { return shares_[q].FairShare(); });
@@ -569,6 +575,106 @@ class ProportionPlugin : public Plugin {
       }
     }
     return false;
+  }
+
+  // Rules under which SaturationRejects (so Reclaimable) rejects a simulation's outcome (a
+  // RejectionRulesFn), one per sibling queue `sib` that evicted victims belong to, where the
+  // reclaimer's root path and theirs part (rq on the reclaimer's path, sib on theirs). If victims
+  // of sib stay evicted, sib is hit and SaturationRejects compares, on GPUs (the reclaimer asks
+  // for GPUs, so they are involved):
+  //   ratio     = (allocated(rq) - taken(rq) + required) / fair(rq)
+  //   sib_ratio = (allocated(sib) - taken(sib)) / fair(sib)
+  // and rejects when ratio > 1 and ratio * multiplier >= sib_ratio (fair(sib) > 0). taken(q)
+  // sums the accepted GPUs of the victims below q left evicted: at most those of all evicted
+  // victims below rq. With exact (whole-number) sums both quotients are monotone, so with
+  // lo = (allocated(rq) - all evicted below rq + required) / fair(rq) the check rejects whenever
+  // taken(sib) >= x for the least whole x with lo > 1 and lo * multiplier >= (allocated(sib) - x)
+  // / fair(sib): the rule's min_gpus.
+  void RejectionRules(const Session& s, JobId preemptor, std::span<const PodId> tasks,
+                      std::span<const PodId> evicted, std::vector<RejectionRule>& out) const {
+    const Cluster& c = s.cluster();
+    if (!s.params().solver_shortcuts || !exact_sums_ || !s.params().allow_consolidating_reclaim ||
+        simulation_shares_.empty() || !(reclaimer_multiplier_ >= 0)) {
+      return;
+    }
+    const auto& queues = simulation_shares_;
+    const double required = Requested(c, tasks)[QueueResource::kGpu];
+    if (!(required > 0)) return;
+    const std::vector<QueueId> path = PathFromRoot(c, c.jobs[preemptor].queue);
+    // lo is at most (allocated(rq) + required) / fair(rq): no rule unless that exceeds 1 somewhere.
+    bool possible = false;
+    for (QueueId q : path) {
+      const double fair = queues[q].FairShare()[QueueResource::kGpu];
+      possible = possible ||
+                 (fair > 0 && (queues[q].Allocated()[QueueResource::kGpu] + required) / fair > 1);
+    }
+    if (!possible) return;
+    // Accepted GPUs of the distinct evicted victims below each queue of the reclaimer's path,
+    // and each distinct victim's parting level and sibling queue.
+    std::vector<double>& below = below_scratch_;
+    below.assign(path.size(), 0.0);
+    if (pod_hit_.size() != c.pods.size()) pod_hit_.assign(c.pods.size(), 0);
+    ++stamp_;
+    auto& parted = parted_scratch_;  // (sib, level, pod)
+    parted.clear();
+    for (PodId p : evicted) {
+      if (pod_hit_[p] == stamp_) continue;
+      pod_hit_[p] = stamp_;
+      const double gpus = s.AcceptedQuantities(p)[QueueResource::kGpu];
+      std::vector<QueueId>& victim_path = victim_path_scratch_;  // (root first)
+      victim_path.clear();
+      for (QueueId a = c.jobs[c.pods[p].job].queue; a != kNone; a = c.queues[a].parent) {
+        victim_path.push_back(a);
+      }
+      std::reverse(victim_path.begin(), victim_path.end());
+      for (size_t i = 0; i < path.size(); ++i) {
+        if (std::find(victim_path.begin(), victim_path.end(), path[i]) != victim_path.end()) {
+          below[i] += gpus;
+        }
+      }
+      size_t i = 0;
+      while (i < path.size() && i < victim_path.size() && path[i] == victim_path[i]) ++i;
+      if (i == path.size() || i == victim_path.size()) continue;  // the paths do not part
+      parted.push_back({victim_path[i], i, p});
+    }
+    std::sort(parted.begin(), parted.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.sib, a.pod) < std::tie(b.sib, b.pod);
+    });
+    for (size_t begin = 0; begin < parted.size();) {
+      size_t end = begin;
+      double sib_gpus = 0;
+      while (end < parted.size() && parted[end].sib == parted[begin].sib) {
+        sib_gpus += s.AcceptedQuantities(parted[end].pod)[QueueResource::kGpu];
+        ++end;
+      }
+      const size_t level = parted[begin].level;
+      const QueueShare& rq = queues[path[level]];
+      const QueueShare& sib = queues[parted[begin].sib];
+      const double fair = rq.FairShare()[QueueResource::kGpu];
+      const double sib_fair = sib.FairShare()[QueueResource::kGpu];
+      const double sib_allocated = sib.Allocated()[QueueResource::kGpu];
+      const double lo = (rq.Allocated()[QueueResource::kGpu] - below[level] + required) / fair;
+      auto rejects = [&](double x) {
+        return lo > 1 && lo * reclaimer_multiplier_ >= (sib_allocated - x) / sib_fair;
+      };
+      // (kUnlimited is negative.)
+      if (fair > 0 && sib_fair > 0 && sib_gpus >= 1 && rejects(sib_gpus)) {
+        double low = 1, high = sib_gpus;  // rejects(high); find the least whole such x
+        while (low < high) {
+          const double mid = std::floor((low + high) / 2);
+          if (rejects(mid)) {
+            high = mid;
+          } else {
+            low = mid + 1;
+          }
+        }
+        RejectionRule rule;
+        rule.min_gpus = high;
+        for (size_t k = begin; k < end; ++k) rule.pods.push_back(parted[k].pod);
+        out.push_back(std::move(rule));
+      }
+      begin = end;
+    }
   }
 
   bool Reclaimable(const Session& s, const ScenarioInfo& sc) const {
@@ -997,6 +1103,14 @@ class ProportionPlugin : public Plugin {
   bool exact_sums_ = false;
   // SaturationRejects' marks (queues and pods seen in the current call) and per-queue sums.
   mutable std::vector<uint64_t> hit_, pod_hit_;
+  mutable std::vector<double> below_scratch_;
+  mutable std::vector<QueueId> victim_path_scratch_;
+  struct Parted {
+    QueueId sib;
+    size_t level;
+    PodId pod;
+  };
+  mutable std::vector<Parted> parted_scratch_;
   mutable std::vector<Quantities> taken_sum_;
   mutable uint64_t stamp_ = 0;
   // Scratch buffers of Reclaimable.

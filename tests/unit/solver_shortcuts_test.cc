@@ -5,6 +5,7 @@
 // every committed eviction (with its message) and pipelining are compared.
 #include <random>
 
+#include "actions/solver.h"
 #include "test_cluster.h"
 
 namespace gantry {
@@ -166,6 +167,27 @@ TEST(SolverShortcutsCoverage, SomeWideClustersHaveEvictions) {
     with_evictions += !RunAll(RandomContendedCluster(seed, true), true).evictions.empty();
   }
   EXPECT_GE(with_evictions, 8);
+}
+
+// The rejection rules (a simulation stops, rejected, once a rule of the validator is certain to
+// hold) must be proofs: with verification on, every such simulation runs to the end and the
+// validator is asked; it must reject every one. The rules must also apply on these clusters
+// (else the comparisons above would not cover them).
+TEST(SolverShortcutsCoverage, RejectionRulesAreSoundAndUsed) {
+  SetVerifyRejectionProofs(true);
+  const uint64_t violations_before = RejectionProofViolations();
+  uint64_t proven[3] = {0, 0, 0};
+  for (uint64_t seed = 1; seed < 121; ++seed) {
+    for (bool wide : {false, true}) {
+      ResetSolverStats();
+      RunAll(RandomContendedCluster(seed, wide), true);
+      for (int a = 0; a < 3; ++a) proven[a] += GetSolverStats().by_action[a].proven;
+    }
+  }
+  SetVerifyRejectionProofs(false);
+  EXPECT_EQ(RejectionProofViolations(), violations_before);
+  EXPECT_GT(proven[static_cast<int>(EvictionAction::kReclaim)], 0u);
+  EXPECT_GT(proven[static_cast<int>(EvictionAction::kConsolidation)], 0u);
 }
 
 }  // namespace
