@@ -96,26 +96,29 @@ void Statement::ApplyEvict(PodId p, std::string message) {
 
 void Statement::ConvertAllAllocatedToPipelined(JobId j) {
   std::vector<Op> kept;
-  struct Move {
-    PodId pod;
-    NodeId node;
-    std::vector<int32_t> groups;
-  };
-  std::vector<Move> to_pipeline;
+  std::vector<Op> to_convert;
   kept.reserve(ops_.size());
   for (Op& op : ops_) {  // (no kUnevict can be present: allocate evicts nothing)
     if (op.kind == Kind::kAllocate && ssn_.cluster().pods[op.pod].job == j) {
-      // The pod keeps the devices it was given (they are restored after the undo).
-      std::vector<int32_t> groups =
-          op.groups_changed ? ssn_.pod_groups(op.pod) : std::vector<int32_t>{};
-      Undo(op);
-      to_pipeline.push_back({op.pod, op.node, std::move(groups)});
+      to_convert.push_back(std::move(op));
     } else {
-      kept.push_back(op);
+      kept.push_back(std::move(op));
     }
   }
   ops_ = std::move(kept);
-  for (auto& m : to_pipeline) Pipeline(m.pod, m.node, true, std::move(m.groups));
+  // One pod at a time, as KAI does: its allocation is undone and it is pipelined at once, before
+  // the next pod's allocation is undone. The order matters on shared GPUs: undoing every
+  // allocation first can empty a shared device for a moment, which hands it back to the node's
+  // idle GPUs and later leaves the idle and releasing counters off by one.
+  for (Op& op : to_convert) {
+    // The pod keeps the devices it was given (they are restored after the undo).
+    std::vector<int32_t> groups =
+        op.groups_changed ? ssn_.pod_groups(op.pod) : std::vector<int32_t>{};
+    const PodId pod = op.pod;
+    const NodeId node = op.node;
+    Undo(op);
+    Pipeline(pod, node, true, std::move(groups));
+  }
 }
 
 void Statement::Undo(Op& op) {

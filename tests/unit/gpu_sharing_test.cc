@@ -110,6 +110,27 @@ TEST(SharedGpuAccounting, FractionsFillASharedDeviceBeforeOpeningAnother) {
       << "the bind decision carries the shared-GPU group";
 }
 
+// A gang that must wait for a releasing device: its pods that first fitted on the free device
+// are turned into pipelined ones too. Both devices are then spoken for (one by the pods that
+// were allocated first, one by the pod waiting for the release), so the node has no idle GPU
+// left for a later whole-GPU pod, and no releasing GPU either.
+TEST(SharedGpuAccounting, AGangTurnedPipelinedKeepsBothDevicesTaken) {
+  Scenario sc = Load(TwoGpuNode(R"(
+- {name: a, queue: q, min_available: 1, tasks: [{name: a-0, state: releasing, node: node0, gpu_fraction: 0.6, gpu_groups: [g1]}]}
+- {name: b, queue: q, priority: 100, min_available: 3, tasks: [{name: b-0, state: pending, gpu_fraction: 0.5}, {name: b-1, state: pending, gpu_fraction: 0.5}, {name: b-2, state: pending, gpu_fraction: 0.5}]}
+- {name: c, queue: q, priority: 50, min_available: 1, tasks: [{name: c-0, state: pending, gpus: 1}]}
+)"));
+  auto cycle = testutil::RunCycle(sc.cluster, sc.config);
+  for (const char* name : {"b-0", "b-1", "b-2"}) {
+    EXPECT_EQ(PodStatus::kPipelined, cycle->pod(Pod(sc.cluster, name)).status) << name;
+  }
+  EXPECT_EQ(0, cycle->node(0).idle.gpus);
+  EXPECT_EQ(0, cycle->node(0).releasing.gpus);
+  EXPECT_EQ(PodStatus::kPending, cycle->pod(Pod(sc.cluster, "c-0")).status)
+      << "no device is free for a whole GPU";
+  EXPECT_TRUE(cycle->binds().empty());
+}
+
 TEST(SharedGpuAccounting, GpuSpreadOpensAFreeDeviceFirst) {
   Scenario sc = Load(TwoGpuNode(R"(
 - {name: a, queue: q, min_available: 1, tasks: [{name: a-0, state: running, node: node0, gpu_fraction: 0.5, gpu_groups: [g1]}]}
