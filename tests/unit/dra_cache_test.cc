@@ -55,6 +55,16 @@ json ClaimObj(const std::string& ns, const std::string& name, const std::string&
                                                {"count", count}}}}})}}}}}};
 }
 
+// A claim allocation of one device: {"devices": {"results": [...]}}.
+json OneDeviceAllocation(const std::string& driver, const std::string& pool,
+                         const std::string& device) {
+  return json{
+      {"devices",
+       {{"results",
+         json::array(
+             {{{"request", "gpus"}, {"driver", driver}, {"pool", pool}, {"device", device}}})}}}};
+}
+
 json NodeObj(const std::string& name) {
   return json{{"metadata", {{"name", name}}},
               {"status", {{"allocatable", {{"cpu", "64"}, {"memory", "512Gi"}, {"pods", "110"}}}}}};
@@ -142,12 +152,7 @@ TEST(DraConvertTest, ClaimsSumExactCountRequestsOfOneClassWithStatus) {
   claim["spec"]["devices"]["requests"].push_back(
       {{"name", "more"}, {"exactly", {{"deviceClassName", "gpu.example.com"}}}});
   claim["status"] = {
-      {"allocation",
-       {{"devices",
-         {{"results", json::array({{{"request", "gpus"},
-                                    {"driver", "gpu.example.com"},
-                                    {"pool", "n1"},
-                                    {"device", "gpu-1"}}})}}}}},
+      {"allocation", OneDeviceAllocation("gpu.example.com", "n1", "gpu-1")},
       {"reservedFor", json::array({{{"resource", "pods"}, {"name", "p"}, {"uid", "u"}}})}};
   auto c = ConvertResourceClaim(claim);
   ASSERT_TRUE(c.ok()) << c.error();
@@ -241,13 +246,8 @@ TEST(DraConvertTest, BindRequestClaimAllocations) {
            {{"podName", "p"},
             {"selectedNode", "n1"},
             {"resourceClaimAllocations",
-             json::array({{{"name", "gpu"},
-                           {"allocation",
-                            {{"devices",
-                              {{"results", json::array({{{"request", "gpus"},
-                                                         {"driver", "d"},
-                                                         {"pool", "n1"},
-                                                         {"device", "gpu-0"}}})}}}}}}})}}}};
+             json::array(
+                 {{{"name", "gpu"}, {"allocation", OneDeviceAllocation("d", "n1", "gpu-0")}}})}}}};
   auto r = ConvertBindRequest(br);
   ASSERT_TRUE(r.ok()) << r.error();
   ASSERT_EQ(r.value().claim_allocations.size(), 1u);
@@ -281,12 +281,7 @@ TEST_F(DraCacheTest, SlicesClaimsAndPodsFillTheModel) {
                                         SliceObj("gone-gpus", "gone", "gpu.example.com", 2)});
   json allocated = ClaimObj("ns", "held", "gpu.example.com", 1);
   allocated["status"] = {
-      {"allocation",
-       {{"devices",
-         {{"results", json::array({{{"request", "gpus"},
-                                    {"driver", "gpu.example.com"},
-                                    {"pool", "n1"},
-                                    {"device", "gpu-1"}}})}}}}},
+      {"allocation", OneDeviceAllocation("gpu.example.com", "n1", "gpu-1")},
       {"reservedFor", json::array({{{"resource", "pods"}, {"name", "p1"}, {"uid", "uid-p1"}},
                                    {{"resource", "pods"}, {"name", "elsewhere"}, {"uid", "x"}}})}};
   cache_.Replace(Kind::kResourceClaim,

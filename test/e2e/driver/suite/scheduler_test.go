@@ -174,10 +174,8 @@ spec:
 	})
 }
 
-// createGang creates a PodGroup and its pods, as KAI's pod-grouper would for a training job: the
-// pods carry schedulerName kai-scheduler, the kai.scheduler/queue label and the pod-group-name
-// annotation.
-func createGang(t *testing.T, ctx context.Context, ns, name, queue string, pods, minMember int, gpus int64) []string {
+// createPodGroup creates PodGroup ns/name in queue with the given gang minimum.
+func createPodGroup(t *testing.T, ctx context.Context, ns, name, queue string, minMember int) {
 	t.Helper()
 	pg := obj(t, fmt.Sprintf(`
 apiVersion: scheduling.run.ai/v2alpha2
@@ -188,6 +186,14 @@ spec: {minMember: %d, queue: %s}
 	if _, err := admin.Dynamic.Resource(podGroupGVR).Namespace(ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create podgroup %s: %v", name, err)
 	}
+}
+
+// createGang creates a PodGroup and its pods, as KAI's pod-grouper would for a training job: the
+// pods carry schedulerName kai-scheduler, the kai.scheduler/queue label and the pod-group-name
+// annotation.
+func createGang(t *testing.T, ctx context.Context, ns, name, queue string, pods, minMember int, gpus int64) []string {
+	t.Helper()
+	createPodGroup(t, ctx, ns, name, queue, minMember)
 	var names []string
 	for i := 0; i < pods; i++ {
 		pod := pendingPod(fmt.Sprintf("%s-%d", name, i), gpus)

@@ -408,15 +408,7 @@ spec:
 			claimObject(t, ns, claim, class, queue), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		pg := obj(t, fmt.Sprintf(`
-apiVersion: scheduling.run.ai/v2alpha2
-kind: PodGroup
-metadata: {name: %s, namespace: %s, labels: {kai.scheduler/queue: %s}}
-spec: {minMember: 1, queue: %s}
-`, name, ns, queue, queue))
-		if _, err := admin.Dynamic.Resource(podGroupGVR).Namespace(ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		createPodGroup(t, ctx, ns, name, queue, 1)
 		p := pendingPod(name, 0)
 		p.Labels["kai.scheduler/queue"] = queue
 		p.Annotations = map[string]string{"pod-group-name": name}
@@ -488,15 +480,7 @@ func TestLiveSchedulerFraction(t *testing.T) {
 	playReservationContainers(playCtx, t, "0")
 	createHalf := func(name string) {
 		t.Helper()
-		pg := obj(t, fmt.Sprintf(`
-apiVersion: scheduling.run.ai/v2alpha2
-kind: PodGroup
-metadata: {name: %s, namespace: %s, labels: {kai.scheduler/queue: %s}}
-spec: {minMember: 1, queue: %s}
-`, name, ns, queue, queue))
-		if _, err := admin.Dynamic.Resource(podGroupGVR).Namespace(ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		createPodGroup(t, ctx, ns, name, queue, 1)
 		p := pendingPod(name, 0)
 		p.Labels["kai.scheduler/queue"] = queue
 		p.Annotations = map[string]string{"pod-group-name": name, "gpu-fraction": "0.5"}
