@@ -177,9 +177,43 @@ bool PodOccupiesNode(const nlohmann::json& pod) {
   return phase != "Succeeded" && phase != "Failed";
 }
 
+void PodRequestsMemo::AddTo(ResourceAmounts& into, const nlohmann::json& pod) {
+  std::string key = kube::UidOf(pod);
+  const std::string version = kube::ResourceVersionOf(pod);
+  if (key.empty() || version.empty()) {
+    Add(into, PodRequests(pod));
+    return;
+  }
+  key += '@';
+  key += version;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = by_version_.find(key); it != by_version_.end()) {
+      Add(into, it->second);
+      return;
+    }
+  }
+  ResourceAmounts requests = PodRequests(pod);
+  Add(into, requests);
+  std::lock_guard lock(mu_);
+  if (by_version_.size() >= capacity_) by_version_.clear();
+  by_version_.emplace(std::move(key), std::move(requests));
+  ++computed_;
+}
+
+size_t PodRequestsMemo::size() const {
+  std::lock_guard lock(mu_);
+  return by_version_.size();
+}
+
+int64_t PodRequestsMemo::computed() const {
+  std::lock_guard lock(mu_);
+  return computed_;
+}
+
 std::optional<std::string> NodeFitError(
     const nlohmann::json& pod, const nlohmann::json& node,
-    const std::vector<std::shared_ptr<const nlohmann::json>>& pods_on_node) {
+    const std::vector<std::shared_ptr<const nlohmann::json>>& pods_on_node, PodRequestsMemo* memo) {
   const std::string node_name = kube::NameOf(node);
   const std::string uid = kube::UidOf(pod);
   ResourceAmounts allocatable;
@@ -191,7 +225,11 @@ std::optional<std::string> NodeFitError(
   for (const auto& other_ptr : pods_on_node) {
     const nlohmann::json& other = *other_ptr;
     if (kube::UidOf(other) == uid || !PodOccupiesNode(other)) continue;
-    Add(used, PodRequests(other));
+    if (memo != nullptr) {
+      memo->AddTo(used, other);
+    } else {
+      Add(used, PodRequests(other));
+    }
     ++pods;
   }
   if (auto slots = allocatable.find("pods");

@@ -10,10 +10,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace gantry::binder {
@@ -36,11 +38,31 @@ ResourceAmounts PodRequests(const nlohmann::json& pod);
 // Whether a pod on a node still counts against its capacity (not Succeeded or Failed).
 bool PodOccupiesNode(const nlohmann::json& pod);
 
+// PodRequests computed once per pod version: the requests of a pod with a uid and a
+// resourceVersion are kept under those two (a new version is computed again), so checking a
+// node's room parses each bound pod once, not once per bind to that node. Holds at most
+// `capacity` versions (then starts over). Thread-safe.
+class PodRequestsMemo {
+ public:
+  explicit PodRequestsMemo(size_t capacity = 200'000) : capacity_(capacity) {}
+  // Adds the requests of `pod` to `into` (saturating).
+  void AddTo(ResourceAmounts& into, const nlohmann::json& pod);
+  size_t size() const;
+  int64_t computed() const;  // pods whose requests were computed, not found
+
+ private:
+  const size_t capacity_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, ResourceAmounts> by_version_;  // "<uid>@<resourceVersion>"
+  int64_t computed_ = 0;
+};
+
 // Why `pod` does not fit on `node` given the pods already bound there (the pod itself, if among
 // them, is ignored), e.g. "node n1 has 1 of nvidia.com/gpu free, the pod requests 2"; nullopt
-// when it fits.
+// when it fits. `memo` (may be null) keeps the bound pods' requests between calls.
 std::optional<std::string> NodeFitError(
     const nlohmann::json& pod, const nlohmann::json& node,
-    const std::vector<std::shared_ptr<const nlohmann::json>>& pods_on_node);
+    const std::vector<std::shared_ptr<const nlohmann::json>>& pods_on_node,
+    PodRequestsMemo* memo = nullptr);
 
 }  // namespace gantry::binder

@@ -36,7 +36,7 @@ std::vector<std::string> BindSteps::Rollback(BindAttempt& attempt, size_t comple
 
 std::optional<StepError> NodeResourcesStep::PreBind(BindAttempt& attempt) {
   std::vector<kube::ObjectPtr> pods = cache_.PodsOnNode(attempt.request.selected_node);
-  if (auto why = NodeFitError(attempt.pod, attempt.node, pods)) return StepError{*why};
+  if (auto why = NodeFitError(attempt.pod, attempt.node, pods, &memo_)) return StepError{*why};
   return std::nullopt;
 }
 

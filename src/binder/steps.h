@@ -19,6 +19,7 @@
 
 #include "binder/bind_request.h"
 #include "binder/cache.h"
+#include "binder/node_fit.h"
 #include "kube/client.h"
 
 namespace gantry::binder {
@@ -79,6 +80,7 @@ class NodeResourcesStep : public BindStep {
 
  private:
   const BinderCache& cache_;
+  PodRequestsMemo memo_;  // the bound pods' requests, parsed once per pod version
 };
 
 class ReservationSync;

@@ -63,6 +63,33 @@ void ConvertInto(Object&& object, T& entry, Result<typename decltype(T::record):
   }
 }
 
+bool SameTopology(const std::optional<TopologyConstraint>& a,
+                  const std::optional<TopologyConstraint>& b) {
+  if (a.has_value() != b.has_value()) return false;
+  return !a || (a->topology == b->topology && a->required_level == b->required_level &&
+                a->preferred_level == b->preferred_level);
+}
+
+// Whether two records of one PodGroup differ at most in their start and stale times (the
+// scheduler's own annotations), i.e. make the same job but for those two fields.
+bool SameExceptTimes(const PodGroupRecord& a, const PodGroupRecord& b) {
+  if (a.name != b.name || a.namespace_ != b.namespace_ || a.uid != b.uid || a.queue != b.queue ||
+      a.priority_class != b.priority_class || a.preemptibility != b.preemptibility ||
+      a.min_member != b.min_member || a.creation_ms != b.creation_ms || a.deleting != b.deleting ||
+      !SameTopology(a.topology, b.topology) || a.sub_groups.size() != b.sub_groups.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.sub_groups.size(); ++i) {
+    const SubGroupSpec& x = a.sub_groups[i];
+    const SubGroupSpec& y = b.sub_groups[i];
+    if (x.name != y.name || x.min_member != y.min_member || x.parent != y.parent ||
+        !SameTopology(x.topology, y.topology)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 const kube::ResourceType& ResourceOf(Kind kind) {
@@ -226,9 +253,9 @@ void WatchCache::Put(Kind kind, Object object) {
   const std::string key = KeyOf(object);
   ++stats_.conversions;
   dirty_ = true;
-  // A change to an existing pod or to a BindRequest can be patched into the model (see
-  // TryPatch); one to any other kind needs a full assembly.
-  if (kind != Kind::kPod && kind != Kind::kBindRequest) full_ = true;
+  // A change to an existing pod, to a BindRequest, or to an existing PodGroup's start / stale
+  // times can be patched into the model (see TryPatch); any other change needs a full assembly.
+  if (kind != Kind::kPod && kind != Kind::kBindRequest && kind != Kind::kPodGroup) full_ = true;
   switch (kind) {
     case Kind::kNode:
       ConvertInto(std::move(object), nodes_[key], ConvertNode(object));
@@ -246,9 +273,20 @@ void WatchCache::Put(Kind kind, Object object) {
     case Kind::kQueue:
       ConvertInto(std::move(object), queues_[key], ConvertQueue(object));
       break;
-    case Kind::kPodGroup:
-      ConvertInto(std::move(object), pod_groups_[key], ConvertPodGroup(object));
+    case Kind::kPodGroup: {
+      auto [it, added] = pod_groups_.try_emplace(key);
+      Result<PodGroupRecord> converted = ConvertPodGroup(object);
+      // The scheduler's own timestamp annotations change on every job start: those are patched.
+      const bool times_only = !added && it->second.record && converted.ok() &&
+                              SameExceptTimes(*it->second.record, converted.value());
+      ConvertInto(std::move(object), it->second, std::move(converted));
+      if (times_only) {
+        dirty_pod_groups_.insert(key);
+      } else {
+        full_ = true;
+      }
       break;
+    }
     case Kind::kBindRequest: {
       auto& entry = bind_requests_[key];
       if (entry.record) IndexBindRequest(key, *entry.record, false);
@@ -441,6 +479,7 @@ Snapshot WatchCache::Take() {
     full_ = false;
     dirty_pods_.clear();
     dirty_bind_requests_.clear();
+    dirty_pod_groups_.clear();
   }
   Snapshot out = last_;
   out.cluster = model_;
@@ -573,12 +612,25 @@ bool WatchCache::TryPatch() {
     }
     updates.emplace_back(id->second, std::move(p));
   }
+  // PodGroups whose start / stale times changed: their job takes the new times.
+  std::vector<std::pair<JobId, const PodGroupRecord*>> job_updates;
+  for (const std::string& key : dirty_pod_groups_) {
+    auto id = job_ids_.find(key);
+    if (id == job_ids_.end()) return false;  // not a job of the model (an error, or new)
+    auto it = pod_groups_.find(key);
+    if (it == pod_groups_.end() || !it->second.record) return false;
+    job_updates.emplace_back(id->second, &*it->second.record);
+  }
   // Copy on write: a snapshot still held keeps its cluster.
   if (model_.use_count() > 1) {
     model_ = std::make_shared<Cluster>(*model_);
     ++stats_.patch_copies;
   }
   for (auto& [id, p] : updates) model_->pods[id] = std::move(p);
+  for (const auto& [id, r] : job_updates) {
+    model_->jobs[id].last_start_ms = r->last_start_ms;
+    model_->jobs[id].stale_since_ms = r->stale_since_ms;
+  }
   stats_.pods_patched += static_cast<int64_t>(updates.size());
   return true;
 }

@@ -5,10 +5,12 @@
 // object it carries, and a relist (OnSync) replaces one kind wholesale. Take() then hands out the
 // model of the records held now as an immutable shared Cluster:
 //  - nothing changed since the previous Take(): the same Cluster again (shared, never copied);
-//  - only existing pods and BindRequests changed (the steady state of a busy cluster: pods bound,
-//    running, finished; requests created and advanced by the binder): the previous Cluster is
-//    patched — each changed pod is rebuilt in its slot (same PodId) and the stale-request list is
-//    re-evaluated for the requests involved — in place when no snapshot of it is held any more,
+//  - only existing pods and BindRequests changed, and PodGroups only in their start / stale
+//    times (the steady state of a busy cluster: pods bound, running, finished; requests created
+//    and advanced by the binder; jobs' last-start-timestamp annotations written): the previous
+//    Cluster is patched — each changed pod is rebuilt in its slot (same PodId), each such job
+//    takes its new times, and the stale-request list is re-evaluated for the requests
+//    involved — in place when no snapshot of it is held any more,
 //    else on a copy (copy-on-write), so a snapshot never changes under its holder. Cost: the
 //    changes, not the cluster. A patch is taken only when its result equals a full assembly; a
 //    change it cannot express (a pod added or deleted, a pod that joins or leaves the model or
@@ -251,6 +253,7 @@ class WatchCache {
   bool full_ = true;                           // something a patch cannot express
   std::set<std::string> dirty_pods_;           // pod keys to rebuild
   std::set<std::string> dirty_bind_requests_;  // request keys to re-evaluate
+  std::set<std::string> dirty_pod_groups_;     // PodGroup keys whose times changed
   Snapshot last_;  // errors, stale requests, generation (the cluster is model_)
   CacheStats stats_;
 };

@@ -672,6 +672,41 @@ TEST(NodeFit, CountsPodSlotsAndIgnoresThePodItself) {
             std::optional<std::string>("node n has no free pod slot (1 of 1 used)"));
 }
 
+TEST(NodeFit, TheMemoParsesEachPodVersionOnceAndAnswersAsWithout) {
+  json node = {{"metadata", {{"name", "n"}}},
+               {"status", {{"allocatable", {{"pods", "10"}, {"nvidia.com/gpu", "8"}}}}}};
+  auto gpu_pod = [](const std::string& uid, const std::string& rv, int gpus) {
+    json pod = {{"metadata", {{"uid", uid}, {"resourceVersion", rv}}},
+                {"spec", {{"containers", json::array()}}}};
+    pod["spec"]["containers"].push_back(
+        {{"resources", {{"requests", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}});
+    return std::make_shared<const json>(pod);
+  };
+  PodRequestsMemo memo;
+  const json incoming = *gpu_pod("new", "1", 3);
+  std::vector<std::shared_ptr<const json>> bound = {gpu_pod("a", "5", 2), gpu_pod("b", "6", 2)};
+  EXPECT_EQ(NodeFitError(incoming, node, bound, &memo), NodeFitError(incoming, node, bound));
+  EXPECT_EQ(NodeFitError(incoming, node, bound, &memo), std::nullopt);
+  EXPECT_EQ(memo.computed(), 2);  // the second check parsed nothing
+  // A new version of "b" asks for more: computed again, and the answer follows it.
+  bound[1] = gpu_pod("b", "7", 4);
+  const auto why = NodeFitError(incoming, node, bound, &memo);
+  EXPECT_EQ(why, NodeFitError(incoming, node, bound));
+  EXPECT_EQ(why,
+            std::optional<std::string>("node n has 2 of nvidia.com/gpu free, the pod requests 3"));
+  EXPECT_EQ(memo.computed(), 3);
+  // Objects without a uid or version are never kept.
+  json anonymous = *gpu_pod("", "", 1);
+  NodeFitError(incoming, node, {std::make_shared<const json>(anonymous)}, &memo);
+  EXPECT_EQ(memo.size(), 3u);
+  // A full memo starts over instead of growing.
+  PodRequestsMemo small(2);
+  NodeFitError(incoming, node, {gpu_pod("x", "1", 1), gpu_pod("y", "1", 1), gpu_pod("z", "1", 1)},
+               &small);
+  EXPECT_LE(small.size(), 2u);
+  EXPECT_EQ(small.computed(), 3);
+}
+
 TEST(InformerStore, IndexesListensAndReplacesOnlyTheVersionItWrote) {
   kube::Store store;
   store.AddIndex("node", [](const json& pod) {

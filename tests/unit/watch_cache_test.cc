@@ -541,7 +541,9 @@ std::string Dump(const Snapshot& s) {
   }
   for (const Queue& q : c.queues) out << "queue " << q.name << " parent " << q.parent << "\n";
   for (const Job& j : c.jobs) {
-    out << "job " << j.namespace_ << "/" << j.name << " queue " << j.queue << " pods";
+    out << "job " << j.namespace_ << "/" << j.name << " queue " << j.queue << " priority "
+        << j.priority << " start " << j.last_start_ms.value_or(-1) << " stale "
+        << j.stale_since_ms.value_or(-1) << " pods";
     for (PodId p : j.pods) out << " " << p;
     for (const PodSet& ps : j.pod_sets) {
       out << " | set " << ps.name << " min " << ps.min_available << ":";
@@ -710,6 +712,33 @@ TEST(WatchCacheIncrementalTest, PatchedSnapshotsEqualAFullAssemblyOnRandomEvents
         } else {
           put(Kind::kPodGroup, PodGroupObj("ns", g, "team-a", 1));
         }
+      } else if (what < 94) {
+        // The scheduler stamps a job's start or staleness (patched), or clears it; now and then
+        // a malformed stamp (an error) or another change along with it (a full assembly).
+        const std::string g = "g" + std::to_string(pick(6));
+        auto it = objects[Kind::kPodGroup].find("ns/" + g);
+        if (it != objects[Kind::kPodGroup].end()) {
+          json pg = it->second;
+          const char* annotation = pick(2) == 0 ? kLastStartAnnotation : kStaleSinceAnnotation;
+          switch (pick(8)) {
+            case 0:
+              if (pg["metadata"].contains("annotations")) {
+                pg["metadata"]["annotations"].erase(annotation);
+              }
+              break;
+            case 1:
+              pg["metadata"]["annotations"][annotation] = "not a time";
+              break;
+            case 2:
+              pg["spec"]["minMember"] = 1 + pick(2);
+              [[fallthrough]];
+            default:
+              pg["metadata"]["annotations"][annotation] =
+                  "2026-11-30T10:" + std::to_string(10 + pick(50)) + ":00Z";
+              break;
+          }
+          put(Kind::kPodGroup, pg);
+        }
       }
       // else: no event; Take hands out the same cluster.
       if (pick(3) == 0) continue;  // several events between cycles
@@ -764,6 +793,38 @@ TEST_F(WatchCacheTest, PodAndRequestChangesPatchTheClusterInPlaceWhenNoSnapshotI
   cache_.Apply(Kind::kPod, EventType::kAdded, PodObj("ns", "w2", 1, "train"));
   EXPECT_GT(cache_.Take().layout, layout);
   EXPECT_EQ(cache_.stats().assemblies, assemblies + 1);
+}
+
+TEST_F(WatchCacheTest, AJobsStartAndStaleTimesArePatchedOtherPodGroupChangesAreNot) {
+  json pg = PodGroupObj("ns", "train", "team-a", 1);
+  cache_.Apply(Kind::kPodGroup, EventType::kAdded, pg);
+  cache_.Apply(Kind::kPod, EventType::kAdded, PodObj("ns", "w0", 1, "train"));
+  Snapshot before = cache_.Take();
+  const int64_t assemblies = cache_.stats().assemblies;
+  pg["metadata"]["annotations"][kLastStartAnnotation] = "2026-11-30T10:00:00Z";
+  pg["metadata"]["annotations"][kStaleSinceAnnotation] = "2026-11-30T10:05:00Z";
+  cache_.Apply(Kind::kPodGroup, EventType::kModified, pg);
+  Snapshot s = cache_.Take();
+  EXPECT_EQ(cache_.stats().assemblies, assemblies);
+  EXPECT_EQ(cache_.stats().patches, 1);
+  EXPECT_EQ(s.layout, before.layout);
+  const Job& job = s.cluster->jobs[s.cluster->FindJob("train")];
+  EXPECT_EQ(job.last_start_ms, int64_t{1'796'032'800'000});
+  EXPECT_EQ(job.stale_since_ms, int64_t{1'796'033'100'000});
+  EXPECT_FALSE(before.cluster->jobs[before.cluster->FindJob("train")].last_start_ms.has_value())
+      << "the held snapshot keeps its times";
+  // Cleared again: patched too.
+  pg["metadata"]["annotations"].erase(kStaleSinceAnnotation);
+  cache_.Apply(Kind::kPodGroup, EventType::kModified, pg);
+  s = cache_.Take();
+  EXPECT_EQ(cache_.stats().patches, 2);
+  EXPECT_FALSE(s.cluster->jobs[s.cluster->FindJob("train")].stale_since_ms.has_value());
+  // Any other change to the PodGroup takes the full assembly.
+  pg["spec"]["minMember"] = 2;
+  cache_.Apply(Kind::kPodGroup, EventType::kModified, pg);
+  s = cache_.Take();
+  EXPECT_EQ(cache_.stats().assemblies, assemblies + 1);
+  EXPECT_EQ(s.cluster->jobs[s.cluster->FindJob("train")].pod_sets[0].min_available, 2);
 }
 
 TEST(WatchCacheScaleTest, AssemblyOfALargeCluster) {
