@@ -87,6 +87,16 @@ int main(int argc, char** argv) {
       ->add_option("--metrics-address", sched.metrics_address,
                    "Address serving /metrics, /healthz and /readyz (empty: none)")
       ->capture_default_str();
+  sched_cmd
+      ->add_option("--bind-request-workers", sched.bind_request_workers,
+                   "BindRequests created at once after a cycle")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  sched_cmd
+      ->add_option("--num-of-status-recording-workers", sched.status_recording_workers,
+                   "Workers writing PodGroup annotation updates")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
 
   CLI11_PARSE(app, argc, argv);
   if (binder_cmd->parsed()) return gantry::binder::RunBinder(binder, std::cerr);

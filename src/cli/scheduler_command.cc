@@ -55,6 +55,8 @@ int RunScheduler(const SchedulerOptions& options, std::ostream& out, std::ostrea
   live.scheduler_name = options.scheduler_name;
   live.lease_namespace = options.lease_namespace;
   live.metrics_address = options.metrics_address;
+  live.bind_request_workers = options.bind_request_workers;
+  live.status_recording_workers = options.status_recording_workers;
   const int64_t period = ParseDurationMs(options.period);
   if (period <= 0) {
     err << "error: --period: expected a positive duration such as 1s or 500ms, got \""

@@ -13,6 +13,8 @@ struct SchedulerOptions {
   std::string config;         // scheduler configuration (YAML); empty: the defaults
   std::string lease_namespace = "gantry-system";
   std::string metrics_address = ":8080";
+  int bind_request_workers = 8;      // BindRequests created at once
+  int status_recording_workers = 5;  // PodGroup annotation patches sent at once
 };
 
 // Runs until SIGTERM or SIGINT (exit 0) or until leadership is lost (exit 1).

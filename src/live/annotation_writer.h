@@ -7,6 +7,13 @@
 // what is still queued (a successor recomputes it from the times it reads back, as after a
 // crash).
 //
+// Several workers send patches at once (KAI's --num-of-status-recording-workers, default 5): a
+// patch is a round trip to the API server, and a cycle that starts thousands of jobs would
+// otherwise wait minutes for its stamps. Two patches of one PodGroup are never in flight at once
+// (the newer waits for the older), so they reach the server in the order offered. Offering the
+// patch already queued or in flight for a PodGroup changes nothing (a cycle re-offers the stamps
+// the cluster does not show yet).
+//
 //   AnnotationWriter writer(client, [&](const Object& pg) { cache.Apply(...); }, log);
 //   writer.Start();
 //   writer.Offer("ns", "pg", patch);
@@ -23,6 +30,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "kube/client.h"
 
@@ -32,7 +40,7 @@ class AnnotationWriter {
  public:
   AnnotationWriter(std::shared_ptr<kube::Client> client,
                    std::function<void(const kube::Object& written)> on_written,
-                   std::function<void(const std::string& line)> log);
+                   std::function<void(const std::string& line)> log, int workers = 1);
   ~AnnotationWriter();
   AnnotationWriter(const AnnotationWriter&) = delete;
   AnnotationWriter& operator=(const AnnotationWriter&) = delete;
@@ -51,19 +59,24 @@ class AnnotationWriter {
     kube::Object patch;
   };
   void Work();
+  // The oldest queued key with nothing in flight; order_.end() when none. With mu_ held.
+  std::deque<std::string>::iterator NextReady();
 
   std::shared_ptr<kube::Client> client_;
   std::function<void(const kube::Object&)> on_written_;
   std::function<void(const std::string&)> log_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::map<std::string, Pending> pending_;  // by "namespace/name"
-  std::deque<std::string> order_;           // keys, oldest first (each once)
+  const int workers_;
+  std::map<std::string, Pending> pending_;         // by "namespace/name"
+  std::deque<std::string> order_;                  // keys, oldest first (each once)
+  std::map<std::string, kube::Object> in_flight_;  // patches being sent, by key
   bool stopping_ = false;
+  bool started_ = false;
   size_t written_ = 0;
   size_t dropped_ = 0;
-  size_t failures_ = 0;  // worker thread only
-  std::thread worker_;
+  size_t failures_ = 0;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace gantry::live

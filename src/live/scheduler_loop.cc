@@ -45,7 +45,10 @@ class Loop {
   void Cycle(Scheduler& scheduler);
   void ReportObjectErrors(const std::vector<cache::ObjectError>& errors);
   void Evict(const Session& ssn, const EvictionDecision& e);
-  void Bind(const Session& ssn, const BindDecision& b);
+  // Creates the BindRequest `br` of a placement of `pod` on `node` (the pod's and node's names).
+  // Thread-safe: the binds of a cycle are written by several workers.
+  void Bind(const Pod& pod, const std::string& node, const Object& br);
+  void BindAll(const Session& ssn);
   void MarkPending(const Session& ssn, JobId j);
   void Event(Kind kind, const Object& involved, const std::string& type, const std::string& reason,
              const std::string& message);
@@ -73,7 +76,7 @@ class Loop {
   AnnotationWriter job_times_{
       client_,
       [this](const Object& pg) { cache_.Apply(Kind::kPodGroup, kube::EventType::kModified, pg); },
-      [this](const std::string& line) { Log(line); }};
+      [this](const std::string& line) { Log(line); }, options_.status_recording_workers};
   obs::Registry registry_;
   obs::SchedulerMetrics metrics_{registry_};
 };
@@ -141,9 +144,31 @@ void Loop::Evict(const Session& ssn, const EvictionDecision& e) {
   }
 }
 
-void Loop::Bind(const Session& ssn, const BindDecision& b) {
-  const Pod& pod = ssn.cluster().pods[b.pod];
-  const Object br = MakeBindRequest(ssn, b, options_.bind_backoff_limit);
+void Loop::BindAll(const Session& ssn) {
+  const std::vector<BindDecision>& binds = ssn.binds();
+  if (binds.empty()) return;
+  // The requests are made here, from the session; only the writes run on the workers.
+  std::vector<Object> requests;
+  requests.reserve(binds.size());
+  for (const BindDecision& b : binds) {
+    requests.push_back(MakeBindRequest(ssn, b, options_.bind_backoff_limit));
+  }
+  const Cluster& cl = ssn.cluster();
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < binds.size(); i = next++) {
+      Bind(cl.pods[binds[i].pod], cl.nodes[binds[i].node].name, requests[i]);
+    }
+  };
+  const size_t workers =
+      std::min(binds.size(), static_cast<size_t>(std::max(1, options_.bind_request_workers)));
+  std::vector<std::thread> threads;
+  for (size_t w = 1; w < workers; ++w) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+}
+
+void Loop::Bind(const Pod& pod, const std::string& node, const Object& br) {
   auto created = client_->Create(kube::resources::kBindRequests, pod.namespace_, br);
   if (created.ok()) {
     cache_.Apply(Kind::kBindRequest, kube::EventType::kAdded, created.value());
@@ -158,7 +183,7 @@ void Loop::Bind(const Session& ssn, const BindDecision& b) {
     // If it is stale (an earlier pod's, or given up on), the next cycle deletes it and asks again.
     return;
   }
-  Log("bind " + pod.namespace_ + "/" + pod.name + " -> " + ssn.cluster().nodes[b.node].name + ": " +
+  Log("bind " + pod.namespace_ + "/" + pod.name + " -> " + node + ": " +
       created.error().ToString());
 }
 
@@ -261,7 +286,7 @@ void Loop::Cycle(Scheduler& scheduler) {
   job_memory_.Record(*ssn, snap.layout);
   const auto decided = std::chrono::steady_clock::now();
   for (const EvictionDecision& e : ssn->evictions()) Evict(*ssn, e);
-  for (const BindDecision& b : ssn->binds()) Bind(*ssn, b);
+  BindAll(*ssn);
   for (JobId j = 0; j < static_cast<JobId>(snap.cluster->jobs.size()); ++j) {
     if (auto patch = JobTimesPatch(*ssn, j)) {
       job_times_.Offer(snap.cluster->jobs[j].namespace_, snap.cluster->jobs[j].name,

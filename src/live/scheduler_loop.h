@@ -36,6 +36,13 @@ struct LiveSchedulerOptions {
   std::string lease_name = "gantry-scheduler";
   std::string identity;  // unique per replica (defaults to host name and process id)
   int32_t bind_backoff_limit = 3;
+  // BindRequests created at once after a cycle (each create is a round trip to the API server,
+  // mostly spent waiting for etcd: one at a time, a cycle placing thousands of pods would spend
+  // minutes writing). At least 1.
+  int bind_request_workers = 8;
+  // Workers sending PodGroup annotation patches (annotation_writer.h), as KAI's
+  // --num-of-status-recording-workers.
+  int status_recording_workers = 5;
   // Where /metrics (KAI's scheduler metric names), /healthz and /readyz are served; empty: not
   // served (`gantry scheduler` defaults to ":8080"). /readyz is 200 once the leader is known and,
   // on the leader, the cache has synced.

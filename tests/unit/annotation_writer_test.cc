@@ -73,6 +73,62 @@ TEST(AnnotationWriterTest, SendsTheNewestPatchPerPodGroupAndHandsBackWhatTheServ
             "2026-11-30T10:00:02Z");
 }
 
+TEST(AnnotationWriterTest, WorkersSendAtOnceButOnePodGroupInOrderAndDuplicatesOnce) {
+  auto transport = std::make_shared<kube::FakeTransport>();
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  int in_flight_a = 0;
+  int most_in_flight_a = 0;
+  transport->SetHandler([&](const kube::HttpRequest& r) {
+    const std::string name = r.path.substr(r.path.rfind('/') + 1);
+    if (name == "a") {
+      std::unique_lock<std::mutex> lock(mu);
+      most_in_flight_a = std::max(most_in_flight_a, ++in_flight_a);
+      cv.wait(lock, [&] { return release; });  // a's patches wait for the test
+      --in_flight_a;
+    }
+    return kube::HttpResponse{200, json{{"metadata", {{"name", name}}}}.dump()};
+  });
+  auto client = std::make_shared<kube::Client>(transport, kube::ClientOptions{.qps = 0});
+  AnnotationWriter writer(client, nullptr, nullptr, /*workers=*/4);
+  auto stamp = [](const std::string& t) {
+    return json{{"metadata", {{"annotations", {{"kai.scheduler/last-start-timestamp", t}}}}}};
+  };
+  auto wait_for = [&](auto done) {
+    for (int i = 0; i < 5000 && !done(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  };
+  writer.Start();
+  writer.Offer("ns", "a", stamp("2026-11-30T10:00:01Z"));
+  wait_for([&] { return transport->requests().size() == 1; });
+  writer.Offer("ns", "a", stamp("2026-11-30T10:00:01Z"));  // in flight: nothing new
+  writer.Offer("ns", "a", stamp("2026-11-30T10:00:02Z"));  // waits for the first
+  writer.Offer("ns", "a", stamp("2026-11-30T10:00:02Z"));  // queued: nothing new
+  writer.Offer("ns", "b", stamp("2026-11-30T10:00:03Z"));  // another worker sends it now
+  wait_for([&] { return writer.written() == 1; });
+  EXPECT_EQ(writer.written(), 1u) << "b was sent while a's first patch was in flight";
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  wait_for([&] { return writer.written() == 3; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // room for a wrong extra send
+  writer.Stop();
+  EXPECT_EQ(writer.written(), 3u);
+  std::vector<json> to_a;
+  for (const kube::HttpRequest& r : transport->requests()) {
+    if (r.path.ends_with("/a")) to_a.push_back(json::parse(r.body));
+  }
+  ASSERT_EQ(to_a.size(), 2u);
+  EXPECT_EQ(to_a[0], stamp("2026-11-30T10:00:01Z"));
+  EXPECT_EQ(to_a[1], stamp("2026-11-30T10:00:02Z"));
+  EXPECT_EQ(transport->requests().size(), 3u);
+  EXPECT_EQ(most_in_flight_a, 1);
+}
+
 TEST(AnnotationWriterTest, StopDropsWhatIsStillQueued) {
   auto transport = std::make_shared<kube::FakeTransport>();
   auto client = std::make_shared<kube::Client>(transport, kube::ClientOptions{.qps = 0});
