@@ -314,14 +314,21 @@ void WatchCache::Put(Kind kind, Object object) {
 }
 
 bool WatchCache::HeldAtVersion(Kind kind, const Object& object) const {
-  if (kind != Kind::kPod && kind != Kind::kBindRequest) return false;
+  if (kind != Kind::kPod && kind != Kind::kBindRequest && kind != Kind::kPodGroup) return false;
   const std::string rv = kube::ResourceVersionOf(object);
   if (rv.empty()) return false;
   auto held = [&](const auto& store) {
     auto it = store.find(KeyOf(object));
     return it != store.end() && kube::ResourceVersionOf(it->second.raw) == rv;
   };
-  return kind == Kind::kPod ? held(pods_) : held(bind_requests_);
+  switch (kind) {
+    case Kind::kPod:
+      return held(pods_);
+    case Kind::kBindRequest:
+      return held(bind_requests_);
+    default:
+      return held(pod_groups_);
+  }
 }
 
 void WatchCache::Remove(Kind kind, const Object& object) {

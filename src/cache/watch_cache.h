@@ -145,8 +145,9 @@ class WatchCache {
   // Replace every object of `kind` (a relist). Marks the kind synced.
   void Replace(Kind kind, const std::vector<Object>& objects);
   // One change: kAdded / kModified store the object, kDeleted removes it; others are ignored.
-  // A pod or BindRequest at the resourceVersion held already (the scheduler applies the answers
-  // to its own writes, and the watch brings the same version again) is not converted again.
+  // A pod, BindRequest or PodGroup at the resourceVersion held already (the scheduler applies
+  // the answers to its own writes, and the watch brings the same version again) is not converted
+  // again.
   void Apply(Kind kind, kube::EventType type, const Object& object);
   // The same, taking the object over (no copy).
   void Apply(Kind kind, kube::EventType type, Object&& object);
@@ -192,7 +193,7 @@ class WatchCache {
   using Store = std::map<std::string, Entry<T>>;  // by "namespace/name" or "name"
 
   // All with mu_ held.
-  // Whether a pod or BindRequest is held at `object`'s (non-empty) resourceVersion.
+  // Whether a pod, BindRequest or PodGroup is held at `object`'s (non-empty) resourceVersion.
   bool HeldAtVersion(Kind kind, const Object& object) const;
   void Put(Kind kind, Object object);
   void Remove(Kind kind, const Object& object);

@@ -321,6 +321,16 @@ TEST_F(WatchCacheTest, AVersionHeldAlreadyIsNotConvertedAgain) {
   cache_.Apply(Kind::kPod, EventType::kModified, pod);
   EXPECT_EQ(cache_.stats().conversions, before + 1);
   EXPECT_EQ(FindPod(*cache_.Take().cluster, "w0")->status, PodStatus::kBound);
+  // The same for a PodGroup (the answer to a timestamp patch, then its watch event).
+  json pg = PodGroupObj("ns", "train", "team-a", 1);
+  pg["metadata"]["resourceVersion"] = "7";
+  pg["metadata"]["annotations"][kLastStartAnnotation] = "2026-11-30T10:00:00Z";
+  cache_.Apply(Kind::kPodGroup, EventType::kModified, pg);
+  const int64_t with_pg = cache_.stats().conversions;
+  Snapshot b = cache_.Take();
+  cache_.Apply(Kind::kPodGroup, EventType::kModified, pg);
+  EXPECT_EQ(cache_.stats().conversions, with_pg);
+  EXPECT_EQ(cache_.Take().cluster.get(), b.cluster.get()) << "nothing changed";
 }
 
 TEST_F(WatchCacheTest, KeepsObjectsWithoutManagedFields) {
