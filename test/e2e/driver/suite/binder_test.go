@@ -42,9 +42,19 @@ var servingPort = regexp.MustCompile(`serving /metrics, /healthz, /readyz on por
 
 func startBinder(t *testing.T, bin, logName string) *binderProcess {
 	t.Helper()
-	cmd := exec.Command(bin, "binder", "--kubeconfig", env.Kubeconfig(harness.BinderUser),
-		"--metrics-address", "127.0.0.1:0", "--workers", "2",
-		"--resource-reservation-pod-image", reservationImage)
+	return startBinderWorkers(t, bin, logName, "2")
+}
+
+// startBinderWorkers starts the binder with `workers` reconcile workers ("": the product's
+// default, as deployed).
+func startBinderWorkers(t *testing.T, bin, logName, workers string) *binderProcess {
+	t.Helper()
+	args := []string{"binder", "--kubeconfig", env.Kubeconfig(harness.BinderUser),
+		"--metrics-address", "127.0.0.1:0", "--resource-reservation-pod-image", reservationImage}
+	if workers != "" {
+		args = append(args, "--workers", workers)
+	}
+	cmd := exec.Command(bin, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

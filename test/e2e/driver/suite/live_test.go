@@ -30,11 +30,17 @@ import (
 // liveBinder starts `gantry binder` and stops it (SIGTERM, exit 0 expected) when the test ends.
 func liveBinder(t *testing.T, logName string) *binderProcess {
 	t.Helper()
+	return liveBinderWorkers(t, logName, "2")
+}
+
+// liveBinderWorkers is liveBinder with `workers` reconcile workers ("": the product's default).
+func liveBinderWorkers(t *testing.T, logName, workers string) *binderProcess {
+	t.Helper()
 	bin := os.Getenv("GANTRY_BIN")
 	if bin == "" {
 		t.Skip("GANTRY_BIN is not set")
 	}
-	p := startBinder(t, bin, logName)
+	p := startBinderWorkers(t, bin, logName, workers)
 	t.Cleanup(func() {
 		if code := p.stop(); code != 0 && !p.killed {
 			t.Errorf("binder %d exited with %d after SIGTERM", p.cmd.Process.Pid, code)

@@ -114,7 +114,9 @@ func TestLiveThroughput(t *testing.T) {
 	rec := newRecorder(t, ctx, fast.Kube, ns)
 
 	sched := startScheduler(t)
-	bind := liveBinder(t, "binder-live-perf.log")
+	// Both processes run with their defaults, as deployed (the functional tests use 2 binder
+	// workers).
+	bind := liveBinderWorkers(t, "binder-live-perf.log", "")
 	pids := controlPlanePids(t)
 	pids["scheduler"], pids["binder"] = sched.cmd.Process.Pid, bind.cmd.Process.Pid
 	cpu0 := map[string]float64{}
