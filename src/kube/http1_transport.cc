@@ -422,10 +422,20 @@ class Http1Transport : public Transport {
         pool_.pop_back();
       }
       if (SteadyClock::now() - c->idle_since < kIdleCheckAfter) return c;
-      // Long idle: readable now means the server closed it (or sent something unexpected).
-      if (c->ssl != nullptr && SSL_has_pending(c->ssl) == 1) continue;
+      // Long idle: readable now means the server closed it, unless what arrived is a TLS record
+      // without data (a late session ticket), which a read consumes.
       pollfd p{c->fd, POLLIN, 0};
       if (::poll(&p, 1, 0) == 0) return c;
+      if (c->ssl != nullptr && (p.revents & (POLLERR | POLLHUP)) == 0) {
+        char byte = 0;
+        size_t n = 0;
+        ERR_clear_error();
+        if (SSL_read_ex(c->ssl, &byte, 1, &n) == 0 &&
+            SSL_get_error(c->ssl, 0) == SSL_ERROR_WANT_READ && SSL_has_pending(c->ssl) == 0) {
+          return c;
+        }
+        ERR_clear_error();
+      }
     }
   }
 
