@@ -347,6 +347,51 @@ TEST(KubeHttp1Transport, ACancelledStreamReturnsCancelled) {
   EXPECT_TRUE(r.error().IsTransport());
 }
 
+TEST(KubeHttp1Transport, ARequestWithoutAnswerTimesOut) {
+  std::atomic<bool> release{false};
+  TestServer server([&](const std::string&) {
+    release.wait(false);  // answers only after the client gave up
+    return TestServer::Reply{Ok("{}")};
+  });
+  TransportPtr t = Native(server.url());
+  ApiResult<HttpResponse> r =
+      t->Do(HttpRequest{"GET", "/slow", "", "", std::chrono::milliseconds(50)});
+  release.store(true);
+  release.notify_all();
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.error().IsTransport());
+  EXPECT_NE(r.error().message.find("timed out"), std::string::npos) << r.error().message;
+  EXPECT_EQ(server.requests().size(), 1u);  // sent once: a timeout is not retried
+}
+
+TEST(KubeHttp1Transport, ASinkThatStopsEndsTheStreamAndDropsItsConnection) {
+  TestServer server([](const std::string& request) {
+    if (request.find("watch=1") != std::string::npos) {
+      return TestServer::Reply{
+          "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n3\r\ndef\r\n"};
+    }
+    return TestServer::Reply{Ok("{}")};
+  });
+  TransportPtr t = Native(server.url());
+  std::atomic<bool> cancel{false};
+  int calls = 0;
+  ApiResult<HttpResponse> r = t->Stream(
+      HttpRequest{"GET", "/w?watch=1", "", "", {}},
+      [&](std::string_view) {
+        ++calls;
+        return false;
+      },
+      cancel);
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  EXPECT_EQ(r.value().status, 200);
+  EXPECT_EQ(calls, 1);
+  // The stream's connection is not reused (the rest of its body is unread): a new one.
+  ApiResult<HttpResponse> next = t->Do(HttpRequest{"GET", "/x", "", "", {}});
+  ASSERT_TRUE(next.ok()) << next.error().ToString();
+  EXPECT_EQ(next.value().status, 200);
+  EXPECT_EQ(t->stats().connections, 2u);
+}
+
 TEST(KubeHttp1Transport, NoServerIsATransportError) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
