@@ -1,8 +1,8 @@
 // gantry-kube-bench: the CPU cost per request of the Kubernetes client against a real API server.
 //
 //   gantry-kube-bench [--kubeconfig PATH] [--n 1000] [--threads 8] [--watchers 4]
-//                     [--idle-seconds 5] [--namespace default] [--http2] [--no-share-tls]
-//                     [--server-pids PID,PID]
+//                     [--idle-seconds 5] [--namespace default] [--curl] [--http2] [--no-share-tls]
+//                     [--server-pids PID,PID] [--phases get-seq,post-seq,...]
 //
 // KUBECONFIG is used when --kubeconfig is not given. Each phase sends --n small requests, first
 // from one thread, then spread over --threads threads, through one Client (no client-side rate
@@ -17,12 +17,14 @@
 // Per phase it prints the process's CPU seconds (getrusage: user + system, all threads) per 1000
 // requests, the wall time, and the new connections and HTTP/2 responses the transport counted.
 // With --server-pids (e.g. kube-apiserver's and etcd's) it also prints their CPU seconds per 1000
-// requests (/proc/PID/stat utime + stime). --http2 and --no-share-tls select the transport's
-// CurlTransportOptions. Lines starting with '{' are the same as JSON. The created Events are left
-// to expire.
+// requests (/proc/PID/stat utime + stime). --curl (the libcurl engine instead of the native one),
+// --http2 (libcurl) and --no-share-tls select the transport's CurlTransportOptions; --phases runs
+// only the phases named (e.g. for callgrind). Lines starting with '{' are the same as JSON. The
+// created Events are left to expire.
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -56,6 +58,11 @@ double CpuSeconds() {
 }
 
 std::vector<int> g_server_pids;
+std::vector<std::string> g_phases;  // --phases; empty: all
+
+bool Selected(const std::string& phase) {
+  return g_phases.empty() || std::find(g_phases.begin(), g_phases.end(), phase) != g_phases.end();
+}
 
 // CPU seconds (utime + stime) of the --server-pids processes; 0 when none or unreadable.
 double ServerCpuSeconds() {
@@ -203,8 +210,13 @@ int main(int argc, char** argv) {
       ns = value();
     } else if (a == "--http2") {
       topts.http_version = gantry::kube::CurlTransportOptions::HttpVersion::kHttp2;
+    } else if (a == "--curl") {
+      topts.engine = gantry::kube::CurlTransportOptions::Engine::kLibcurl;
     } else if (a == "--no-share-tls") {
       topts.share_tls_sessions = false;
+    } else if (a == "--phases") {
+      std::stringstream list(value());
+      for (std::string ph; std::getline(list, ph, ',');) g_phases.push_back(ph);
     } else if (a == "--server-pids") {
       std::stringstream list(value());
       for (std::string pid; std::getline(list, pid, ',');) g_server_pids.push_back(std::stoi(pid));
@@ -264,21 +276,25 @@ int main(int argc, char** argv) {
     return client->Update(res::kConfigMaps, ns, o).ok();
   };
 
-  std::printf("# server %s, n=%d, threads=%d, %s, %s\n", config.value().server.c_str(), n, threads,
+  std::printf(
+      "# server %s, n=%d, threads=%d, %s, %s, %s\n", config.value().server.c_str(), n, threads,
+      topts.engine == gantry::kube::CurlTransportOptions::Engine::kLibcurl ||
               topts.http_version == gantry::kube::CurlTransportOptions::HttpVersion::kHttp2
-                  ? "HTTP/2"
-                  : "HTTP/1.1",
-              topts.share_tls_sessions ? "shared TLS sessions" : "no TLS session sharing");
+          ? "libcurl"
+          : "native",
+      topts.http_version == gantry::kube::CurlTransportOptions::HttpVersion::kHttp2 ? "HTTP/2"
+                                                                                    : "HTTP/1.1",
+      topts.share_tls_sessions ? "shared TLS sessions" : "no TLS session sharing");
   get(0);  // warm up: the first connection
   for (int t : {1, threads}) {
     std::string suffix = t == 1 ? "-seq" : "-conc";
-    Print(Measure("get" + suffix, n, t, tr, get));
-    Print(Measure("post" + suffix, n, t, tr, post));
-    Print(Measure("put" + suffix, n, t, tr, put));
+    if (Selected("get" + suffix)) Print(Measure("get" + suffix, n, t, tr, get));
+    if (Selected("post" + suffix)) Print(Measure("post" + suffix, n, t, tr, post));
+    if (Selected("put" + suffix)) Print(Measure("put" + suffix, n, t, tr, put));
   }
 
   // Idle watches: the cost of keeping them open with nothing happening.
-  {
+  if (Selected("idle-watch")) {
     std::vector<std::unique_ptr<CountingHandler>> handlers;
     std::vector<std::unique_ptr<gantry::kube::ListWatcher>> lws;
     std::vector<std::thread> runs;
@@ -311,7 +327,7 @@ int main(int argc, char** argv) {
   }
 
   // Events POSTed while a watcher receives them (both sides in this process).
-  {
+  if (Selected("watch-events")) {
     CountingHandler h;
     gantry::kube::ListWatchOptions lwo;
     lwo.ns = ns;

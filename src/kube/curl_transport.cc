@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -392,8 +393,27 @@ ApiResult<TransportPtr> MakeCurlTransport(const Config& config) {
   return MakeCurlTransport(config, CurlTransportOptions{});
 }
 
+namespace {
+
+// A proxy in the environment, which libcurl honours and the native engine does not.
+bool ProxyInEnvironment() {
+  for (const char* name :
+       {"https_proxy", "HTTPS_PROXY", "http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"}) {
+    const char* v = std::getenv(name);  // NOLINT(concurrency-mt-unsafe)
+    if (v != nullptr && v[0] != '\0') return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 ApiResult<TransportPtr> MakeCurlTransport(const Config& config,
                                           const CurlTransportOptions& options) {
+  if (options.engine == CurlTransportOptions::Engine::kNative &&
+      options.http_version == CurlTransportOptions::HttpVersion::kHttp1_1 &&
+      !ProxyInEnvironment()) {
+    return MakeHttp1Transport(config, options);
+  }
   static std::once_flag once;
   static CURLcode init = CURLE_OK;
   std::call_once(once, [] { init = curl_global_init(CURL_GLOBAL_DEFAULT); });

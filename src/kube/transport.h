@@ -76,8 +76,14 @@ class Transport {
 };
 using TransportPtr = std::shared_ptr<Transport>;
 
-// Tuning of the libcurl transport (MakeCurlTransport's defaults are what Gantry uses).
+// Tuning of the transport (MakeCurlTransport's defaults are what Gantry uses).
 struct CurlTransportOptions {
+  // The engine. kNative (http1_transport.cc): Gantry's own HTTP/1.1 client on OpenSSL, a fixed
+  // cost per request of about half libcurl's (gantry-kube-bench, bench/README.md). kLibcurl:
+  // libcurl, also used whenever HTTP/2 is asked for or a proxy is set in the environment
+  // (HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, any case), which the native engine does not support.
+  enum class Engine { kNative, kLibcurl };
+  Engine engine = Engine::kNative;
   // HTTP/1.1 costs less CPU per small request than HTTP/2 on both sides (measured with
   // gantry-kube-bench: bench/README.md); HTTP/2 is negotiated through ALPN when chosen.
   enum class HttpVersion { kHttp1_1, kHttp2 };
@@ -95,13 +101,21 @@ struct CurlTransportOptions {
   std::chrono::milliseconds stream_batch{20};
 };
 
-// A libcurl transport for `config`: TLS as configured, bearer token (a token file is re-read
-// when its modification time or size changes), HTTP keep-alive through a pool of reusable
-// handles, each keeping its connection open between requests (and across watch streams). Fails only
-// when libcurl cannot be initialised or the config has no server; unusable TLS material shows as a
-// transport error on the first request.
+// The production transport for `config` (the name is historical: the engine is chosen by
+// CurlTransportOptions::engine, native HTTP/1.1 by default). Either engine: TLS as configured
+// (the server's certificate verified against the CA data, or the system's trust store, and its
+// name or IP address checked, unless insecure-skip-tls-verify), bearer token (a token file is
+// re-read when its modification time or size changes), HTTP keep-alive through a pool of
+// connections kept open between requests (and across watch streams), gzip responses decoded.
+// Fails only when libcurl cannot be initialised or the config has no server; unusable TLS
+// material or server URL shows as a transport error on the first request.
 ApiResult<TransportPtr> MakeCurlTransport(const Config& config);
 ApiResult<TransportPtr> MakeCurlTransport(const Config& config,
                                           const CurlTransportOptions& options);
+
+// The native HTTP/1.1 engine itself, whatever the environment (MakeCurlTransport picks it by
+// default). options.http_version is ignored.
+ApiResult<TransportPtr> MakeHttp1Transport(const Config& config,
+                                           const CurlTransportOptions& options);
 
 }  // namespace gantry::kube
