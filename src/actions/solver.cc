@@ -102,11 +102,11 @@ class Scenario {
     info.victims.clear();
     info.preemptor = preemptor_;
     info.preemptor_tasks = pending_;
-    for (size_t i = 0; i < recorded.size(); ++i) {
-      const auto tasks = recorded.tasks(i);
-      recorded_tasks_.insert(recorded_tasks_.end(), tasks.begin(), tasks.end());
-      AppendGroup(recorded.job(i), tasks);
-    }
+    // (The recorded tasks are the groups' pods in order.)
+    recorded_tasks_ = recorded.pods;
+    groups_.reserve(recorded.size());
+    group_pods_.reserve(recorded.pods.size());
+    for (size_t i = 0; i < recorded.size(); ++i) AppendGroup(recorded.job(i), recorded.tasks(i));
     for (PodId p : recorded_tasks_) {
       index_.recorded[p] = 1;
       index_.touched_pods.push_back(p);
@@ -1029,18 +1029,23 @@ class Solver {
                                    bool& proven) {
     const auto& jobs = ssn_.cluster().jobs;
     is_victim_job_.resize(jobs.size(), 0);
-    std::vector<JobId> victim_jobs;
+    // (Scratch lists sized up front and written by index: this runs for every victim of every
+    // simulation.)
+    std::vector<JobId>& victim_jobs = victim_jobs_scratch_;
+    victim_jobs.resize(scenario.recorded_tasks().size() + potential.size());
+    size_t num_victim_jobs = 0;
     bool victims_need_gpus = true;  // every victim pod asks for whole GPUs
     auto note_victim = [&](PodId p) {
       const Pod& pod = ssn_.cluster().pods[p];
       victims_need_gpus = victims_need_gpus && !pod.IsSharedGpu() && pod.request.gpus > 0;
       if (!is_victim_job_[pod.job]) {
         is_victim_job_[pod.job] = 1;
-        victim_jobs.push_back(pod.job);
+        victim_jobs[num_victim_jobs++] = pod.job;
       }
     };
     for (PodId p : scenario.recorded_tasks()) note_victim(p);
     for (PodId p : potential) note_victim(p);
+    victim_jobs.resize(num_victim_jobs);
     JobsOrderOptions options;
     options.filter_non_pending = false;
     options.filter_unready = false;
@@ -1052,15 +1057,17 @@ class Solver {
       }
       pending_jobs_known_ = true;
     }
-    std::vector<JobId> to_order;
-    to_order.reserve(pending_jobs_.size() + victim_jobs.size());
+    std::vector<JobId>& to_order = to_order_scratch_;
+    to_order.resize(pending_jobs_.size() + victim_jobs.size());
+    size_t num_to_order = 0;
     for (JobId j : pending_jobs_) {
-      if (!is_victim_job_[j]) to_order.push_back(j);
+      if (!is_victim_job_[j]) to_order[num_to_order++] = j;
     }
     size_t victim_entries = 0;
     for (JobId j : victim_jobs) {
-      if (j != job_) to_order.push_back(j), ++victim_entries;
+      if (j != job_) to_order[num_to_order++] = j, ++victim_entries;
     }
+    to_order.resize(num_to_order);
     order.PushMany(to_order);
     order.PushView(JobView{job_, true, scenario.pending()});
     // The entries that do something: the preemptor and the victim jobs. Once all are popped the
@@ -1167,6 +1174,7 @@ class Solver {
   std::vector<PodId> pods_scratch_;
   uint64_t touched_epoch_ = 0;  // placement epoch right after the scenario's evictions
   std::vector<char> is_victim_job_;
+  std::vector<JobId> victim_jobs_scratch_, to_order_scratch_;  // (AllocatePreemptorAndVictims)
   // The rejection rules of the current simulation (see PrepareRejecting).
   std::vector<RejectionRule> rules_;
   std::vector<RuleState> rule_states_;

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
+#include <string>
+#include <utility>
 
 namespace gantry {
 
@@ -44,10 +47,36 @@ void JobsByQueue::InitializeWithAllJobs() {
   }
 }
 
-void JobsByQueue::InitializeWithJobs(const std::vector<JobId>& jobs) {
+namespace {
+// Whether no two of `jobs` share their creation time and name, the job order's last
+// tie-breakers: then no two of them are equivalent under it. (Names are compared by hash: a
+// collision only makes the answer a false "no".)
+bool DistinctTieBreakers(const Cluster& cluster, const std::vector<JobId>& jobs) {
+  std::vector<std::pair<int64_t, size_t>> keys;
+  keys.reserve(jobs.size());
   for (JobId j : jobs) {
-    if (Eligible(j)) Push(j);
+    const Job& job = cluster.jobs[j];
+    keys.emplace_back(job.creation_ms, std::hash<std::string>{}(job.name));
   }
+  std::sort(keys.begin(), keys.end());
+  return std::adjacent_find(keys.begin(), keys.end()) == keys.end();
+}
+}  // namespace
+
+void JobsByQueue::InitializeWithJobs(const std::vector<JobId>& jobs) {
+  std::vector<JobId> eligible;
+  eligible.reserve(jobs.size());
+  for (JobId j : jobs) {
+    if (Eligible(j)) eligible.push_back(j);
+  }
+  // With no two entries equivalent, every pop takes the unique best entry, whatever the heap's
+  // layout: one heap build per queue pops the same entries in the same order as pushing them one
+  // by one (which costs a sift to the top for each job that ranks before the earlier ones).
+  if (ssn_.params().solver_shortcuts && DistinctTieBreakers(ssn_.cluster(), eligible)) {
+    PushMany(eligible);
+    return;
+  }
+  for (JobId j : eligible) Push(j);
 }
 
 bool JobsByQueue::EntryLess(const JobView& a, const JobView& b) const {
@@ -219,21 +248,32 @@ void JobsByQueue::PushView(JobView v) {
 
 void JobsByQueue::PushMany(const std::vector<JobId>& jobs) {
   const auto& cluster = ssn_.cluster();
-  std::vector<QueueId> touched;
+  // Leaf queues receiving entries, with how many each; the counters above them are raised once
+  // per queue (nothing reads them in between).
+  std::vector<std::pair<QueueId, size_t>> touched;
   for (JobId j : jobs) {
     const QueueId q = cluster.jobs[j].queue;
     if (q == kNone || !cluster.queues[q].IsLeaf()) continue;
     if (!cluster.queues[q].parent_name.empty() && cluster.queues[q].parent == kNone) continue;
-    if (std::find(touched.begin(), touched.end(), q) == touched.end()) touched.push_back(q);
+    auto it = std::find_if(touched.begin(), touched.end(),
+                           [q](const auto& entry) { return entry.first == q; });
+    if (it == touched.end()) {
+      touched.emplace_back(q, 0);
+      it = touched.end() - 1;
+    }
+    ++it->second;
     heaps_[q].push_back(AddEntry(JobView{j, false, {}}));
-    for (QueueId a = q; a != kNone; a = cluster.queues[a].parent) ++active_jobs_[a];
-    NoteChange(q);
-    ++size_;
   }
-  for (QueueId q : touched) {
+  for (const auto& [q, count] : touched) {
     std::make_heap(heaps_[q].begin(), heaps_[q].end(),
                    [this](int32_t a, int32_t b) { return HeapLess(a, b); });
     RefreshFront(q);
+    for (QueueId a = q; a != kNone; a = cluster.queues[a].parent) {
+      active_jobs_[a] += static_cast<int>(count);
+      changes_[static_cast<size_t>(a) + 1] += count;
+    }
+    changes_[0] += count;
+    size_ += count;
   }
 }
 

@@ -37,7 +37,11 @@ class JobsByQueue {
 
   // Adds every eligible job of the session.
   void InitializeWithAllJobs();
-  // Adds the jobs of `jobs` that pass the options' filters.
+  // Adds the jobs of `jobs` that pass the options' filters. With the solver shortcuts on and no
+  // two of them tied on the job order's last tie-breakers (creation time, name), the heaps are
+  // built at once (PushMany): pops then come in the same order as after pushing one by one,
+  // provided the job order does not change while the jobs are queued (a victims queue is used on
+  // one session state).
   void InitializeWithJobs(const std::vector<JobId>& jobs);
   // Adds a job (again). Jobs of missing or non-leaf queues are ignored.
   void Push(JobId j) { PushView(JobView{j, false, {}}); }

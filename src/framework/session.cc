@@ -724,9 +724,11 @@ void Session::BuildNodeClasses() {
 void Session::Reclassify(NodeId n) {
   const int32_t old = node_class_[n];
   const std::pair<int32_t, NodeId> me{cluster_.nodes[n].name_rank, n};
+  // The node's set entry moves from its old class to its new one (no allocation).
+  std::set<std::pair<int32_t, NodeId>>::node_type entry;
   if (old >= 0) {
     auto& members = class_members_[old];
-    members.erase(me);
+    entry = members.extract(me);
     if (members.empty()) {
       // Drop the class from the non-empty list (swap with the last entry).
       const int32_t pos = class_pos_[old];
@@ -749,7 +751,11 @@ void Session::Reclassify(NodeId n) {
     class_pos_[c] = static_cast<int32_t>(nonempty_classes_.size());
     nonempty_classes_.push_back(c);
   }
-  members.insert(me);
+  if (entry) {
+    members.insert(std::move(entry));
+  } else {
+    members.insert(me);
+  }
   node_class_[n] = c;
 }
 
