@@ -1049,6 +1049,7 @@ class Solver {
     JobsOrderOptions options;
     options.filter_non_pending = false;
     options.filter_unready = false;
+    options.lazy_heaps = true;  // (one entry per job: pending jobs, victim jobs, the preemptor)
     JobsByQueue order(ssn_, options);
     // Pending jobs take part in the order (they are never placed here): computed once per job.
     if (pending_jobs_.empty() && !pending_jobs_known_) {

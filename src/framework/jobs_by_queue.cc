@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <functional>
-#include <string>
 #include <utility>
 
 namespace gantry {
@@ -30,6 +28,12 @@ JobsByQueue::JobsByQueue(const Session& ssn, JobsOrderOptions options)
   for (QueueId q = 0; q < static_cast<QueueId>(queues.size()); ++q) {
     if (queues[q].parent == kNone) roots_.push_back(q);
   }
+  lazy_ = options_.lazy_heaps && !options_.victim_queue && ssn.params().solver_shortcuts &&
+          ssn.JobOrderDependsOnlyOnOwnPods() && ssn.JobTieBreakersDistinct();
+  if (lazy_) {
+    unbuilt_.assign(queues.size(), 0);
+    lazy_best_.assign(queues.size(), -1);
+  }
 }
 
 bool JobsByQueue::Eligible(JobId j) const {
@@ -47,22 +51,6 @@ void JobsByQueue::InitializeWithAllJobs() {
   }
 }
 
-namespace {
-// Whether no two of `jobs` share their creation time and name, the job order's last
-// tie-breakers: then no two of them are equivalent under it. (Names are compared by hash: a
-// collision only makes the answer a false "no".)
-bool DistinctTieBreakers(const Cluster& cluster, const std::vector<JobId>& jobs) {
-  std::vector<std::pair<int64_t, size_t>> keys;
-  keys.reserve(jobs.size());
-  for (JobId j : jobs) {
-    const Job& job = cluster.jobs[j];
-    keys.emplace_back(job.creation_ms, std::hash<std::string>{}(job.name));
-  }
-  std::sort(keys.begin(), keys.end());
-  return std::adjacent_find(keys.begin(), keys.end()) == keys.end();
-}
-}  // namespace
-
 void JobsByQueue::InitializeWithJobs(const std::vector<JobId>& jobs) {
   std::vector<JobId> eligible;
   eligible.reserve(jobs.size());
@@ -72,7 +60,7 @@ void JobsByQueue::InitializeWithJobs(const std::vector<JobId>& jobs) {
   // With no two entries equivalent, every pop takes the unique best entry, whatever the heap's
   // layout: one heap build per queue pops the same entries in the same order as pushing them one
   // by one (which costs a sift to the top for each job that ranks before the earlier ones).
-  if (ssn_.params().solver_shortcuts && DistinctTieBreakers(ssn_.cluster(), eligible)) {
+  if (ssn_.params().solver_shortcuts && ssn_.JobTieBreakersDistinct()) {
     PushMany(eligible);
     return;
   }
@@ -96,7 +84,10 @@ JobsByQueue::JobsByQueue(const JobsByQueue& other)
       size_(other.size_),
       serial_(NextSerial()),
       changes_(other.changes_),
-      best_memo_(other.best_memo_.size()) {
+      best_memo_(other.best_memo_.size()),
+      lazy_(other.lazy_),
+      unbuilt_(other.unbuilt_),
+      lazy_best_(other.lazy_best_) {
   RebuildVictimViews();
 }
 
@@ -238,8 +229,17 @@ void JobsByQueue::PushView(JobView v) {
   if (!cluster.queues[q].parent_name.empty() && cluster.queues[q].parent == kNone) return;
   auto& heap = heaps_[q];
   heap.push_back(AddEntry(std::move(v)));
-  // std heaps keep the *largest* at the front: "greater" means "goes later".
-  std::push_heap(heap.begin(), heap.end(), [this](int32_t a, int32_t b) { return HeapLess(a, b); });
+  if (lazy_ && unbuilt_[q]) {
+    // (Not ordered yet: the best entry so far is kept if known.)
+    int32_t& best = lazy_best_[q];
+    if (best >= 0 && HeapLess(heap[static_cast<size_t>(best)], heap.back())) {
+      best = static_cast<int32_t>(heap.size() - 1);
+    }
+  } else {
+    // std heaps keep the *largest* at the front: "greater" means "goes later".
+    std::push_heap(heap.begin(), heap.end(),
+                   [this](int32_t a, int32_t b) { return HeapLess(a, b); });
+  }
   RefreshFront(q);
   for (QueueId a = q; a != kNone; a = cluster.queues[a].parent) ++active_jobs_[a];
   NoteChange(q);
@@ -265,8 +265,14 @@ void JobsByQueue::PushMany(const std::vector<JobId>& jobs) {
     heaps_[q].push_back(AddEntry(JobView{j, false, {}}));
   }
   for (const auto& [q, count] : touched) {
-    std::make_heap(heaps_[q].begin(), heaps_[q].end(),
-                   [this](int32_t a, int32_t b) { return HeapLess(a, b); });
+    if (lazy_) {
+      // Ordered when first popped; until then Best scans for the best entry.
+      unbuilt_[q] = 1;
+      lazy_best_[q] = -1;
+    } else {
+      std::make_heap(heaps_[q].begin(), heaps_[q].end(),
+                     [this](int32_t a, int32_t b) { return HeapLess(a, b); });
+    }
     RefreshFront(q);
     for (QueueId a = q; a != kNone; a = cluster.queues[a].parent) {
       active_jobs_[a] += static_cast<int>(count);
@@ -283,7 +289,19 @@ const JobView* JobsByQueue::Best(QueueId q) const {
     q = BestChildOf(q);
     if (q == kNone) return nullptr;
   }
-  return heaps_[q].empty() ? nullptr : &Entry(heaps_[q].front());
+  const auto& heap = heaps_[q];
+  if (heap.empty()) return nullptr;
+  if (lazy_ && unbuilt_[q]) {
+    int32_t& best = lazy_best_[q];
+    if (best < 0) {
+      best = 0;
+      for (size_t i = 1; i < heap.size(); ++i) {
+        if (HeapLess(heap[static_cast<size_t>(best)], heap[i])) best = static_cast<int32_t>(i);
+      }
+    }
+    return &Entry(heap[static_cast<size_t>(best)]);
+  }
+  return &Entry(heap.front());
 }
 
 VictimList JobsByQueue::VictimsOf(QueueId q) const {
@@ -343,6 +361,11 @@ QueueId JobsByQueue::NextLeaf() const {
 JobView JobsByQueue::PopNextView() {
   const QueueId q = NextLeaf();
   auto& heap = heaps_[q];
+  if (lazy_ && unbuilt_[q]) {
+    std::make_heap(heap.begin(), heap.end(),
+                   [this](int32_t a, int32_t b) { return HeapLess(a, b); });
+    unbuilt_[q] = 0;
+  }
   std::pop_heap(heap.begin(), heap.end(), [this](int32_t a, int32_t b) { return HeapLess(a, b); });
   const int32_t e = heap.back();
   heap.pop_back();

@@ -26,6 +26,14 @@ struct JobsOrderOptions {
   bool filter_non_preemptible = false;
   bool filter_non_active_allocated = false;
   bool victim_queue = false;  // reversed orders, queues compared by their victims
+  // The caller queues at most one entry per job at a time. Then, with the solver shortcuts on,
+  // a job order that depends only on each job's own pods and distinct tie-breakers (see
+  // Session::JobTieBreakersDistinct), no two entries are equivalent and none changes rank while
+  // queued, so every pop takes the unique best entry whatever the heap's layout: entries added
+  // by PushMany are heap-ordered only when their queue is first popped, and a queue's best
+  // entry is found by a scan until then (cheaper when only the front is looked at). Not for
+  // victim queues.
+  bool lazy_heaps = false;
 };
 
 class JobsByQueue {
@@ -129,6 +137,11 @@ class JobsByQueue {
                    std::vector<ScanStep>& steps) const;
   std::vector<uint64_t> changes_;
   mutable std::vector<BestMemo> best_memo_;
+  // lazy_heaps in effect; per leaf queue: its heap holds entries not heap-ordered yet, and the
+  // index (in the heap's vector) of their best entry, or -1 when not known.
+  bool lazy_ = false;
+  std::vector<char> unbuilt_;
+  mutable std::vector<int32_t> lazy_best_;
 };
 
 }  // namespace gantry

@@ -539,6 +539,20 @@ Quantities Session::ViewAllocated(const JobView& v) const {
   return q;
 }
 
+bool Session::JobTieBreakersDistinct() const {
+  if (job_tie_breakers_distinct_ < 0) {
+    // (Names compared by hash: a collision only makes the answer a false "no".)
+    std::vector<std::pair<int64_t, size_t>> keys;
+    keys.reserve(cluster_.jobs.size());
+    for (const Job& job : cluster_.jobs) {
+      keys.emplace_back(job.creation_ms, std::hash<std::string>{}(job.name));
+    }
+    std::sort(keys.begin(), keys.end());
+    job_tie_breakers_distinct_ = std::adjacent_find(keys.begin(), keys.end()) == keys.end();
+  }
+  return job_tie_breakers_distinct_ > 0;
+}
+
 bool Session::JobViewLess(const JobView& lv, const JobView& rv) const {
   for (const auto& fn : job_order_fns_) {
     if (int c = fn(*this, lv, rv); c != 0) return c < 0;
@@ -740,8 +754,10 @@ void Session::Reclassify(NodeId n) {
     }
   }
   const ClassKey key{cluster_.nodes[n].shape, nodes_[n], shared_[n]};
-  auto [it, inserted] = class_index_.emplace(key, static_cast<int32_t>(class_members_.size()));
-  if (inserted) {
+  // (Looked up first: emplace would build a map node even for a class that exists.)
+  auto it = class_index_.find(key);
+  if (it == class_index_.end()) {
+    it = class_index_.emplace(key, static_cast<int32_t>(class_members_.size())).first;
     class_members_.emplace_back();
     class_pos_.push_back(-1);
   }

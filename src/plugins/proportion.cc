@@ -820,15 +820,22 @@ class ProportionPlugin : public Plugin {
         for (int k = 0; k < 3; ++k) inv[k] = inv[k] || i[k];
       }
       involved_of(reclaimee_leaf) = inv;
+      // The leaf and its ancestors (eq among them) take the group's resources: their remaining
+      // allocations are resolved once per group, and they all become involved in `inv` (only
+      // read after every group).
+      std::vector<Quantities*>& chain = chain_scratch_;
+      chain.clear();
+      for (QueueId a = reclaimee_leaf; a != kNone; a = c.queues[a].parent) {
+        chain.push_back(&remaining_of(a));
+        auto& ia = involved_of(a);
+        for (int k = 0; k < 3; ++k) ia[k] = ia[k] || inv[k];
+      }
+      const Quantities& eq_remaining = remaining_of(eq);
       const ReclaimStrategy strategy(required, queues[rq], queues[eq]);
       for (size_t e = begin; e < end; ++e) {
+        if (!strategy.Fits(eq_remaining)) return false;
         const Quantities& q = taken[e].second;
-        if (!strategy.Fits(remaining_of(eq))) return false;
-        for (QueueId a = reclaimee_leaf; a != kNone; a = c.queues[a].parent) {
-          remaining_of(a) -= q;
-          auto& ia = involved_of(a);
-          for (int k = 0; k < 3; ++k) ia[k] = ia[k] || inv[k];
-        }
+        for (Quantities* r : chain) *r -= q;
       }
       begin = end;
     }
@@ -1191,6 +1198,7 @@ class ProportionPlugin : public Plugin {
   mutable std::vector<Quantities> rem_;
   mutable std::vector<std::array<bool, 3>> inv_;
   mutable std::vector<QueueId> present_scratch_;
+  mutable std::vector<Quantities*> chain_scratch_;
   mutable uint64_t validation_stamp_ = 0;
   // Per queue: the last victim-list sum QueueOrder computed for it.
   mutable std::vector<VictimSum> victim_sums_;
