@@ -50,7 +50,9 @@ struct ScenarioIndex {
   std::vector<int32_t> group_of_pod;  // first group holding the pod, or -1
   std::vector<char> recorded;         // the pod is a recorded victim
   std::vector<int32_t> victim_slot;   // per job: its entry in ScenarioInfo::victims, or -1
-  std::vector<std::vector<int32_t>> groups_of_job;
+  // Per job: its first and last group in the scenario, or -1 (the groups of a job are chained
+  // through Scenario's Group::next, in order).
+  std::vector<int32_t> first_group_of_job, last_group_of_job;
   std::vector<PodId> touched_pods;
   std::vector<JobId> touched_jobs;
   // Per node (index node + 1, so kNone is 0): the jobs with potential victims there.
@@ -69,7 +71,8 @@ struct ScenarioIndex {
     }
     if (victim_slot.size() != jobs) {
       victim_slot.assign(jobs, -1);
-      groups_of_job.assign(jobs, {});
+      first_group_of_job.assign(jobs, -1);
+      last_group_of_job.assign(jobs, -1);
     }
   }
   void Reset() {
@@ -79,7 +82,8 @@ struct ScenarioIndex {
     }
     for (JobId j : touched_jobs) {
       victim_slot[j] = -1;
-      groups_of_job[j].clear();
+      first_group_of_job[j] = -1;
+      last_group_of_job[j] = -1;
     }
     for (size_t n : touched_nodes) jobs_by_node[n].clear();
     touched_pods.clear();
@@ -107,10 +111,8 @@ class Scenario {
     groups_.reserve(recorded.size());
     group_pods_.reserve(recorded.pods.size());
     for (size_t i = 0; i < recorded.size(); ++i) AppendGroup(recorded.job(i), recorded.tasks(i));
-    for (PodId p : recorded_tasks_) {
-      index_.recorded[p] = 1;
-      index_.touched_pods.push_back(p);
-    }
+    // (AppendGroup listed every recorded pod in touched_pods.)
+    for (PodId p : recorded_tasks_) index_.recorded[p] = 1;
   }
   ~Scenario() { index_.Reset(); }
   Scenario(const Scenario&) = delete;
@@ -143,7 +145,8 @@ class Scenario {
   void VictimTasksFromNode(NodeId node, std::vector<PodId>& out) const {
     out.clear();
     for (JobId job : index_.jobs_by_node[static_cast<size_t>(node + 1)]) {
-      for (int32_t g : index_.groups_of_job[job]) {
+      for (int32_t g = index_.first_group_of_job[job]; g >= 0;
+           g = groups_[static_cast<size_t>(g)].next) {
         const auto tasks = group_tasks(g);
         out.insert(out.end(), tasks.begin(), tasks.end());
       }
@@ -172,11 +175,12 @@ class Scenario {
     JobId job;
     size_t begin;
     size_t end;
+    int32_t next;  // the job's next group, or -1
   };
 
   void AppendGroup(JobId job, std::span<const PodId> tasks) {
     const int32_t index = static_cast<int32_t>(groups_.size());
-    groups_.push_back({job, group_pods_.size(), group_pods_.size() + tasks.size()});
+    groups_.push_back({job, group_pods_.size(), group_pods_.size() + tasks.size(), -1});
     group_pods_.insert(group_pods_.end(), tasks.begin(), tasks.end());
     for (PodId p : tasks) {
       if (index_.group_of_pod[p] < 0) {
@@ -199,7 +203,13 @@ class Scenario {
       auto& v = index_.info.victims[static_cast<size_t>(index_.victim_slot[job])].second;
       v.insert(v.end(), tasks.begin(), tasks.end());
     }
-    index_.groups_of_job[job].push_back(index);
+    int32_t& last = index_.last_group_of_job[job];
+    if (last < 0) {
+      index_.first_group_of_job[job] = index;
+    } else {
+      groups_[static_cast<size_t>(last)].next = index;
+    }
+    last = index;
   }
 
   ScenarioIndex& index_;
