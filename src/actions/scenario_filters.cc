@@ -141,7 +141,15 @@ ScenarioFilters::ScenarioFilters(const Session& ssn, const IdleGpuCapacities& ca
   std::sort(required_.begin(), required_.end(), std::greater<>());
   idle_ = capacities.capacity;
   const size_t k = std::min(pending_.size(), capacities.by_capacity.size());
-  for (size_t i = 0; i < k; ++i) ++top_[idle_[static_cast<size_t>(capacities.by_capacity[i])]];
+  // (by_capacity is ordered most first: the values come in descending order.)
+  for (size_t i = 0; i < k; ++i) {
+    const double value = idle_[static_cast<size_t>(capacities.by_capacity[i])];
+    if (!top_.empty() && top_.front().first == value) {
+      ++top_.front().second;
+    } else {
+      top_.insert(top_.begin(), {value, 1});
+    }
+  }
   top_size_ = k;
   for (PodId p : recorded_) AddIdleVictim(p);
 }
@@ -217,27 +225,32 @@ void ScenarioFilters::AddIdleVictim(PodId victim) {
   const double before = idle_[node];
   idle_[node] += ssn_.AcceptedGpus(victim);
   const double after = idle_[node];
-  const double min = top_.begin()->first;
+  const double min = top_.front().first;
   // KAI keeps the K most idle nodes, a node entering only with strictly more idle GPUs than the
   // least of them. The kept values are therefore always the K largest of all nodes' values (the
   // node that leaves holds the minimum, which is at least every value outside), so only that
   // multiset is kept: a node at or above the minimum counts as kept (ties at the minimum hold the
   // same value either way).
   if (!(after > min)) return;
-  auto drop = [&](double value) {
-    auto it = top_.find(value);
-    if (--it->second == 0) top_.erase(it);
-  };
-  drop(before >= min ? before : min);
-  ++top_[after];
+  auto less = [](const std::pair<double, size_t>& entry, double v) { return entry.first < v; };
+  const double dropped = before >= min ? before : min;
+  auto it = std::lower_bound(top_.begin(), top_.end(), dropped, less);
+  if (--it->second == 0) top_.erase(it);
+  it = std::lower_bound(top_.begin(), top_.end(), after, less);
+  if (it != top_.end() && it->first == after) {
+    ++it->second;
+  } else {
+    top_.insert(it, {after, 1});
+  }
 }
 
 bool ScenarioFilters::IdleGpusAccept(std::span<const PodId> potential) {
   for (; idle_seen_ < potential.size(); ++idle_seen_) AddIdleVictim(potential[idle_seen_]);
   std::vector<double>& caps = caps_scratch_;
   caps.clear();
-  for (auto it = top_.rbegin(); it != top_.rend(); ++it)
+  for (auto it = top_.rbegin(); it != top_.rend(); ++it) {
     caps.insert(caps.end(), it->second, it->first);
+  }
   return GreedyMatch(required_, caps);
 }
 

@@ -5,9 +5,9 @@
 // order they were added.
 #pragma once
 
-#include <map>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "framework/session.h"
@@ -76,9 +76,9 @@ class ScenarioFilters {
   // Idle GPUs.
   std::vector<double> required_;  // the pending pods' GPUs, most first
   std::vector<double> idle_;      // per node, growing with the victims seen
-  // The idle GPUs of the most idle nodes (at most one node per pending pod), as value -> count;
-  // see AddIdleVictim.
-  std::map<double, size_t> top_;
+  // The idle GPUs of the most idle nodes (at most one node per pending pod), as (value, count)
+  // in ascending value order (few distinct values: a flat list); see AddIdleVictim.
+  std::vector<std::pair<double, size_t>> top_;
   size_t top_size_ = 0;
   std::vector<double> caps_scratch_;
   size_t idle_seen_ = 0;

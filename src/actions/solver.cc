@@ -50,7 +50,9 @@ struct ScenarioIndex {
   std::vector<int32_t> group_of_pod;  // first group holding the pod, or -1
   std::vector<char> recorded;         // the pod is a recorded victim
   std::vector<int32_t> victim_slot;   // per job: its entry in ScenarioInfo::victims, or -1
-  std::vector<std::vector<int32_t>> groups_of_job;
+  // Per job: its first and last group in the scenario, or -1 (the groups of a job are chained
+  // through Scenario's Group::next, in order).
+  std::vector<int32_t> first_group_of_job, last_group_of_job;
   std::vector<PodId> touched_pods;
   std::vector<JobId> touched_jobs;
   // Per node (index node + 1, so kNone is 0): the jobs with potential victims there.
@@ -69,7 +71,8 @@ struct ScenarioIndex {
     }
     if (victim_slot.size() != jobs) {
       victim_slot.assign(jobs, -1);
-      groups_of_job.assign(jobs, {});
+      first_group_of_job.assign(jobs, -1);
+      last_group_of_job.assign(jobs, -1);
     }
   }
   void Reset() {
@@ -79,7 +82,8 @@ struct ScenarioIndex {
     }
     for (JobId j : touched_jobs) {
       victim_slot[j] = -1;
-      groups_of_job[j].clear();
+      first_group_of_job[j] = -1;
+      last_group_of_job[j] = -1;
     }
     for (size_t n : touched_nodes) jobs_by_node[n].clear();
     touched_pods.clear();
@@ -102,15 +106,13 @@ class Scenario {
     info.victims.clear();
     info.preemptor = preemptor_;
     info.preemptor_tasks = pending_;
-    for (size_t i = 0; i < recorded.size(); ++i) {
-      const auto tasks = recorded.tasks(i);
-      recorded_tasks_.insert(recorded_tasks_.end(), tasks.begin(), tasks.end());
-      AppendGroup(recorded.job(i), tasks);
-    }
-    for (PodId p : recorded_tasks_) {
-      index_.recorded[p] = 1;
-      index_.touched_pods.push_back(p);
-    }
+    // (The recorded tasks are the groups' pods in order.)
+    recorded_tasks_ = recorded.pods;
+    groups_.reserve(recorded.size());
+    group_pods_.reserve(recorded.pods.size());
+    for (size_t i = 0; i < recorded.size(); ++i) AppendGroup(recorded.job(i), recorded.tasks(i));
+    // (AppendGroup listed every recorded pod in touched_pods.)
+    for (PodId p : recorded_tasks_) index_.recorded[p] = 1;
   }
   ~Scenario() { index_.Reset(); }
   Scenario(const Scenario&) = delete;
@@ -143,7 +145,8 @@ class Scenario {
   void VictimTasksFromNode(NodeId node, std::vector<PodId>& out) const {
     out.clear();
     for (JobId job : index_.jobs_by_node[static_cast<size_t>(node + 1)]) {
-      for (int32_t g : index_.groups_of_job[job]) {
+      for (int32_t g = index_.first_group_of_job[job]; g >= 0;
+           g = groups_[static_cast<size_t>(g)].next) {
         const auto tasks = group_tasks(g);
         out.insert(out.end(), tasks.begin(), tasks.end());
       }
@@ -172,11 +175,12 @@ class Scenario {
     JobId job;
     size_t begin;
     size_t end;
+    int32_t next;  // the job's next group, or -1
   };
 
   void AppendGroup(JobId job, std::span<const PodId> tasks) {
     const int32_t index = static_cast<int32_t>(groups_.size());
-    groups_.push_back({job, group_pods_.size(), group_pods_.size() + tasks.size()});
+    groups_.push_back({job, group_pods_.size(), group_pods_.size() + tasks.size(), -1});
     group_pods_.insert(group_pods_.end(), tasks.begin(), tasks.end());
     for (PodId p : tasks) {
       if (index_.group_of_pod[p] < 0) {
@@ -199,7 +203,13 @@ class Scenario {
       auto& v = index_.info.victims[static_cast<size_t>(index_.victim_slot[job])].second;
       v.insert(v.end(), tasks.begin(), tasks.end());
     }
-    index_.groups_of_job[job].push_back(index);
+    int32_t& last = index_.last_group_of_job[job];
+    if (last < 0) {
+      index_.first_group_of_job[job] = index;
+    } else {
+      groups_[static_cast<size_t>(last)].next = index;
+    }
+    last = index;
   }
 
   ScenarioIndex& index_;
@@ -1029,21 +1039,27 @@ class Solver {
                                    bool& proven) {
     const auto& jobs = ssn_.cluster().jobs;
     is_victim_job_.resize(jobs.size(), 0);
-    std::vector<JobId> victim_jobs;
+    // (Scratch lists sized up front and written by index: this runs for every victim of every
+    // simulation.)
+    std::vector<JobId>& victim_jobs = victim_jobs_scratch_;
+    victim_jobs.resize(scenario.recorded_tasks().size() + potential.size());
+    size_t num_victim_jobs = 0;
     bool victims_need_gpus = true;  // every victim pod asks for whole GPUs
     auto note_victim = [&](PodId p) {
       const Pod& pod = ssn_.cluster().pods[p];
       victims_need_gpus = victims_need_gpus && !pod.IsSharedGpu() && pod.request.gpus > 0;
       if (!is_victim_job_[pod.job]) {
         is_victim_job_[pod.job] = 1;
-        victim_jobs.push_back(pod.job);
+        victim_jobs[num_victim_jobs++] = pod.job;
       }
     };
     for (PodId p : scenario.recorded_tasks()) note_victim(p);
     for (PodId p : potential) note_victim(p);
+    victim_jobs.resize(num_victim_jobs);
     JobsOrderOptions options;
     options.filter_non_pending = false;
     options.filter_unready = false;
+    options.lazy_heaps = true;  // (one entry per job: pending jobs, victim jobs, the preemptor)
     JobsByQueue order(ssn_, options);
     // Pending jobs take part in the order (they are never placed here): computed once per job.
     if (pending_jobs_.empty() && !pending_jobs_known_) {
@@ -1052,15 +1068,17 @@ class Solver {
       }
       pending_jobs_known_ = true;
     }
-    std::vector<JobId> to_order;
-    to_order.reserve(pending_jobs_.size() + victim_jobs.size());
+    std::vector<JobId>& to_order = to_order_scratch_;
+    to_order.resize(pending_jobs_.size() + victim_jobs.size());
+    size_t num_to_order = 0;
     for (JobId j : pending_jobs_) {
-      if (!is_victim_job_[j]) to_order.push_back(j);
+      if (!is_victim_job_[j]) to_order[num_to_order++] = j;
     }
     size_t victim_entries = 0;
     for (JobId j : victim_jobs) {
-      if (j != job_) to_order.push_back(j), ++victim_entries;
+      if (j != job_) to_order[num_to_order++] = j, ++victim_entries;
     }
+    to_order.resize(num_to_order);
     order.PushMany(to_order);
     order.PushView(JobView{job_, true, scenario.pending()});
     // The entries that do something: the preemptor and the victim jobs. Once all are popped the
@@ -1167,6 +1185,7 @@ class Solver {
   std::vector<PodId> pods_scratch_;
   uint64_t touched_epoch_ = 0;  // placement epoch right after the scenario's evictions
   std::vector<char> is_victim_job_;
+  std::vector<JobId> victim_jobs_scratch_, to_order_scratch_;  // (AllocatePreemptorAndVictims)
   // The rejection rules of the current simulation (see PrepareRejecting).
   std::vector<RejectionRule> rules_;
   std::vector<RuleState> rule_states_;

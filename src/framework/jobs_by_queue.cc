@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <utility>
 
 namespace gantry {
 
@@ -27,6 +28,12 @@ JobsByQueue::JobsByQueue(const Session& ssn, JobsOrderOptions options)
   for (QueueId q = 0; q < static_cast<QueueId>(queues.size()); ++q) {
     if (queues[q].parent == kNone) roots_.push_back(q);
   }
+  lazy_ = options_.lazy_heaps && !options_.victim_queue && ssn.params().solver_shortcuts &&
+          ssn.JobOrderDependsOnlyOnOwnPods() && ssn.JobTieBreakersDistinct();
+  if (lazy_) {
+    unbuilt_.assign(queues.size(), 0);
+    lazy_best_.assign(queues.size(), -1);
+  }
 }
 
 bool JobsByQueue::Eligible(JobId j) const {
@@ -45,9 +52,19 @@ void JobsByQueue::InitializeWithAllJobs() {
 }
 
 void JobsByQueue::InitializeWithJobs(const std::vector<JobId>& jobs) {
+  std::vector<JobId> eligible;
+  eligible.reserve(jobs.size());
   for (JobId j : jobs) {
-    if (Eligible(j)) Push(j);
+    if (Eligible(j)) eligible.push_back(j);
   }
+  // With no two entries equivalent, every pop takes the unique best entry, whatever the heap's
+  // layout: one heap build per queue pops the same entries in the same order as pushing them one
+  // by one (which costs a sift to the top for each job that ranks before the earlier ones).
+  if (ssn_.params().solver_shortcuts && ssn_.JobTieBreakersDistinct()) {
+    PushMany(eligible);
+    return;
+  }
+  for (JobId j : eligible) Push(j);
 }
 
 bool JobsByQueue::EntryLess(const JobView& a, const JobView& b) const {
@@ -67,7 +84,10 @@ JobsByQueue::JobsByQueue(const JobsByQueue& other)
       size_(other.size_),
       serial_(NextSerial()),
       changes_(other.changes_),
-      best_memo_(other.best_memo_.size()) {
+      best_memo_(other.best_memo_.size()),
+      lazy_(other.lazy_),
+      unbuilt_(other.unbuilt_),
+      lazy_best_(other.lazy_best_) {
   RebuildVictimViews();
 }
 
@@ -209,8 +229,17 @@ void JobsByQueue::PushView(JobView v) {
   if (!cluster.queues[q].parent_name.empty() && cluster.queues[q].parent == kNone) return;
   auto& heap = heaps_[q];
   heap.push_back(AddEntry(std::move(v)));
-  // std heaps keep the *largest* at the front: "greater" means "goes later".
-  std::push_heap(heap.begin(), heap.end(), [this](int32_t a, int32_t b) { return HeapLess(a, b); });
+  if (lazy_ && unbuilt_[q]) {
+    // (Not ordered yet: the best entry so far is kept if known.)
+    int32_t& best = lazy_best_[q];
+    if (best >= 0 && HeapLess(heap[static_cast<size_t>(best)], heap.back())) {
+      best = static_cast<int32_t>(heap.size() - 1);
+    }
+  } else {
+    // std heaps keep the *largest* at the front: "greater" means "goes later".
+    std::push_heap(heap.begin(), heap.end(),
+                   [this](int32_t a, int32_t b) { return HeapLess(a, b); });
+  }
   RefreshFront(q);
   for (QueueId a = q; a != kNone; a = cluster.queues[a].parent) ++active_jobs_[a];
   NoteChange(q);
@@ -219,21 +248,38 @@ void JobsByQueue::PushView(JobView v) {
 
 void JobsByQueue::PushMany(const std::vector<JobId>& jobs) {
   const auto& cluster = ssn_.cluster();
-  std::vector<QueueId> touched;
+  // Leaf queues receiving entries, with how many each; the counters above them are raised once
+  // per queue (nothing reads them in between).
+  std::vector<std::pair<QueueId, size_t>> touched;
   for (JobId j : jobs) {
     const QueueId q = cluster.jobs[j].queue;
     if (q == kNone || !cluster.queues[q].IsLeaf()) continue;
     if (!cluster.queues[q].parent_name.empty() && cluster.queues[q].parent == kNone) continue;
-    if (std::find(touched.begin(), touched.end(), q) == touched.end()) touched.push_back(q);
+    auto it = std::find_if(touched.begin(), touched.end(),
+                           [q](const auto& entry) { return entry.first == q; });
+    if (it == touched.end()) {
+      touched.emplace_back(q, 0);
+      it = touched.end() - 1;
+    }
+    ++it->second;
     heaps_[q].push_back(AddEntry(JobView{j, false, {}}));
-    for (QueueId a = q; a != kNone; a = cluster.queues[a].parent) ++active_jobs_[a];
-    NoteChange(q);
-    ++size_;
   }
-  for (QueueId q : touched) {
-    std::make_heap(heaps_[q].begin(), heaps_[q].end(),
-                   [this](int32_t a, int32_t b) { return HeapLess(a, b); });
+  for (const auto& [q, count] : touched) {
+    if (lazy_) {
+      // Ordered when first popped; until then Best scans for the best entry.
+      unbuilt_[q] = 1;
+      lazy_best_[q] = -1;
+    } else {
+      std::make_heap(heaps_[q].begin(), heaps_[q].end(),
+                     [this](int32_t a, int32_t b) { return HeapLess(a, b); });
+    }
     RefreshFront(q);
+    for (QueueId a = q; a != kNone; a = cluster.queues[a].parent) {
+      active_jobs_[a] += static_cast<int>(count);
+      changes_[static_cast<size_t>(a) + 1] += count;
+    }
+    changes_[0] += count;
+    size_ += count;
   }
 }
 
@@ -243,7 +289,19 @@ const JobView* JobsByQueue::Best(QueueId q) const {
     q = BestChildOf(q);
     if (q == kNone) return nullptr;
   }
-  return heaps_[q].empty() ? nullptr : &Entry(heaps_[q].front());
+  const auto& heap = heaps_[q];
+  if (heap.empty()) return nullptr;
+  if (lazy_ && unbuilt_[q]) {
+    int32_t& best = lazy_best_[q];
+    if (best < 0) {
+      best = 0;
+      for (size_t i = 1; i < heap.size(); ++i) {
+        if (HeapLess(heap[static_cast<size_t>(best)], heap[i])) best = static_cast<int32_t>(i);
+      }
+    }
+    return &Entry(heap[static_cast<size_t>(best)]);
+  }
+  return &Entry(heap.front());
 }
 
 VictimList JobsByQueue::VictimsOf(QueueId q) const {
@@ -303,6 +361,11 @@ QueueId JobsByQueue::NextLeaf() const {
 JobView JobsByQueue::PopNextView() {
   const QueueId q = NextLeaf();
   auto& heap = heaps_[q];
+  if (lazy_ && unbuilt_[q]) {
+    std::make_heap(heap.begin(), heap.end(),
+                   [this](int32_t a, int32_t b) { return HeapLess(a, b); });
+    unbuilt_[q] = 0;
+  }
   std::pop_heap(heap.begin(), heap.end(), [this](int32_t a, int32_t b) { return HeapLess(a, b); });
   const int32_t e = heap.back();
   heap.pop_back();

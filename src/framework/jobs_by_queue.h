@@ -26,6 +26,14 @@ struct JobsOrderOptions {
   bool filter_non_preemptible = false;
   bool filter_non_active_allocated = false;
   bool victim_queue = false;  // reversed orders, queues compared by their victims
+  // The caller queues at most one entry per job at a time. Then, with the solver shortcuts on,
+  // a job order that depends only on each job's own pods and distinct tie-breakers (see
+  // Session::JobTieBreakersDistinct), no two entries are equivalent and none changes rank while
+  // queued, so every pop takes the unique best entry whatever the heap's layout: entries added
+  // by PushMany are heap-ordered only when their queue is first popped, and a queue's best
+  // entry is found by a scan until then (cheaper when only the front is looked at). Not for
+  // victim queues.
+  bool lazy_heaps = false;
 };
 
 class JobsByQueue {
@@ -37,7 +45,11 @@ class JobsByQueue {
 
   // Adds every eligible job of the session.
   void InitializeWithAllJobs();
-  // Adds the jobs of `jobs` that pass the options' filters.
+  // Adds the jobs of `jobs` that pass the options' filters. With the solver shortcuts on and no
+  // two of them tied on the job order's last tie-breakers (creation time, name), the heaps are
+  // built at once (PushMany): pops then come in the same order as after pushing one by one,
+  // provided the job order does not change while the jobs are queued (a victims queue is used on
+  // one session state).
   void InitializeWithJobs(const std::vector<JobId>& jobs);
   // Adds a job (again). Jobs of missing or non-leaf queues are ignored.
   void Push(JobId j) { PushView(JobView{j, false, {}}); }
@@ -125,6 +137,11 @@ class JobsByQueue {
                    std::vector<ScanStep>& steps) const;
   std::vector<uint64_t> changes_;
   mutable std::vector<BestMemo> best_memo_;
+  // lazy_heaps in effect; per leaf queue: its heap holds entries not heap-ordered yet, and the
+  // index (in the heap's vector) of their best entry, or -1 when not known.
+  bool lazy_ = false;
+  std::vector<char> unbuilt_;
+  mutable std::vector<int32_t> lazy_best_;
 };
 
 }  // namespace gantry

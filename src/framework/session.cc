@@ -539,6 +539,20 @@ Quantities Session::ViewAllocated(const JobView& v) const {
   return q;
 }
 
+bool Session::JobTieBreakersDistinct() const {
+  if (job_tie_breakers_distinct_ < 0) {
+    // (Names compared by hash: a collision only makes the answer a false "no".)
+    std::vector<std::pair<int64_t, size_t>> keys;
+    keys.reserve(cluster_.jobs.size());
+    for (const Job& job : cluster_.jobs) {
+      keys.emplace_back(job.creation_ms, std::hash<std::string>{}(job.name));
+    }
+    std::sort(keys.begin(), keys.end());
+    job_tie_breakers_distinct_ = std::adjacent_find(keys.begin(), keys.end()) == keys.end();
+  }
+  return job_tie_breakers_distinct_ > 0;
+}
+
 bool Session::JobViewLess(const JobView& lv, const JobView& rv) const {
   for (const auto& fn : job_order_fns_) {
     if (int c = fn(*this, lv, rv); c != 0) return c < 0;
@@ -724,9 +738,11 @@ void Session::BuildNodeClasses() {
 void Session::Reclassify(NodeId n) {
   const int32_t old = node_class_[n];
   const std::pair<int32_t, NodeId> me{cluster_.nodes[n].name_rank, n};
+  // The node's set entry moves from its old class to its new one (no allocation).
+  std::set<std::pair<int32_t, NodeId>>::node_type entry;
   if (old >= 0) {
     auto& members = class_members_[old];
-    members.erase(me);
+    entry = members.extract(me);
     if (members.empty()) {
       // Drop the class from the non-empty list (swap with the last entry).
       const int32_t pos = class_pos_[old];
@@ -738,8 +754,10 @@ void Session::Reclassify(NodeId n) {
     }
   }
   const ClassKey key{cluster_.nodes[n].shape, nodes_[n], shared_[n]};
-  auto [it, inserted] = class_index_.emplace(key, static_cast<int32_t>(class_members_.size()));
-  if (inserted) {
+  // (Looked up first: emplace would build a map node even for a class that exists.)
+  auto it = class_index_.find(key);
+  if (it == class_index_.end()) {
+    it = class_index_.emplace(key, static_cast<int32_t>(class_members_.size())).first;
     class_members_.emplace_back();
     class_pos_.push_back(-1);
   }
@@ -749,7 +767,11 @@ void Session::Reclassify(NodeId n) {
     class_pos_[c] = static_cast<int32_t>(nonempty_classes_.size());
     nonempty_classes_.push_back(c);
   }
-  members.insert(me);
+  if (entry) {
+    members.insert(std::move(entry));
+  } else {
+    members.insert(me);
+  }
   node_class_[n] = c;
 }
 

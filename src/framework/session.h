@@ -318,9 +318,19 @@ class Session {
   const SessionStats& stats() const { return stats_; }
 
   // --- Plugin registration ------------------------------------------------------------------
-  void AddJobOrderFn(JobOrderFn fn) {
-    if (!Disabled("job_order")) job_order_fns_.push_back(std::move(fn));
+  // `own_pods_only`: the function's answer for two job views depends only on the jobs' fixed
+  // fields and the statuses of the views' own pods (so an entry's rank in a job order holds
+  // while its own pods do not change).
+  void AddJobOrderFn(JobOrderFn fn, bool own_pods_only = false) {
+    if (Disabled("job_order")) return;
+    job_order_fns_.push_back(std::move(fn));
+    job_order_own_pods_only_ = job_order_own_pods_only_ && own_pods_only;
   }
+  bool JobOrderDependsOnlyOnOwnPods() const { return job_order_own_pods_only_; }
+  // Whether no two jobs of the cluster share their creation time and name, the job order's last
+  // tie-breakers: then views of two distinct jobs are never equivalent in the job order.
+  // Computed on first use.
+  bool JobTieBreakersDistinct() const;
   void AddTaskOrderFn(TaskOrderFn fn) {
     if (!Disabled("task_order")) task_order_fns_.push_back(std::move(fn));
   }
@@ -542,6 +552,8 @@ class Session {
   std::vector<PodSetOrderFn> pod_set_order_fns_;
   std::vector<QueueOrderFn> queue_order_fns_;
   bool queue_order_pod_states_only_ = true;
+  bool job_order_own_pods_only_ = true;
+  mutable int8_t job_tie_breakers_distinct_ = -1;  // -1: not computed yet
   std::vector<NodePreOrderFn> node_pre_order_fns_;
   std::vector<NodeOrderFn> node_order_fns_;
   std::vector<PrePredicateFn> pre_predicate_fns_;

@@ -24,15 +24,17 @@ class ElasticPlugin : public Plugin {
   bool NodeChecksDependOnlyOnShapeAndState() const override { return true; }
   std::string_view name() const override { return "elastic"; }
   void OnSessionOpen(Session& ssn) override {
-    ssn.AddJobOrderFn([](const Session& s, const JobView& l, const JobView& r) {
-      const MinState ls = StateOf(s, l);
-      const MinState rs = StateOf(s, r);
-      if (ls == MinState::kBelow && rs != MinState::kBelow) return -1;
-      if (ls == MinState::kExactly && rs == MinState::kAbove) return -1;
-      if (ls != MinState::kBelow && rs == MinState::kBelow) return 1;
-      if (ls == MinState::kAbove && rs == MinState::kExactly) return 1;
-      return 0;
-    });
+    ssn.AddJobOrderFn(
+        [](const Session& s, const JobView& l, const JobView& r) {
+          const MinState ls = StateOf(s, l);
+          const MinState rs = StateOf(s, r);
+          if (ls == MinState::kBelow && rs != MinState::kBelow) return -1;
+          if (ls == MinState::kExactly && rs == MinState::kAbove) return -1;
+          if (ls != MinState::kBelow && rs == MinState::kBelow) return 1;
+          if (ls == MinState::kAbove && rs == MinState::kExactly) return 1;
+          return 0;
+        },
+        /*own_pods_only=*/true);
   }
 };
 

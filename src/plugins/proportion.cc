@@ -503,15 +503,23 @@ class ProportionPlugin : public Plugin {
 
   // KAI's reclaim strategies: taking `remaining` down is allowed while the reclaimee stays above
   // its fair share, or when the reclaimer stays within its deserved quota and the reclaimee above
-  // its own.
-  static bool FitsReclaimStrategy(const Quantities& required, const QueueShare& reclaimer,
-                                  const QueueShare& reclaimee, const Quantities& remaining) {
-    if (!LessEqual(remaining, reclaimee.AllocatableShare())) return true;
-    Quantities with = reclaimer.Allocated();
-    with += required;
-    if (!LessEqual(with, reclaimer.Deserved())) return false;
-    return !LessEqual(remaining, reclaimee.Deserved());
-  }
+  // its own. (What does not depend on `remaining` is computed once per reclaimer / reclaimee.)
+  struct ReclaimStrategy {
+    ReclaimStrategy(const Quantities& required, const QueueShare& reclaimer,
+                    const QueueShare& reclaimee)
+        : allocatable(reclaimee.AllocatableShare()), deserved(reclaimee.Deserved()) {
+      Quantities with = reclaimer.Allocated();
+      with += required;
+      reclaimer_within_deserved = LessEqual(with, reclaimer.Deserved());
+    }
+    bool Fits(const Quantities& remaining) const {
+      if (!LessEqual(remaining, allocatable)) return true;
+      if (!reclaimer_within_deserved) return false;
+      return !LessEqual(remaining, deserved);
+    }
+    Quantities allocatable, deserved;
+    bool reclaimer_within_deserved = false;
+  };
 
   static double Saturation(double allocated, double fair) {
     if (fair == 0) return allocated > 0 ? std::numeric_limits<double>::infinity() : 0;
@@ -615,41 +623,62 @@ class ProportionPlugin : public Plugin {
     below.assign(path.size(), 0.0);
     if (pod_hit_.size() != c.pods.size()) pod_hit_.assign(c.pods.size(), 0);
     ++stamp_;
-    auto& parted = parted_scratch_;  // (sib, level, pod)
+    // Per victim queue (cached for the call): how many queues of the reclaimer's root path are
+    // its ancestors or itself (in a tree, the common prefix of the two root paths) and the queue
+    // where its path parts from the reclaimer's (kNone: they do not part).
+    if (path_stamp_.size() != c.queues.size()) {
+      path_stamp_.assign(c.queues.size(), 0);
+      common_of_.assign(c.queues.size(), 0);
+      sib_of_.assign(c.queues.size(), kNone);
+    }
+    const uint64_t call = ++path_call_;
+    auto& parted = parted_scratch_;  // (sib << 32 | pod), distinct victims whose paths part
     parted.clear();
     for (PodId p : evicted) {
       if (pod_hit_[p] == stamp_) continue;
       pod_hit_[p] = stamp_;
       const double gpus = s.AcceptedQuantities(p)[QueueResource::kGpu];
-      std::vector<QueueId>& victim_path = victim_path_scratch_;  // (root first)
-      victim_path.clear();
-      for (QueueId a = c.jobs[c.pods[p].job].queue; a != kNone; a = c.queues[a].parent) {
-        victim_path.push_back(a);
+      const QueueId vq = c.jobs[c.pods[p].job].queue;
+      if (path_stamp_[vq] != call) {
+        path_stamp_[vq] = call;
+        std::vector<QueueId>& victim_path = victim_path_scratch_;  // (root first)
+        victim_path.clear();
+        for (QueueId a = vq; a != kNone; a = c.queues[a].parent) victim_path.push_back(a);
+        std::reverse(victim_path.begin(), victim_path.end());
+        size_t i = 0;
+        while (i < path.size() && i < victim_path.size() && path[i] == victim_path[i]) ++i;
+        common_of_[vq] = i;
+        sib_of_[vq] = (i == path.size() || i == victim_path.size()) ? kNone : victim_path[i];
       }
-      std::reverse(victim_path.begin(), victim_path.end());
-      for (size_t i = 0; i < path.size(); ++i) {
-        if (std::find(victim_path.begin(), victim_path.end(), path[i]) != victim_path.end()) {
-          below[i] += gpus;
-        }
-      }
-      size_t i = 0;
-      while (i < path.size() && i < victim_path.size() && path[i] == victim_path[i]) ++i;
-      if (i == path.size() || i == victim_path.size()) continue;  // the paths do not part
-      parted.push_back({victim_path[i], i, p});
+      const size_t common = common_of_[vq];
+      for (size_t i = 0; i < common; ++i) below[i] += gpus;
+      const QueueId sib = sib_of_[vq];
+      if (sib == kNone) continue;  // the paths do not part
+      parted.push_back(static_cast<uint64_t>(static_cast<uint32_t>(sib)) << 32 |
+                       static_cast<uint32_t>(p));
     }
-    std::sort(parted.begin(), parted.end(), [](const auto& a, const auto& b) {
-      return std::tie(a.sib, a.pod) < std::tie(b.sib, b.pod);
-    });
+    // By sibling queue, then pod. (Victims usually come in pod order or its reverse.)
+    if (!std::is_sorted(parted.begin(), parted.end())) {
+      if (std::is_sorted(parted.begin(), parted.end(), std::greater<>())) {
+        std::reverse(parted.begin(), parted.end());
+      } else {
+        std::sort(parted.begin(), parted.end());
+      }
+    }
+    auto sib_of_entry = [](uint64_t e) { return static_cast<QueueId>(e >> 32); };
+    auto pod_of_entry = [](uint64_t e) { return static_cast<PodId>(e & 0xffffffffu); };
     for (size_t begin = 0; begin < parted.size();) {
       size_t end = begin;
       double sib_gpus = 0;
-      while (end < parted.size() && parted[end].sib == parted[begin].sib) {
-        sib_gpus += s.AcceptedQuantities(parted[end].pod)[QueueResource::kGpu];
+      const QueueId sib_queue = sib_of_entry(parted[begin]);
+      while (end < parted.size() && sib_of_entry(parted[end]) == sib_queue) {
+        sib_gpus += s.AcceptedQuantities(pod_of_entry(parted[end]))[QueueResource::kGpu];
         ++end;
       }
-      const size_t level = parted[begin].level;
+      // (The queue where the paths part is at the depth of the sibling.)
+      const size_t level = common_of_[c.jobs[c.pods[pod_of_entry(parted[begin])].job].queue];
       const QueueShare& rq = queues[path[level]];
-      const QueueShare& sib = queues[parted[begin].sib];
+      const QueueShare& sib = queues[sib_queue];
       const double fair = rq.FairShare()[QueueResource::kGpu];
       const double sib_fair = sib.FairShare()[QueueResource::kGpu];
       const double sib_allocated = sib.Allocated()[QueueResource::kGpu];
@@ -670,7 +699,7 @@ class ProportionPlugin : public Plugin {
         }
         RejectionRule rule;
         rule.min_gpus = high;
-        for (size_t k = begin; k < end; ++k) rule.pods.push_back(parted[k].pod);
+        for (size_t k = begin; k < end; ++k) rule.pods.push_back(pod_of_entry(parted[k]));
         out.push_back(std::move(rule));
       }
       begin = end;
@@ -694,56 +723,91 @@ class ProportionPlugin : public Plugin {
     // (Scratch buffers, so a validation allocates nothing per victim.)
     std::vector<std::pair<QueueId, Quantities>>& taken = taken_scratch_;
     taken.clear();
+    auto counted = [&](std::span<const PodId> group, Quantities& q) {
+      bool any = false;
+      for (PodId p : group) {
+        if (consolidating && IsActiveAllocated(s.pod(p).status)) continue;
+        q += s.AcceptedQuantities(p);
+        any = true;
+      }
+      return any;
+    };
     for (const auto& [victim_job, pods] : sc.victims) {
       const Job& vj = c.jobs[victim_job];
-      // The pods by pod set (ascending), in their order within a set.
-      std::vector<std::pair<int32_t, PodId>>& by_set = by_set_scratch_;
-      by_set.clear();
-      bool sorted = true;
-      for (PodId p : pods) {
-        sorted = sorted && (by_set.empty() || by_set.back().first <= c.pods[p].pod_set);
-        by_set.emplace_back(c.pods[p].pod_set, p);
-      }
-      if (!sorted) {
+      // The pods by pod set (ascending), in their order within a set; the first min_available
+      // of a set are its core, the others elastic.
+      std::span<const PodId> core;
+      std::span<const PodId> elastic;
+      bool one_set = true;
+      for (PodId p : pods) one_set = one_set && c.pods[p].pod_set == c.pods[pods.front()].pod_set;
+      if (one_set) {
+        // (Usual: no reordering needed.)
+        const size_t min =
+            pods.empty() ? 0
+                         : static_cast<size_t>(std::max(
+                               0, vj.pod_sets[static_cast<size_t>(c.pods[pods.front()].pod_set)]
+                                      .min_available));
+        core = std::span<const PodId>(pods).first(std::min(min, pods.size()));
+        elastic = std::span<const PodId>(pods).subspan(core.size());
+      } else {
+        std::vector<std::pair<int32_t, PodId>>& by_set = by_set_scratch_;
+        by_set.clear();
+        for (PodId p : pods) by_set.emplace_back(c.pods[p].pod_set, p);
         std::stable_sort(by_set.begin(), by_set.end(),
                          [](const auto& a, const auto& b) { return a.first < b.first; });
-      }
-      std::vector<PodId>& core = core_scratch_;
-      std::vector<PodId>& elastic = elastic_scratch_;
-      core.clear();
-      elastic.clear();
-      for (size_t i = 0; i < by_set.size();) {
-        const int32_t set = by_set[i].first;
-        const size_t min = static_cast<size_t>(std::max(0, vj.pod_sets[set].min_available));
-        for (size_t k = 0; i < by_set.size() && by_set[i].first == set; ++i, ++k) {
-          (k < min ? core : elastic).push_back(by_set[i].second);
+        std::vector<PodId>& core_list = core_scratch_;
+        std::vector<PodId>& elastic_list = elastic_scratch_;
+        core_list.clear();
+        elastic_list.clear();
+        for (size_t i = 0; i < by_set.size();) {
+          const int32_t set = by_set[i].first;
+          const size_t min = static_cast<size_t>(std::max(0, vj.pod_sets[set].min_available));
+          for (size_t k = 0; i < by_set.size() && by_set[i].first == set; ++i, ++k) {
+            (k < min ? core_list : elastic_list).push_back(by_set[i].second);
+          }
         }
+        core = core_list;
+        elastic = elastic_list;
       }
-      auto counted = [&](std::span<const PodId> group) -> std::optional<Quantities> {
+      for (const PodId& p : elastic) {
         Quantities q;
-        bool any = false;
-        for (PodId p : group) {
-          if (consolidating && IsActiveAllocated(s.pod(p).status)) continue;
-          q += s.AcceptedQuantities(p);
-          any = true;
-        }
-        return any ? std::optional<Quantities>(q) : std::nullopt;
-      };
-      for (PodId p : elastic) {
-        if (auto q = counted(std::span<const PodId>(&p, 1))) taken.emplace_back(vj.queue, *q);
+        if (counted(std::span<const PodId>(&p, 1), q)) taken.emplace_back(vj.queue, q);
       }
-      if (auto q = counted(core)) taken.emplace_back(vj.queue, *q);
+      if (Quantities q; counted(core, q)) taken.emplace_back(vj.queue, q);
     }
     // By queue (ascending), each queue's entries in the order they were taken.
-    std::stable_sort(taken.begin(), taken.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    if (!std::is_sorted(taken.begin(), taken.end(),
+                        [](const auto& a, const auto& b) { return a.first < b.first; })) {
+      std::stable_sort(taken.begin(), taken.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+    }
 
-    std::map<QueueId, Quantities> remaining;
-    std::map<QueueId, std::array<bool, 3>> involved;
+    // Per queue touched: its allocation minus what was taken below it, and the resources
+    // involved (flat arrays marked with this call's stamp; `present` lists the queues).
+    const size_t num_queues = c.queues.size();
+    if (rem_stamp_.size() != num_queues) {
+      rem_stamp_.assign(num_queues, 0);
+      inv_stamp_.assign(num_queues, 0);
+      rem_.resize(num_queues);
+      inv_.resize(num_queues);
+    }
+    const uint64_t stamp = ++validation_stamp_;
+    std::vector<QueueId>& present = present_scratch_;
+    present.clear();
     auto remaining_of = [&](QueueId q) -> Quantities& {
-      auto it = remaining.find(q);
-      if (it == remaining.end()) it = remaining.emplace(q, queues[q].Allocated()).first;
-      return it->second;
+      if (rem_stamp_[q] != stamp) {
+        rem_stamp_[q] = stamp;
+        rem_[q] = queues[q].Allocated();
+        present.push_back(q);
+      }
+      return rem_[q];
+    };
+    auto involved_of = [&](QueueId q) -> std::array<bool, 3>& {
+      if (inv_stamp_[q] != stamp) {
+        inv_stamp_[q] = stamp;
+        inv_[q] = {};
+      }
+      return inv_[q];
     };
     for (size_t begin = 0; begin < taken.size();) {
       const QueueId reclaimee_leaf = taken[begin].first;
@@ -755,27 +819,37 @@ class ProportionPlugin : public Plugin {
         const auto i = Involved(taken[e].second);
         for (int k = 0; k < 3; ++k) inv[k] = inv[k] || i[k];
       }
-      involved[reclaimee_leaf] = inv;
+      involved_of(reclaimee_leaf) = inv;
+      // The leaf and its ancestors (eq among them) take the group's resources: their remaining
+      // allocations are resolved once per group, and they all become involved in `inv` (only
+      // read after every group).
+      std::vector<Quantities*>& chain = chain_scratch_;
+      chain.clear();
+      for (QueueId a = reclaimee_leaf; a != kNone; a = c.queues[a].parent) {
+        chain.push_back(&remaining_of(a));
+        auto& ia = involved_of(a);
+        for (int k = 0; k < 3; ++k) ia[k] = ia[k] || inv[k];
+      }
+      const Quantities& eq_remaining = remaining_of(eq);
+      const ReclaimStrategy strategy(required, queues[rq], queues[eq]);
       for (size_t e = begin; e < end; ++e) {
+        if (!strategy.Fits(eq_remaining)) return false;
         const Quantities& q = taken[e].second;
-        if (!FitsReclaimStrategy(required, queues[rq], queues[eq], remaining_of(eq))) return false;
-        for (QueueId a = reclaimee_leaf; a != kNone; a = c.queues[a].parent) {
-          remaining_of(a) -= q;
-          auto& ia = involved[a];
-          for (int k = 0; k < 3; ++k) ia[k] = ia[k] || inv[k];
-        }
+        for (Quantities* r : chain) *r -= q;
       }
       begin = end;
     }
+    std::sort(present.begin(), present.end());  // (the queues in ascending order)
 
     const auto reclaimer_involved = Involved(required);
     for (QueueId rq = reclaimer.queue; rq != kNone; rq = c.queues[rq].parent) {
-      Quantities with = remaining.count(rq) ? remaining[rq] : queues[rq].Allocated();
+      Quantities with = rem_stamp_[rq] == stamp ? rem_[rq] : queues[rq].Allocated();
       with += required;
       const Quantities fair = queues[rq].FairShare();
-      for (const auto& [sib, sib_remaining] : remaining) {
+      for (QueueId sib : present) {
+        const Quantities& sib_remaining = rem_[sib];
         if (sib == rq || c.queues[sib].parent != c.queues[rq].parent) continue;
-        auto inv = involved[sib];
+        auto inv = involved_of(sib);
         for (int k = 0; k < 3; ++k) inv[k] = inv[k] || reclaimer_involved[k];
         const Quantities sib_fair = queues[sib].FairShare();
         for (auto res : kQueueResources) {
@@ -1105,18 +1179,27 @@ class ProportionPlugin : public Plugin {
   mutable std::vector<uint64_t> hit_, pod_hit_;
   mutable std::vector<double> below_scratch_;
   mutable std::vector<QueueId> victim_path_scratch_;
-  struct Parted {
-    QueueId sib;
-    size_t level;
-    PodId pod;
-  };
-  mutable std::vector<Parted> parted_scratch_;
+  mutable std::vector<uint64_t> parted_scratch_;
+  // RejectionRules' per-queue cache of root-path comparisons (valid where the stamp is the
+  // call's).
+  mutable std::vector<uint64_t> path_stamp_;
+  mutable std::vector<size_t> common_of_;
+  mutable std::vector<QueueId> sib_of_;
+  mutable uint64_t path_call_ = 0;
   mutable std::vector<Quantities> taken_sum_;
   mutable uint64_t stamp_ = 0;
   // Scratch buffers of Reclaimable.
   mutable std::vector<std::pair<QueueId, Quantities>> taken_scratch_;
   mutable std::vector<std::pair<int32_t, PodId>> by_set_scratch_;
   mutable std::vector<PodId> core_scratch_, elastic_scratch_;
+  // Reclaimable's per-queue remaining allocations and involved resources, valid where the
+  // stamp is the call's; the queues they hold.
+  mutable std::vector<uint64_t> rem_stamp_, inv_stamp_;
+  mutable std::vector<Quantities> rem_;
+  mutable std::vector<std::array<bool, 3>> inv_;
+  mutable std::vector<QueueId> present_scratch_;
+  mutable std::vector<Quantities*> chain_scratch_;
+  mutable uint64_t validation_stamp_ = 0;
   // Per queue: the last victim-list sum QueueOrder computed for it.
   mutable std::vector<VictimSum> victim_sums_;
   mutable std::vector<VictimSideMemo> victim_sides_;
