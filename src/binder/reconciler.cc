@@ -16,16 +16,25 @@ std::string PodKey(const BindRequest& br) { return br.ns + "/" + br.pod_name; }
 
 Reconciler::NodeLock::NodeLock(Reconciler& r, const std::string& node) : r_(r), node_(node) {
   std::unique_lock<std::mutex> lock(r_.nodes_mu_);
-  r_.nodes_cv_.wait(lock, [&] { return r_.held_nodes_.count(node_) == 0; });
-  r_.held_nodes_.insert(node_);
+  std::unique_ptr<NodeSlot>& slot = r_.node_slots_[node_];
+  if (slot == nullptr) slot = std::make_unique<NodeSlot>();
+  NodeSlot& s = *slot;  // stays put: a slot with waiters or a holder is never erased
+  ++s.waiters;
+  s.cv.wait(lock, [&] { return !s.held; });
+  --s.waiters;
+  s.held = true;
 }
 
 Reconciler::NodeLock::~NodeLock() {
-  {
-    std::lock_guard<std::mutex> lock(r_.nodes_mu_);
-    r_.held_nodes_.erase(node_);
+  std::lock_guard<std::mutex> lock(r_.nodes_mu_);
+  auto it = r_.node_slots_.find(node_);
+  NodeSlot& s = *it->second;
+  s.held = false;
+  if (s.waiters > 0) {
+    s.cv.notify_one();  // under the lock: the slot outlives the call
+  } else {
+    r_.node_slots_.erase(it);
   }
-  r_.nodes_cv_.notify_all();
 }
 
 Reconciler::Reconciler(std::shared_ptr<kube::Client> client, BinderCache& cache, BindSteps steps,

@@ -44,6 +44,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 
 #include "binder/bind_request.h"
 #include "binder/cache.h"
@@ -127,9 +128,15 @@ class Reconciler {
   BinderCache& cache_;
   BindSteps steps_;
   ReconcilerOptions options_;
+  // A node in use, and the workers waiting for it (each node wakes only its own waiters: binds
+  // to one node come in runs, as the scheduler fills nodes one after another).
+  struct NodeSlot {
+    bool held = false;
+    int waiters = 0;
+    std::condition_variable cv;
+  };
   std::mutex nodes_mu_;
-  std::condition_variable nodes_cv_;
-  std::set<std::string> held_nodes_;
+  std::unordered_map<std::string, std::unique_ptr<NodeSlot>> node_slots_;  // held or awaited
   std::mutex misses_mu_;
   std::set<std::string> missed_once_;  // "pod ns/name", "node name": missed by the last lookup
 };

@@ -359,6 +359,58 @@ TEST_F(BinderTest, ABindTheCacheDoesNotShowYetCountsAsBoundAndTakesRoom) {
   EXPECT_EQ(cache_.PodsOnNode("n1").size(), 1u);
 }
 
+TEST_F(BinderTest, BindsToOneNodeWaitForEachOtherAndOtherNodesGoOn) {
+  cluster_.AddNode("n1", 4);
+  cluster_.AddNode("n2", 4);
+  cluster_.AddPod("ns", "a", 3);
+  cluster_.AddPod("ns", "b", 2);
+  cluster_.AddPod("ns", "c", 1);
+  cluster_.AddBindRequest("ns", "a", "a", "n1", 1);
+  cluster_.AddBindRequest("ns", "b", "b", "n1", 1);
+  cluster_.AddBindRequest("ns", "c", "c", "n2", 1);
+  // a's binding call waits for the test, holding node n1.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool a_in_flight = false;
+  bool release = false;
+  transport_->SetHandler([&](const kube::HttpRequest& req) {
+    if (req.path.find("/pods/a/binding") != std::string::npos) {
+      std::unique_lock<std::mutex> lock(mu);
+      a_in_flight = true;
+      cv.notify_all();
+      cv.wait(lock, [&] { return release; });
+    }
+    return cluster_.Handle(req);
+  });
+  Reconciler r = MakeReconciler();
+  SyncCache();
+  ReconcileResult ra, rb;
+  std::thread ta([&] { ra = r.Reconcile("ns", "a"); });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return a_in_flight; });
+  }
+  std::thread tb([&] { rb = r.Reconcile("ns", "b"); });  // waits for n1
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Another node is not held up by n1.
+  EXPECT_EQ(r.Reconcile("ns", "c").metric_result, "success");
+  EXPECT_EQ(cluster_.NodeOf("ns/c"), "n2");
+  EXPECT_EQ(cluster_.NodeOf("ns/b"), "") << "b waited for a";
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  ta.join();
+  tb.join();
+  EXPECT_EQ(ra.metric_result, "success");
+  // b's room check came after a's bind, which it counted: 1 GPU left, b asks for 2.
+  EXPECT_EQ(rb.next, Next::kRetryAfter);
+  EXPECT_EQ(cluster_.BindRequestStatus("ns/b")["reason"],
+            "noderesources: node n1 has 1 of nvidia.com/gpu free, the pod requests 2");
+  EXPECT_EQ(cluster_.bind_calls, 2);
+}
+
 TEST_F(BinderTest, PodBoundElsewhereFailsAtOnce) {
   cluster_.AddNode("n1", 8);
   cluster_.AddPod("ns", "p", 2, "n2");
