@@ -6,11 +6,13 @@ namespace gantry::live {
 
 AnnotationWriter::AnnotationWriter(std::shared_ptr<kube::Client> client,
                                    std::function<void(const kube::Object&)> on_written,
-                                   std::function<void(const std::string&)> log, int workers)
+                                   std::function<void(const std::string&)> log, int workers,
+                                   std::chrono::milliseconds settle)
     : client_(std::move(client)),
       on_written_(std::move(on_written)),
       log_(std::move(log)),
-      workers_(std::max(1, workers)) {}
+      workers_(std::max(1, workers)),
+      settle_(settle) {}
 
 AnnotationWriter::~AnnotationWriter() { Stop(); }
 
@@ -26,6 +28,12 @@ void AnnotationWriter::Offer(const std::string& ns, const std::string& name, kub
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return;
     std::string key = ns + "/" + name;
+    if (auto w = written_recently_.find(key); w != written_recently_.end()) {
+      if (w->second.patch == patch && std::chrono::steady_clock::now() - w->second.at < settle_) {
+        return;  // written moments ago; the watch has not shown it yet
+      }
+      written_recently_.erase(w);
+    }
     auto [it, added] = pending_.try_emplace(key);
     if (!added && it->second.patch == patch) return;  // queued already
     if (added) {
@@ -87,8 +95,9 @@ void AnnotationWriter::Work() {
       pending_.erase(it);
       in_flight_[key] = next.patch;
     }
-    auto r = client_->Patch(kube::resources::kPodGroups, next.ns, next.name,
-                            kube::PatchType::kMerge, next.patch);
+    auto r =
+        client_->Patch(kube::resources::kPodGroups, next.ns, next.name, kube::PatchType::kMerge,
+                       next.patch, "", on_written_ ? nullptr : &kube::FieldFilter::Nothing());
     if (r.ok() && on_written_) on_written_(r.value());
     bool more = false;  // a newer patch of this PodGroup waited for this one
     {
@@ -97,6 +106,13 @@ void AnnotationWriter::Work() {
       more = pending_.count(key) > 0;
       if (r.ok()) {
         ++written_;
+        const auto now = std::chrono::steady_clock::now();
+        if (!more) written_recently_[key] = Written{std::move(next.patch), now};
+        if (written_recently_.size() > purge_at_) {
+          std::erase_if(written_recently_,
+                        [&](const auto& entry) { return now - entry.second.at >= settle_; });
+          purge_at_ = std::max<size_t>(1024, 2 * written_recently_.size());
+        }
       } else if (!r.error().IsNotFound() && log_ && ++failures_ % 1000 == 1) {
         // (Re-offered each cycle while it fails: logged the first time and every 1000th.)
         log_("podgroup " + next.ns + "/" + next.name + " annotations: " + r.error().ToString() +

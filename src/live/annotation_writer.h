@@ -2,8 +2,10 @@
 // thread of its own, so that they never hold up a cycle's BindRequests and evictions: KAI's
 // scheduler, too, hands them to a background updater. One patch per PodGroup is kept queued: a
 // newer one for the same PodGroup replaces it (each is computed against what the cluster showed,
-// so the newest says everything). What the server returns is handed to `on_written` (the
-// scheduler feeds it into its watch cache, so the next cycle does not ask again). Stop() drops
+// so the newest says everything). What the server returns is handed to `on_written` when one is
+// given (otherwise the answer is not even parsed). Until the watch shows a written patch, a
+// cycle offers it again: the same patch offered within `settle` of being written is dropped
+// (after that it is sent again, in case the PodGroup was changed back meanwhile). Stop() drops
 // what is still queued (a successor recomputes it from the times it reads back, as after a
 // crash).
 //
@@ -14,7 +16,7 @@
 // patch already queued or in flight for a PodGroup changes nothing (a cycle re-offers the stamps
 // the cluster does not show yet).
 //
-//   AnnotationWriter writer(client, [&](const Object& pg) { cache.Apply(...); }, log);
+//   AnnotationWriter writer(client, nullptr, log);
 //   writer.Start();
 //   writer.Offer("ns", "pg", patch);
 //   writer.Stop();
@@ -22,6 +24,7 @@
 // Thread-safe.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -40,7 +43,8 @@ class AnnotationWriter {
  public:
   AnnotationWriter(std::shared_ptr<kube::Client> client,
                    std::function<void(const kube::Object& written)> on_written,
-                   std::function<void(const std::string& line)> log, int workers = 1);
+                   std::function<void(const std::string& line)> log, int workers = 1,
+                   std::chrono::milliseconds settle = std::chrono::seconds(30));
   ~AnnotationWriter();
   AnnotationWriter(const AnnotationWriter&) = delete;
   AnnotationWriter& operator=(const AnnotationWriter&) = delete;
@@ -71,6 +75,14 @@ class AnnotationWriter {
   std::map<std::string, Pending> pending_;         // by "namespace/name"
   std::deque<std::string> order_;                  // keys, oldest first (each once)
   std::map<std::string, kube::Object> in_flight_;  // patches being sent, by key
+  // Patches written, by key, and when (dropped from here when older than settle_).
+  struct Written {
+    kube::Object patch;
+    std::chrono::steady_clock::time_point at;
+  };
+  const std::chrono::milliseconds settle_;
+  std::map<std::string, Written> written_recently_;
+  size_t purge_at_ = 1024;  // purge written_recently_ of old entries when it grows past this
   bool stopping_ = false;
   bool started_ = false;
   size_t written_ = 0;

@@ -75,7 +75,7 @@ class Loop {
   // off the cycle; what the server returns goes into the cache.
   AnnotationWriter job_times_{
       client_,
-      [this](const Object& pg) { cache_.Apply(Kind::kPodGroup, kube::EventType::kModified, pg); },
+      nullptr,  // the watch brings the patched PodGroups (the writer holds back repeats meanwhile)
       [this](const std::string& line) { Log(line); }, options_.status_recording_workers};
   obs::Registry registry_;
   obs::SchedulerMetrics metrics_{registry_};

@@ -129,6 +129,42 @@ TEST(AnnotationWriterTest, WorkersSendAtOnceButOnePodGroupInOrderAndDuplicatesOn
   EXPECT_EQ(most_in_flight_a, 1);
 }
 
+TEST(AnnotationWriterTest, APatchJustWrittenIsNotSentAgainUntilItSettles) {
+  auto transport = std::make_shared<kube::FakeTransport>();
+  // Without on_written the answer is not parsed: a body that is no JSON does not matter.
+  transport->SetHandler([](const kube::HttpRequest&) { return kube::HttpResponse{200, "{oops"}; });
+  auto client = std::make_shared<kube::Client>(transport, kube::ClientOptions{.qps = 0});
+  auto stamp = [](const std::string& t) {
+    return json{{"metadata", {{"annotations", {{"kai.scheduler/last-start-timestamp", t}}}}}};
+  };
+  auto run = [&](std::chrono::milliseconds settle, const std::vector<std::string>& stamps) {
+    AnnotationWriter writer(client, nullptr, nullptr, /*workers=*/2, settle);
+    writer.Start();
+    size_t expected = 0;
+    for (const std::string& t : stamps) {
+      writer.Offer("ns", "a", stamp(t));
+      // Each offer is either written or dropped: wait until the writer is idle again.
+      for (int i = 0; i < 2000; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        if (writer.written() > expected) break;
+      }
+      expected = writer.written();
+    }
+    writer.Stop();
+    return writer.written();
+  };
+  const size_t before = transport->requests().size();
+  // The repeat of 10:00:01 right after it was written is dropped; 10:00:02 and the return to
+  // 10:00:01 are new.
+  EXPECT_EQ(run(std::chrono::minutes(10), {"2026-11-30T10:00:01Z", "2026-11-30T10:00:01Z",
+                                           "2026-11-30T10:00:02Z", "2026-11-30T10:00:01Z"}),
+            3u);
+  EXPECT_EQ(transport->requests().size() - before, 3u);
+  // With no settling time every offer is sent.
+  EXPECT_EQ(run(std::chrono::milliseconds(0), {"2026-11-30T10:00:01Z", "2026-11-30T10:00:01Z"}),
+            2u);
+}
+
 TEST(AnnotationWriterTest, StopDropsWhatIsStillQueued) {
   auto transport = std::make_shared<kube::FakeTransport>();
   auto client = std::make_shared<kube::Client>(transport, kube::ClientOptions{.qps = 0});
