@@ -14,29 +14,6 @@ std::string PodKey(const BindRequest& br) { return br.ns + "/" + br.pod_name; }
 
 }  // namespace
 
-Reconciler::NodeLock::NodeLock(Reconciler& r, const std::string& node) : r_(r), node_(node) {
-  std::unique_lock<std::mutex> lock(r_.nodes_mu_);
-  std::unique_ptr<NodeSlot>& slot = r_.node_slots_[node_];
-  if (slot == nullptr) slot = std::make_unique<NodeSlot>();
-  NodeSlot& s = *slot;  // stays put: a slot with waiters or a holder is never erased
-  ++s.waiters;
-  s.cv.wait(lock, [&] { return !s.held; });
-  --s.waiters;
-  s.held = true;
-}
-
-Reconciler::NodeLock::~NodeLock() {
-  std::lock_guard<std::mutex> lock(r_.nodes_mu_);
-  auto it = r_.node_slots_.find(node_);
-  NodeSlot& s = *it->second;
-  s.held = false;
-  if (s.waiters > 0) {
-    s.cv.notify_one();  // under the lock: the slot outlives the call
-  } else {
-    r_.node_slots_.erase(it);
-  }
-}
-
 Reconciler::Reconciler(std::shared_ptr<kube::Client> client, BinderCache& cache, BindSteps steps,
                        ReconcilerOptions options)
     : client_(std::move(client)),
@@ -186,7 +163,7 @@ Reconciler::Attempt Reconciler::TryBind(const BindRequest& br) {
   }
   const std::string uid = kube::UidOf(*a.pod);
 
-  NodeLock node_lock(*this, br.selected_node);
+  NameLock node_lock(node_locks_, br.selected_node);
   kube::ObjectPtr node =
       Lookup(kube::resources::kNodes, "", br.selected_node, "node " + br.selected_node, a);
   if (node == nullptr) return a;

@@ -37,17 +37,16 @@
 // Thread-safe: workers call Reconcile concurrently for different requests.
 #pragma once
 
-#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
-#include <unordered_map>
 
 #include "binder/bind_request.h"
 #include "binder/cache.h"
+#include "binder/name_locks.h"
 #include "binder/steps.h"
 #include "kube/client.h"
 
@@ -113,30 +112,11 @@ class Reconciler {
   // attempt's outcome; best effort.
   void RecordEvent(const Attempt& attempt, const BindRequest& br);
 
-  // Exclusive use of one node name while alive.
-  class NodeLock {
-   public:
-    NodeLock(Reconciler& r, const std::string& node);
-    ~NodeLock();
-
-   private:
-    Reconciler& r_;
-    std::string node_;
-  };
-
   std::shared_ptr<kube::Client> client_;
   BinderCache& cache_;
   BindSteps steps_;
   ReconcilerOptions options_;
-  // A node in use, and the workers waiting for it (each node wakes only its own waiters: binds
-  // to one node come in runs, as the scheduler fills nodes one after another).
-  struct NodeSlot {
-    bool held = false;
-    int waiters = 0;
-    std::condition_variable cv;
-  };
-  std::mutex nodes_mu_;
-  std::unordered_map<std::string, std::unique_ptr<NodeSlot>> node_slots_;  // held or awaited
+  NameLocks node_locks_;  // a node is checked for room and bound to by one worker at a time
   std::mutex misses_mu_;
   std::set<std::string> missed_once_;  // "pod ns/name", "node name": missed by the last lookup
 };

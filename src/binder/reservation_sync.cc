@@ -32,25 +32,6 @@ bool Completed(const json& pod) {
 
 }  // namespace
 
-void GpuGroupLocks::Lock(const std::string& group) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return held_.count(group) == 0; });
-  held_.insert(group);
-}
-
-bool GpuGroupLocks::TryLock(const std::string& group) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return held_.insert(group).second;
-}
-
-void GpuGroupLocks::Unlock(const std::string& group) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    held_.erase(group);
-  }
-  cv_.notify_all();
-}
-
 GpuGroupLock::GpuGroupLock(GpuGroupLocks& locks, std::vector<std::string> groups)
     : locks_(locks), groups_(std::move(groups)) {
   std::sort(groups_.begin(), groups_.end());

@@ -44,22 +44,13 @@
 #include <vector>
 
 #include "binder/cache.h"
+#include "binder/name_locks.h"
 #include "kube/client.h"
 
 namespace gantry::binder {
 
 // Exclusive use of GPU group names within the process.
-class GpuGroupLocks {
- public:
-  void Lock(const std::string& group);
-  bool TryLock(const std::string& group);
-  void Unlock(const std::string& group);
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::set<std::string> held_;
-};
+using GpuGroupLocks = NameLocks;
 
 // Holds the locks of several groups (taken in sorted order, so two holders never deadlock).
 class GpuGroupLock {

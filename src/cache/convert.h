@@ -97,6 +97,7 @@ struct SubGroupSpec {
   int32_t min_member = 1;
   std::string parent;  // empty: under the PodGroup itself
   std::optional<TopologyConstraint> topology;
+  bool operator==(const SubGroupSpec&) const = default;
 };
 
 struct PodGroupRecord {
@@ -113,6 +114,7 @@ struct PodGroupRecord {
   std::vector<SubGroupSpec> sub_groups;  // validated: unique names, known parents, no cycle
   std::optional<int64_t> last_start_ms;
   std::optional<int64_t> stale_since_ms;
+  bool operator==(const PodGroupRecord&) const = default;
 };
 
 struct BindRequestRecord {

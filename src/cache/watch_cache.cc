@@ -63,31 +63,12 @@ void ConvertInto(Object&& object, T& entry, Result<typename decltype(T::record):
   }
 }
 
-bool SameTopology(const std::optional<TopologyConstraint>& a,
-                  const std::optional<TopologyConstraint>& b) {
-  if (a.has_value() != b.has_value()) return false;
-  return !a || (a->topology == b->topology && a->required_level == b->required_level &&
-                a->preferred_level == b->preferred_level);
-}
-
 // Whether two records of one PodGroup differ at most in their start and stale times (the
 // scheduler's own annotations), i.e. make the same job but for those two fields.
-bool SameExceptTimes(const PodGroupRecord& a, const PodGroupRecord& b) {
-  if (a.name != b.name || a.namespace_ != b.namespace_ || a.uid != b.uid || a.queue != b.queue ||
-      a.priority_class != b.priority_class || a.preemptibility != b.preemptibility ||
-      a.min_member != b.min_member || a.creation_ms != b.creation_ms || a.deleting != b.deleting ||
-      !SameTopology(a.topology, b.topology) || a.sub_groups.size() != b.sub_groups.size()) {
-    return false;
-  }
-  for (size_t i = 0; i < a.sub_groups.size(); ++i) {
-    const SubGroupSpec& x = a.sub_groups[i];
-    const SubGroupSpec& y = b.sub_groups[i];
-    if (x.name != y.name || x.min_member != y.min_member || x.parent != y.parent ||
-        !SameTopology(x.topology, y.topology)) {
-      return false;
-    }
-  }
-  return true;
+bool SameExceptTimes(const PodGroupRecord& a, PodGroupRecord b) {
+  b.last_start_ms = a.last_start_ms;
+  b.stale_since_ms = a.stale_since_ms;
+  return a == b;
 }
 
 }  // namespace

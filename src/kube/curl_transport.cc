@@ -13,6 +13,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "kube/http1.h"
 #include "kube/token_source.h"
 #include "kube/transport.h"
 
@@ -43,18 +44,7 @@ size_t HeaderCallback(char* data, size_t size, size_t n, void* user) {
     for (size_t i = 0; i < kName.size() && match; ++i) {
       match = std::tolower(static_cast<unsigned char>(line[i])) == kName[i];
     }
-    if (match) {
-      std::string_view v = line.substr(kName.size());
-      while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-      int secs = 0;
-      size_t digits = 0;
-      while (digits < v.size() && digits < 9 &&
-             std::isdigit(static_cast<unsigned char>(v[digits]))) {
-        secs = secs * 10 + (v[digits] - '0');
-        ++digits;
-      }
-      st->retry_after_seconds = digits > 0 ? secs : -1;
-    }
+    if (match) st->retry_after_seconds = http1::RetryAfterSeconds(line.substr(kName.size()));
   }
   return len;
 }

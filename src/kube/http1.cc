@@ -39,6 +39,18 @@ bool HasToken(std::string_view value, std::string_view token) {
 
 }  // namespace
 
+int RetryAfterSeconds(std::string_view value) {
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  int secs = 0;
+  size_t digits = 0;
+  while (digits < value.size() && digits < 9 &&
+         std::isdigit(static_cast<unsigned char>(value[digits]))) {
+    secs = secs * 10 + (value[digits] - '0');
+    ++digits;
+  }
+  return digits > 0 ? secs : -1;
+}
+
 std::string ParseResponseHead(std::string_view head, ResponseHead& out) {
   out = ResponseHead{};
   size_t eol = head.find('\n');
@@ -100,14 +112,7 @@ std::string ParseResponseHead(std::string_view head, ResponseHead& out) {
       if (HasToken(value, "close")) out.close = true;
       if (HasToken(value, "keep-alive")) keep_alive = true;
     } else if (IEquals(name, "retry-after")) {
-      int secs = 0;
-      size_t digits = 0;
-      while (digits < value.size() && digits < 9 &&
-             std::isdigit(static_cast<unsigned char>(value[digits]))) {
-        secs = secs * 10 + (value[digits] - '0');
-        ++digits;
-      }
-      out.retry_after_seconds = digits > 0 ? secs : -1;
+      out.retry_after_seconds = RetryAfterSeconds(value);
     }
   }
   if (!out.http11 && !keep_alive) out.close = true;

@@ -21,6 +21,10 @@ struct ResponseHead {
   int retry_after_seconds = -1;  // Retry-After in seconds; -1: absent or not a number
 };
 
+// The seconds form of a Retry-After value (leading blanks skipped, at most 9 digits read); -1
+// when it does not start with a digit (the date form is not used by the API server).
+int RetryAfterSeconds(std::string_view value);
+
 // Parses `head`: the status line and headers up to, not including, the blank line that ends
 // them (lines end with CRLF or LF). Returns an error message, empty on success.
 std::string ParseResponseHead(std::string_view head, ResponseHead& out);

@@ -88,6 +88,7 @@ struct TopologyConstraint {
   std::string topology;
   std::string required_level;
   std::string preferred_level;
+  bool operator==(const TopologyConstraint&) const = default;
 };
 
 // A Topology object (kai.scheduler/v1alpha1): node-label keys from the outermost domain level to

@@ -207,6 +207,15 @@ class StepsTest : public ::testing::Test {
     br.selected_gpu_groups = std::move(groups);
     return br;
   }
+  // A whole-GPU request for `pod` on n1.
+  static BindRequest RegularRequest(const std::string& pod) {
+    BindRequest br;
+    br.ns = "ns";
+    br.pod_name = pod;
+    br.selected_node = "n1";
+    br.received_resource_type = "Regular";
+    return br;
+  }
   GpuSharingStep MakeGpuStep() {
     GpuSharingOptions options;
     options.allocation_timeout = milliseconds(1000);
@@ -384,11 +393,7 @@ TEST_F(StepsTest, ReservationPodOnAnotherNodeIsRefused) {
 TEST_F(StepsTest, RegularRequestsAreNotTouchedByEitherStep) {
   json pod = api_.AddPod("ns", "p");
   json node = json::object();
-  BindRequest br;
-  br.ns = "ns";
-  br.pod_name = "p";
-  br.selected_node = "n1";
-  br.received_resource_type = "Regular";
+  BindRequest br = RegularRequest("p");
   BindAttempt attempt{br, pod, node};
   GpuSharingStep gpu = MakeGpuStep();
   DynamicResourcesStep dra(client_);
@@ -677,11 +682,7 @@ TEST_F(ReservationSyncTest, EveryBindFirstClearsTheNodesLeftoverReservations) {
   AddReservation("gpu-reservation-n1-ccccc", "older");
   SyncCache();
   json regular = api_.AddPod("ns", "r");
-  BindRequest br;
-  br.ns = "ns";
-  br.pod_name = "r";
-  br.selected_node = "n1";
-  br.received_resource_type = "Regular";
+  BindRequest br = RegularRequest("r");
   BindAttempt attempt{br, regular, node};
   EXPECT_FALSE(step.PreBind(attempt));
   EXPECT_FALSE(Exists("kai-resource-reservation/gpu-reservation-n1-ccccc"));
