@@ -883,10 +883,30 @@ class ProportionPlugin : public Plugin {
     const JobView* tail = nullptr;
     Quantities tail_value;
   };
+  struct VictimSums {
+    std::vector<VictimSum> memos;
+    size_t next = 0;  // the memo to replace next when all are in use
+  };
+
+  // The memo of queue q for victim list `list`: a queue above the leaves is compared through
+  // the lists of its several leaves in turn, so a few lists are kept per queue (a new list
+  // takes the place of the oldest when all are in use).
+  static constexpr size_t kVictimSumsPerQueue = 16;
+  VictimSum& VictimSumSlot(QueueId q, uint64_t list) const {
+    VictimSums& sums = victim_sums_[q];
+    for (VictimSum& m : sums.memos) {
+      if (m.list == list) return m;
+    }
+    if (sums.memos.size() < kVictimSumsPerQueue) return sums.memos.emplace_back();
+    VictimSum& m = sums.memos[sums.next];
+    sums.next = (sums.next + 1) % kVictimSumsPerQueue;
+    m = VictimSum();
+    return m;
+  }
 
   // tmp.allocated = start - each victim's allocation, in order (KAI's queue share without the
-  // victims). The part over the list's stable views is remembered per queue and continued when
-  // the same list has grown: the same subtractions in the same order, so the same bits. So is
+  // victims). The part over the list's stable views is remembered per queue and list and continued
+  // when the same list has grown: the same subtractions in the same order, so the same bits. So is
   // the result over all the views when the list's next candidate is the same entry (a list's
   // entries do not change while it has its name).
   Quantities AllocatedWithoutVictims(const Session& s, QueueId q, const Quantities& start,
@@ -907,7 +927,7 @@ class ProportionPlugin : public Plugin {
       for (const JobView* v : victims.views) subtract(value, v);
       return value;
     }
-    VictimSum& memo = victim_sums_[q];
+    VictimSum& memo = VictimSumSlot(q, victims.list);
     const bool same_list = memo.list == victims.list && memo.version == s.state_version() &&
                            same_bits(memo.start, start);
     const JobView* tail =
@@ -1200,8 +1220,8 @@ class ProportionPlugin : public Plugin {
   mutable std::vector<QueueId> present_scratch_;
   mutable std::vector<Quantities*> chain_scratch_;
   mutable uint64_t validation_stamp_ = 0;
-  // Per queue: the last victim-list sum QueueOrder computed for it.
-  mutable std::vector<VictimSum> victim_sums_;
+  // Per queue: the last victim-list sums QueueOrder computed for it (one per list).
+  mutable std::vector<VictimSums> victim_sums_;
   mutable std::vector<VictimSideMemo> victim_sides_;
   mutable std::vector<JobSideMemo> job_sides_;
   // Queue shares frozen when a reclaim solution search starts (KAI validates against these).
