@@ -566,7 +566,8 @@ class Solver {
     const JobId latest = scenario.LatestPotentialVictimJob(ssn_);
     if (latest == kNone) {
       if (scenario.recorded_tasks().empty()) return false;
-      const Outcome o = Simulate(scenario, stmt, {}, out);
+      // (Any outcome but kSolved ends the scenario the same way.)
+      const Outcome o = Simulate(scenario, stmt, {}, out, /*may_skip=*/true);
       if (o == Outcome::kSolved) return true;
       stmt.Rollback(base);
       return false;
@@ -583,7 +584,8 @@ class Solver {
       if (a == kNone || b == kNone) return a == kNone && b != kNone;
       return cluster_nodes[a].name_rank < cluster_nodes[b].name_rank;
     });
-    for (NodeId node : nodes) {
+    for (size_t ni = 0; ni < nodes.size(); ++ni) {
+      const NodeId node = nodes[ni];
       const auto cp = stmt.checkpoint();
       std::vector<PodId>& potential = potential_scratch_;
       potential.clear();
@@ -613,7 +615,12 @@ class Solver {
         }
       }
       touched_epoch_ = ssn_.placement_epoch();
-      const Outcome o = Simulate(scenario, stmt, potential, out);
+      // On the last node kFailed and kRejected both end the scenario unsolved. They differ only
+      // in the nodes added to the feasible ones, which kRejected keeps (as KAI does): so a
+      // simulation may be skipped when none were added or when the list cannot matter (see
+      // FeasibleListInsensitive); it then ends as kFailed.
+      const bool may_skip = ni + 1 == nodes.size() && (added.empty() || FeasibleListInsensitive());
+      const Outcome o = Simulate(scenario, stmt, potential, out, may_skip);
       if (o == Outcome::kSolved) return true;
       if (o == Outcome::kRejected) {
         stmt.Rollback(base);
@@ -629,7 +636,9 @@ class Solver {
     return false;
   }
 
-  enum class Outcome { kFailed, kRejected, kSolved };
+  // kUnsolvable: decided before placing anything that the outcome is kFailed or kRejected (not
+  // which); only returned when the caller allows it (see Simulate's `may_skip`).
+  enum class Outcome { kFailed, kRejected, kSolved, kUnsolvable };
 
   // Whether Simulate's pre-check would fail once `potential` is evicted on top of the current
   // state (the prefix's base state; touched_ holds the nodes of `potential` with their free
@@ -681,8 +690,10 @@ class Solver {
   // the validator. kFailed: the pods did not fit (the caller rolls back); kRejected: they fit
   // but the validator refused the scenario; kSolved: `out` holds the victims.
   // The victims are the scenario's recorded ones plus `potential` (those evicted on top).
+  // `may_skip`: the caller treats kFailed and kRejected alike, so kUnsolvable may be returned
+  // without simulating when the rejection rules prove that no placement can be accepted.
   Outcome Simulate(const Scenario& scenario, Statement& stmt, std::span<const PodId> potential,
-                   PartialResult& out) {
+                   PartialResult& out, bool may_skip) {
     const std::vector<NodeId>& nodes = feasible_list_;
     if (ssn_.params().solver_shortcuts &&
         !CouldFitProfile(pending_profile_, [&](double g) { return ScenarioBlocks(g); })) {
@@ -690,11 +701,24 @@ class Solver {
       return Outcome::kFailed;
     }
     const Statement::Checkpoint evict_end = stmt.checkpoint();
-    ++stats_->simulations;
     PrepareRejecting(scenario, potential);
+    const bool proven_before =
+        (may_skip || g_verify_proofs) && RejectionCertainBeforePlacing(scenario);
+    if (proven_before) {
+      ++stats_->proven_before;
+      if (!g_verify_proofs) {
+        ClearRejecting();
+        return Outcome::kUnsolvable;
+      }
+    }
+    ++stats_->simulations;
     bool proven = false;
     const bool placed = AllocatePreemptorAndVictims(stmt, nodes, scenario, potential, proven);
     ClearRejecting();
+    if (proven_before && placed && !proven) {
+      // (Verify mode: checked against the validator below.)
+      proven = true;
+    }
     if (!placed) {
       ++stats_->not_placed;
       return Outcome::kFailed;
@@ -849,6 +873,103 @@ class Solver {
       if ((st.any_left || surely_left > 0) && st.left + surely_left >= st.min_gpus) return true;
     }
     return false;
+  }
+
+  // Before anything is placed (the scenario's evictions done, rules prepared): whether some rule
+  // is certain to hold at the end of any simulation that places the pending pods.
+  //
+  // A victim job is processed once: it places exactly its TasksToAllocate (as they are now: its
+  // pods do not change before) or nothing. So a rule's victims outside those tasks stay evicted,
+  // and so do the tasks of a job that cannot be placed together with the pending pods: every
+  // whole-GPU placement of s GPUs on a node with f >= s free takes at least floor(s / g) of its
+  // blocks of g GPUs (floor(f / g) - floor((f - s) / g) >= floor(s / g)) and nothing frees
+  // GPUs during a simulation, so pods placed in one simulation need, for every size g, at most
+  // the blocks of g there are now, and at most the free GPUs there are now. The rest of a rule's
+  // victims are placed again only into what the pending pods leave free.
+  bool RejectionCertainBeforePlacing(const Scenario& scenario) {
+    if (rules_.empty()) return false;
+    double free_now = 0;
+    if (!ExactFreeAfterEvictions(free_now)) return false;
+    const auto& c = ssn_.cluster();
+    const double spare = free_now - pending_profile_.total;
+    if (spare < 0) return false;  // (the pending pods cannot be placed: the pre-check's case)
+    if (task_mark_.size() != c.pods.size()) task_mark_.assign(c.pods.size(), 0);
+    if (job_mark_.size() != c.jobs.size()) job_mark_.assign(c.jobs.size(), 0);
+    for (const RejectionRule& rule : rules_) {
+      ++mark_stamp_;
+      double sure = 0;       // GPUs of the rule's victims certain to stay evicted
+      double may_place = 0;  // GPUs of those that might be placed again
+      for (PodId p : rule.pods) {
+        const JobId j = c.pods[p].job;
+        if (j == job_) return false;
+        if (job_mark_[j] != mark_stamp_) {
+          job_mark_[j] = mark_stamp_;
+          ssn_.TasksToAllocate(j, tasks_scratch_, /*real=*/false, /*ordered=*/false);
+          const bool fits = FitsWithPending(tasks_scratch_, scenario.pending(), free_now);
+          for (PodId t : tasks_scratch_) task_mark_[t] = fits ? mark_stamp_ : 0;
+        }
+        const double gpus = c.pods[p].request.gpus;
+        if (task_mark_[p] == mark_stamp_) {
+          may_place += gpus;
+        } else {
+          sure += gpus;
+        }
+      }
+      const double left = sure + std::max(0.0, may_place - spare);
+      if (left >= std::max(1.0, rule.min_gpus)) return true;
+    }
+    return false;
+  }
+
+  // A necessary condition for placing `tasks` and the whole-GPU `pending` pods in one
+  // simulation from the current state (see RejectionCertainBeforePlacing): true when some task
+  // is not a whole-GPU pod (not modelled).
+  bool FitsWithPending(const std::vector<PodId>& tasks, const std::vector<PodId>& pending,
+                       double free_now) const {
+    const auto& c = ssn_.cluster();
+    std::vector<double>& sizes = joint_sizes_;
+    sizes.clear();
+    double total = 0;
+    for (PodId t : tasks) {
+      const Pod& pod = c.pods[t];
+      if (pod.IsSharedGpu() || pod.dra_gpus > 0 || !ExactlySummable(pod.request.gpus) ||
+          pod.request.gpus < 0) {
+        return true;
+      }
+      if (pod.request.gpus > 0) sizes.push_back(pod.request.gpus);
+    }
+    if (sizes.empty()) return true;
+    for (PodId t : pending) {
+      if (c.pods[t].request.gpus > 0) sizes.push_back(c.pods[t].request.gpus);
+    }
+    for (double g : sizes) total += g;
+    if (total > free_now) return false;
+    std::sort(sizes.begin(), sizes.end());
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (i > 0 && sizes[i] == sizes[i - 1]) continue;
+      const double g = sizes[i];
+      double blocks = 0;
+      for (size_t k = i; k < sizes.size(); ++k) blocks += std::floor(sizes[k] / g);
+      if (blocks > FreeBlocks(feasible_list_, g)) return false;
+    }
+    return true;
+  }
+
+  // Whether the feasible-node list can change no simulation of this search beyond the nodes
+  // with free GPUs it holds: every pod of the cluster asks for whole GPUs and is ranked over all
+  // nodes by class when placed in a simulation (Session::RankFittingNodesCoveringFreeGpus), and
+  // a node added to the list and left there has no free GPU in the states simulations start
+  // from. Computed once per search.
+  bool FeasibleListInsensitive() {
+    if (list_insensitive_known_) return list_insensitive_;
+    list_insensitive_known_ = true;
+    list_insensitive_ = ssn_.params().solver_shortcuts;
+    const auto& pods = ssn_.cluster().pods;
+    for (PodId p = 0; list_insensitive_ && p < static_cast<PodId>(pods.size()); ++p) {
+      list_insensitive_ =
+          pods[p].request.gpus > 0 && pods[p].dra_gpus == 0 && ssn_.PodRankableByClass(p);
+    }
+    return list_insensitive_;
   }
 
   // Free GPUs of the feasible nodes in the scenario's state right after its evictions (before
@@ -1215,6 +1336,13 @@ class Solver {
     feasible_list_.push_back(n);
     ++feasible_version_;
   }
+  // RejectionCertainBeforePlacing's marks (per pod and per job, valid where equal to the
+  // stamp) and sizes.
+  std::vector<uint64_t> task_mark_, job_mark_;
+  uint64_t mark_stamp_ = 0;
+  mutable std::vector<double> joint_sizes_;
+  bool list_insensitive_known_ = false;
+  bool list_insensitive_ = false;
   // Jobs with pending pods (other than the preemptor). Fixed for the whole solve: each
   // simulation starts from the same session state, and simulations only pipeline.
   std::vector<JobId> pending_jobs_;

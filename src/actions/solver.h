@@ -54,18 +54,21 @@ struct SolverResult {
 // (a scenario decided by the capacity pre-check is not simulated). Kept per thread; reset by
 // ResetSolverStats.
 struct SolverActionStats {
-  uint64_t jobs = 0;         // SolveJob calls
-  uint64_t solved = 0;       // of which solved
-  uint64_t prefixes = 0;     // pod prefixes searched
-  uint64_t scenarios = 0;    // scenarios that passed the scenario filters (simulated or not)
-  uint64_t precheck = 0;     // simulations skipped by the capacity pre-check (per node or not)
-  uint64_t simulations = 0;  // placements simulated (AllocatePreemptorAndVictims)
-  uint64_t not_placed = 0;   // of which the pending pods did not fit
-  uint64_t rejected = 0;     // of which the validator rejected the outcome
-  uint64_t proven = 0;       // of which rejected by a proven bound, stopped early
-                             // (SolverSpec::rejecting_victims: the validator was not asked)
-  uint64_t accepted = 0;     // of which the validator accepted the outcome
-  double ms = 0;             // wall-clock time in SolveJob
+  uint64_t jobs = 0;           // SolveJob calls
+  uint64_t solved = 0;         // of which solved
+  uint64_t prefixes = 0;       // pod prefixes searched
+  uint64_t scenarios = 0;      // scenarios that passed the scenario filters (simulated or not)
+  uint64_t precheck = 0;       // simulations skipped by the capacity pre-check (per node or not)
+  uint64_t simulations = 0;    // placements simulated (AllocatePreemptorAndVictims)
+  uint64_t not_placed = 0;     // of which the pending pods did not fit
+  uint64_t rejected = 0;       // of which the validator rejected the outcome
+  uint64_t proven = 0;         // of which rejected by a proven bound, stopped early
+                               // (SolverSpec::rejecting_victims: the validator was not asked)
+  uint64_t accepted = 0;       // of which the validator accepted the outcome
+  uint64_t proven_before = 0;  // simulations skipped: a rejection rule was certain before
+                               // placing anything (not counted in `simulations`; with proofs
+                               // verified, run and counted there too)
+  double ms = 0;               // wall-clock time in SolveJob
   // The job whose search took longest, its time, whether it was solved and its simulations.
   JobId slowest_job = kNone;
   double slowest_ms = 0;

@@ -412,6 +412,10 @@ class Session {
   // nodes - no node outside the candidates could fit it, and the order of the scores does not
   // depend on which non-fitting nodes are candidates. Records no fit errors.
   void RankFittingNodesCoveringFreeGpus(PodId p, std::span<const NodeId> candidates);
+  // Whether a pod may be ranked over node classes (no shared GPU, claims, node selector,
+  // affinities or nominated node; classes enabled): then which non-fitting nodes are candidates
+  // does not matter.
+  bool PodRankableByClass(PodId p) const;
   NodeId NextRankedNode();
   SchedulableResult IsJobOverQueueCapacity(JobId j, std::span<const PodId> pods) const;
   SchedulableResult IsTaskAllocationOverCapacity(PodId p, NodeId n) const;
@@ -599,7 +603,6 @@ class Session {
   void MarkClassDirty(NodeId n);
   void RefreshClasses();
   bool CanRankByClass(PodId p, std::span<const NodeId> candidates) const;
-  bool PodRankableByClass(PodId p) const;
   void RankByClass(PodId p, bool record);
   void RankPerNode(PodId p, std::span<const NodeId> candidates, bool record);
   void PickBestRanked();

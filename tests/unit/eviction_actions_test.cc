@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <stdexcept>
 #include <string>
@@ -65,6 +66,15 @@ std::string NodeNameOf(const Cluster& c, NodeId n) {
 int64_t Rankings(const Session& s) {
   return s.stats().rankings_by_class + s.stats().rankings_per_node;
 }
+
+// While alive, simulations that a rejection rule proves hopeless run to the end (the solver's
+// proof verification), so a test can check what a really simulated scenario leaves behind.
+struct SimulateProvenScenarios {
+  SimulateProvenScenarios() { SetVerifyRejectionProofs(true); }
+  ~SimulateProvenScenarios() { SetVerifyRejectionProofs(false); }
+  SimulateProvenScenarios(const SimulateProvenScenarios&) = delete;
+  SimulateProvenScenarios& operator=(const SimulateProvenScenarios&) = delete;
+};
 
 // An opened session whose actions have not run yet (the scheduler outlives the session).
 struct Opened {
@@ -426,14 +436,22 @@ INSTANTIATE_TEST_SUITE_P(Multipliers, ReclaimMultiplierSweep,
                          });
 
 TEST(ReclaimMultiplierTest, RefusedByTheMultiplierLeavesTheSessionUntouched) {
-  // With 1.5 every scenario is simulated (q1's victims are preemptible) and rejected.
-  Departments d = BuildDepartments();
-  Opened o = Open(d.c, ReclaimWithMultiplier("1.5"));
-  const Snapshot before = Take(*o);
-  o.Run();
-  EXPECT_GT(Rankings(*o), 0) << "no scenario was simulated";
-  ExpectNoDecisions(*o);
-  ExpectSameState(before, Take(*o), d.c, "after the multiplier refused every scenario");
+  // With 1.5 every scenario is rejected (q1's victims are preemptible). The solver proves that
+  // before placing anything and skips the simulations; with the proofs verified they are
+  // simulated. Either way nothing is left behind.
+  for (bool simulate : {true, false}) {
+    std::optional<SimulateProvenScenarios> verify;
+    if (simulate) verify.emplace();
+    Departments d = BuildDepartments();
+    Opened o = Open(d.c, ReclaimWithMultiplier("1.5"));
+    const Snapshot before = Take(*o);
+    o.Run();
+    if (simulate) {
+      EXPECT_GT(Rankings(*o), 0) << "no scenario was simulated";
+    }
+    ExpectNoDecisions(*o);
+    ExpectSameState(before, Take(*o), d.c, "after the multiplier refused every scenario");
+  }
 }
 
 // =================================================================================================
@@ -621,14 +639,22 @@ TEST(ConsolidationTest, NeverCommitsWhenAMovedPodCannotBePlacedAgain) {
   testutil::Place(c, PodOf(c, v0, 0), n0);
   testutil::Place(c, PodOf(c, y, 0), n1);
   c.Finalize();
-  Opened o = Open(c, Consolidation(-1));
-  const Snapshot before = Take(*o);
-  o.Run();
-  EXPECT_GT(Rankings(*o), 0) << "the scenario evicting v0 was simulated";
-  ExpectNoDecisions(*o);
-  EXPECT_EQ(o->pod(PodOf(c, big, 0)).status, PodStatus::kPending);
-  EXPECT_EQ(o->pod(PodOf(c, v0, 0)).status, PodStatus::kRunning);
-  ExpectSameState(before, Take(*o), c, "after a refused consolidation");
+  // (v0 cannot fit beside big anywhere, which the solver proves before placing anything: with
+  // the proofs verified, the scenario is simulated.)
+  for (bool simulate : {true, false}) {
+    std::optional<SimulateProvenScenarios> verify;
+    if (simulate) verify.emplace();
+    Opened o = Open(c, Consolidation(-1));
+    const Snapshot before = Take(*o);
+    o.Run();
+    if (simulate) {
+      EXPECT_GT(Rankings(*o), 0) << "the scenario evicting v0 was simulated";
+    }
+    ExpectNoDecisions(*o);
+    EXPECT_EQ(o->pod(PodOf(c, big, 0)).status, PodStatus::kPending);
+    EXPECT_EQ(o->pod(PodOf(c, v0, 0)).status, PodStatus::kRunning);
+    ExpectSameState(before, Take(*o), c, "after a refused consolidation");
+  }
 }
 
 // =================================================================================================

@@ -41,7 +41,9 @@ Decisions RunAll(const Cluster& c, bool shortcuts) {
 // mixed priorities so that reclaim, preempt and consolidation all have work. `wide` clusters also
 // get a gang too large to ever fit (the search walks every victim) and, for some seeds, CPU
 // requests that are not whole millis (queue sums that are not exact).
-Cluster RandomContendedCluster(uint64_t seed, bool wide = false) {
+// `cpu_jobs`: some running and pending jobs ask for no GPU (the feasible-node list then matters
+// to simulations).
+Cluster RandomContendedCluster(uint64_t seed, bool wide = false, bool cpu_jobs = false) {
   std::mt19937_64 rng(seed);
   auto uniform = [&](int lo, int hi) {
     return lo + static_cast<int>(rng() % static_cast<uint64_t>(hi - lo + 1));
@@ -83,6 +85,7 @@ Cluster RandomContendedCluster(uint64_t seed, bool wide = false) {
                                            : uniform(0, num_leaves - 1));
     spec.pods = uniform(1, 4);
     spec.pod = PodSpec{static_cast<double>(1 << uniform(0, 2)), cpu, 8e9};
+    if (cpu_jobs && uniform(0, 4) == 0) spec.pod = PodSpec{0, 4000, 8e9};
     spec.min_available = uniform(0, 2) == 0 ? 1 : spec.pods;
     spec.priority = uniform(0, 3) == 0 ? 100 : 50;
     spec.preemptible = spec.priority < 100;
@@ -107,6 +110,7 @@ Cluster RandomContendedCluster(uint64_t seed, bool wide = false) {
     spec.queue = leaf_at(uniform(0, num_leaves - 1));
     spec.pods = uniform(1, 4);
     spec.pod = PodSpec{static_cast<double>(1 << uniform(0, 3)), cpu, 8e9};
+    if (cpu_jobs && uniform(0, 5) == 0) spec.pod = PodSpec{0, 6000, 8e9};
     spec.min_available = uniform(0, 2) == 0 ? 1 : spec.pods;
     spec.priority = uniform(0, 2) == 0 ? 125 : 50 + 25 * uniform(0, 1);
     spec.preemptible = spec.priority < 100;
@@ -150,6 +154,10 @@ TEST_P(SolverShortcutsTest, SameDecisionsOnWideClustersWithAnOversizedGang) {
   ExpectSameDecisions(RandomContendedCluster(GetParam(), /*wide=*/true));
 }
 
+TEST_P(SolverShortcutsTest, SameDecisionsWithJobsAskingForNoGpu) {
+  ExpectSameDecisions(RandomContendedCluster(GetParam(), /*wide=*/true, /*cpu_jobs=*/true));
+}
+
 // The seeds are many so that the evicting actions do act on some of them.
 INSTANTIATE_TEST_SUITE_P(Seeds, SolverShortcutsTest, ::testing::Range<uint64_t>(1, 121));
 
@@ -170,24 +178,44 @@ TEST(SolverShortcutsCoverage, SomeWideClustersHaveEvictions) {
 }
 
 // The rejection rules (a simulation stops, rejected, once a rule of the validator is certain to
-// hold) must be proofs: with verification on, every such simulation runs to the end and the
-// validator is asked; it must reject every one. The rules must also apply on these clusters
-// (else the comparisons above would not cover them).
+// hold; or is not run when a rule is certain before anything is placed) must be proofs: with
+// verification on, every such simulation runs to the end and the validator is asked; it must
+// reject every one. Both kinds of proof must also apply on these clusters (else the
+// comparisons above would not cover them).
 TEST(SolverShortcutsCoverage, RejectionRulesAreSoundAndUsed) {
   SetVerifyRejectionProofs(true);
   const uint64_t violations_before = RejectionProofViolations();
   uint64_t proven[3] = {0, 0, 0};
+  uint64_t proven_before[3] = {0, 0, 0};
   for (uint64_t seed = 1; seed < 121; ++seed) {
-    for (bool wide : {false, true}) {
+    for (int variant = 0; variant < 3; ++variant) {
       ResetSolverStats();
-      RunAll(RandomContendedCluster(seed, wide), true);
-      for (int a = 0; a < 3; ++a) proven[a] += GetSolverStats().by_action[a].proven;
+      RunAll(RandomContendedCluster(seed, variant > 0, variant == 2), true);
+      for (int a = 0; a < 3; ++a) {
+        proven[a] += GetSolverStats().by_action[a].proven;
+        proven_before[a] += GetSolverStats().by_action[a].proven_before;
+      }
     }
   }
   SetVerifyRejectionProofs(false);
   EXPECT_EQ(RejectionProofViolations(), violations_before);
   EXPECT_GT(proven[static_cast<int>(EvictionAction::kReclaim)], 0u);
   EXPECT_GT(proven[static_cast<int>(EvictionAction::kConsolidation)], 0u);
+  EXPECT_GT(proven_before[static_cast<int>(EvictionAction::kReclaim)], 0u);
+}
+
+// Without verification, the simulations proven hopeless before placing are skipped on these
+// clusters (so the decision comparisons above exercise the skip).
+TEST(SolverShortcutsCoverage, SimulationsProvenHopelessAreSkipped) {
+  uint64_t skipped = 0;
+  for (uint64_t seed = 1; seed < 121; ++seed) {
+    for (int variant = 0; variant < 3; ++variant) {
+      ResetSolverStats();
+      RunAll(RandomContendedCluster(seed, variant > 0, variant == 2), true);
+      for (int a = 0; a < 3; ++a) skipped += GetSolverStats().by_action[a].proven_before;
+    }
+  }
+  EXPECT_GT(skipped, 0u);
 }
 
 }  // namespace
