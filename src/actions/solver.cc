@@ -925,7 +925,7 @@ class Solver {
   // simulation from the current state (see RejectionCertainBeforePlacing): true when some task
   // is not a whole-GPU pod (not modelled).
   bool FitsWithPending(const std::vector<PodId>& tasks, const std::vector<PodId>& pending,
-                       double free_now) const {
+                       double free_now) {
     const auto& c = ssn_.cluster();
     std::vector<double>& sizes = joint_sizes_;
     sizes.clear();
@@ -950,7 +950,7 @@ class Solver {
       const double g = sizes[i];
       double blocks = 0;
       for (size_t k = i; k < sizes.size(); ++k) blocks += std::floor(sizes[k] / g);
-      if (blocks > FreeBlocks(feasible_list_, g)) return false;
+      if (blocks > BlocksAfterEvictions(g)) return false;
     }
     return true;
   }
@@ -1090,6 +1090,28 @@ class Solver {
       }
     }
     return FreeBlocks(feasible_list_, g);
+  }
+
+  // ScenarioBlocks for any size, right after the scenario's evictions: a size the base counts
+  // lack is counted once over the feasible nodes (less the scenario's changes) and kept for the
+  // rest of the batch.
+  double BlocksAfterEvictions(double g) {
+    if (base_exact_ && touched_epoch_ == ssn_.placement_epoch() &&
+        std::none_of(base_blocks_.begin(), base_blocks_.end(),
+                     [g](const auto& entry) { return entry.first == g; })) {
+      const auto free = ssn_.non_allocated_gpus();
+      double base = 0;
+      bool exact = true;
+      for (NodeId n : feasible_list_) {
+        exact = exact && ExactlySummable(free[n]);
+        base += NodeBlocks(free[n], g);
+      }
+      for (const TouchedNode& t : touched_) {
+        base -= NodeBlocks(free[t.node], g) - (t.was_feasible ? NodeBlocks(t.base_free, g) : 0);
+      }
+      if (exact) base_blocks_.emplace_back(g, base);
+    }
+    return ScenarioBlocks(g);
   }
 
   // Free GPUs of `nodes` (g = 0) or the number of blocks of g free GPUs, cached until something
@@ -1340,7 +1362,7 @@ class Solver {
   // stamp) and sizes.
   std::vector<uint64_t> task_mark_, job_mark_;
   uint64_t mark_stamp_ = 0;
-  mutable std::vector<double> joint_sizes_;
+  std::vector<double> joint_sizes_;
   bool list_insensitive_known_ = false;
   bool list_insensitive_ = false;
   // Jobs with pending pods (other than the preemptor). Fixed for the whole solve: each
