@@ -584,37 +584,22 @@ class Solver {
       if (a == kNone || b == kNone) return a == kNone && b != kNone;
       return cluster_nodes[a].name_rank < cluster_nodes[b].name_rank;
     });
+    // With several nodes, kFailed on one goes on to the next while kRejected ends the scenario.
+    // When every node either fails the pre-check or is proven unsolvable before placing, the
+    // scenario ends unsolved whichever of the two each proven node would have given, and (with
+    // nothing added to the feasible nodes, or a list that cannot matter) leaves the same state
+    // as if all had failed: then nothing is simulated.
+    if (nodes.size() > 1 && ssn_.params().solver_shortcuts &&
+        AllNodesProvenUnsolvable(scenario, stmt, nodes)) {
+      stmt.Rollback(base);
+      return false;
+    }
     for (size_t ni = 0; ni < nodes.size(); ++ni) {
       const NodeId node = nodes[ni];
       const auto cp = stmt.checkpoint();
       std::vector<PodId>& potential = potential_scratch_;
-      potential.clear();
-      if (node != kNone) scenario.VictimTasksFromNode(node, potential);
-      touched_.clear();
-      for (PodId p : potential) {
-        const NodeId pn = ssn_.pod(p).node;
-        if (pn == kNone) continue;
-        if (std::none_of(touched_.begin(), touched_.end(),
-                         [pn](const TouchedNode& t) { return t.node == pn; })) {
-          touched_.push_back({pn, ssn_.non_allocated_gpus()[pn], feasible_[pn] != 0});
-        }
-      }
-      // Decided without evicting: the pre-check the simulation would start with fails.
-      if (ssn_.params().solver_shortcuts && FailsPrecheckAfterEvicting(potential)) {
-        ++stats_->precheck;
-        continue;
-      }
-      EvictAll(stmt, potential);
       std::vector<NodeId>& added = added_scratch_;
-      added.clear();
-      for (PodId p : potential) {
-        const NodeId pn = ssn_.pod(p).node;
-        if (pn != kNone && !feasible_[pn]) {
-          AddFeasible(pn);
-          added.push_back(pn);
-        }
-      }
-      touched_epoch_ = ssn_.placement_epoch();
+      if (!EvictNodeVictims(scenario, stmt, node, potential, added)) continue;
       // On the last node kFailed and kRejected both end the scenario unsolved. They differ only
       // in the nodes added to the feasible ones, which kRejected keeps (as KAI does): so a
       // simulation may be skipped when none were added or when the list cannot matter (see
@@ -626,14 +611,80 @@ class Solver {
         stmt.Rollback(base);
         return false;
       }
-      // The nodes added last are at the end of the list.
-      for (NodeId n : added) feasible_[n] = 0;
-      feasible_list_.resize(feasible_list_.size() - added.size());
-      ++feasible_version_;
-      stmt.Rollback(cp);
+      UndoNodeVictims(stmt, cp, added);
     }
     stmt.Rollback(base);
     return false;
+  }
+
+  // The start of a node's simulation in a scenario: evicts the victims of the scenario's jobs
+  // that have potential victims on `node` (into `potential`) and adds their nodes to the
+  // feasible ones (those newly added into `added`). False, with nothing evicted, when the
+  // pre-check the simulation would start with is known to fail without evicting (kFailed).
+  bool EvictNodeVictims(const Scenario& scenario, Statement& stmt, NodeId node,
+                        std::vector<PodId>& potential, std::vector<NodeId>& added) {
+    potential.clear();
+    added.clear();
+    if (node != kNone) scenario.VictimTasksFromNode(node, potential);
+    touched_.clear();
+    for (PodId p : potential) {
+      const NodeId pn = ssn_.pod(p).node;
+      if (pn == kNone) continue;
+      if (std::none_of(touched_.begin(), touched_.end(),
+                       [pn](const TouchedNode& t) { return t.node == pn; })) {
+        touched_.push_back({pn, ssn_.non_allocated_gpus()[pn], feasible_[pn] != 0});
+      }
+    }
+    // Decided without evicting: the pre-check the simulation would start with fails.
+    if (ssn_.params().solver_shortcuts && FailsPrecheckAfterEvicting(potential)) {
+      ++stats_->precheck;
+      return false;
+    }
+    EvictAll(stmt, potential);
+    for (PodId p : potential) {
+      const NodeId pn = ssn_.pod(p).node;
+      if (pn != kNone && !feasible_[pn]) {
+        AddFeasible(pn);
+        added.push_back(pn);
+      }
+    }
+    touched_epoch_ = ssn_.placement_epoch();
+    return true;
+  }
+
+  // Undoes EvictNodeVictims (the statement back to `cp`).
+  void UndoNodeVictims(Statement& stmt, Statement::Checkpoint cp,
+                       const std::vector<NodeId>& added) {
+    // The nodes added last are at the end of the list.
+    for (NodeId n : added) feasible_[n] = 0;
+    feasible_list_.resize(feasible_list_.size() - added.size());
+    ++feasible_version_;
+    stmt.Rollback(cp);
+  }
+
+  // Whether no node of `nodes` can solve the scenario (see SolveScenario): each fails the
+  // pre-checks Simulate starts with, or a rejection rule is certain before placing anything
+  // and its added feasible nodes cannot matter. Leaves the statement and the feasible nodes as
+  // it found them. With proofs verified, false (every node is simulated).
+  bool AllNodesProvenUnsolvable(const Scenario& scenario, Statement& stmt,
+                                const std::vector<NodeId>& nodes) {
+    if (g_verify_proofs) return false;
+    std::vector<PodId>& potential = potential_scratch_;
+    std::vector<NodeId>& added = added_scratch_;
+    for (NodeId node : nodes) {
+      const auto cp = stmt.checkpoint();
+      if (!EvictNodeVictims(scenario, stmt, node, potential, added)) continue;
+      bool proven = !CouldFitProfile(pending_profile_, [&](double g) { return ScenarioBlocks(g); });
+      if (!proven && (added.empty() || FeasibleListInsensitive())) {
+        PrepareRejecting(scenario, potential);
+        proven = RejectionCertainBeforePlacing(scenario);
+        ClearRejecting();
+      }
+      UndoNodeVictims(stmt, cp, added);
+      if (!proven) return false;
+    }
+    stats_->proven_before += nodes.size();
+    return true;
   }
 
   // kUnsolvable: decided before placing anything that the outcome is kFailed or kRejected (not
@@ -806,10 +857,16 @@ class Solver {
     spec_.rejection_rules(ssn_, job_, scenario.pending(), evicted_scratch_, rules_);
     if (rules_.empty()) return;
     bool usable = true;
+    if (whole_job_.size() != c.jobs.size()) whole_job_.assign(c.jobs.size(), -1);
     for (PodId p : evicted_scratch_) {
       usable = usable && whole(p) && ssn_.AcceptedGpus(p) == c.pods[p].request.gpus;
-      // (What the victim's job may place again.)
-      for (PodId q : c.jobs[c.pods[p].job].pods) usable = usable && whole(q);
+      // (What the victim's job may place again: a property of its pods' specs, kept per job.)
+      int8_t& job_whole = whole_job_[c.pods[p].job];
+      if (job_whole < 0) {
+        job_whole = 1;
+        for (PodId q : c.jobs[c.pods[p].job].pods) job_whole = job_whole && whole(q);
+      }
+      usable = usable && job_whole != 0;
       if (!usable) break;
     }
     // Free counts exact now, and kept so by whole-GPU placements only.
@@ -1361,6 +1418,8 @@ class Solver {
   // RejectionCertainBeforePlacing's marks (per pod and per job, valid where equal to the
   // stamp) and sizes.
   std::vector<uint64_t> task_mark_, job_mark_;
+  // Per job (-1: not known yet): every pod asks for whole GPUs (PrepareRejecting's `whole`).
+  std::vector<int8_t> whole_job_;
   uint64_t mark_stamp_ = 0;
   std::vector<double> joint_sizes_;
   bool list_insensitive_known_ = false;

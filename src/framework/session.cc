@@ -1032,11 +1032,27 @@ void Session::TasksToAllocate(JobId j, std::vector<PodId>& out, bool real, bool 
   }
   if (max_sets == 0) max_sets = 1;
 
-  std::vector<int32_t> order(static_cast<size_t>(num_sets));
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return PodSetLess(j, a, b); });
-
-  std::vector<PodId> pending;
+  // (No allocation for the common single pod set, and a scratch list reused between calls
+  // that do not nest: the victim search asks this for every victim job of every scenario.)
+  int32_t single_set = 0;
+  std::vector<int32_t> several_sets;
+  std::span<int32_t> order(&single_set, 1);
+  if (num_sets != 1) {
+    several_sets.resize(static_cast<size_t>(num_sets));
+    std::iota(several_sets.begin(), several_sets.end(), 0);
+    std::sort(several_sets.begin(), several_sets.end(),
+              [&](int32_t a, int32_t b) { return PodSetLess(j, a, b); });
+    order = several_sets;
+  }
+  thread_local std::vector<PodId> scratch;
+  thread_local int depth = 0;
+  std::vector<PodId> nested;
+  std::vector<PodId>& pending = depth == 0 ? scratch : nested;
+  ++depth;
+  struct Leave {
+    int& d;
+    ~Leave() { --d; }
+  } leave{depth};
   int taken = 0;
   for (int32_t s : order) {
     if (taken >= max_sets) break;
