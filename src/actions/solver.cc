@@ -1016,17 +1016,9 @@ class Solver {
   // with free GPUs it holds: every pod of the cluster asks for whole GPUs and is ranked over all
   // nodes by class when placed in a simulation (Session::RankFittingNodesCoveringFreeGpus), and
   // a node added to the list and left there has no free GPU in the states simulations start
-  // from. Computed once per search.
-  bool FeasibleListInsensitive() {
-    if (list_insensitive_known_) return list_insensitive_;
-    list_insensitive_known_ = true;
-    list_insensitive_ = ssn_.params().solver_shortcuts;
-    const auto& pods = ssn_.cluster().pods;
-    for (PodId p = 0; list_insensitive_ && p < static_cast<PodId>(pods.size()); ++p) {
-      list_insensitive_ =
-          pods[p].request.gpus > 0 && pods[p].dra_gpus == 0 && ssn_.PodRankableByClass(p);
-    }
-    return list_insensitive_;
+  // from.
+  bool FeasibleListInsensitive() const {
+    return ssn_.params().solver_shortcuts && ssn_.AllPodsWholeGpuRankableByClass();
   }
 
   // Free GPUs of the feasible nodes in the scenario's state right after its evictions (before
@@ -1422,8 +1414,6 @@ class Solver {
   std::vector<int8_t> whole_job_;
   uint64_t mark_stamp_ = 0;
   std::vector<double> joint_sizes_;
-  bool list_insensitive_known_ = false;
-  bool list_insensitive_ = false;
   // Jobs with pending pods (other than the preemptor). Fixed for the whole solve: each
   // simulation starts from the same session state, and simulations only pipeline.
   std::vector<JobId> pending_jobs_;

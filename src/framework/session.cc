@@ -783,6 +783,18 @@ bool Session::PodRankableByClass(PodId p) const {
          pod.pod_anti_affinity.empty() && pod.nominated_node == kNone;
 }
 
+bool Session::AllPodsWholeGpuRankableByClass() const {
+  if (all_pods_whole_rankable_ < 0) {
+    bool all = true;
+    for (PodId p = 0; all && p < static_cast<PodId>(cluster_.pods.size()); ++p) {
+      const Pod& pod = cluster_.pods[p];
+      all = pod.request.gpus > 0 && pod.dra_gpus == 0 && PodRankableByClass(p);
+    }
+    all_pods_whole_rankable_ = all ? 1 : 0;
+  }
+  return all_pods_whole_rankable_ != 0;
+}
+
 bool Session::CanRankByClass(PodId p, std::span<const NodeId> candidates) const {
   return candidates.size() == all_nodes_.size() && candidates.data() == all_nodes_.data() &&
          PodRankableByClass(p);

@@ -416,6 +416,9 @@ class Session {
   // affinities or nominated node; classes enabled): then which non-fitting nodes are candidates
   // does not matter.
   bool PodRankableByClass(PodId p) const;
+  // Every pod of the cluster asks for whole GPUs (more than zero) and is rankable by class
+  // (computed once: both depend only on the pods' specs and the session's settings).
+  bool AllPodsWholeGpuRankableByClass() const;
   NodeId NextRankedNode();
   SchedulableResult IsJobOverQueueCapacity(JobId j, std::span<const PodId> pods) const;
   SchedulableResult IsTaskAllocationOverCapacity(PodId p, NodeId n) const;
@@ -627,6 +630,7 @@ class Session {
   // Cache of TasksToAllocateQuantities per job, valid while the job's version is unchanged.
   std::vector<uint64_t> job_version_;
   mutable std::vector<std::pair<uint64_t, Quantities>> job_quantities_cache_;
+  mutable int8_t all_pods_whole_rankable_ = -1;  // AllPodsWholeGpuRankableByClass, -1: unknown
 };
 
 // A hash (FNV-1a) of the session's decisions in order - binds, evictions, pipelined pods, each as
