@@ -599,7 +599,10 @@ class Solver {
       const auto cp = stmt.checkpoint();
       std::vector<PodId>& potential = potential_scratch_;
       std::vector<NodeId>& added = added_scratch_;
-      if (!EvictNodeVictims(scenario, stmt, node, potential, added)) continue;
+      if (!EvictNodeVictims(scenario, stmt, node, potential, added,
+                            /*may_prove=*/ni + 1 == nodes.size())) {
+        continue;
+      }
       // On the last node kFailed and kRejected both end the scenario unsolved. They differ only
       // in the nodes added to the feasible ones, which kRejected keeps (as KAI does): so a
       // simulation may be skipped when none were added or when the list cannot matter (see
@@ -621,8 +624,13 @@ class Solver {
   // that have potential victims on `node` (into `potential`) and adds their nodes to the
   // feasible ones (those newly added into `added`). False, with nothing evicted, when the
   // pre-check the simulation would start with is known to fail without evicting (kFailed).
+  //
+  // `may_prove`: kFailed and kRejected would end the scenario alike on this node; then false is
+  // also returned, with nothing evicted, when a rejection rule is proven certain without
+  // evicting (ProvenUnsolvableWithoutEvicting) and the feasible nodes the evictions would add
+  // cannot matter (FeasibleListInsensitive), as for a kUnsolvable simulation.
   bool EvictNodeVictims(const Scenario& scenario, Statement& stmt, NodeId node,
-                        std::vector<PodId>& potential, std::vector<NodeId>& added) {
+                        std::vector<PodId>& potential, std::vector<NodeId>& added, bool may_prove) {
     potential.clear();
     added.clear();
     if (node != kNone) scenario.VictimTasksFromNode(node, potential);
@@ -640,6 +648,14 @@ class Solver {
       ++stats_->precheck;
       return false;
     }
+    if (may_prove && ssn_.params().solver_shortcuts &&
+        (FeasibleListInsensitive() ||
+         std::all_of(touched_.begin(), touched_.end(),
+                     [](const TouchedNode& t) { return t.was_feasible; })) &&
+        ProvenUnsolvableWithoutEvicting(scenario, potential)) {
+      ++stats_->proven_before;
+      return false;
+    }
     EvictAll(stmt, potential);
     for (PodId p : potential) {
       const NodeId pn = ssn_.pod(p).node;
@@ -650,6 +666,51 @@ class Solver {
     }
     touched_epoch_ = ssn_.placement_epoch();
     return true;
+  }
+
+  // Blocks of g free GPUs (g = 0: free GPUs) of the feasible nodes in the prefix's base state
+  // (the session must be in it): the batch's count, or counted now and kept.
+  double BaseBlocks(double g) {
+    for (const auto& [size, value] : base_blocks_) {
+      if (size == g) return value;
+    }
+    const auto free = ssn_.non_allocated_gpus();
+    double value = 0;
+    for (NodeId n : feasible_list_) value += NodeBlocks(free[n], g);
+    base_blocks_.emplace_back(g, value);
+    return value;
+  }
+
+  // Whether a rejection rule is certain before placing for the scenario's evictions plus
+  // `potential`, decided without evicting: the session is in the prefix's base state and
+  // FailsPrecheckAfterEvicting has just counted the touched nodes' free GPUs after the evictions
+  // (exactly). The rules do not depend on the evictions (the validator's shares are frozen for
+  // the search and a victim keeps its accepted GPUs); the tasks of a job with a pod in
+  // `potential` are not known without evicting, so its victims count as possibly placed again.
+  bool ProvenUnsolvableWithoutEvicting(const Scenario& scenario,
+                                       const std::vector<PodId>& potential) {
+    if (!hypothetical_exact_ || !base_exact_ || g_verify_proofs || !spec_.rejection_rules) {
+      return false;
+    }
+    auto blocks = [&](double g) {
+      double value = BaseBlocks(g);
+      for (size_t i = 0; i < touched_.size(); ++i) {
+        value += NodeBlocks(hypothetical_free_[i], g) -
+                 (touched_[i].was_feasible ? NodeBlocks(touched_[i].base_free, g) : 0);
+      }
+      return value;
+    };
+    const double free_after = blocks(0);
+    PrepareRejecting(scenario, potential, &free_after);
+    if (rules_.empty()) return false;
+    const auto& c = ssn_.cluster();
+    if (unknown_tasks_.size() != c.jobs.size()) unknown_tasks_.assign(c.jobs.size(), 0);
+    ++unknown_stamp_;
+    for (PodId p : potential) unknown_tasks_[c.pods[p].job] = unknown_stamp_;
+    const bool proven = free_after - pending_profile_.total >= 0 &&
+                        RulesCertainBeforePlacing(scenario, free_after, blocks, &unknown_tasks_);
+    ClearRejecting();
+    return proven;
   }
 
   // Undoes EvictNodeVictims (the statement back to `cp`).
@@ -673,7 +734,7 @@ class Solver {
     std::vector<NodeId>& added = added_scratch_;
     for (NodeId node : nodes) {
       const auto cp = stmt.checkpoint();
-      if (!EvictNodeVictims(scenario, stmt, node, potential, added)) continue;
+      if (!EvictNodeVictims(scenario, stmt, node, potential, added, /*may_prove=*/true)) continue;
       bool proven = !CouldFitProfile(pending_profile_, [&](double g) { return ScenarioBlocks(g); });
       if (!proven && (added.empty() || FeasibleListInsensitive())) {
         PrepareRejecting(scenario, potential);
@@ -682,8 +743,8 @@ class Solver {
       }
       UndoNodeVictims(stmt, cp, added);
       if (!proven) return false;
+      ++stats_->proven_before;
     }
-    stats_->proven_before += nodes.size();
     return true;
   }
 
@@ -697,6 +758,7 @@ class Solver {
   // block counts after the evictions are known without evicting. False whenever that is not
   // exact (then the caller simulates as usual).
   bool FailsPrecheckAfterEvicting(const std::vector<PodId>& potential) {
+    hypothetical_exact_ = false;
     if (!base_exact_ || potential.empty()) return false;
     hypothetical_free_.assign(touched_.size(), 0.0);
     for (size_t i = 0; i < touched_.size(); ++i) hypothetical_free_[i] = touched_[i].base_free;
@@ -722,6 +784,7 @@ class Solver {
         return false;
       }
     }
+    hypothetical_exact_ = true;
     return !CouldFitProfile(pending_profile_, [&](double g) {
       for (const auto& [size, base_value] : base_blocks_) {
         if (size != g) continue;
@@ -833,7 +896,10 @@ class Solver {
     bool any_left = false;   // some victim is known to stay evicted
     double unprocessed = 0;  // GPUs of victims whose job was not processed yet
   };
-  void PrepareRejecting(const Scenario& scenario, std::span<const PodId> potential) {
+  // `free_after`: the free GPUs of the feasible nodes after the scenario's evictions, when the
+  // caller knows them without the evictions done (else counted from the session).
+  void PrepareRejecting(const Scenario& scenario, std::span<const PodId> potential,
+                        const double* free_after = nullptr) {
     rules_.clear();
     rule_states_.clear();
     if (!ssn_.params().solver_shortcuts || !spec_.rejection_rules || !base_exact_) return;
@@ -871,7 +937,7 @@ class Solver {
     }
     // Free counts exact now, and kept so by whole-GPU placements only.
     double free_now = 0;
-    if (!usable || !ExactFreeAfterEvictions(free_now)) {
+    if (!usable || !(free_after != nullptr || ExactFreeAfterEvictions(free_now))) {
       rules_.clear();
       return;
     }
@@ -947,6 +1013,17 @@ class Solver {
     if (rules_.empty()) return false;
     double free_now = 0;
     if (!ExactFreeAfterEvictions(free_now)) return false;
+    return RulesCertainBeforePlacing(
+        scenario, free_now, [&](double g) { return BlocksAfterEvictions(g); }, nullptr);
+  }
+
+  // RejectionCertainBeforePlacing from the free GPUs (`free_now`) and blocks of g free GPUs
+  // (`blocks(g)`) of the feasible nodes after the scenario's evictions. The tasks of a job
+  // flagged in `unknown_tasks` are not asked for (its pods are not in the state the simulation
+  // would start from): its victims count as possibly placed again.
+  template <typename Blocks>
+  bool RulesCertainBeforePlacing(const Scenario& scenario, double free_now, const Blocks& blocks,
+                                 const std::vector<uint64_t>* unknown_tasks) {
     const auto& c = ssn_.cluster();
     const double spare = free_now - pending_profile_.total;
     if (spare < 0) return false;  // (the pending pods cannot be placed: the pre-check's case)
@@ -959,14 +1036,15 @@ class Solver {
       for (PodId p : rule.pods) {
         const JobId j = c.pods[p].job;
         if (j == job_) return false;
-        if (job_mark_[j] != mark_stamp_) {
+        const bool unknown = unknown_tasks != nullptr && (*unknown_tasks)[j] == unknown_stamp_;
+        if (!unknown && job_mark_[j] != mark_stamp_) {
           job_mark_[j] = mark_stamp_;
           ssn_.TasksToAllocate(j, tasks_scratch_, /*real=*/false, /*ordered=*/false);
-          const bool fits = FitsWithPending(tasks_scratch_, scenario.pending(), free_now);
+          const bool fits = FitsWithPending(tasks_scratch_, scenario.pending(), free_now, blocks);
           for (PodId t : tasks_scratch_) task_mark_[t] = fits ? mark_stamp_ : 0;
         }
         const double gpus = c.pods[p].request.gpus;
-        if (task_mark_[p] == mark_stamp_) {
+        if (unknown || task_mark_[p] == mark_stamp_) {
           may_place += gpus;
         } else {
           sure += gpus;
@@ -981,8 +1059,9 @@ class Solver {
   // A necessary condition for placing `tasks` and the whole-GPU `pending` pods in one
   // simulation from the current state (see RejectionCertainBeforePlacing): true when some task
   // is not a whole-GPU pod (not modelled).
+  template <typename Blocks>
   bool FitsWithPending(const std::vector<PodId>& tasks, const std::vector<PodId>& pending,
-                       double free_now) {
+                       double free_now, const Blocks& blocks) {
     const auto& c = ssn_.cluster();
     std::vector<double>& sizes = joint_sizes_;
     sizes.clear();
@@ -1005,9 +1084,9 @@ class Solver {
     for (size_t i = 0; i < sizes.size(); ++i) {
       if (i > 0 && sizes[i] == sizes[i - 1]) continue;
       const double g = sizes[i];
-      double blocks = 0;
-      for (size_t k = i; k < sizes.size(); ++k) blocks += std::floor(sizes[k] / g);
-      if (blocks > BlocksAfterEvictions(g)) return false;
+      double count = 0;
+      for (size_t k = i; k < sizes.size(); ++k) count += std::floor(sizes[k] / g);
+      if (count > blocks(g)) return false;
     }
     return true;
   }
@@ -1410,6 +1489,11 @@ class Solver {
   // RejectionCertainBeforePlacing's marks (per pod and per job, valid where equal to the
   // stamp) and sizes.
   std::vector<uint64_t> task_mark_, job_mark_;
+  // ProvenUnsolvableWithoutEvicting's jobs whose tasks are not known (where equal to the stamp),
+  // and whether FailsPrecheckAfterEvicting's hypothetical_free_ is exact.
+  std::vector<uint64_t> unknown_tasks_;
+  uint64_t unknown_stamp_ = 0;
+  bool hypothetical_exact_ = false;
   // Per job (-1: not known yet): every pod asks for whole GPUs (PrepareRejecting's `whole`).
   std::vector<int8_t> whole_job_;
   uint64_t mark_stamp_ = 0;
