@@ -706,7 +706,8 @@ class Solver {
     const auto& c = ssn_.cluster();
     if (unknown_tasks_.size() != c.jobs.size()) unknown_tasks_.assign(c.jobs.size(), 0);
     ++unknown_stamp_;
-    for (PodId p : potential) unknown_tasks_[c.pods[p].job] = unknown_stamp_;
+    const auto& briefs = ssn_.pod_briefs();
+    for (PodId p : potential) unknown_tasks_[briefs[p].job] = unknown_stamp_;
     const bool proven = free_after - pending_profile_.total >= 0 &&
                         RulesCertainBeforePlacing(scenario, free_after, blocks, &unknown_tasks_);
     ClearRejecting();
@@ -767,14 +768,14 @@ class Solver {
     if (std::adjacent_find(pods_scratch_.begin(), pods_scratch_.end()) != pods_scratch_.end()) {
       return false;
     }
+    const auto& briefs = ssn_.pod_briefs();
     for (PodId p : potential) {
       const PodState& st = ssn_.pod(p);
       if (st.node == kNone || !IsActiveAllocated(st.status)) return false;
-      const Pod& pod = ssn_.cluster().pods[p];
       // A shared-GPU victim may free a whole device (when it is the device's last user) and a
       // DRA victim frees its claim's GPUs: not known without evicting.
-      if (pod.IsSharedGpu() || pod.dra_gpus > 0) return false;
-      const double gpus = pod.request.gpus;
+      const double gpus = briefs[p].whole_gpus;
+      if (std::isnan(gpus)) return false;
       size_t i = 0;
       while (touched_[i].node != st.node) ++i;
       hypothetical_free_[i] += gpus;
@@ -911,11 +912,11 @@ class Solver {
     evicted_scratch_.resize(scenario.recorded_tasks().size());
     evicted_scratch_.insert(evicted_scratch_.end(), potential.begin(), potential.end());
     const auto& c = ssn_.cluster();
+    const auto& briefs = ssn_.pod_briefs();
     // Every pod placed in the simulation must take whole GPUs (so free counts stay exact).
     auto whole = [&](PodId p) {
-      const Pod& pod = c.pods[p];
-      return !pod.IsSharedGpu() && pod.dra_gpus == 0 && ExactlySummable(pod.request.gpus) &&
-             pod.request.gpus >= 0;
+      const double g = briefs[p].whole_gpus;
+      return !std::isnan(g) && ExactlySummable(g);
     };
     for (PodId p : scenario.pending()) {
       if (!whole(p)) return;
@@ -925,12 +926,13 @@ class Solver {
     bool usable = true;
     if (whole_job_.size() != c.jobs.size()) whole_job_.assign(c.jobs.size(), -1);
     for (PodId p : evicted_scratch_) {
-      usable = usable && whole(p) && ssn_.AcceptedGpus(p) == c.pods[p].request.gpus;
+      usable = usable && whole(p) && ssn_.AcceptedGpus(p) == briefs[p].whole_gpus;
       // (What the victim's job may place again: a property of its pods' specs, kept per job.)
-      int8_t& job_whole = whole_job_[c.pods[p].job];
+      const JobId j = briefs[p].job;
+      int8_t& job_whole = whole_job_[j];
       if (job_whole < 0) {
         job_whole = 1;
-        for (PodId q : c.jobs[c.pods[p].job].pods) job_whole = job_whole && whole(q);
+        for (PodId q : c.jobs[j].pods) job_whole = job_whole && whole(q);
       }
       usable = usable && job_whole != 0;
       if (!usable) break;
@@ -950,8 +952,8 @@ class Solver {
       for (PodId p : rules_[r].pods) {
         overlap = overlap || rule_of_pod_[p] >= 0;
         rule_of_pod_[p] = static_cast<int32_t>(r);
-        rejecting_job_[c.pods[p].job] = 1;
-        st.unprocessed += c.pods[p].request.gpus;
+        rejecting_job_[briefs[p].job] = 1;
+        st.unprocessed += briefs[p].whole_gpus;
       }
       rule_states_.push_back(st);
     }
@@ -959,11 +961,11 @@ class Solver {
   }
 
   void ClearRejecting() {
-    const auto& c = ssn_.cluster();
+    const auto& briefs = ssn_.pod_briefs();
     for (const RejectionRule& rule : rules_) {
       for (PodId p : rule.pods) {
         rule_of_pod_[p] = -1;
-        rejecting_job_[c.pods[p].job] = 0;
+        rejecting_job_[briefs[p].job] = 0;
       }
     }
     rules_.clear();
@@ -1025,6 +1027,7 @@ class Solver {
   bool RulesCertainBeforePlacing(const Scenario& scenario, double free_now, const Blocks& blocks,
                                  const std::vector<uint64_t>* unknown_tasks) {
     const auto& c = ssn_.cluster();
+    const auto& briefs = ssn_.pod_briefs();
     const double spare = free_now - pending_profile_.total;
     if (spare < 0) return false;  // (the pending pods cannot be placed: the pre-check's case)
     if (task_mark_.size() != c.pods.size()) task_mark_.assign(c.pods.size(), 0);
@@ -1034,7 +1037,7 @@ class Solver {
       double sure = 0;       // GPUs of the rule's victims certain to stay evicted
       double may_place = 0;  // GPUs of those that might be placed again
       for (PodId p : rule.pods) {
-        const JobId j = c.pods[p].job;
+        const JobId j = briefs[p].job;
         if (j == job_) return false;
         const bool unknown = unknown_tasks != nullptr && (*unknown_tasks)[j] == unknown_stamp_;
         if (!unknown && job_mark_[j] != mark_stamp_) {
@@ -1043,7 +1046,7 @@ class Solver {
           const bool fits = FitsWithPending(tasks_scratch_, scenario.pending(), free_now, blocks);
           for (PodId t : tasks_scratch_) task_mark_[t] = fits ? mark_stamp_ : 0;
         }
-        const double gpus = c.pods[p].request.gpus;
+        const double gpus = briefs[p].whole_gpus;
         if (unknown || task_mark_[p] == mark_stamp_) {
           may_place += gpus;
         } else {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <numeric>
 
 #include "framework/plugin.h"
@@ -781,6 +782,19 @@ bool Session::PodRankableByClass(PodId p) const {
   return !pod.IsSharedGpu() && pod.claims.empty() && pod.node_selector.empty() &&
          pod.required_node_affinity.empty() && pod.pod_affinity.empty() &&
          pod.pod_anti_affinity.empty() && pod.nominated_node == kNone;
+}
+
+const std::vector<Session::PodBrief>& Session::pod_briefs() const {
+  if (pod_briefs_.size() != cluster_.pods.size()) {
+    pod_briefs_.resize(cluster_.pods.size());
+    for (size_t p = 0; p < cluster_.pods.size(); ++p) {
+      const Pod& pod = cluster_.pods[p];
+      const double g = pod.request.gpus;
+      const bool whole = !pod.IsSharedGpu() && pod.dra_gpus == 0 && g >= 0 && g == std::floor(g);
+      pod_briefs_[p] = {pod.job, whole ? g : std::numeric_limits<double>::quiet_NaN()};
+    }
+  }
+  return pod_briefs_;
 }
 
 bool Session::AllPodsWholeGpuRankableByClass() const {

@@ -416,6 +416,15 @@ class Session {
   // affinities or nominated node; classes enabled): then which non-fitting nodes are candidates
   // does not matter.
   bool PodRankableByClass(PodId p) const;
+  // What the victim search reads of each pod in its inner loops, packed (a Pod is several
+  // hundred bytes): its job and its whole-GPU request, or NaN when the request is not whole
+  // GPUs only (shared GPUs, DRA GPUs, a fraction or a negative count). Built on first use; pod
+  // specs do not change within a session.
+  struct PodBrief {
+    JobId job = kNone;
+    double whole_gpus = 0;
+  };
+  const std::vector<PodBrief>& pod_briefs() const;
   // Every pod of the cluster asks for whole GPUs (more than zero) and is rankable by class
   // (computed once: both depend only on the pods' specs and the session's settings).
   bool AllPodsWholeGpuRankableByClass() const;
@@ -631,6 +640,7 @@ class Session {
   std::vector<uint64_t> job_version_;
   mutable std::vector<std::pair<uint64_t, Quantities>> job_quantities_cache_;
   mutable int8_t all_pods_whole_rankable_ = -1;  // AllPodsWholeGpuRankableByClass, -1: unknown
+  mutable std::vector<PodBrief> pod_briefs_;     // (empty until first asked for)
 };
 
 // A hash (FNV-1a) of the session's decisions in order - binds, evictions, pipelined pods, each as

@@ -606,6 +606,7 @@ class ProportionPlugin : public Plugin {
       return;
     }
     const auto& queues = simulation_shares_;
+    const auto& briefs = s.pod_briefs();
     const double required = Requested(c, tasks)[QueueResource::kGpu];
     if (!(required > 0)) return;
     const std::vector<QueueId> path = PathFromRoot(c, c.jobs[preemptor].queue);
@@ -637,8 +638,8 @@ class ProportionPlugin : public Plugin {
     for (PodId p : evicted) {
       if (pod_hit_[p] == stamp_) continue;
       pod_hit_[p] = stamp_;
-      const double gpus = s.AcceptedQuantities(p)[QueueResource::kGpu];
-      const QueueId vq = c.jobs[c.pods[p].job].queue;
+      const double gpus = s.AcceptedGpus(p);
+      const QueueId vq = c.jobs[briefs[p].job].queue;
       if (path_stamp_[vq] != call) {
         path_stamp_[vq] = call;
         std::vector<QueueId>& victim_path = victim_path_scratch_;  // (root first)
@@ -672,11 +673,11 @@ class ProportionPlugin : public Plugin {
       double sib_gpus = 0;
       const QueueId sib_queue = sib_of_entry(parted[begin]);
       while (end < parted.size() && sib_of_entry(parted[end]) == sib_queue) {
-        sib_gpus += s.AcceptedQuantities(pod_of_entry(parted[end]))[QueueResource::kGpu];
+        sib_gpus += s.AcceptedGpus(pod_of_entry(parted[end]));
         ++end;
       }
       // (The queue where the paths part is at the depth of the sibling.)
-      const size_t level = common_of_[c.jobs[c.pods[pod_of_entry(parted[begin])].job].queue];
+      const size_t level = common_of_[c.jobs[briefs[pod_of_entry(parted[begin])].job].queue];
       const QueueShare& rq = queues[path[level]];
       const QueueShare& sib = queues[sib_queue];
       const double fair = rq.FairShare()[QueueResource::kGpu];
