@@ -828,8 +828,14 @@ class Solver {
     }
     ++stats_->simulations;
     bool proven = false;
-    const bool placed = AllocatePreemptorAndVictims(stmt, nodes, scenario, potential, proven);
+    bool unsolvable = false;
+    const bool placed =
+        AllocatePreemptorAndVictims(stmt, nodes, scenario, potential, proven, may_skip, unsolvable);
     ClearRejecting();
+    if (unsolvable) {
+      ++stats_->proven_before;
+      return Outcome::kUnsolvable;
+    }
     if (proven_before && placed && !proven) {
       // (Verify mode: checked against the validator below.)
       proven = true;
@@ -996,6 +1002,22 @@ class Solver {
     for (const RuleState& st : rule_states_) {
       const double surely_left = std::max(0.0, st.unprocessed - free);
       if ((st.any_left || surely_left > 0) && st.left + surely_left >= st.min_gpus) return true;
+    }
+    return false;
+  }
+
+  // Before the pending pods' turn: whether some rule will be certain once they are placed. Each
+  // rule's (left + unprocessed - free GPUs) never decreases while victims are processed (a
+  // victim placed again takes its GPUs from the free ones; one left evicted moves from
+  // unprocessed to left), and placing the pending pods takes their GPUs from the free ones: so
+  // right after, left + max(0, unprocessed - free) is at least what this computes with the
+  // pending pods' GPUs taken off the free ones now.
+  bool RejectionCertainOncePlaced(const std::vector<NodeId>& nodes) const {
+    if (rules_.empty() || pending_profile_.always_fits) return false;
+    const double spare = FreeBlocks(nodes, 0) - pending_profile_.total;
+    for (const RuleState& st : rule_states_) {
+      const double left = st.left + std::max(0.0, st.unprocessed - spare);
+      if (left >= std::max(1.0, st.min_gpus)) return true;
     }
     return false;
   }
@@ -1308,9 +1330,12 @@ class Solver {
   // preemptor in queue order; only victims and the preemptor are placed (pipelined).
   // `proven`: stopped once the pending pods were placed because the rejection bound
   // (PrepareRejecting) proves the validator would reject the outcome.
+  //
+  // `may_skip` (see Simulate): the simulation may also stop before the pending pods' turn once
+  // a rejection rule is certain for any placement of them (`unsolvable`; false is returned).
   bool AllocatePreemptorAndVictims(Statement& stmt, const std::vector<NodeId>& nodes,
                                    const Scenario& scenario, std::span<const PodId> potential,
-                                   bool& proven) {
+                                   bool& proven, bool may_skip, bool& unsolvable) {
     const auto& jobs = ssn_.cluster().jobs;
     is_victim_job_.resize(jobs.size(), 0);
     // (Scratch lists sized up front and written by index: this runs for every victim of every
@@ -1395,9 +1420,22 @@ class Solver {
           continue;
         }
       }
-      AllocateJobTasks(ssn_, stmt, nodes, v.job, /*pipeline_only=*/true,
-                       /*nodes_cover_free_gpus=*/true);
+      const bool victim_placed = AllocateJobTasks(ssn_, stmt, nodes, v.job,
+                                                  /*pipeline_only=*/true,
+                                                  /*nodes_cover_free_gpus=*/true);
       NoteProcessed(v.job);
+      // Before the pending pods' turn, a victim placed again only takes free GPUs away: once
+      // the necessary condition for placing them fails, their turn will fail (kFailed).
+      if (!placed && victim_placed && ssn_.params().solver_shortcuts &&
+          !CouldFitProfile(pending_profile_, [&](double g) { return FreeBlocks(nodes, g); })) {
+        ok = false;
+        break;
+      }
+      if (!placed && may_skip && !g_verify_proofs && RejectionCertainOncePlaced(nodes)) {
+        ok = false;
+        unsolvable = true;
+        break;
+      }
       if (placed && RejectionCertain(nodes)) {
         proven = true;
         if (!g_verify_proofs) break;
