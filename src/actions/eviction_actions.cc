@@ -64,7 +64,7 @@ class ReclaimAction : public Action {
         return s.ReclaimScenarioValid(sc);
       };
       spec.rejection_rules = [](const Session& s, JobId preemptor, std::span<const PodId> tasks,
-                                std::span<const PodId> evicted, std::vector<RejectionRule>& out) {
+                                const EvictedVictims& evicted, std::vector<RejectionRule>& out) {
         s.ReclaimRejectionRules(preemptor, tasks, evicted, out);
       };
       const QueueId queue = ssn.cluster().jobs[j].queue;
@@ -146,9 +146,9 @@ class ConsolidationAction : public Action {
       };
       // The validator rejects as soon as one victim stays evicted.
       spec.rejection_rules = [](const Session&, JobId, std::span<const PodId>,
-                                std::span<const PodId> evicted, std::vector<RejectionRule>& out) {
+                                const EvictedVictims& evicted, std::vector<RejectionRule>& out) {
         RejectionRule rule;
-        rule.pods.assign(evicted.begin(), evicted.end());
+        rule.pods.assign(evicted.pods.begin(), evicted.pods.end());
         std::sort(rule.pods.begin(), rule.pods.end());
         rule.pods.erase(std::unique(rule.pods.begin(), rule.pods.end()), rule.pods.end());
         out.push_back(std::move(rule));

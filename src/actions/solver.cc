@@ -1,6 +1,7 @@
 #include "actions/solver.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <chrono>
 #include <cmath>
@@ -927,7 +928,21 @@ class Solver {
     for (PodId p : scenario.pending()) {
       if (!whole(p)) return;
     }
-    spec_.rejection_rules(ssn_, job_, scenario.pending(), evicted_scratch_, rules_);
+    // The recorded victims lead the list and stay the same for the prefix; whole-GPU pods keep
+    // their accepted GPUs wherever they are placed, so a prefix whose recorded victims all ask
+    // for whole GPUs offers them as the stable part.
+    if (stable_prefix_ != prefix_serial_) {
+      stable_prefix_ = prefix_serial_;
+      stable_ok_ = std::all_of(scenario.recorded_tasks().begin(), scenario.recorded_tasks().end(),
+                               [&](PodId p) { return whole(p); });
+    }
+    EvictedVictims evicted;
+    evicted.pods = evicted_scratch_;
+    if (stable_ok_) {
+      evicted.stable = scenario.recorded_tasks().size();
+      evicted.stable_key = stable_key_base_ + prefix_serial_;
+    }
+    spec_.rejection_rules(ssn_, job_, scenario.pending(), evicted, rules_);
     if (rules_.empty()) return;
     bool usable = true;
     if (whole_job_.size() != c.jobs.size()) whole_job_.assign(c.jobs.size(), -1);
@@ -1504,6 +1519,15 @@ class Solver {
   std::vector<PodId> evicted_scratch_;  // the recorded victims of prefix evicted_prefix_, then
                                         // the node's
   uint64_t prefix_serial_ = 0;          // SolvePartial calls so far
+  // The stable part offered to the rejection rules (see EvictedVictims): for the prefix
+  // stable_prefix_, whether its recorded victims qualify; keys are unique per process.
+  uint64_t stable_prefix_ = 0;
+  bool stable_ok_ = false;
+  const uint64_t stable_key_base_ = NextStableKeyBase();
+  static uint64_t NextStableKeyBase() {
+    static std::atomic<uint64_t> next{1};
+    return next.fetch_add(uint64_t{1} << 32);
+  }
   uint64_t evicted_prefix_ = 0;
   std::vector<int32_t> rule_of_pod_;
   std::vector<char> rejecting_job_;

@@ -39,7 +39,7 @@ struct SolverSpec {
   // `evicted` (those the simulation evicts). Once the pending pods are placed, the simulation
   // stops, rejected, as soon as a rule is certain to hold at its end.
   std::function<void(const Session&, JobId preemptor, std::span<const PodId> preemptor_tasks,
-                     std::span<const PodId> evicted, std::vector<RejectionRule>& out)>
+                     const EvictedVictims& evicted, std::vector<RejectionRule>& out)>
       rejection_rules;
 };
 

@@ -972,7 +972,7 @@ bool Session::ReclaimScenarioValid(const ScenarioInfo& scenario) const {
 }
 
 void Session::ReclaimRejectionRules(JobId preemptor, std::span<const PodId> preemptor_tasks,
-                                    std::span<const PodId> evicted,
+                                    const EvictedVictims& evicted,
                                     std::vector<RejectionRule>& out) const {
   for (const auto& fn : reclaim_rejection_rules_fns_)
     fn(*this, preemptor, preemptor_tasks, evicted, out);

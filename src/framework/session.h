@@ -164,12 +164,21 @@ struct RejectionRule {
   std::vector<PodId> pods;
   double min_gpus = 0;
 };
-// Appends rules for a reclaim simulation of `preemptor_tasks` that evicts `evicted` (a pod may be
-// listed twice). May append none; must never state a rule an accepted scenario breaks. Asked
-// only with the solver shortcuts on.
+// The victims a simulation evicts (a pod may be listed twice). With a nonzero `stable_key`, the
+// first `stable` of them are the same pods, in the same order and with the same accepted GPUs, in
+// every call with that key (the victim search's recorded victims of one pod prefix): a rules
+// function may keep what it derived from them.
+struct EvictedVictims {
+  std::span<const PodId> pods;
+  size_t stable = 0;
+  uint64_t stable_key = 0;
+};
+// Appends rules for a reclaim simulation of `preemptor_tasks` that evicts `evicted`. May append
+// none; must never state a rule an accepted scenario breaks. Asked only with the solver
+// shortcuts on.
 using RejectionRulesFn =
     std::function<void(const Session&, JobId preemptor, std::span<const PodId> preemptor_tasks,
-                       std::span<const PodId> evicted, std::vector<RejectionRule>& out)>;
+                       const EvictedVictims& evicted, std::vector<RejectionRule>& out)>;
 using OnJobSolutionStartFn = std::function<void(const Session&)>;
 // Scores a device of `node` for a shared-GPU pod (higher first): `device` is a shared device
 // already in use, or null for a free whole device. nullopt leaves the device out.
@@ -445,7 +454,7 @@ class Session {
   // Rules under which some reclaim validator rejects a simulation's outcome (those of every
   // RejectionRulesFn: each validator must accept).
   void ReclaimRejectionRules(JobId preemptor, std::span<const PodId> preemptor_tasks,
-                             std::span<const PodId> evicted, std::vector<RejectionRule>& out) const;
+                             const EvictedVictims& evicted, std::vector<RejectionRule>& out) const;
   void OnJobSolutionStart() const;
   // Runs the subset-node functions in order, each on every node set the previous one produced.
   // False: no function changed anything (use `nodes` as they are); otherwise `out` holds the sets.

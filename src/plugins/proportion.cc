@@ -378,7 +378,7 @@ class ProportionPlugin : public Plugin {
         [this](const Session& s, const ScenarioInfo& sc) { return Reclaimable(s, sc); });
     ssn.AddReclaimRejectionRulesFn(
         [this](const Session& s, JobId preemptor, std::span<const PodId> tasks,
-               std::span<const PodId> evicted, std::vector<RejectionRule>& out) {
+               const EvictedVictims& evicted, std::vector<RejectionRule>& out) {
           RejectionRules(s, preemptor, tasks, evicted, out);
         });
     ssn.AddOnJobSolutionStartFn([this](const Session&) { simulation_shares_ = shares_; });
@@ -599,7 +599,7 @@ class ProportionPlugin : public Plugin {
   // taken(sib) >= x for the least whole x with lo > 1 and lo * multiplier >= (allocated(sib) - x)
   // / fair(sib): the rule's min_gpus.
   void RejectionRules(const Session& s, JobId preemptor, std::span<const PodId> tasks,
-                      std::span<const PodId> evicted, std::vector<RejectionRule>& out) const {
+                      const EvictedVictims& evicted, std::vector<RejectionRule>& out) const {
     const Cluster& c = s.cluster();
     if (!s.params().solver_shortcuts || !exact_sums_ || !s.params().allow_consolidating_reclaim ||
         simulation_shares_.empty() || !(reclaimer_multiplier_ >= 0)) {
@@ -607,65 +607,60 @@ class ProportionPlugin : public Plugin {
     }
     const auto& queues = simulation_shares_;
     const auto& briefs = s.pod_briefs();
-    const double required = Requested(c, tasks)[QueueResource::kGpu];
-    if (!(required > 0)) return;
-    const std::vector<QueueId> path = PathFromRoot(c, c.jobs[preemptor].queue);
-    // lo is at most (allocated(rq) + required) / fair(rq): no rule unless that exceeds 1 somewhere.
-    bool possible = false;
-    for (QueueId q : path) {
-      const double fair = queues[q].FairShare()[QueueResource::kGpu];
-      possible = possible ||
-                 (fair > 0 && (queues[q].Allocated()[QueueResource::kGpu] + required) / fair > 1);
-    }
-    if (!possible) return;
-    // Accepted GPUs of the distinct evicted victims below each queue of the reclaimer's path,
-    // and each distinct victim's parting level and sibling queue.
-    std::vector<double>& below = below_scratch_;
-    below.assign(path.size(), 0.0);
     if (pod_hit_.size() != c.pods.size()) pod_hit_.assign(c.pods.size(), 0);
-    ++stamp_;
-    // Per victim queue (cached for the call): how many queues of the reclaimer's root path are
-    // its ancestors or itself (in a tree, the common prefix of the two root paths) and the queue
-    // where its path parts from the reclaimer's (kNone: they do not part).
+    if (base_hit_.size() != c.pods.size()) base_hit_.assign(c.pods.size(), 0);
     if (path_stamp_.size() != c.queues.size()) {
       path_stamp_.assign(c.queues.size(), 0);
       common_of_.assign(c.queues.size(), 0);
       sib_of_.assign(c.queues.size(), kNone);
     }
-    const uint64_t call = ++path_call_;
+    // What the call's stable victims give (see EvictedVictims) is kept with its key: the
+    // reclaimer's root path, the required GPUs, and the stable victims' part of the sums below.
+    RulesBase& base = rules_base_;
+    if (evicted.stable_key == 0 || base.key != evicted.stable_key ||
+        base.stable != evicted.stable) {
+      base.key = evicted.stable_key;
+      base.stable = evicted.stable;
+      base.required = Requested(c, tasks)[QueueResource::kGpu];
+      base.path = PathFromRoot(c, c.jobs[preemptor].queue);
+      // lo is at most (allocated(rq) + required) / fair(rq): no rule unless that exceeds 1
+      // somewhere.
+      base.possible = false;
+      for (QueueId q : base.path) {
+        const double fair = queues[q].FairShare()[QueueResource::kGpu];
+        base.possible =
+            base.possible ||
+            (fair > 0 && (queues[q].Allocated()[QueueResource::kGpu] + base.required) / fair > 1);
+      }
+      base.path_call = ++path_call_;
+      base.hit = ++stamp_;
+      base.below.assign(base.path.size(), 0.0);
+      base.parted.clear();
+      if (base.required > 0 && base.possible) {
+        AddEvicted(s, evicted.pods.first(evicted.stable), base, base_hit_, base.hit, base.below,
+                   base.parted);
+        SortEntries(base.parted);
+      }
+    }
+    if (!(base.required > 0) || !base.possible) return;
+    const double required = base.required;
+    const std::vector<QueueId>& path = base.path;
+    // Accepted GPUs of the distinct evicted victims below each queue of the reclaimer's path,
+    // and each distinct victim's parting level and sibling queue: the stable victims' part plus
+    // the others (those already among the stable ones skipped).
+    std::vector<double>& below = below_scratch_;
+    below = base.below;
+    const uint64_t call_hit = ++stamp_;
+    auto& extra = extra_scratch_;
+    extra.clear();
+    for (PodId p : evicted.pods.subspan(evicted.stable)) {
+      if (base_hit_[p] == base.hit) continue;
+      AddEvicted(s, std::span<const PodId>(&p, 1), base, pod_hit_, call_hit, below, extra);
+    }
+    SortEntries(extra);
     auto& parted = parted_scratch_;  // (sib << 32 | pod), distinct victims whose paths part
-    parted.clear();
-    for (PodId p : evicted) {
-      if (pod_hit_[p] == stamp_) continue;
-      pod_hit_[p] = stamp_;
-      const double gpus = s.AcceptedGpus(p);
-      const QueueId vq = c.jobs[briefs[p].job].queue;
-      if (path_stamp_[vq] != call) {
-        path_stamp_[vq] = call;
-        std::vector<QueueId>& victim_path = victim_path_scratch_;  // (root first)
-        victim_path.clear();
-        for (QueueId a = vq; a != kNone; a = c.queues[a].parent) victim_path.push_back(a);
-        std::reverse(victim_path.begin(), victim_path.end());
-        size_t i = 0;
-        while (i < path.size() && i < victim_path.size() && path[i] == victim_path[i]) ++i;
-        common_of_[vq] = i;
-        sib_of_[vq] = (i == path.size() || i == victim_path.size()) ? kNone : victim_path[i];
-      }
-      const size_t common = common_of_[vq];
-      for (size_t i = 0; i < common; ++i) below[i] += gpus;
-      const QueueId sib = sib_of_[vq];
-      if (sib == kNone) continue;  // the paths do not part
-      parted.push_back(static_cast<uint64_t>(static_cast<uint32_t>(sib)) << 32 |
-                       static_cast<uint32_t>(p));
-    }
-    // By sibling queue, then pod. (Victims usually come in pod order or its reverse.)
-    if (!std::is_sorted(parted.begin(), parted.end())) {
-      if (std::is_sorted(parted.begin(), parted.end(), std::greater<>())) {
-        std::reverse(parted.begin(), parted.end());
-      } else {
-        std::sort(parted.begin(), parted.end());
-      }
-    }
+    parted.resize(base.parted.size() + extra.size());
+    std::merge(base.parted.begin(), base.parted.end(), extra.begin(), extra.end(), parted.begin());
     auto sib_of_entry = [](uint64_t e) { return static_cast<QueueId>(e >> 32); };
     auto pod_of_entry = [](uint64_t e) { return static_cast<PodId>(e & 0xffffffffu); };
     for (size_t begin = 0; begin < parted.size();) {
@@ -704,6 +699,65 @@ class ProportionPlugin : public Plugin {
         out.push_back(std::move(rule));
       }
       begin = end;
+    }
+  }
+
+  // What RejectionRules keeps of a call's stable victims (see EvictedVictims).
+  struct RulesBase {
+    uint64_t key = 0;
+    size_t stable = 0;
+    double required = 0;
+    bool possible = false;
+    std::vector<QueueId> path;  // the reclaimer's root path
+    uint64_t path_call = 0;     // path_stamp_ value of the queue paths computed against `path`
+    uint64_t hit = 0;           // base_hit_ value of the stable victims
+    std::vector<double> below;
+    std::vector<uint64_t> parted;  // sorted
+  };
+
+  // Adds the distinct pods of `pods` (not yet marked `stamp` in `hit`) to the sums below the
+  // reclaimer's path and, when their root path parts from it, to `parted`.
+  void AddEvicted(const Session& s, std::span<const PodId> pods, const RulesBase& base,
+                  std::vector<uint64_t>& hit, uint64_t stamp, std::vector<double>& below,
+                  std::vector<uint64_t>& parted) const {
+    const Cluster& c = s.cluster();
+    const auto& briefs = s.pod_briefs();
+    const std::vector<QueueId>& path = base.path;
+    for (PodId p : pods) {
+      if (hit[p] == stamp) continue;
+      hit[p] = stamp;
+      const double gpus = s.AcceptedGpus(p);
+      const QueueId vq = c.jobs[briefs[p].job].queue;
+      // Per victim queue (kept while the path is the same): how many queues of the reclaimer's
+      // root path are its ancestors or itself (in a tree, the common prefix of the two root
+      // paths) and the queue where its path parts from the reclaimer's (kNone: they do not part).
+      if (path_stamp_[vq] != base.path_call) {
+        path_stamp_[vq] = base.path_call;
+        std::vector<QueueId>& victim_path = victim_path_scratch_;  // (root first)
+        victim_path.clear();
+        for (QueueId a = vq; a != kNone; a = c.queues[a].parent) victim_path.push_back(a);
+        std::reverse(victim_path.begin(), victim_path.end());
+        size_t i = 0;
+        while (i < path.size() && i < victim_path.size() && path[i] == victim_path[i]) ++i;
+        common_of_[vq] = i;
+        sib_of_[vq] = (i == path.size() || i == victim_path.size()) ? kNone : victim_path[i];
+      }
+      const size_t common = common_of_[vq];
+      for (size_t i = 0; i < common; ++i) below[i] += gpus;
+      const QueueId sib = sib_of_[vq];
+      if (sib == kNone) continue;  // the paths do not part
+      parted.push_back(static_cast<uint64_t>(static_cast<uint32_t>(sib)) << 32 |
+                       static_cast<uint32_t>(p));
+    }
+  }
+
+  // By sibling queue, then pod. (Victims usually come in pod order or its reverse.)
+  static void SortEntries(std::vector<uint64_t>& entries) {
+    if (std::is_sorted(entries.begin(), entries.end())) return;
+    if (std::is_sorted(entries.begin(), entries.end(), std::greater<>())) {
+      std::reverse(entries.begin(), entries.end());
+    } else {
+      std::sort(entries.begin(), entries.end());
     }
   }
 
@@ -1200,7 +1254,9 @@ class ProportionPlugin : public Plugin {
   mutable std::vector<uint64_t> hit_, pod_hit_;
   mutable std::vector<double> below_scratch_;
   mutable std::vector<QueueId> victim_path_scratch_;
-  mutable std::vector<uint64_t> parted_scratch_;
+  mutable std::vector<uint64_t> parted_scratch_, extra_scratch_;
+  mutable std::vector<uint64_t> base_hit_;
+  mutable RulesBase rules_base_;
   // RejectionRules' per-queue cache of root-path comparisons (valid where the stamp is the
   // call's).
   mutable std::vector<uint64_t> path_stamp_;
