@@ -1096,7 +1096,12 @@ void Session::TasksToAllocate(JobId j, std::vector<PodId>& out, bool real, bool 
     const size_t want =
         c.active_allocated >= min ? 1 : static_cast<size_t>(min - c.active_allocated);
     if (ordered || want < pending.size()) {
-      std::sort(pending.begin(), pending.end(), [&](PodId a, PodId b) { return TaskLess(a, b); });
+      // Only the first `want` in task order are taken (and given in order). The task order is
+      // total on a job's pods (its last tie-break is the pod's name, unique in a namespace),
+      // so they are the same as after sorting the whole list.
+      const size_t take = std::min(want, pending.size());
+      std::partial_sort(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(take),
+                        pending.end(), [&](PodId a, PodId b) { return TaskLess(a, b); });
     }
     for (size_t i = 0; i < pending.size() && i < want; ++i) out.push_back(pending[i]);
     ++taken;
