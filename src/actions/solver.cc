@@ -636,11 +636,17 @@ class Solver {
     added.clear();
     if (node != kNone) scenario.VictimTasksFromNode(node, potential);
     touched_.clear();
+    ++touched_stamp_;
+    if (touched_at_.size() != ssn_.cluster().nodes.size()) {
+      touched_at_.assign(ssn_.cluster().nodes.size(), {0, 0});
+    }
     for (PodId p : potential) {
       const NodeId pn = ssn_.pod(p).node;
       if (pn == kNone) continue;
-      if (std::none_of(touched_.begin(), touched_.end(),
-                       [pn](const TouchedNode& t) { return t.node == pn; })) {
+      auto& [stamp, at] = touched_at_[static_cast<size_t>(pn)];
+      if (stamp != touched_stamp_) {
+        stamp = touched_stamp_;
+        at = static_cast<uint32_t>(touched_.size());
         touched_.push_back({pn, ssn_.non_allocated_gpus()[pn], feasible_[pn] != 0});
       }
     }
@@ -764,10 +770,14 @@ class Solver {
     if (!base_exact_ || potential.empty()) return false;
     hypothetical_free_.assign(touched_.size(), 0.0);
     for (size_t i = 0; i < touched_.size(); ++i) hypothetical_free_[i] = touched_[i].base_free;
-    pods_scratch_.assign(potential.begin(), potential.end());
-    std::sort(pods_scratch_.begin(), pods_scratch_.end());
-    if (std::adjacent_find(pods_scratch_.begin(), pods_scratch_.end()) != pods_scratch_.end()) {
-      return false;
+    // (A pod listed twice: not decided here.)
+    if (pod_seen_.size() != ssn_.cluster().pods.size()) {
+      pod_seen_.assign(ssn_.cluster().pods.size(), 0);
+    }
+    ++pod_seen_stamp_;
+    for (PodId p : potential) {
+      if (pod_seen_[static_cast<size_t>(p)] == pod_seen_stamp_) return false;
+      pod_seen_[static_cast<size_t>(p)] = pod_seen_stamp_;
     }
     const auto& briefs = ssn_.pod_briefs();
     for (PodId p : potential) {
@@ -777,9 +787,7 @@ class Solver {
       // DRA victim frees its claim's GPUs: not known without evicting.
       const double gpus = briefs[p].whole_gpus;
       if (std::isnan(gpus)) return false;
-      size_t i = 0;
-      while (touched_[i].node != st.node) ++i;
-      hypothetical_free_[i] += gpus;
+      hypothetical_free_[touched_at_[static_cast<size_t>(st.node)].second] += gpus;
     }
     for (size_t i = 0; i < touched_.size(); ++i) {
       if (!ExactlySummable(touched_[i].base_free) || !ExactlySummable(hypothetical_free_[i])) {
@@ -1504,12 +1512,17 @@ class Solver {
   std::vector<std::pair<double, double>> base_blocks_;
   bool base_exact_ = false;
   std::vector<TouchedNode> touched_;
+  // Per node: where it is in touched_ (valid where the stamp is touched_stamp_); per pod: seen
+  // in the current potential list (where equal to pod_seen_stamp_).
+  std::vector<std::pair<uint64_t, uint32_t>> touched_at_;
+  uint64_t touched_stamp_ = 0;
+  std::vector<uint64_t> pod_seen_;
+  uint64_t pod_seen_stamp_ = 0;
   std::vector<double> hypothetical_free_;
   // Scratch lists of SolveScenario (it is not re-entered).
   std::vector<NodeId> victim_nodes_scratch_;
   std::vector<PodId> potential_scratch_;
   std::vector<NodeId> added_scratch_;
-  std::vector<PodId> pods_scratch_;
   uint64_t touched_epoch_ = 0;  // placement epoch right after the scenario's evictions
   std::vector<char> is_victim_job_;
   std::vector<JobId> victim_jobs_scratch_, to_order_scratch_;  // (AllocatePreemptorAndVictims)
