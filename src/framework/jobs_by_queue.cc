@@ -28,6 +28,7 @@ JobsByQueue::JobsByQueue(const Session& ssn, JobsOrderOptions options)
   for (QueueId q = 0; q < static_cast<QueueId>(queues.size()); ++q) {
     if (queues[q].parent == kNone) roots_.push_back(q);
   }
+  keyed_ = ssn.params().solver_shortcuts && ssn.JobOrderKeyed();
   lazy_ = options_.lazy_heaps && !options_.victim_queue && ssn.params().solver_shortcuts &&
           ssn.JobOrderDependsOnlyOnOwnPods() && ssn.JobTieBreakersDistinct();
   if (lazy_) {
@@ -67,13 +68,21 @@ void JobsByQueue::InitializeWithJobs(const std::vector<JobId>& jobs) {
   for (JobId j : eligible) Push(j);
 }
 
-bool JobsByQueue::EntryLess(const JobView& a, const JobView& b) const {
-  return options_.victim_queue ? ssn_.JobViewLess(b, a) : ssn_.JobViewLess(a, b);
+bool JobsByQueue::EntryLess(const Item& a, const Item& b) const {
+  // A kept key is the view's key now while its job's version is the same (see
+  // Session::JobOrderKeyed), and keys compare as JobViewLess does: the same answer.
+  if (keyed_ && a.key_version == ssn_.job_version(a.view.job) &&
+      b.key_version == ssn_.job_version(b.view.job)) {
+    return options_.victim_queue ? b.key < a.key : a.key < b.key;
+  }
+  return options_.victim_queue ? ssn_.JobViewLess(b.view, a.view)
+                               : ssn_.JobViewLess(a.view, b.view);
 }
 
 JobsByQueue::JobsByQueue(const JobsByQueue& other)
     : ssn_(other.ssn_),
       options_(other.options_),
+      keyed_(other.keyed_),
       frozen_(other.frozen_),
       frozen_size_(other.frozen_size_),
       own_(other.own_),
@@ -204,13 +213,18 @@ void JobsByQueue::RefreshFront(QueueId q) {
 }
 
 int32_t JobsByQueue::AddEntry(JobView v) {
-  own_.push_back(std::move(v));
+  Item& item = own_.emplace_back();
+  item.view = std::move(v);
+  if (keyed_) {
+    item.key_version = ssn_.job_version(item.view.job);
+    item.key = ssn_.JobOrderKeyOf(item.view);
+  }
   return static_cast<int32_t>(frozen_size_ + own_.size() - 1);
 }
 
 void JobsByQueue::Freeze() {
   if (own_.empty()) return;
-  auto all = std::make_shared<std::vector<JobView>>();
+  auto all = std::make_shared<std::vector<Item>>();
   all->reserve(frozen_size_ + own_.size());
   if (frozen_) all->insert(all->end(), frozen_->begin(), frozen_->end());
   all->insert(all->end(), std::make_move_iterator(own_.begin()),
@@ -250,18 +264,18 @@ void JobsByQueue::PushMany(const std::vector<JobId>& jobs) {
   const auto& cluster = ssn_.cluster();
   // Leaf queues receiving entries, with how many each; the counters above them are raised once
   // per queue (nothing reads them in between).
+  // (In the order first reached; `slot` maps a queue to its place in `touched`, -1: none.)
   std::vector<std::pair<QueueId, size_t>> touched;
+  std::vector<int32_t> slot(cluster.queues.size(), -1);
   for (JobId j : jobs) {
     const QueueId q = cluster.jobs[j].queue;
     if (q == kNone || !cluster.queues[q].IsLeaf()) continue;
     if (!cluster.queues[q].parent_name.empty() && cluster.queues[q].parent == kNone) continue;
-    auto it = std::find_if(touched.begin(), touched.end(),
-                           [q](const auto& entry) { return entry.first == q; });
-    if (it == touched.end()) {
+    if (slot[q] < 0) {
+      slot[q] = static_cast<int32_t>(touched.size());
       touched.emplace_back(q, 0);
-      it = touched.end() - 1;
     }
-    ++it->second;
+    ++touched[static_cast<size_t>(slot[q])].second;
     heaps_[q].push_back(AddEntry(JobView{j, false, {}}));
   }
   for (const auto& [q, count] : touched) {

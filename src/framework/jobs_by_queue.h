@@ -86,25 +86,36 @@ class JobsByQueue {
   void NoteChange(QueueId leaf);
   QueueId NextLeaf() const;
   bool HasJobs(QueueId q) const { return active_jobs_[q] > 0; }
-  bool EntryLess(const JobView& a, const JobView& b) const;
+  // An entry: the view, and with job order keys (keyed_) its key and the job version it was
+  // computed at.
+  struct Item {
+    JobView view;
+    JobOrderKey key;
+    uint64_t key_version = 0;
+  };
+  bool EntryLess(const Item& a, const Item& b) const;
   // Victims that stand for queue q (its best leaf queue): popped entries plus the next one.
   VictimList VictimsOf(QueueId q) const;
   // Victim mode: keeps victims_[q] = popped entries + the heap's front.
   void RefreshFront(QueueId q);
   void RebuildVictimViews();
   // Entries are numbered in push order: first the frozen (shared) ones, then this queue's own.
-  const JobView& Entry(int32_t e) const {
+  const Item& ItemAt(int32_t e) const {
     const size_t i = static_cast<size_t>(e);
     return i < frozen_size_ ? (*frozen_)[i] : own_[i - frozen_size_];
   }
+  const JobView& Entry(int32_t e) const { return ItemAt(e).view; }
   int32_t AddEntry(JobView v);
-  bool HeapLess(int32_t a, int32_t b) const { return EntryLess(Entry(b), Entry(a)); }
+  bool HeapLess(int32_t a, int32_t b) const { return EntryLess(ItemAt(b), ItemAt(a)); }
 
   const Session& ssn_;
   JobsOrderOptions options_;
-  std::shared_ptr<const std::vector<JobView>> frozen_;
+  // With the solver shortcuts on and a keyed job order (Session::JobOrderKeyed), entries carry
+  // their job order keys and are compared by them while their jobs' versions are unchanged.
+  bool keyed_ = false;
+  std::shared_ptr<const std::vector<Item>> frozen_;
   size_t frozen_size_ = 0;
-  std::deque<JobView> own_;  // (a deque: views of entries stay valid while entries are added)
+  std::deque<Item> own_;  // (a deque: views of entries stay valid while entries are added)
   // Per leaf queue: a heap of entry numbers (front = next).
   std::vector<std::vector<int32_t>> heaps_;
   // Per leaf queue, victim mode: entries popped so far; the same entries then the heap's front
