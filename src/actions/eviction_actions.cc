@@ -74,8 +74,12 @@ class ReclaimAction : public Action {
         o.filter_unready = false;
         o.filter_non_preemptible = true;
         o.filter_non_active_allocated = true;
+        // (The options' filters are also checked first here: the plugins' victim filter, the
+        // costly part, is a predicate, so the queue's jobs are the same.)
         return VictimsQueue(ssn, o, [&ssn, j, queue](JobId v) {
-          return ssn.cluster().jobs[v].queue != queue && ssn.ReclaimVictimFilter(j, v);
+          const Job& victim = ssn.cluster().jobs[v];
+          return victim.queue != queue && victim.preemptible && ssn.NumActiveAllocated(v) > 0 &&
+                 ssn.ReclaimVictimFilter(j, v);
         });
       };
       SolverResult r = SolveJob(ssn, j, spec);
@@ -107,11 +111,12 @@ class PreemptAction : public Action {
         o.filter_non_pending = false;
         o.filter_unready = false;
         const Job& preemptor = ssn.cluster().jobs[j];
+        // (Cheapest checks first; all but the plugins' filter, kept last, only read.)
         return VictimsQueue(ssn, o, [&ssn, j, &preemptor](JobId v) {
           const Job& victim = ssn.cluster().jobs[v];
-          return HasAlivePod(ssn, v) && victim.preemptible &&
-                 victim.priority < preemptor.priority && victim.queue == preemptor.queue &&
-                 v != j && ssn.NumActiveAllocated(v) > 0 && ssn.PreemptVictimFilter(j, v);
+          return victim.queue == preemptor.queue && v != j && victim.preemptible &&
+                 victim.priority < preemptor.priority && ssn.NumActiveAllocated(v) > 0 &&
+                 HasAlivePod(ssn, v) && ssn.PreemptVictimFilter(j, v);
         });
       };
       SolverResult r = SolveJob(ssn, j, spec);

@@ -264,19 +264,29 @@ void JobsByQueue::PushMany(const std::vector<JobId>& jobs) {
   const auto& cluster = ssn_.cluster();
   // Leaf queues receiving entries, with how many each; the counters above them are raised once
   // per queue (nothing reads them in between).
-  // (In the order first reached; `slot` maps a queue to its place in `touched`, -1: none.)
+  // (In the order first reached; `slot` maps a queue to its place in `touched`, -1: none. The
+  // jobs are counted first so that each heap grows once.)
   std::vector<std::pair<QueueId, size_t>> touched;
   std::vector<int32_t> slot(cluster.queues.size(), -1);
-  for (JobId j : jobs) {
+  auto accepted = [&](JobId j) {
     const QueueId q = cluster.jobs[j].queue;
-    if (q == kNone || !cluster.queues[q].IsLeaf()) continue;
-    if (!cluster.queues[q].parent_name.empty() && cluster.queues[q].parent == kNone) continue;
+    if (q == kNone || !cluster.queues[q].IsLeaf()) return kNone;
+    if (!cluster.queues[q].parent_name.empty() && cluster.queues[q].parent == kNone) return kNone;
+    return q;
+  };
+  for (JobId j : jobs) {
+    const QueueId q = accepted(j);
+    if (q == kNone) continue;
     if (slot[q] < 0) {
       slot[q] = static_cast<int32_t>(touched.size());
       touched.emplace_back(q, 0);
     }
     ++touched[static_cast<size_t>(slot[q])].second;
-    heaps_[q].push_back(AddEntry(JobView{j, false, {}}));
+  }
+  for (const auto& [q, count] : touched) heaps_[q].reserve(heaps_[q].size() + count);
+  for (JobId j : jobs) {
+    const QueueId q = accepted(j);
+    if (q != kNone) heaps_[q].push_back(AddEntry(JobView{j, false, {}}));
   }
   for (const auto& [q, count] : touched) {
     if (lazy_) {
