@@ -68,13 +68,7 @@ void JobsByQueue::InitializeWithJobs(const std::vector<JobId>& jobs) {
   for (JobId j : eligible) Push(j);
 }
 
-bool JobsByQueue::EntryLess(const Item& a, const Item& b) const {
-  // A kept key is the view's key now while its job's version is the same (see
-  // Session::JobOrderKeyed), and keys compare as JobViewLess does: the same answer.
-  if (keyed_ && a.key_version == ssn_.job_version(a.view.job) &&
-      b.key_version == ssn_.job_version(b.view.job)) {
-    return options_.victim_queue ? b.key < a.key : a.key < b.key;
-  }
+bool JobsByQueue::EntryLessSlow(const Item& a, const Item& b) const {
   return options_.victim_queue ? ssn_.JobViewLess(b.view, a.view)
                                : ssn_.JobViewLess(a.view, b.view);
 }

@@ -93,7 +93,16 @@ class JobsByQueue {
     JobOrderKey key;
     uint64_t key_version = 0;
   };
-  bool EntryLess(const Item& a, const Item& b) const;
+  bool EntryLess(const Item& a, const Item& b) const {
+    // A kept key is the view's key now while its job's version is the same (see
+    // Session::JobOrderKeyed), and keys compare as JobViewLess does: the same answer.
+    if (keyed_ && a.key_version == ssn_.job_version(a.view.job) &&
+        b.key_version == ssn_.job_version(b.view.job)) {
+      return options_.victim_queue ? b.key < a.key : a.key < b.key;
+    }
+    return EntryLessSlow(a, b);
+  }
+  bool EntryLessSlow(const Item& a, const Item& b) const;
   // Victims that stand for queue q (its best leaf queue): popped entries plus the next one.
   VictimList VictimsOf(QueueId q) const;
   // Victim mode: keeps victims_[q] = popped entries + the heap's front.
