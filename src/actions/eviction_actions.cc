@@ -9,6 +9,8 @@
 //                  moved pod is placed again (no pod is actually lost).
 #include <algorithm>
 #include <memory>
+#include <numeric>
+#include <span>
 
 #include "actions/builtin.h"
 #include "actions/solver.h"
@@ -26,17 +28,26 @@ JobsOrderOptions PendingJobs(bool non_preemptible_filter = false) {
   return o;
 }
 
-// Jobs with at least one alive pod that pass `keep`, as a victims queue.
+// The jobs of `candidates` (in increasing id order) that pass `keep`, as a victims queue.
 std::unique_ptr<JobsByQueue> VictimsQueue(const Session& ssn, JobsOrderOptions options,
+                                          std::span<const JobId> candidates,
                                           const std::function<bool(JobId)>& keep) {
   options.victim_queue = true;
   auto queue = std::make_unique<JobsByQueue>(ssn, options);
   std::vector<JobId> jobs;
-  for (JobId j = 0; j < static_cast<JobId>(ssn.cluster().jobs.size()); ++j) {
+  for (JobId j : candidates) {
     if (keep(j)) jobs.push_back(j);
   }
   queue->InitializeWithJobs(jobs);
   return queue;
+}
+
+// Every job of the cluster, in id order.
+std::unique_ptr<JobsByQueue> VictimsQueue(const Session& ssn, JobsOrderOptions options,
+                                          const std::function<bool(JobId)>& keep) {
+  std::vector<JobId> all(ssn.cluster().jobs.size());
+  std::iota(all.begin(), all.end(), 0);
+  return VictimsQueue(ssn, options, all, keep);
 }
 
 bool HasAlivePod(const Session& ssn, JobId j) {
@@ -95,6 +106,13 @@ class PreemptAction : public Action {
     JobsByQueue jobs(ssn, PendingJobs());
     jobs.InitializeWithAllJobs();
     std::vector<PodId> tasks;
+    // Victims are jobs of the preemptor's queue: each queue's jobs in id order, so a victims
+    // queue looks only at those (the same jobs, in the same order, as a walk over every job).
+    std::vector<std::vector<JobId>> queue_jobs(ssn.cluster().queues.size());
+    for (JobId v = 0; v < static_cast<JobId>(ssn.cluster().jobs.size()); ++v) {
+      const QueueId q = ssn.cluster().jobs[v].queue;
+      if (q != kNone) queue_jobs[q].push_back(v);
+    }
     while (!jobs.empty()) {
       const JobId j = jobs.PopNext();
       if (j == kNone) break;
@@ -106,13 +124,15 @@ class PreemptAction : public Action {
       spec.validator = [](const Session& s, const ScenarioInfo& sc) {
         return s.PreemptScenarioValid(sc);
       };
-      spec.victims_queue = [&ssn, j] {
+      spec.victims_queue = [&ssn, j, &queue_jobs] {
         JobsOrderOptions o;
         o.filter_non_pending = false;
         o.filter_unready = false;
         const Job& preemptor = ssn.cluster().jobs[j];
+        std::span<const JobId> candidates;
+        if (preemptor.queue != kNone) candidates = queue_jobs[preemptor.queue];
         // (Cheapest checks first; all but the plugins' filter, kept last, only read.)
-        return VictimsQueue(ssn, o, [&ssn, j, &preemptor](JobId v) {
+        return VictimsQueue(ssn, o, candidates, [&ssn, j, &preemptor](JobId v) {
           const Job& victim = ssn.cluster().jobs[v];
           return victim.queue == preemptor.queue && v != j && victim.preemptible &&
                  victim.priority < preemptor.priority && ssn.NumActiveAllocated(v) > 0 &&
