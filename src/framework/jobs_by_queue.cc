@@ -221,8 +221,7 @@ void JobsByQueue::Freeze() {
   auto all = std::make_shared<std::vector<Item>>();
   all->reserve(frozen_size_ + own_.size());
   if (frozen_) all->insert(all->end(), frozen_->begin(), frozen_->end());
-  all->insert(all->end(), std::make_move_iterator(own_.begin()),
-              std::make_move_iterator(own_.end()));
+  for (size_t i = 0; i < own_.size(); ++i) all->push_back(std::move(own_[i]));
   own_.clear();
   frozen_size_ = all->size();
   frozen_ = std::move(all);

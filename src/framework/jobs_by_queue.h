@@ -11,7 +11,7 @@
 // pushed back.
 #pragma once
 
-#include <deque>
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -109,6 +109,40 @@ class JobsByQueue {
   void RefreshFront(QueueId q);
   void RebuildVictimViews();
   // Entries are numbered in push order: first the frozen (shared) ones, then this queue's own.
+  // Entries in chunks of a fixed size: views of entries stay where they are while entries are
+  // added, and an index is a shift and a mask.
+  class Items {
+   public:
+    Items() = default;
+    Items(const Items& other) : size_(other.size_) {
+      for (size_t c = 0; c < other.chunks_.size(); ++c) {
+        chunks_.push_back(std::make_unique<Item[]>(kChunk));
+        const size_t n = std::min(kChunk, other.size_ - c * kChunk);
+        std::copy(other.chunks_[c].get(), other.chunks_[c].get() + n, chunks_[c].get());
+      }
+    }
+    Items& operator=(const Items&) = delete;
+    Item& emplace_back() {
+      if (size_ == chunks_.size() * kChunk) chunks_.push_back(std::make_unique<Item[]>(kChunk));
+      Item& item = (*this)[size_];
+      ++size_;
+      return item;
+    }
+    Item& operator[](size_t i) { return chunks_[i >> kBits][i & (kChunk - 1)]; }
+    const Item& operator[](size_t i) const { return chunks_[i >> kBits][i & (kChunk - 1)]; }
+    size_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+    void clear() {
+      chunks_.clear();
+      size_ = 0;
+    }
+
+   private:
+    static constexpr size_t kBits = 6;
+    static constexpr size_t kChunk = size_t{1} << kBits;
+    std::vector<std::unique_ptr<Item[]>> chunks_;
+    size_t size_ = 0;
+  };
   const Item& ItemAt(int32_t e) const {
     const size_t i = static_cast<size_t>(e);
     return i < frozen_size_ ? (*frozen_)[i] : own_[i - frozen_size_];
@@ -124,7 +158,7 @@ class JobsByQueue {
   bool keyed_ = false;
   std::shared_ptr<const std::vector<Item>> frozen_;
   size_t frozen_size_ = 0;
-  std::deque<Item> own_;  // (a deque: views of entries stay valid while entries are added)
+  Items own_;
   // Per leaf queue: a heap of entry numbers (front = next).
   std::vector<std::vector<int32_t>> heaps_;
   // Per leaf queue, victim mode: entries popped so far; the same entries then the heap's front
