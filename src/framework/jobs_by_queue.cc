@@ -218,10 +218,15 @@ int32_t JobsByQueue::AddEntry(JobView v) {
 
 void JobsByQueue::Freeze() {
   if (own_.empty()) return;
-  auto all = std::make_shared<std::vector<Item>>();
-  all->reserve(frozen_size_ + own_.size());
-  if (frozen_) all->insert(all->end(), frozen_->begin(), frozen_->end());
-  for (size_t i = 0; i < own_.size(); ++i) all->push_back(std::move(own_[i]));
+  // (The first time the entries' chunks are handed over as they are: entries keep their
+  // places.)
+  std::shared_ptr<Items> all;
+  if (!frozen_) {
+    all = std::make_shared<Items>(std::move(own_));
+  } else {
+    all = std::make_shared<Items>(*frozen_);
+    for (size_t i = 0; i < own_.size(); ++i) all->emplace_back() = std::move(own_[i]);
+  }
   own_.clear();
   frozen_size_ = all->size();
   frozen_ = std::move(all);

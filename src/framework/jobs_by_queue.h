@@ -121,6 +121,7 @@ class JobsByQueue {
         std::copy(other.chunks_[c].get(), other.chunks_[c].get() + n, chunks_[c].get());
       }
     }
+    Items(Items&&) = default;
     Items& operator=(const Items&) = delete;
     Item& emplace_back() {
       if (size_ == chunks_.size() * kChunk) chunks_.push_back(std::make_unique<Item[]>(kChunk));
@@ -156,7 +157,7 @@ class JobsByQueue {
   // With the solver shortcuts on and a keyed job order (Session::JobOrderKeyed), entries carry
   // their job order keys and are compared by them while their jobs' versions are unchanged.
   bool keyed_ = false;
-  std::shared_ptr<const std::vector<Item>> frozen_;
+  std::shared_ptr<const Items> frozen_;
   size_t frozen_size_ = 0;
   Items own_;
   // Per leaf queue: a heap of entry numbers (front = next).

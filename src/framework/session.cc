@@ -569,7 +569,7 @@ void Session::AddJobOrderKeyFn(JobOrderKeyFn key, bool own_pods_only) {
 // lexicographic order of the functions' keys, then of the (creation, name) rank, which orders
 // jobs as their (creation, name) pairs (equal pairs, equal ranks). Unused slots are 0 on both
 // sides.
-JobOrderKey Session::JobOrderKeyOf(const JobView& v) const {
+JobOrderKey Session::ComputeJobOrderKey(const JobView& v) const {
   if (job_tie_rank_.empty() && !cluster_.jobs.empty()) {
     std::vector<JobId> order(cluster_.jobs.size());
     std::iota(order.begin(), order.end(), 0);

@@ -358,7 +358,13 @@ class Session {
   }
   // The key of a view (JobOrderKeyed must hold). Whole-job keys are kept per job while its
   // version is the same.
-  JobOrderKey JobOrderKeyOf(const JobView& v) const;
+  JobOrderKey JobOrderKeyOf(const JobView& v) const {
+    if (!v.partial && !job_key_cache_.empty()) {
+      const auto& cached = job_key_cache_[v.job];
+      if (cached.first == job_version_[v.job]) return cached.second;
+    }
+    return ComputeJobOrderKey(v);
+  }
   // Changes whenever the status or virtual flag of one of the job's pods is set (never goes back).
   uint64_t job_version(JobId j) const { return job_version_[j]; }
   // Whether no two jobs of the cluster share their creation time and name, the job order's last
@@ -599,6 +605,8 @@ class Session {
   std::vector<JobOrderKeyFn> job_order_keys_;
   mutable std::vector<int64_t> job_tie_rank_;
   mutable std::vector<std::pair<uint64_t, JobOrderKey>> job_key_cache_;
+  // JobOrderKeyOf without a kept key (keeps whole-job keys).
+  JobOrderKey ComputeJobOrderKey(const JobView& v) const;
   std::vector<NodePreOrderFn> node_pre_order_fns_;
   std::vector<NodeOrderFn> node_order_fns_;
   std::vector<PrePredicateFn> pre_predicate_fns_;
