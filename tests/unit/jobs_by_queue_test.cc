@@ -198,6 +198,60 @@ TEST(JobOrderKeyTest, KeysCompareAsTheJobOrder) {
   check_all();
 }
 
+// A victims queue (reversed orders, queues compared by their victims) pops the same entries with
+// the solver shortcuts on (keyed entries, one heap build per queue) as with them off (the job
+// order's callbacks, one push per job), parts of jobs pushed back included.
+TEST(JobOrderKeyTest, VictimPopsAreTheSameWithKeys) {
+  Cluster c;
+  const NodeId n = AddNode(c, "n0", 512);
+  AddQueue(c, "d1", {.creation_ms = 1});
+  AddQueue(c, "d2", {.creation_ms = 2});
+  AddQueue(c, "a", {.parent = "d1", .gpu = {20, kUnlimited, 1}, .creation_ms = 3});
+  AddQueue(c, "b", {.parent = "d1", .gpu = {40, kUnlimited, 1}, .creation_ms = 4});
+  AddQueue(c, "c", {.parent = "d2", .gpu = {30, kUnlimited, 1}, .creation_ms = 5});
+  const char* leaves[] = {"a", "b", "c"};
+  std::mt19937 rng(11);
+  std::vector<JobId> all;
+  for (int i = 0; i < 60; ++i) {
+    const int pods = 1 + static_cast<int>(rng() % 4);
+    const JobId j = AddJob(c, "v" + std::to_string(i),
+                           {.queue = leaves[rng() % 3],
+                            .pods = pods,
+                            .pod = kGpuPod,
+                            .min_available = 1 + static_cast<int>(rng() % pods),
+                            .priority = static_cast<int32_t>(rng() % 2) * 10,
+                            .creation_ms = static_cast<int64_t>(rng() % 7)});
+    const int running = 1 + static_cast<int>(rng() % pods);
+    for (int k = 0; k < running; ++k) testutil::Place(c, c.jobs[j].pods[k], n);
+    all.push_back(j);
+  }
+  c.Finalize();
+  auto pops = [&](bool shortcuts) {
+    SchedulerConfig cfg = SchedulerConfig::Default();
+    cfg.params.solver_shortcuts = shortcuts;
+    auto scheduler = testutil::MakeScheduler(cfg);
+    auto ssn = scheduler->OpenSession(c, testutil::kNowMs);
+    JobsOrderOptions o;
+    o.filter_non_pending = false;
+    o.filter_unready = false;
+    o.victim_queue = true;
+    JobsByQueue queue(*ssn, o);
+    queue.InitializeWithJobs(all);
+    std::vector<std::pair<JobId, std::vector<PodId>>> out;
+    while (!queue.empty()) {
+      JobView v = queue.PopNextView();
+      std::vector<PodId> pods = v.partial ? v.pods : c.jobs[v.job].pods;
+      out.emplace_back(v.job, pods);
+      // The rest of the job goes back, as the victim search does with a job's remaining pods.
+      if (pods.size() > 1) queue.PushView(JobView{v.job, true, {pods.begin() + 1, pods.end()}});
+    }
+    return out;
+  };
+  const auto with_keys = pops(true);
+  EXPECT_GT(with_keys.size(), all.size());
+  EXPECT_EQ(with_keys, pops(false));
+}
+
 TEST(JobOrderKeyTest, AComparatorJobOrderSwitchesKeysOff) {
   Cluster c;
   AddNode(c, "n0", 8);
