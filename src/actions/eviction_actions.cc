@@ -9,6 +9,8 @@
 //                  moved pod is placed again (no pod is actually lost).
 #include <algorithm>
 #include <memory>
+#include <numeric>
+#include <span>
 
 #include "actions/builtin.h"
 #include "actions/solver.h"
@@ -26,17 +28,26 @@ JobsOrderOptions PendingJobs(bool non_preemptible_filter = false) {
   return o;
 }
 
-// Jobs with at least one alive pod that pass `keep`, as a victims queue.
+// The jobs of `candidates` (in increasing id order) that pass `keep`, as a victims queue.
 std::unique_ptr<JobsByQueue> VictimsQueue(const Session& ssn, JobsOrderOptions options,
+                                          std::span<const JobId> candidates,
                                           const std::function<bool(JobId)>& keep) {
   options.victim_queue = true;
   auto queue = std::make_unique<JobsByQueue>(ssn, options);
   std::vector<JobId> jobs;
-  for (JobId j = 0; j < static_cast<JobId>(ssn.cluster().jobs.size()); ++j) {
+  for (JobId j : candidates) {
     if (keep(j)) jobs.push_back(j);
   }
   queue->InitializeWithJobs(jobs);
   return queue;
+}
+
+// Every job of the cluster, in id order.
+std::unique_ptr<JobsByQueue> VictimsQueue(const Session& ssn, JobsOrderOptions options,
+                                          const std::function<bool(JobId)>& keep) {
+  std::vector<JobId> all(ssn.cluster().jobs.size());
+  std::iota(all.begin(), all.end(), 0);
+  return VictimsQueue(ssn, options, all, keep);
 }
 
 bool HasAlivePod(const Session& ssn, JobId j) {
@@ -74,8 +85,12 @@ class ReclaimAction : public Action {
         o.filter_unready = false;
         o.filter_non_preemptible = true;
         o.filter_non_active_allocated = true;
+        // (The options' filters are also checked first here: the plugins' victim filter, the
+        // costly part, is a predicate, so the queue's jobs are the same.)
         return VictimsQueue(ssn, o, [&ssn, j, queue](JobId v) {
-          return ssn.cluster().jobs[v].queue != queue && ssn.ReclaimVictimFilter(j, v);
+          const Job& victim = ssn.cluster().jobs[v];
+          return victim.queue != queue && victim.preemptible && ssn.NumActiveAllocated(v) > 0 &&
+                 ssn.ReclaimVictimFilter(j, v);
         });
       };
       SolverResult r = SolveJob(ssn, j, spec);
@@ -91,6 +106,13 @@ class PreemptAction : public Action {
     JobsByQueue jobs(ssn, PendingJobs());
     jobs.InitializeWithAllJobs();
     std::vector<PodId> tasks;
+    // Victims are jobs of the preemptor's queue: each queue's jobs in id order, so a victims
+    // queue looks only at those (the same jobs, in the same order, as a walk over every job).
+    std::vector<std::vector<JobId>> queue_jobs(ssn.cluster().queues.size());
+    for (JobId v = 0; v < static_cast<JobId>(ssn.cluster().jobs.size()); ++v) {
+      const QueueId q = ssn.cluster().jobs[v].queue;
+      if (q != kNone) queue_jobs[q].push_back(v);
+    }
     while (!jobs.empty()) {
       const JobId j = jobs.PopNext();
       if (j == kNone) break;
@@ -102,16 +124,19 @@ class PreemptAction : public Action {
       spec.validator = [](const Session& s, const ScenarioInfo& sc) {
         return s.PreemptScenarioValid(sc);
       };
-      spec.victims_queue = [&ssn, j] {
+      spec.victims_queue = [&ssn, j, &queue_jobs] {
         JobsOrderOptions o;
         o.filter_non_pending = false;
         o.filter_unready = false;
         const Job& preemptor = ssn.cluster().jobs[j];
-        return VictimsQueue(ssn, o, [&ssn, j, &preemptor](JobId v) {
+        std::span<const JobId> candidates;
+        if (preemptor.queue != kNone) candidates = queue_jobs[preemptor.queue];
+        // (Cheapest checks first; all but the plugins' filter, kept last, only read.)
+        return VictimsQueue(ssn, o, candidates, [&ssn, j, &preemptor](JobId v) {
           const Job& victim = ssn.cluster().jobs[v];
-          return HasAlivePod(ssn, v) && victim.preemptible &&
-                 victim.priority < preemptor.priority && victim.queue == preemptor.queue &&
-                 v != j && ssn.NumActiveAllocated(v) > 0 && ssn.PreemptVictimFilter(j, v);
+          return victim.queue == preemptor.queue && v != j && victim.preemptible &&
+                 victim.priority < preemptor.priority && ssn.NumActiveAllocated(v) > 0 &&
+                 HasAlivePod(ssn, v) && ssn.PreemptVictimFilter(j, v);
         });
       };
       SolverResult r = SolveJob(ssn, j, spec);

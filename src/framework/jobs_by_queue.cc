@@ -28,6 +28,7 @@ JobsByQueue::JobsByQueue(const Session& ssn, JobsOrderOptions options)
   for (QueueId q = 0; q < static_cast<QueueId>(queues.size()); ++q) {
     if (queues[q].parent == kNone) roots_.push_back(q);
   }
+  keyed_ = ssn.params().solver_shortcuts && ssn.JobOrderKeyed();
   lazy_ = options_.lazy_heaps && !options_.victim_queue && ssn.params().solver_shortcuts &&
           ssn.JobOrderDependsOnlyOnOwnPods() && ssn.JobTieBreakersDistinct();
   if (lazy_) {
@@ -67,13 +68,15 @@ void JobsByQueue::InitializeWithJobs(const std::vector<JobId>& jobs) {
   for (JobId j : eligible) Push(j);
 }
 
-bool JobsByQueue::EntryLess(const JobView& a, const JobView& b) const {
-  return options_.victim_queue ? ssn_.JobViewLess(b, a) : ssn_.JobViewLess(a, b);
+bool JobsByQueue::EntryLessSlow(const Item& a, const Item& b) const {
+  return options_.victim_queue ? ssn_.JobViewLess(b.view, a.view)
+                               : ssn_.JobViewLess(a.view, b.view);
 }
 
 JobsByQueue::JobsByQueue(const JobsByQueue& other)
     : ssn_(other.ssn_),
       options_(other.options_),
+      keyed_(other.keyed_),
       frozen_(other.frozen_),
       frozen_size_(other.frozen_size_),
       own_(other.own_),
@@ -204,17 +207,26 @@ void JobsByQueue::RefreshFront(QueueId q) {
 }
 
 int32_t JobsByQueue::AddEntry(JobView v) {
-  own_.push_back(std::move(v));
+  Item& item = own_.emplace_back();
+  item.view = std::move(v);
+  if (keyed_) {
+    item.key_version = ssn_.job_version(item.view.job);
+    item.key = ssn_.JobOrderKeyOf(item.view);
+  }
   return static_cast<int32_t>(frozen_size_ + own_.size() - 1);
 }
 
 void JobsByQueue::Freeze() {
   if (own_.empty()) return;
-  auto all = std::make_shared<std::vector<JobView>>();
-  all->reserve(frozen_size_ + own_.size());
-  if (frozen_) all->insert(all->end(), frozen_->begin(), frozen_->end());
-  all->insert(all->end(), std::make_move_iterator(own_.begin()),
-              std::make_move_iterator(own_.end()));
+  // (The first time the entries' chunks are handed over as they are: entries keep their
+  // places.)
+  std::shared_ptr<Items> all;
+  if (!frozen_) {
+    all = std::make_shared<Items>(std::move(own_));
+  } else {
+    all = std::make_shared<Items>(*frozen_);
+    for (size_t i = 0; i < own_.size(); ++i) all->emplace_back() = std::move(own_[i]);
+  }
   own_.clear();
   frozen_size_ = all->size();
   frozen_ = std::move(all);
@@ -250,19 +262,29 @@ void JobsByQueue::PushMany(const std::vector<JobId>& jobs) {
   const auto& cluster = ssn_.cluster();
   // Leaf queues receiving entries, with how many each; the counters above them are raised once
   // per queue (nothing reads them in between).
+  // (In the order first reached; `slot` maps a queue to its place in `touched`, -1: none. The
+  // jobs are counted first so that each heap grows once.)
   std::vector<std::pair<QueueId, size_t>> touched;
-  for (JobId j : jobs) {
+  std::vector<int32_t> slot(cluster.queues.size(), -1);
+  auto accepted = [&](JobId j) {
     const QueueId q = cluster.jobs[j].queue;
-    if (q == kNone || !cluster.queues[q].IsLeaf()) continue;
-    if (!cluster.queues[q].parent_name.empty() && cluster.queues[q].parent == kNone) continue;
-    auto it = std::find_if(touched.begin(), touched.end(),
-                           [q](const auto& entry) { return entry.first == q; });
-    if (it == touched.end()) {
+    if (q == kNone || !cluster.queues[q].IsLeaf()) return kNone;
+    if (!cluster.queues[q].parent_name.empty() && cluster.queues[q].parent == kNone) return kNone;
+    return q;
+  };
+  for (JobId j : jobs) {
+    const QueueId q = accepted(j);
+    if (q == kNone) continue;
+    if (slot[q] < 0) {
+      slot[q] = static_cast<int32_t>(touched.size());
       touched.emplace_back(q, 0);
-      it = touched.end() - 1;
     }
-    ++it->second;
-    heaps_[q].push_back(AddEntry(JobView{j, false, {}}));
+    ++touched[static_cast<size_t>(slot[q])].second;
+  }
+  for (const auto& [q, count] : touched) heaps_[q].reserve(heaps_[q].size() + count);
+  for (JobId j : jobs) {
+    const QueueId q = accepted(j);
+    if (q != kNone) heaps_[q].push_back(AddEntry(JobView{j, false, {}}));
   }
   for (const auto& [q, count] : touched) {
     if (lazy_) {

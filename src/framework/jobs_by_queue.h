@@ -11,7 +11,7 @@
 // pushed back.
 #pragma once
 
-#include <deque>
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -86,25 +86,80 @@ class JobsByQueue {
   void NoteChange(QueueId leaf);
   QueueId NextLeaf() const;
   bool HasJobs(QueueId q) const { return active_jobs_[q] > 0; }
-  bool EntryLess(const JobView& a, const JobView& b) const;
+  // An entry: the view, and with job order keys (keyed_) its key and the job version it was
+  // computed at.
+  struct Item {
+    JobView view;
+    JobOrderKey key;
+    uint64_t key_version = 0;
+  };
+  bool EntryLess(const Item& a, const Item& b) const {
+    // A kept key is the view's key now while its job's version is the same (see
+    // Session::JobOrderKeyed), and keys compare as JobViewLess does: the same answer.
+    if (keyed_ && a.key_version == ssn_.job_version(a.view.job) &&
+        b.key_version == ssn_.job_version(b.view.job)) {
+      return options_.victim_queue ? b.key < a.key : a.key < b.key;
+    }
+    return EntryLessSlow(a, b);
+  }
+  bool EntryLessSlow(const Item& a, const Item& b) const;
   // Victims that stand for queue q (its best leaf queue): popped entries plus the next one.
   VictimList VictimsOf(QueueId q) const;
   // Victim mode: keeps victims_[q] = popped entries + the heap's front.
   void RefreshFront(QueueId q);
   void RebuildVictimViews();
   // Entries are numbered in push order: first the frozen (shared) ones, then this queue's own.
-  const JobView& Entry(int32_t e) const {
+  // Entries in chunks of a fixed size: views of entries stay where they are while entries are
+  // added, and an index is a shift and a mask.
+  class Items {
+   public:
+    Items() = default;
+    Items(const Items& other) : size_(other.size_) {
+      for (size_t c = 0; c < other.chunks_.size(); ++c) {
+        chunks_.push_back(std::make_unique<Item[]>(kChunk));
+        const size_t n = std::min(kChunk, other.size_ - c * kChunk);
+        std::copy(other.chunks_[c].get(), other.chunks_[c].get() + n, chunks_[c].get());
+      }
+    }
+    Items(Items&&) = default;
+    Items& operator=(const Items&) = delete;
+    Item& emplace_back() {
+      if (size_ == chunks_.size() * kChunk) chunks_.push_back(std::make_unique<Item[]>(kChunk));
+      Item& item = (*this)[size_];
+      ++size_;
+      return item;
+    }
+    Item& operator[](size_t i) { return chunks_[i >> kBits][i & (kChunk - 1)]; }
+    const Item& operator[](size_t i) const { return chunks_[i >> kBits][i & (kChunk - 1)]; }
+    size_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+    void clear() {
+      chunks_.clear();
+      size_ = 0;
+    }
+
+   private:
+    static constexpr size_t kBits = 6;
+    static constexpr size_t kChunk = size_t{1} << kBits;
+    std::vector<std::unique_ptr<Item[]>> chunks_;
+    size_t size_ = 0;
+  };
+  const Item& ItemAt(int32_t e) const {
     const size_t i = static_cast<size_t>(e);
     return i < frozen_size_ ? (*frozen_)[i] : own_[i - frozen_size_];
   }
+  const JobView& Entry(int32_t e) const { return ItemAt(e).view; }
   int32_t AddEntry(JobView v);
-  bool HeapLess(int32_t a, int32_t b) const { return EntryLess(Entry(b), Entry(a)); }
+  bool HeapLess(int32_t a, int32_t b) const { return EntryLess(ItemAt(b), ItemAt(a)); }
 
   const Session& ssn_;
   JobsOrderOptions options_;
-  std::shared_ptr<const std::vector<JobView>> frozen_;
+  // With the solver shortcuts on and a keyed job order (Session::JobOrderKeyed), entries carry
+  // their job order keys and are compared by them while their jobs' versions are unchanged.
+  bool keyed_ = false;
+  std::shared_ptr<const Items> frozen_;
   size_t frozen_size_ = 0;
-  std::deque<JobView> own_;  // (a deque: views of entries stay valid while entries are added)
+  Items own_;
   // Per leaf queue: a heap of entry numbers (front = next).
   std::vector<std::vector<int32_t>> heaps_;
   // Per leaf queue, victim mode: entries popped so far; the same entries then the heap's front

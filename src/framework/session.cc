@@ -554,6 +554,54 @@ bool Session::JobTieBreakersDistinct() const {
   return job_tie_breakers_distinct_ > 0;
 }
 
+void Session::AddJobOrderKeyFn(JobOrderKeyFn key, bool own_pods_only) {
+  if (Disabled("job_order")) return;
+  job_order_fns_.push_back([key](const Session& s, const JobView& l, const JobView& r) {
+    const int64_t lk = key(s, l);
+    const int64_t rk = key(s, r);
+    return lk < rk ? -1 : lk > rk ? 1 : 0;
+  });
+  job_order_own_pods_only_ = job_order_own_pods_only_ && own_pods_only;
+  job_order_keys_.push_back(std::move(key));
+}
+
+// Exactness: JobViewLess asks the functions in order and the first non-zero answer decides,
+// then creation time, then name. Each function is sign(key(l) - key(r)), so that is the
+// lexicographic order of the functions' keys, then of the (creation, name) rank, which orders
+// jobs as their (creation, name) pairs (equal pairs, equal ranks). Unused slots are 0 on both
+// sides.
+JobOrderKey Session::ComputeJobOrderKey(const JobView& v) const {
+  if (job_tie_rank_.empty() && !cluster_.jobs.empty()) {
+    std::vector<JobId> order(cluster_.jobs.size());
+    std::iota(order.begin(), order.end(), 0);
+    auto less = [this](JobId a, JobId b) {
+      const Job& ja = cluster_.jobs[a];
+      const Job& jb = cluster_.jobs[b];
+      if (ja.creation_ms != jb.creation_ms) return ja.creation_ms < jb.creation_ms;
+      return ja.name < jb.name;
+    };
+    std::sort(order.begin(), order.end(), less);
+    job_tie_rank_.assign(cluster_.jobs.size(), 0);
+    int64_t rank = 0;
+    for (size_t i = 0; i < order.size(); ++i) {
+      if (i > 0 && less(order[i - 1], order[i])) ++rank;
+      job_tie_rank_[order[i]] = rank;
+    }
+    job_key_cache_.assign(cluster_.jobs.size(), {0, JobOrderKey{}});
+  }
+  auto compute = [&] {
+    JobOrderKey key;
+    for (size_t i = 0; i < job_order_keys_.size(); ++i) key.k[i] = job_order_keys_[i](*this, v);
+    key.k[JobOrderKey::kMaxFns] = job_tie_rank_[v.job];
+    return key;
+  };
+  if (v.partial) return compute();
+  // (Job versions start at 1 and only grow: 0 marks no kept key.)
+  auto& cached = job_key_cache_[v.job];
+  if (cached.first != job_version_[v.job]) cached = {job_version_[v.job], compute()};
+  return cached.second;
+}
+
 bool Session::JobViewLess(const JobView& lv, const JobView& rv) const {
   for (const auto& fn : job_order_fns_) {
     if (int c = fn(*this, lv, rv); c != 0) return c < 0;

@@ -121,6 +121,22 @@ struct ScenarioInfo {
 // Callback types. Comparators return <0 when the left side goes first, >0 for the right side,
 // 0 for "no opinion" (the next comparator decides).
 using JobOrderFn = std::function<int(const Session&, const JobView&, const JobView&)>;
+// A job order given as a key of each view: the smaller key goes first, equal keys have no
+// opinion (the comparator it stands for is the sign of key(l) - key(r)).
+using JobOrderKeyFn = std::function<int64_t(const Session&, const JobView&)>;
+// The job order as a key (see Session::JobOrderKeyOf): views compare as their keys compare,
+// lexicographically.
+struct JobOrderKey {
+  static constexpr size_t kMaxFns = 3;  // key functions a key can hold
+  // The key functions' values in order, then the job's tie-breaker rank; unused slots are 0.
+  std::array<int64_t, kMaxFns + 1> k{};
+  bool operator<(const JobOrderKey& o) const {
+    for (size_t i = 0; i < k.size(); ++i) {
+      if (k[i] != o.k[i]) return k[i] < o.k[i];
+    }
+    return false;
+  }
+};
 using TaskOrderFn = std::function<int(const Session&, PodId, PodId)>;
 using PodSetOrderFn = std::function<int(const Session&, const JobView&, int32_t, int32_t)>;
 // The victims that stand for a queue when ordering victims: the jobs taken from it so far, then
@@ -334,8 +350,32 @@ class Session {
     if (Disabled("job_order")) return;
     job_order_fns_.push_back(std::move(fn));
     job_order_own_pods_only_ = job_order_own_pods_only_ && own_pods_only;
+    job_order_keyed_ = false;
   }
+  // The same as AddJobOrderFn with the comparator sign(key(l) - key(r)); while every job order
+  // function is given this way (at most JobOrderKey::kMaxFns) and depends only on the views'
+  // own pods, the order can be evaluated as keys (JobOrderKeyed).
+  void AddJobOrderKeyFn(JobOrderKeyFn key, bool own_pods_only = false);
   bool JobOrderDependsOnlyOnOwnPods() const { return job_order_own_pods_only_; }
+  // Whether the job order can be evaluated as keys: then for any two views l and r,
+  // JobViewLess(l, r) == (JobOrderKeyOf(l) < JobOrderKeyOf(r)), and a view's key changes only
+  // when the status or virtual flag of one of its job's pods changes, i.e. not while
+  // job_version(view.job) is the same.
+  bool JobOrderKeyed() const {
+    return job_order_keyed_ && job_order_own_pods_only_ &&
+           job_order_keys_.size() <= JobOrderKey::kMaxFns;
+  }
+  // The key of a view (JobOrderKeyed must hold). Whole-job keys are kept per job while its
+  // version is the same.
+  JobOrderKey JobOrderKeyOf(const JobView& v) const {
+    if (!v.partial && !job_key_cache_.empty()) {
+      const auto& cached = job_key_cache_[v.job];
+      if (cached.first == job_version_[v.job]) return cached.second;
+    }
+    return ComputeJobOrderKey(v);
+  }
+  // Changes whenever the status or virtual flag of one of the job's pods is set (never goes back).
+  uint64_t job_version(JobId j) const { return job_version_[j]; }
   // Whether no two jobs of the cluster share their creation time and name, the job order's last
   // tie-breakers: then views of two distinct jobs are never equivalent in the job order.
   // Computed on first use.
@@ -579,6 +619,15 @@ class Session {
   bool queue_order_pod_states_only_ = true;
   bool job_order_own_pods_only_ = true;
   mutable int8_t job_tie_breakers_distinct_ = -1;  // -1: not computed yet
+  // Job order keys (JobOrderKeyed): the key functions, each job's rank by the last tie-breakers
+  // (creation time, then name; equal pairs share a rank; computed on first use) and the kept
+  // whole-job keys with the job version they were computed at (0: none).
+  bool job_order_keyed_ = true;
+  std::vector<JobOrderKeyFn> job_order_keys_;
+  mutable std::vector<int64_t> job_tie_rank_;
+  mutable std::vector<std::pair<uint64_t, JobOrderKey>> job_key_cache_;
+  // JobOrderKeyOf without a kept key (keeps whole-job keys).
+  JobOrderKey ComputeJobOrderKey(const JobView& v) const;
   std::vector<NodePreOrderFn> node_pre_order_fns_;
   std::vector<NodeOrderFn> node_order_fns_;
   std::vector<PrePredicateFn> pre_predicate_fns_;

@@ -6,6 +6,7 @@
 namespace gantry {
 namespace {
 
+// (In job order.)
 enum class MinState { kBelow, kExactly, kAbove };
 
 MinState StateOf(const Session& s, const JobView& v) {
@@ -24,16 +25,9 @@ class ElasticPlugin : public Plugin {
   bool NodeChecksDependOnlyOnShapeAndState() const override { return true; }
   std::string_view name() const override { return "elastic"; }
   void OnSessionOpen(Session& ssn) override {
-    ssn.AddJobOrderFn(
-        [](const Session& s, const JobView& l, const JobView& r) {
-          const MinState ls = StateOf(s, l);
-          const MinState rs = StateOf(s, r);
-          if (ls == MinState::kBelow && rs != MinState::kBelow) return -1;
-          if (ls == MinState::kExactly && rs == MinState::kAbove) return -1;
-          if (ls != MinState::kBelow && rs == MinState::kBelow) return 1;
-          if (ls == MinState::kAbove && rs == MinState::kExactly) return 1;
-          return 0;
-        },
+    // Below, then exactly at, then above the minimum; equal states have no opinion.
+    ssn.AddJobOrderKeyFn(
+        [](const Session& s, const JobView& v) { return static_cast<int64_t>(StateOf(s, v)); },
         /*own_pods_only=*/true);
   }
 };

@@ -11,11 +11,10 @@ class PriorityPlugin : public Plugin {
   bool NodeChecksDependOnlyOnShapeAndState() const override { return true; }
   std::string_view name() const override { return "priority"; }
   void OnSessionOpen(Session& ssn) override {
-    ssn.AddJobOrderFn(
-        [](const Session& s, const JobView& l, const JobView& r) {
-          const int lp = s.cluster().jobs[l.job].priority;
-          const int rp = s.cluster().jobs[r.job].priority;
-          return lp > rp ? -1 : lp < rp ? 1 : 0;
+    // Higher priority first: the key is the negated priority.
+    ssn.AddJobOrderKeyFn(
+        [](const Session& s, const JobView& v) {
+          return -static_cast<int64_t>(s.cluster().jobs[v.job].priority);
         },
         /*own_pods_only=*/true);
   }

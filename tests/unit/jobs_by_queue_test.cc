@@ -4,9 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 #include <vector>
 
+#include "framework/statement.h"
 #include "test_cluster.h"
 
 namespace gantry {
@@ -137,6 +139,131 @@ TEST_F(JobsByQueueTest, FiltersCanBeSwitchedOff) {
   JobsByQueue jobs(*ssn_, all);
   jobs.InitializeWithAllJobs();
   EXPECT_EQ(jobs.size(), 7u);  // ra and "unready" too
+}
+
+// Job order keys (Session::JobOrderKeyed): with the default plugins (priority, elastic) the keys
+// of any two views compare exactly as JobViewLess does, for whole jobs and parts of jobs, below,
+// at and above their minimum, with tied creation times and tied (creation, name) pairs, and the
+// kept whole-job keys follow status changes.
+TEST(JobOrderKeyTest, KeysCompareAsTheJobOrder) {
+  Cluster c;
+  const NodeId n = AddNode(c, "n0", 256);
+  AddQueue(c, "q", {});
+  std::mt19937 rng(7);
+  for (int i = 0; i < 30; ++i) {
+    const int pods = 1 + static_cast<int>(rng() % 4);
+    const JobId j = AddJob(c, "j" + std::to_string(i % 24),
+                           {.queue = "q",
+                            .pods = pods,
+                            .pod = kGpuPod,
+                            .min_available = 1 + static_cast<int>(rng() % pods),
+                            .priority = static_cast<int32_t>(rng() % 3) * 10,
+                            .creation_ms = static_cast<int64_t>(rng() % 5),
+                            .ns = i < 24 ? "ns" : "other"});
+    const int running = static_cast<int>(rng() % (pods + 1));
+    for (int k = 0; k < running; ++k) testutil::Place(c, c.jobs[j].pods[k], n);
+  }
+  c.Finalize();
+  auto scheduler = testutil::MakeScheduler();
+  auto ssn = scheduler->OpenSession(c, testutil::kNowMs);
+  ASSERT_TRUE(ssn->JobOrderKeyed());
+  auto check_all = [&] {
+    std::vector<JobView> views;
+    for (JobId j = 0; j < static_cast<JobId>(c.jobs.size()); ++j) {
+      views.push_back(JobView{j, false, {}});
+      const auto& pods = c.jobs[j].pods;
+      views.push_back(JobView{j, true, {pods.begin(), pods.begin() + 1}});
+      if (pods.size() > 1) views.push_back(JobView{j, true, {pods.begin() + 1, pods.end()}});
+    }
+    int less = 0;
+    for (const JobView& l : views) {
+      for (const JobView& r : views) {
+        const bool by_keys = ssn->JobOrderKeyOf(l) < ssn->JobOrderKeyOf(r);
+        ASSERT_EQ(ssn->JobViewLess(l, r), by_keys)
+            << c.jobs[l.job].name << " vs " << c.jobs[r.job].name;
+        less += by_keys;
+      }
+    }
+    EXPECT_GT(less, 0);
+  };
+  check_all();
+  // Evicting running pods moves their jobs below (or to) their minimum: the kept keys follow.
+  Statement stmt(*ssn);
+  for (JobId j = 0; j < static_cast<JobId>(c.jobs.size()); j += 3) {
+    const PodId p = c.jobs[j].pods[0];
+    if (IsActiveAllocated(ssn->pod(p).status)) stmt.Evict(p, "test");
+  }
+  check_all();
+  stmt.Discard();
+  check_all();
+}
+
+// A victims queue (reversed orders, queues compared by their victims) pops the same entries with
+// the solver shortcuts on (keyed entries, one heap build per queue) as with them off (the job
+// order's callbacks, one push per job), parts of jobs pushed back included.
+TEST(JobOrderKeyTest, VictimPopsAreTheSameWithKeys) {
+  Cluster c;
+  const NodeId n = AddNode(c, "n0", 512);
+  AddQueue(c, "d1", {.creation_ms = 1});
+  AddQueue(c, "d2", {.creation_ms = 2});
+  AddQueue(c, "a", {.parent = "d1", .gpu = {20, kUnlimited, 1}, .creation_ms = 3});
+  AddQueue(c, "b", {.parent = "d1", .gpu = {40, kUnlimited, 1}, .creation_ms = 4});
+  AddQueue(c, "c", {.parent = "d2", .gpu = {30, kUnlimited, 1}, .creation_ms = 5});
+  const char* leaves[] = {"a", "b", "c"};
+  std::mt19937 rng(11);
+  std::vector<JobId> all;
+  for (int i = 0; i < 60; ++i) {
+    const int pods = 1 + static_cast<int>(rng() % 4);
+    const JobId j = AddJob(c, "v" + std::to_string(i),
+                           {.queue = leaves[rng() % 3],
+                            .pods = pods,
+                            .pod = kGpuPod,
+                            .min_available = 1 + static_cast<int>(rng() % pods),
+                            .priority = static_cast<int32_t>(rng() % 2) * 10,
+                            .creation_ms = static_cast<int64_t>(rng() % 7)});
+    const int running = 1 + static_cast<int>(rng() % pods);
+    for (int k = 0; k < running; ++k) testutil::Place(c, c.jobs[j].pods[k], n);
+    all.push_back(j);
+  }
+  c.Finalize();
+  auto pops = [&](bool shortcuts) {
+    SchedulerConfig cfg = SchedulerConfig::Default();
+    cfg.params.solver_shortcuts = shortcuts;
+    auto scheduler = testutil::MakeScheduler(cfg);
+    auto ssn = scheduler->OpenSession(c, testutil::kNowMs);
+    JobsOrderOptions o;
+    o.filter_non_pending = false;
+    o.filter_unready = false;
+    o.victim_queue = true;
+    JobsByQueue queue(*ssn, o);
+    queue.InitializeWithJobs(all);
+    std::vector<std::pair<JobId, std::vector<PodId>>> out;
+    while (!queue.empty()) {
+      JobView v = queue.PopNextView();
+      std::vector<PodId> pods = v.partial ? v.pods : c.jobs[v.job].pods;
+      out.emplace_back(v.job, pods);
+      // The rest of the job goes back, as the victim search does with a job's remaining pods.
+      if (pods.size() > 1) queue.PushView(JobView{v.job, true, {pods.begin() + 1, pods.end()}});
+    }
+    return out;
+  };
+  const auto with_keys = pops(true);
+  EXPECT_GT(with_keys.size(), all.size());
+  EXPECT_EQ(with_keys, pops(false));
+}
+
+TEST(JobOrderKeyTest, AComparatorJobOrderSwitchesKeysOff) {
+  Cluster c;
+  AddNode(c, "n0", 8);
+  AddQueue(c, "q", {});
+  AddJob(c, "a", {.queue = "q", .pod = kGpuPod});
+  c.Finalize();
+  auto scheduler = testutil::MakeScheduler();
+  auto ssn = scheduler->OpenSession(c, testutil::kNowMs);
+  EXPECT_TRUE(ssn->JobOrderKeyed());
+  ssn->AddJobOrderFn([](const Session&, const JobView&, const JobView&) { return 0; },
+                     /*own_pods_only=*/true);
+  EXPECT_FALSE(ssn->JobOrderKeyed());
 }
 
 }  // namespace
