@@ -218,8 +218,11 @@ class MinRuntimePlugin : public Plugin {
   }
 
   bool ReclaimProtected(const Session& s, JobId reclaimer, JobId victim) {
-    const uint64_t key = PairKey(reclaimer, victim);
-    if (auto it = reclaim_protected_.find(key); it != reclaim_protected_.end()) return it->second;
+    // (One flat row per reclaimer: a reclaim asks about every running job.)
+    std::vector<int8_t>& row = reclaim_protected_[reclaimer];
+    if (row.size() != s.cluster().jobs.size()) row.assign(s.cluster().jobs.size(), kUnknown);
+    int8_t& cached = row[static_cast<size_t>(victim)];
+    if (cached != kUnknown) return cached == kYes;
     const auto& jobs = s.cluster().jobs;
     const QueueId reclaimer_queue = reclaimer >= 0 && static_cast<size_t>(reclaimer) < jobs.size()
                                         ? jobs[reclaimer].queue
@@ -227,7 +230,7 @@ class MinRuntimePlugin : public Plugin {
     const double runtime = ReclaimMinRuntime(s, reclaimer_queue, jobs[victim].queue);
     const auto inside = InsideMinRuntime(s, victim, runtime);
     if (!inside) return false;
-    reclaim_protected_.emplace(key, *inside);
+    cached = *inside ? kYes : kNo;
     return *inside;
   }
 
@@ -325,7 +328,7 @@ class MinRuntimePlugin : public Plugin {
   // Per session: protection per victim (preempt) and per (reclaimer, victim) job pair (reclaim);
   // minimum runtime per victim queue (preempt) and per (reclaimer, victim) queue pair (reclaim).
   std::vector<int8_t> preempt_protected_;
-  std::unordered_map<uint64_t, bool> reclaim_protected_;
+  std::unordered_map<JobId, std::vector<int8_t>> reclaim_protected_;  // reclaimer -> per victim
   std::vector<std::optional<double>> preempt_runtime_;
   std::unordered_map<uint64_t, double> reclaim_runtime_;
 };
