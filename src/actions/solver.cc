@@ -1432,8 +1432,11 @@ class Solver {
       }
       if (!is_victim_job_[v.job]) continue;
       // Would fail, and failures change nothing. (The check looks only at the pods' sizes.)
-      if (ssn_.params().solver_shortcuts) {
-        ssn_.TasksToAllocate(v.job, tasks_scratch_, /*real=*/false, /*ordered=*/false);
+      // The tasks are asked for once, in order, and placed as they are (AllocateJobTasks would
+      // ask for the same list).
+      const bool shortcuts = ssn_.params().solver_shortcuts;
+      if (shortcuts) {
+        ssn_.TasksToAllocate(v.job, tasks_scratch_, /*real=*/false, /*ordered=*/true);
         if (!CouldFit(tasks_scratch_, nodes)) {
           NoteProcessed(v.job);
           if (placed && RejectionCertain(nodes)) {
@@ -1443,9 +1446,12 @@ class Solver {
           continue;
         }
       }
-      const bool victim_placed = AllocateJobTasks(ssn_, stmt, nodes, v.job,
-                                                  /*pipeline_only=*/true,
-                                                  /*nodes_cover_free_gpus=*/true);
+      const bool victim_placed =
+          shortcuts ? AllocateJobTaskList(ssn_, stmt, nodes, v.job, tasks_scratch_,
+                                          /*pipeline_only=*/true,
+                                          /*nodes_cover_free_gpus=*/true)
+                    : AllocateJobTasks(ssn_, stmt, nodes, v.job, /*pipeline_only=*/true,
+                                       /*nodes_cover_free_gpus=*/true);
       NoteProcessed(v.job);
       // Before the pending pods' turn, a victim placed again only takes free GPUs away: once
       // the necessary condition for placing them fails, their turn will fail (kFailed).

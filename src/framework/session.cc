@@ -1160,10 +1160,25 @@ Quantities Session::TasksToAllocateQuantities(JobId j) const {
   auto& cached = job_quantities_cache_[j];
   if (cached.first == job_version_[j]) return cached.second;
   std::vector<PodId> tasks;
-  TasksToAllocate(j, tasks, /*real=*/false);
-  Quantities q;
-  for (PodId p : tasks) {
-    q += cluster_.pods[p].InitQuantities(cluster_.min_node_gpu_memory_mib);
+  // The same pods in any order add up to the same bits when every term is a whole number well
+  // inside a double's exact range; otherwise they are added in task order.
+  auto sum = [&] {
+    Quantities q;
+    bool exact = true;
+    for (PodId p : tasks) {
+      const Quantities v = cluster_.pods[p].InitQuantities(cluster_.min_node_gpu_memory_mib);
+      for (auto res : kQueueResources) {
+        exact = exact && v[res] == std::floor(v[res]) && std::abs(v[res]) < 1e15;
+      }
+      q += v;
+    }
+    return std::pair{q, exact};
+  };
+  TasksToAllocate(j, tasks, /*real=*/false, /*ordered=*/false);
+  auto [q, exact] = sum();
+  if (!exact) {
+    TasksToAllocate(j, tasks, /*real=*/false);
+    q = sum().first;
   }
   cached = {job_version_[j], q};
   return q;
