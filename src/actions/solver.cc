@@ -952,20 +952,28 @@ class Solver {
     }
     spec_.rejection_rules(ssn_, job_, scenario.pending(), evicted, rules_);
     if (rules_.empty()) return;
-    bool usable = true;
     if (whole_job_.size() != c.jobs.size()) whole_job_.assign(c.jobs.size(), -1);
-    for (PodId p : evicted_scratch_) {
-      usable = usable && whole(p) && ssn_.AcceptedGpus(p) == briefs[p].whole_gpus;
-      // (What the victim's job may place again: a property of its pods' specs, kept per job.)
-      const JobId j = briefs[p].job;
-      int8_t& job_whole = whole_job_[j];
-      if (job_whole < 0) {
-        job_whole = 1;
-        for (PodId q : c.jobs[j].pods) job_whole = job_whole && whole(q);
+    auto usable_victims = [&](std::span<const PodId> pods) {
+      for (PodId p : pods) {
+        if (!whole(p) || ssn_.AcceptedGpus(p) != briefs[p].whole_gpus) return false;
+        // (What the victim's job may place again: a property of its pods' specs, kept per job.)
+        const JobId j = briefs[p].job;
+        int8_t& job_whole = whole_job_[j];
+        if (job_whole < 0) {
+          job_whole = 1;
+          for (PodId q : c.jobs[j].pods) job_whole = job_whole && whole(q);
+        }
+        if (job_whole == 0) return false;
       }
-      usable = usable && job_whole != 0;
-      if (!usable) break;
+      return true;
+    };
+    // (The recorded victims' answer is the same for the whole prefix: whole-GPU pods keep their
+    // accepted GPUs wherever they are placed.)
+    if (usable_prefix_ != prefix_serial_) {
+      usable_prefix_ = prefix_serial_;
+      recorded_usable_ = usable_victims(scenario.recorded_tasks());
     }
+    const bool usable = recorded_usable_ && usable_victims(potential);
     // Free counts exact now, and kept so by whole-GPU placements only.
     double free_now = 0;
     if (!usable || !(free_after != nullptr || ExactFreeAfterEvictions(free_now))) {
@@ -1542,6 +1550,9 @@ class Solver {
   // stable_prefix_, whether its recorded victims qualify; keys are unique per process.
   uint64_t stable_prefix_ = 0;
   bool stable_ok_ = false;
+  // PrepareRejecting's check of the recorded victims, for the prefix usable_prefix_.
+  uint64_t usable_prefix_ = 0;
+  bool recorded_usable_ = false;
   const uint64_t stable_key_base_ = NextStableKeyBase();
   static uint64_t NextStableKeyBase() {
     static std::atomic<uint64_t> next{1};
