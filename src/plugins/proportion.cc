@@ -693,10 +693,10 @@ class ProportionPlugin : public Plugin {
             low = mid + 1;
           }
         }
-        RejectionRule rule;
+        RejectionRule& rule = out.emplace_back();
         rule.min_gpus = high;
-        for (size_t k = begin; k < end; ++k) rule.pods.push_back(pod_of_entry(parted[k]));
-        out.push_back(std::move(rule));
+        rule.pods.resize(end - begin);
+        for (size_t k = begin; k < end; ++k) rule.pods[k - begin] = pod_of_entry(parted[k]);
       }
       begin = end;
     }
