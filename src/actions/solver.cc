@@ -1141,7 +1141,7 @@ class Solver {
       if (i > 0 && sizes[i] == sizes[i - 1]) continue;
       const double g = sizes[i];
       double count = 0;
-      for (size_t k = i; k < sizes.size(); ++k) count += std::floor(sizes[k] / g);
+      for (size_t k = i; k < sizes.size(); ++k) count += FloorOfNonNegative(sizes[k] / g);
       if (count > blocks(g)) return false;
     }
     return true;
@@ -1231,12 +1231,17 @@ class Solver {
   // Free GPUs (g = 0) or blocks of g free GPUs of one node, as FreeBlocks counts them.
   static double NodeBlocks(double free, double g) {
     const double f = std::max(0.0, free);
-    return g == 0 ? f : std::floor(f / g);
+    return g == 0 ? f : FloorOfNonNegative(f / g);
+  }
+  // std::floor for a quotient known to be at least 0 (or NaN): truncation, without the library
+  // call the generic x86-64 target makes for std::floor (the counts here are in the hot loop).
+  static double FloorOfNonNegative(double q) {
+    return q < 9e15 ? static_cast<double>(static_cast<int64_t>(q)) : std::floor(q);
   }
   // Sums of NodeBlocks are exact (so independent of the order of the terms) while every free
   // count is a whole number well inside the range of consecutive integers of a double.
   static bool ExactlySummable(double free) {
-    return free == std::floor(free) && std::abs(free) < 1e12;
+    return std::abs(free) < 1e12 && free == static_cast<double>(static_cast<int64_t>(free));
   }
 
   // The prefix's base state: the recorded victims evicted, nothing else. Counts the blocks of
@@ -1324,7 +1329,7 @@ class Solver {
     double value = 0;
     for (NodeId n : nodes) {
       const double f = std::max(0.0, free[n]);
-      value += g == 0 ? f : std::floor(f / g);
+      value += g == 0 ? f : FloorOfNonNegative(f / g);
     }
     blocks_cache_.emplace_back(g, value);
     if (!blocks_synced_ && ssn_.params().solver_shortcuts && &nodes == &feasible_list_) {
