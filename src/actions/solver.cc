@@ -699,12 +699,18 @@ class Solver {
     if (!hypothetical_exact_ || !base_exact_ || g_verify_proofs || !spec_.rejection_rules) {
       return false;
     }
+    // (Each size is counted once per call: the proof asks for the same few sizes per job.)
+    hypothetical_blocks_.clear();
     auto blocks = [&](double g) {
+      for (const auto& [size, value] : hypothetical_blocks_) {
+        if (size == g) return value;
+      }
       double value = BaseBlocks(g);
       for (size_t i = 0; i < touched_.size(); ++i) {
         value += NodeBlocks(hypothetical_free_[i], g) -
                  (touched_[i].was_feasible ? NodeBlocks(touched_[i].base_free, g) : 0);
       }
+      hypothetical_blocks_.emplace_back(g, value);
       return value;
     };
     const double free_after = blocks(0);
@@ -1592,6 +1598,7 @@ class Solver {
   // ProvenUnsolvableWithoutEvicting's jobs whose tasks are not known (where equal to the stamp),
   // and whether FailsPrecheckAfterEvicting's hypothetical_free_ is exact.
   std::vector<uint64_t> unknown_tasks_;
+  std::vector<std::pair<double, double>> hypothetical_blocks_;  // (size, blocks) of one proof
   uint64_t unknown_stamp_ = 0;
   bool hypothetical_exact_ = false;
   // Per job (-1: not known yet): every pod asks for whole GPUs (PrepareRejecting's `whole`).
