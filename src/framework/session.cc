@@ -50,6 +50,8 @@ Session::Session(const Cluster& cluster, const SchedulerConfig& config, int64_t 
     non_allocated_gpus_[n] = nodes_[n].idle.gpus;
   }
 
+  // (Versions start at 1 before any pod is placed: placing one bumps its job's.)
+  job_version_.assign(cluster.jobs.size(), 1);
   // Occupying pods are added in byte order of their names (shared-device placement depends on it).
   for (PodId p : cluster.pods_by_name()) {
     if (IsActiveUsed(pods_[p].status) && pods_[p].node != kNone) AddPodToNode(p, pods_[p].node);
@@ -64,7 +66,6 @@ Session::Session(const Cluster& cluster, const SchedulerConfig& config, int64_t 
 
   queue_versions_.assign(cluster.queues.size(), 0);
   jobs_.resize(cluster.jobs.size());
-  job_version_.assign(cluster.jobs.size(), 1);
   job_quantities_cache_.assign(cluster.jobs.size(), {0, Quantities{}});
   for (size_t j = 0; j < cluster.jobs.size(); ++j) {
     jobs_[j].last_start_ms = cluster.jobs[j].last_start_ms;
@@ -150,6 +151,8 @@ void Session::SetPodStatus(PodId p, PodStatus s) {
 
 void Session::AddPodToNode(PodId p, NodeId n) {
   ++placement_epoch_;
+  // (The accepted GPUs change with it: caches by job version must see a new version.)
+  if (const JobId j = cluster_.pods[p].job; j != kNone) ++job_version_[j];
   ++node_version_[n];
   const Pod& pod = cluster_.pods[p];
   accepted_gpus_[p] = AcceptedGpusOn(p, n);
@@ -534,9 +537,18 @@ Quantities Session::ViewAllocated(const JobView& v) const {
   };
   if (v.partial) {
     for (PodId p : v.pods) add(p);
-  } else {
-    for (PodId p : cluster_.jobs[v.job].pods) add(p);
+    return q;
   }
+  // A whole job's sum is kept while its version holds (a pod's status, and so its placement and
+  // accepted GPUs, change only with a new version): the victims queue asks for it again and
+  // again while comparing queues.
+  if (job_allocated_cache_.size() != cluster_.jobs.size()) {
+    job_allocated_cache_.assign(cluster_.jobs.size(), {0, Quantities{}});
+  }
+  auto& cached = job_allocated_cache_[v.job];
+  if (cached.first == job_version_[v.job]) return cached.second;
+  for (PodId p : cluster_.jobs[v.job].pods) add(p);
+  cached = {job_version_[v.job], q};
   return q;
 }
 

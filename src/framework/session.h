@@ -696,6 +696,8 @@ class Session {
   std::vector<NodeId> rank_returned_;
   // Cache of TasksToAllocateQuantities per job, valid while the job's version is unchanged.
   std::vector<uint64_t> job_version_;
+  // ViewAllocated of whole jobs, with the job version it was summed at (0: none).
+  mutable std::vector<std::pair<uint64_t, Quantities>> job_allocated_cache_;
   mutable std::vector<std::pair<uint64_t, Quantities>> job_quantities_cache_;
   mutable int8_t all_pods_whole_rankable_ = -1;  // AllPodsWholeGpuRankableByClass, -1: unknown
   mutable std::vector<PodBrief> pod_briefs_;     // (empty until first asked for)
