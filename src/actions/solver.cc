@@ -1674,6 +1674,7 @@ std::vector<PodId> TasksToEvict(const Session& ssn, const JobView& view, bool& h
   std::sort(order.begin(), order.end(),
             [&](int32_t a, int32_t b) { return ssn.PodSetViewLess(view, b, a); });
   const std::vector<PodId>& pods = view.partial ? view.pods : job.pods;
+  const auto& briefs = ssn.pod_briefs();
   std::vector<PodId> out;
   int total_active = 0;
   for (PodId p : pods) total_active += IsActiveAllocated(ssn.pod(p).status);
@@ -1682,11 +1683,11 @@ std::vector<PodId> TasksToEvict(const Session& ssn, const JobView& view, bool& h
     if (taken_sets >= max_sets) break;
     active.clear();
     for (PodId p : pods) {
-      if (ssn.cluster().pods[p].pod_set == s && IsActiveAllocated(ssn.pod(p).status)) {
-        active.push_back(p);
-      }
+      if (briefs[p].pod_set == s && IsActiveAllocated(ssn.pod(p).status)) active.push_back(p);
     }
-    std::sort(active.begin(), active.end(), [&](PodId a, PodId b) { return ssn.TaskLess(b, a); });
+    if (active.size() > 1) {
+      std::sort(active.begin(), active.end(), [&](PodId a, PodId b) { return ssn.TaskLess(b, a); });
+    }
     const int allocated = static_cast<int>(active.size());
     const size_t take = allocated > job.pod_sets[s].min_available ? 1 : active.size();
     for (size_t i = 0; i < take && i < active.size(); ++i) out.push_back(active[i]);

@@ -851,7 +851,7 @@ const std::vector<Session::PodBrief>& Session::pod_briefs() const {
       const Pod& pod = cluster_.pods[p];
       const double g = pod.request.gpus;
       const bool whole = !pod.IsSharedGpu() && pod.dra_gpus == 0 && g >= 0 && g == std::floor(g);
-      pod_briefs_[p] = {pod.job, whole ? g : std::numeric_limits<double>::quiet_NaN()};
+      pod_briefs_[p] = {pod.job, pod.pod_set, whole ? g : std::numeric_limits<double>::quiet_NaN()};
     }
   }
   return pod_briefs_;

@@ -466,11 +466,12 @@ class Session {
   // does not matter.
   bool PodRankableByClass(PodId p) const;
   // What the victim search reads of each pod in its inner loops, packed (a Pod is several
-  // hundred bytes): its job and its whole-GPU request, or NaN when the request is not whole
-  // GPUs only (shared GPUs, DRA GPUs, a fraction or a negative count). Built on first use; pod
-  // specs do not change within a session.
+  // hundred bytes): its job, its pod set and its whole-GPU request (NaN when the request is not
+  // whole GPUs only: shared GPUs, DRA GPUs, a fraction or a negative count). Built on first use;
+  // pod specs do not change within a session.
   struct PodBrief {
     JobId job = kNone;
+    int32_t pod_set = 0;
     double whole_gpus = 0;
   };
   const std::vector<PodBrief>& pod_briefs() const;
