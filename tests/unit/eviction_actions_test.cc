@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -434,6 +435,35 @@ INSTANTIATE_TEST_SUITE_P(Multipliers, ReclaimMultiplierSweep,
                            std::replace(name.begin(), name.end(), '.', '_');
                            return "x" + name;
                          });
+
+// Proportion keeps what it derived from a call's stable victims (EvictedVictims::stable) for the
+// next calls with the same key: the rules must be the same as when everything is derived anew,
+// whatever the split between stable and other victims.
+TEST(ReclaimRejectionRulesTest, StablePartGivesTheSameRules) {
+  Departments d = BuildDepartments();
+  Opened o = Open(d.c, ReclaimWithMultiplier("1.5"));
+  o->OnJobSolutionStart();
+  const std::vector<PodId> tasks = {PodOf(d.c, d.r, 0)};
+  std::vector<PodId> evicted;
+  for (JobId j : d.q1_jobs) evicted.push_back(PodOf(d.c, j, 0));
+  auto rules_of = [&](size_t stable, uint64_t key, std::span<const PodId> pods) {
+    std::vector<RejectionRule> out;
+    o->ReclaimRejectionRules(d.r, tasks, EvictedVictims{pods, stable, key}, out);
+    std::vector<std::pair<double, std::vector<PodId>>> flat;
+    for (const RejectionRule& rule : out) flat.emplace_back(rule.min_gpus, rule.pods);
+    return flat;
+  };
+  const auto fresh = rules_of(0, 0, evicted);
+  ASSERT_FALSE(fresh.empty()) << "q1's victims give a rule with multiplier 1.5";
+  for (size_t stable = 0; stable <= evicted.size(); ++stable) {
+    const uint64_t key = 100 + stable;
+    EXPECT_EQ(rules_of(stable, key, evicted), fresh) << "first call, stable " << stable;
+    EXPECT_EQ(rules_of(stable, key, evicted), fresh) << "kept part, stable " << stable;
+    // The same stable part with fewer other victims: as if derived anew from that list.
+    const std::span<const PodId> shorter(evicted.data(), stable);
+    EXPECT_EQ(rules_of(stable, key, shorter), rules_of(0, 0, shorter)) << "stable " << stable;
+  }
+}
 
 TEST(ReclaimMultiplierTest, RefusedByTheMultiplierLeavesTheSessionUntouched) {
   // With 1.5 every scenario is rejected (q1's victims are preemptible). The solver proves that

@@ -145,6 +145,33 @@ TEST_F(StatementTest, AllocateEvictPipelineUpdateTheSessionAtOnce) {
   EXPECT_FALSE(stmt.empty());
 }
 
+// A whole job's allocated sum is kept while its version holds (Session::ViewAllocated): it must
+// follow every operation and rollback, as the same sum over an explicit list of the job's pods
+// (never kept) does.
+TEST_F(StatementTest, WholeJobAllocatedFollowsOperationsAndRollbacks) {
+  auto expect_fresh = [&](const std::string& when) {
+    for (JobId j : {a_, r_}) {
+      const Job& job = cluster_.jobs[j];
+      const Quantities kept = ssn().ViewAllocated(JobView{j, false, {}});
+      const Quantities fresh = ssn().ViewAllocated(JobView{j, true, job.pods});
+      for (auto res : kQueueResources) EXPECT_EQ(kept[res], fresh[res]) << job.name << " " << when;
+    }
+  };
+  expect_fresh("at the start");
+  Statement stmt(ssn());
+  const auto start = stmt.checkpoint();
+  stmt.Allocate(a0_, n0_);
+  expect_fresh("after allocate");
+  EXPECT_GT(ssn().ViewAllocated(JobView{a_, false, {}})[QueueResource::kGpu], 0);
+  stmt.Evict(r0_, "make room");
+  expect_fresh("after evict");
+  stmt.Pipeline(a1_, n1_);
+  expect_fresh("after pipeline");
+  stmt.Rollback(start);
+  expect_fresh("after rollback");
+  EXPECT_EQ(ssn().ViewAllocated(JobView{a_, false, {}})[QueueResource::kGpu], 0);
+}
+
 TEST_F(StatementTest, RollbackRestoresEachCheckpointExactly) {
   const Snapshot s0 = Take(ssn());
   Statement stmt(ssn());
