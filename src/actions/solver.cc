@@ -1500,7 +1500,13 @@ class Solver {
   VictimGroups recorded_groups_;
   std::vector<PodId> preempted_scratch_, pipelined_scratch_;
   std::vector<char> seen_scratch_;
-  ScenarioIndex index_;
+  // (Kept per thread between searches: its per-pod and per-job arrays are sized once and each
+  // scenario resets the entries it touched. Searches do not nest.)
+  static ScenarioIndex& SharedIndex() {
+    thread_local ScenarioIndex index;
+    return index;
+  }
+  ScenarioIndex& index_ = SharedIndex();
   std::vector<char> feasible_;
   std::unique_ptr<JobsByQueue> base_queue_;
   // The record of victims-queue pops shared by the prefixes, the queue standing after it, and
