@@ -63,11 +63,12 @@ struct SolverActionStats {
   uint64_t not_placed = 0;     // of which the pending pods did not fit
   uint64_t rejected = 0;       // of which the validator rejected the outcome
   uint64_t proven = 0;         // of which rejected by a proven bound, stopped early
-                               // (SolverSpec::rejecting_victims: the validator was not asked)
+                               // (SolverSpec::rejection_rules: the validator was not asked)
   uint64_t accepted = 0;       // of which the validator accepted the outcome
-  uint64_t proven_before = 0;  // simulations skipped: a rejection rule was certain before
-                               // placing anything (not counted in `simulations`; with proofs
-                               // verified, run and counted there too)
+  uint64_t proven_before = 0;  // node simulations a rejection rule proved hopeless before the
+                               // pending pods' turn: skipped before placing anything (not in
+                               // `simulations`) or stopped ahead of that turn (counted there
+                               // too); with proofs verified, they are run to the end
   double ms = 0;               // wall-clock time in SolveJob
   // The job whose search took longest, its time, whether it was solved and its simulations.
   JobId slowest_job = kNone;
