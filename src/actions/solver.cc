@@ -699,20 +699,7 @@ class Solver {
     if (!hypothetical_exact_ || !base_exact_ || g_verify_proofs || !spec_.rejection_rules) {
       return false;
     }
-    // (Each size is counted once per call: the proof asks for the same few sizes per job.)
-    hypothetical_blocks_.clear();
-    auto blocks = [&](double g) {
-      for (const auto& [size, value] : hypothetical_blocks_) {
-        if (size == g) return value;
-      }
-      double value = BaseBlocks(g);
-      for (size_t i = 0; i < touched_.size(); ++i) {
-        value += NodeBlocks(hypothetical_free_[i], g) -
-                 (touched_[i].was_feasible ? NodeBlocks(touched_[i].base_free, g) : 0);
-      }
-      hypothetical_blocks_.emplace_back(g, value);
-      return value;
-    };
+    auto blocks = [&](double g) { return HypotheticalBlocks(g); };
     const double free_after = blocks(0);
     PrepareRejecting(scenario, potential, &free_after);
     if (rules_.empty()) return false;
@@ -801,19 +788,25 @@ class Solver {
       }
     }
     hypothetical_exact_ = true;
-    return !CouldFitProfile(pending_profile_, [&](double g) {
-      for (const auto& [size, base_value] : base_blocks_) {
-        if (size != g) continue;
-        double value = base_value;
-        for (size_t i = 0; i < touched_.size(); ++i) {
-          value += NodeBlocks(hypothetical_free_[i], g) -
-                   (touched_[i].was_feasible ? NodeBlocks(touched_[i].base_free, g) : 0);
-        }
-        return value;
-      }
-      // Not a size the pending pods ask for: never asked.
-      return std::numeric_limits<double>::infinity();
-    });
+    hypothetical_blocks_.clear();
+    return !CouldFitProfile(pending_profile_, [&](double g) { return HypotheticalBlocks(g); });
+  }
+
+  // Blocks of g free GPUs (g = 0: free GPUs) of the feasible nodes once the scenario's
+  // evictions are done, from the base counts and FailsPrecheckAfterEvicting's exact counts of
+  // the touched nodes (the session must be in the prefix's base state); each size is counted
+  // once per scenario.
+  double HypotheticalBlocks(double g) {
+    for (const auto& [size, value] : hypothetical_blocks_) {
+      if (size == g) return value;
+    }
+    double value = BaseBlocks(g);
+    for (size_t i = 0; i < touched_.size(); ++i) {
+      value += NodeBlocks(hypothetical_free_[i], g) -
+               (touched_[i].was_feasible ? NodeBlocks(touched_[i].base_free, g) : 0);
+    }
+    hypothetical_blocks_.emplace_back(g, value);
+    return value;
   }
 
   // Places the pending pods (and re-places victims that fit) with `victims` evicted, then asks
@@ -925,13 +918,6 @@ class Solver {
     rules_.clear();
     rule_states_.clear();
     if (!ssn_.params().solver_shortcuts || !spec_.rejection_rules || !base_exact_) return;
-    // (The recorded victims are the same for the whole prefix: copied once.)
-    if (evicted_prefix_ != prefix_serial_) {
-      evicted_prefix_ = prefix_serial_;
-      evicted_scratch_.assign(scenario.recorded_tasks().begin(), scenario.recorded_tasks().end());
-    }
-    evicted_scratch_.resize(scenario.recorded_tasks().size());
-    evicted_scratch_.insert(evicted_scratch_.end(), potential.begin(), potential.end());
     const auto& c = ssn_.cluster();
     const auto& briefs = ssn_.pod_briefs();
     // Every pod placed in the simulation must take whole GPUs (so free counts stay exact).
@@ -939,25 +925,6 @@ class Solver {
       const double g = briefs[p].whole_gpus;
       return !std::isnan(g) && ExactlySummable(g);
     };
-    for (PodId p : scenario.pending()) {
-      if (!whole(p)) return;
-    }
-    // The recorded victims lead the list and stay the same for the prefix; whole-GPU pods keep
-    // their accepted GPUs wherever they are placed, so a prefix whose recorded victims all ask
-    // for whole GPUs offers them as the stable part.
-    if (stable_prefix_ != prefix_serial_) {
-      stable_prefix_ = prefix_serial_;
-      stable_ok_ = std::all_of(scenario.recorded_tasks().begin(), scenario.recorded_tasks().end(),
-                               [&](PodId p) { return whole(p); });
-    }
-    EvictedVictims evicted;
-    evicted.pods = evicted_scratch_;
-    if (stable_ok_) {
-      evicted.stable = scenario.recorded_tasks().size();
-      evicted.stable_key = stable_key_base_ + prefix_serial_;
-    }
-    spec_.rejection_rules(ssn_, job_, scenario.pending(), evicted, rules_);
-    if (rules_.empty()) return;
     if (whole_job_.size() != c.jobs.size()) whole_job_.assign(c.jobs.size(), -1);
     auto usable_victims = [&](std::span<const PodId> pods) {
       for (PodId p : pods) {
@@ -973,12 +940,30 @@ class Solver {
       }
       return true;
     };
-    // (The recorded victims' answer is the same for the whole prefix: whole-GPU pods keep their
-    // accepted GPUs wherever they are placed.)
-    if (usable_prefix_ != prefix_serial_) {
-      usable_prefix_ = prefix_serial_;
-      recorded_usable_ = usable_victims(scenario.recorded_tasks());
+    // The recorded victims are the same for the whole prefix, and whole-GPU pods keep their
+    // accepted GPUs wherever they are placed: they are copied and checked once per prefix.
+    if (recorded_prefix_ != prefix_serial_) {
+      recorded_prefix_ = prefix_serial_;
+      const auto& recorded = scenario.recorded_tasks();
+      evicted_scratch_.assign(recorded.begin(), recorded.end());
+      recorded_whole_ = std::all_of(recorded.begin(), recorded.end(), whole);
+      recorded_usable_ = usable_victims(recorded);
     }
+    evicted_scratch_.resize(scenario.recorded_tasks().size());
+    evicted_scratch_.insert(evicted_scratch_.end(), potential.begin(), potential.end());
+    for (PodId p : scenario.pending()) {
+      if (!whole(p)) return;
+    }
+    // The recorded victims lead the list: when they all ask for whole GPUs they are offered as
+    // the stable part.
+    EvictedVictims evicted;
+    evicted.pods = evicted_scratch_;
+    if (recorded_whole_) {
+      evicted.stable = scenario.recorded_tasks().size();
+      evicted.stable_key = stable_key_base_ + prefix_serial_;
+    }
+    spec_.rejection_rules(ssn_, job_, scenario.pending(), evicted, rules_);
+    if (rules_.empty()) return;
     const bool usable = recorded_usable_ && usable_victims(potential);
     // Free counts exact now, and kept so by whole-GPU placements only.
     double free_now = 0;
@@ -1124,21 +1109,18 @@ class Solver {
   template <typename Blocks>
   bool FitsWithPending(const std::vector<PodId>& tasks, const std::vector<PodId>& pending,
                        double free_now, const Blocks& blocks) {
-    const auto& c = ssn_.cluster();
+    const auto& briefs = ssn_.pod_briefs();
     std::vector<double>& sizes = joint_sizes_;
     sizes.clear();
     double total = 0;
     for (PodId t : tasks) {
-      const Pod& pod = c.pods[t];
-      if (pod.IsSharedGpu() || pod.dra_gpus > 0 || !ExactlySummable(pod.request.gpus) ||
-          pod.request.gpus < 0) {
-        return true;
-      }
-      if (pod.request.gpus > 0) sizes.push_back(pod.request.gpus);
+      const double g = briefs[t].whole_gpus;
+      if (std::isnan(g) || !ExactlySummable(g)) return true;
+      if (g > 0) sizes.push_back(g);
     }
     if (sizes.empty()) return true;
     for (PodId t : pending) {
-      if (c.pods[t].request.gpus > 0) sizes.push_back(c.pods[t].request.gpus);
+      if (briefs[t].whole_gpus > 0) sizes.push_back(briefs[t].whole_gpus);
     }
     for (double g : sizes) total += g;
     if (total > free_now) return false;
@@ -1474,7 +1456,7 @@ class Solver {
       NoteProcessed(v.job);
       // Before the pending pods' turn, a victim placed again only takes free GPUs away: once
       // the necessary condition for placing them fails, their turn will fail (kFailed).
-      if (!placed && victim_placed && ssn_.params().solver_shortcuts &&
+      if (!placed && victim_placed && shortcuts &&
           !CouldFitProfile(pending_profile_, [&](double g) { return FreeBlocks(nodes, g); })) {
         ok = false;
         break;
@@ -1560,22 +1542,20 @@ class Solver {
   // The rejection rules of the current simulation (see PrepareRejecting).
   std::vector<RejectionRule> rules_;
   std::vector<RuleState> rule_states_;
-  std::vector<PodId> evicted_scratch_;  // the recorded victims of prefix evicted_prefix_, then
-                                        // the node's
+  std::vector<PodId> evicted_scratch_;  // the recorded victims of prefix recorded_prefix_,
+                                        // then the node's
   uint64_t prefix_serial_ = 0;          // SolvePartial calls so far
-  // The stable part offered to the rejection rules (see EvictedVictims): for the prefix
-  // stable_prefix_, whether its recorded victims qualify; keys are unique per process.
-  uint64_t stable_prefix_ = 0;
-  bool stable_ok_ = false;
-  // PrepareRejecting's check of the recorded victims, for the prefix usable_prefix_.
-  uint64_t usable_prefix_ = 0;
+  // PrepareRejecting's checks of the recorded victims of prefix recorded_prefix_: all ask for
+  // whole GPUs (then they are the rules' stable part, see EvictedVictims), and all can be
+  // followed by the rules. Stable keys are unique per process.
+  uint64_t recorded_prefix_ = 0;
+  bool recorded_whole_ = false;
   bool recorded_usable_ = false;
   const uint64_t stable_key_base_ = NextStableKeyBase();
   static uint64_t NextStableKeyBase() {
     static std::atomic<uint64_t> next{1};
     return next.fetch_add(uint64_t{1} << 32);
   }
-  uint64_t evicted_prefix_ = 0;
   std::vector<int32_t> rule_of_pod_;
   std::vector<char> rejecting_job_;
   mutable std::vector<std::pair<double, double>> blocks_cache_;
@@ -1604,7 +1584,7 @@ class Solver {
   // ProvenUnsolvableWithoutEvicting's jobs whose tasks are not known (where equal to the stamp),
   // and whether FailsPrecheckAfterEvicting's hypothetical_free_ is exact.
   std::vector<uint64_t> unknown_tasks_;
-  std::vector<std::pair<double, double>> hypothetical_blocks_;  // (size, blocks) of one proof
+  std::vector<std::pair<double, double>> hypothetical_blocks_;  // (size, blocks), one scenario
   uint64_t unknown_stamp_ = 0;
   bool hypothetical_exact_ = false;
   // Per job (-1: not known yet): every pod asks for whole GPUs (PrepareRejecting's `whole`).
@@ -1691,9 +1671,7 @@ std::vector<PodId> TasksToEvict(const Session& ssn, const JobView& view, bool& h
     for (PodId p : pods) {
       if (briefs[p].pod_set == s && IsActiveAllocated(ssn.pod(p).status)) active.push_back(p);
     }
-    if (active.size() > 1) {
-      std::sort(active.begin(), active.end(), [&](PodId a, PodId b) { return ssn.TaskLess(b, a); });
-    }
+    std::sort(active.begin(), active.end(), [&](PodId a, PodId b) { return ssn.TaskLess(b, a); });
     const int allocated = static_cast<int>(active.size());
     const size_t take = allocated > job.pod_sets[s].min_available ? 1 : active.size();
     for (size_t i = 0; i < take && i < active.size(); ++i) out.push_back(active[i]);

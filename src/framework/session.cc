@@ -67,6 +67,7 @@ Session::Session(const Cluster& cluster, const SchedulerConfig& config, int64_t 
   queue_versions_.assign(cluster.queues.size(), 0);
   jobs_.resize(cluster.jobs.size());
   job_quantities_cache_.assign(cluster.jobs.size(), {0, Quantities{}});
+  job_allocated_cache_.assign(cluster.jobs.size(), {0, Quantities{}});
   for (size_t j = 0; j < cluster.jobs.size(); ++j) {
     jobs_[j].last_start_ms = cluster.jobs[j].last_start_ms;
     jobs_[j].stale_since_ms = cluster.jobs[j].stale_since_ms;
@@ -542,9 +543,6 @@ Quantities Session::ViewAllocated(const JobView& v) const {
   // A whole job's sum is kept while its version holds (a pod's status, and so its placement and
   // accepted GPUs, change only with a new version): the victims queue asks for it again and
   // again while comparing queues.
-  if (job_allocated_cache_.size() != cluster_.jobs.size()) {
-    job_allocated_cache_.assign(cluster_.jobs.size(), {0, Quantities{}});
-  }
   auto& cached = job_allocated_cache_[v.job];
   if (cached.first == job_version_[v.job]) return cached.second;
   for (PodId p : cluster_.jobs[v.job].pods) add(p);

@@ -637,8 +637,8 @@ class ProportionPlugin : public Plugin {
       base.below.assign(base.path.size(), 0.0);
       base.parted.clear();
       if (base.required > 0 && base.possible) {
-        AddEvicted(s, evicted.pods.first(evicted.stable), base, base_hit_, base.hit, base.below,
-                   base.parted);
+        AddEvicted(s, evicted.pods.first(evicted.stable), base, base_hit_, base.hit,
+                   /*skip=*/0, base.below, base.parted);
         SortEntries(base.parted);
       }
     }
@@ -653,10 +653,8 @@ class ProportionPlugin : public Plugin {
     const uint64_t call_hit = ++stamp_;
     auto& extra = extra_scratch_;
     extra.clear();
-    for (PodId p : evicted.pods.subspan(evicted.stable)) {
-      if (base_hit_[p] == base.hit) continue;
-      AddEvicted(s, std::span<const PodId>(&p, 1), base, pod_hit_, call_hit, below, extra);
-    }
+    AddEvicted(s, evicted.pods.subspan(evicted.stable), base, pod_hit_, call_hit,
+               /*skip=*/base.hit, below, extra);
     SortEntries(extra);
     auto& parted = parted_scratch_;  // (sib << 32 | pod), distinct victims whose paths part
     parted.resize(base.parted.size() + extra.size());
@@ -715,16 +713,17 @@ class ProportionPlugin : public Plugin {
     std::vector<uint64_t> parted;  // sorted
   };
 
-  // Adds the distinct pods of `pods` (not yet marked `stamp` in `hit`) to the sums below the
-  // reclaimer's path and, when their root path parts from it, to `parted`.
+  // Adds the distinct pods of `pods` (not yet marked `stamp` in `hit`, nor `skip` in
+  // base_hit_: already among the stable victims) to the sums below the reclaimer's path and,
+  // when their root path parts from it, to `parted`.
   void AddEvicted(const Session& s, std::span<const PodId> pods, const RulesBase& base,
-                  std::vector<uint64_t>& hit, uint64_t stamp, std::vector<double>& below,
-                  std::vector<uint64_t>& parted) const {
+                  std::vector<uint64_t>& hit, uint64_t stamp, uint64_t skip,
+                  std::vector<double>& below, std::vector<uint64_t>& parted) const {
     const Cluster& c = s.cluster();
     const auto& briefs = s.pod_briefs();
     const std::vector<QueueId>& path = base.path;
     for (PodId p : pods) {
-      if (hit[p] == stamp) continue;
+      if (hit[p] == stamp || (skip != 0 && base_hit_[p] == skip)) continue;
       hit[p] = stamp;
       const double gpus = s.AcceptedGpus(p);
       const QueueId vq = c.jobs[briefs[p].job].queue;
