@@ -236,6 +236,9 @@ struct PartialResult {
 
 class Solver {
  public:
+  // Pops recorded ahead at once (see AddNextPotentialVictims).
+  static constexpr size_t kPopsPerExtension = 64;
+
   Solver(Session& ssn, JobId job, SolverSpec& spec) : ssn_(ssn), job_(job), spec_(spec) {}
 
   SolverResult Solve() {
@@ -494,12 +497,15 @@ class Solver {
       victims = &pops_[cursor_ - 1].victims;
     } else {
       // Pops read the session, which must be clean. With the kept eviction base, cleaning costs
-      // re-evicting it, so the record is extended by as many pops as it already holds (at least
-      // 64) at once; they are replayed above as the prefixes reach them.
+      // re-evicting it, so the record is extended by a fixed number of pops at once; they are
+      // replayed above as the prefixes reach them. (Re-evicting the recorded victims costs about
+      // as much as a few pops; extending by the record's size instead, to re-evict a logarithmic
+      // number of times, popped up to twice the entries a search needed: 11% more instructions
+      // over the 5,000-node cycle.)
       MakeClean();
       if (!live_) live_ = std::make_unique<JobsByQueue>(*base_queue_);
       if (live_->empty()) return false;
-      const size_t count = keep_base_ ? std::max<size_t>(64, pops_.size()) : 1;
+      const size_t count = keep_base_ ? kPopsPerExtension : 1;
       for (size_t i = 0; i < count && !live_->empty(); ++i) {
         PopRecord r;
         r.view = live_->PopNextView();
