@@ -218,15 +218,21 @@ class MinRuntimePlugin : public Plugin {
   }
 
   bool ReclaimProtected(const Session& s, JobId reclaimer, JobId victim) {
-    // (One flat row per reclaimer: a reclaim asks about every running job.)
-    std::vector<int8_t>& row = reclaim_protected_[reclaimer];
-    if (row.size() != s.cluster().jobs.size()) row.assign(s.cluster().jobs.size(), kUnknown);
-    int8_t& cached = row[static_cast<size_t>(victim)];
-    if (cached != kUnknown) return cached == kYes;
+    // A victim with no recorded start is never protected (not kept: a start may be recorded
+    // later in the session).
+    if (!s.job_state(victim).last_start_ms) return false;
     const auto& jobs = s.cluster().jobs;
     const QueueId reclaimer_queue = reclaimer >= 0 && static_cast<size_t>(reclaimer) < jobs.size()
                                         ? jobs[reclaimer].queue
                                         : kNone;
+    // The answer depends on the reclaimer only through its queue: one flat row per reclaimer
+    // queue (a reclaim asks about every running job, and several reclaimers share a queue).
+    const size_t slot = static_cast<size_t>(reclaimer_queue + 1);
+    if (reclaim_protected_.size() <= slot) reclaim_protected_.resize(slot + 1);
+    std::vector<int8_t>& row = reclaim_protected_[slot];
+    if (row.size() != jobs.size()) row.assign(jobs.size(), kUnknown);
+    int8_t& cached = row[static_cast<size_t>(victim)];
+    if (cached != kUnknown) return cached == kYes;
     const double runtime = ReclaimMinRuntime(s, reclaimer_queue, jobs[victim].queue);
     const auto inside = InsideMinRuntime(s, victim, runtime);
     if (!inside) return false;
@@ -325,10 +331,12 @@ class MinRuntimePlugin : public Plugin {
   double default_preempt_s_;
   ResolveMethod method_;
 
-  // Per session: protection per victim (preempt) and per (reclaimer, victim) job pair (reclaim);
-  // minimum runtime per victim queue (preempt) and per (reclaimer, victim) queue pair (reclaim).
+  // Per session: protection per victim (preempt) and per (reclaimer queue, victim job) pair
+  // (reclaim); minimum runtime per victim queue (preempt) and per (reclaimer, victim) queue pair
+  // (reclaim).
   std::vector<int8_t> preempt_protected_;
-  std::unordered_map<JobId, std::vector<int8_t>> reclaim_protected_;  // reclaimer -> per victim
+  // Index: reclaimer queue + 1 (0: a reclaimer without a queue); then per victim job.
+  std::vector<std::vector<int8_t>> reclaim_protected_;
   std::vector<std::optional<double>> preempt_runtime_;
   std::unordered_map<uint64_t, double> reclaim_runtime_;
 };
