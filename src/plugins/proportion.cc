@@ -606,7 +606,6 @@ class ProportionPlugin : public Plugin {
       return;
     }
     const auto& queues = simulation_shares_;
-    const auto& briefs = s.pod_briefs();
     if (pod_hit_.size() != c.pods.size()) pod_hit_.assign(c.pods.size(), 0);
     if (base_hit_.size() != c.pods.size()) base_hit_.assign(c.pods.size(), 0);
     if (path_stamp_.size() != c.queues.size()) {
@@ -640,6 +639,7 @@ class ProportionPlugin : public Plugin {
         AddEvicted(s, evicted.pods.first(evicted.stable), base, base_hit_, base.hit,
                    /*skip=*/0, base.below, base.parted);
         SortEntries(base.parted);
+        GroupEntries(s, base.parted, base.groups);
       }
     }
     if (!(base.required > 0) || !base.possible) return;
@@ -656,21 +656,23 @@ class ProportionPlugin : public Plugin {
     AddEvicted(s, evicted.pods.subspan(evicted.stable), base, pod_hit_, call_hit,
                /*skip=*/base.hit, below, extra);
     SortEntries(extra);
-    auto& parted = parted_scratch_;  // (sib << 32 | pod), distinct victims whose paths part
-    parted.resize(base.parted.size() + extra.size());
-    std::merge(base.parted.begin(), base.parted.end(), extra.begin(), extra.end(), parted.begin());
-    auto sib_of_entry = [](uint64_t e) { return static_cast<QueueId>(e >> 32); };
+    GroupEntries(s, extra, extra_groups_scratch_);
+    const auto& extra_groups = extra_groups_scratch_;
+    // One rule per sibling queue with distinct victims: the stable victims' group and the
+    // others' group of that queue (both sorted by queue), merged.
     auto pod_of_entry = [](uint64_t e) { return static_cast<PodId>(e & 0xffffffffu); };
-    for (size_t begin = 0; begin < parted.size();) {
-      size_t end = begin;
-      double sib_gpus = 0;
-      const QueueId sib_queue = sib_of_entry(parted[begin]);
-      while (end < parted.size() && sib_of_entry(parted[end]) == sib_queue) {
-        sib_gpus += s.AcceptedGpus(pod_of_entry(parted[end]));
-        ++end;
-      }
+    size_t bi = 0, ei = 0;
+    while (bi < base.groups.size() || ei < extra_groups.size()) {
+      const EntryGroup* bg = bi < base.groups.size() ? &base.groups[bi] : nullptr;
+      const EntryGroup* eg = ei < extra_groups.size() ? &extra_groups[ei] : nullptr;
+      if (bg && eg && bg->sib != eg->sib) (bg->sib < eg->sib ? eg : bg) = nullptr;
+      if (bg) ++bi;
+      if (eg) ++ei;
+      const EntryGroup& any = bg ? *bg : *eg;
+      const QueueId sib_queue = any.sib;
+      const double sib_gpus = (bg ? bg->gpus : 0.0) + (eg ? eg->gpus : 0.0);
       // (The queue where the paths part is at the depth of the sibling.)
-      const size_t level = common_of_[c.jobs[briefs[pod_of_entry(parted[begin])].job].queue];
+      const size_t level = any.level;
       const QueueShare& rq = queues[path[level]];
       const QueueShare& sib = queues[sib_queue];
       const double fair = rq.FairShare()[QueueResource::kGpu];
@@ -693,9 +695,48 @@ class ProportionPlugin : public Plugin {
         }
         RejectionRule& rule = out.emplace_back();
         rule.min_gpus = high;
-        rule.pods.resize(end - begin);
-        for (size_t k = begin; k < end; ++k) rule.pods[k - begin] = pod_of_entry(parted[k]);
+        const size_t nb = bg ? bg->end - bg->begin : 0;
+        const size_t ne = eg ? eg->end - eg->begin : 0;
+        rule.pods.resize(nb + ne);
+        // (Sorted by pod, as one sorted list of both would give.)
+        const uint64_t* bp = bg ? base.parted.data() + bg->begin : nullptr;
+        const uint64_t* ep = eg ? extra.data() + eg->begin : nullptr;
+        size_t i = 0, k = 0;
+        for (PodId& pod : rule.pods) {
+          const bool take_base = k == ne || (i < nb && bp[i] < ep[k]);
+          pod = pod_of_entry(take_base ? bp[i++] : ep[k++]);
+        }
       }
+    }
+  }
+
+  // A run of entries (sorted by sibling queue, then pod) of one sibling queue: where it is, its
+  // victims' accepted GPUs and the level where the sibling's path parts from the reclaimer's.
+  struct EntryGroup {
+    QueueId sib = kNone;
+    size_t begin = 0;
+    size_t end = 0;
+    double gpus = 0;
+    size_t level = 0;
+  };
+  void GroupEntries(const Session& s, const std::vector<uint64_t>& entries,
+                    std::vector<EntryGroup>& groups) const {
+    groups.clear();
+    const auto& briefs = s.pod_briefs();
+    const Cluster& c = s.cluster();
+    for (size_t begin = 0; begin < entries.size();) {
+      EntryGroup g;
+      g.sib = static_cast<QueueId>(entries[begin] >> 32);
+      g.begin = begin;
+      size_t end = begin;
+      while (end < entries.size() && static_cast<QueueId>(entries[end] >> 32) == g.sib) {
+        g.gpus += s.AcceptedGpus(static_cast<PodId>(entries[end] & 0xffffffffu));
+        ++end;
+      }
+      g.end = end;
+      g.level =
+          common_of_[c.jobs[briefs[static_cast<PodId>(entries[begin] & 0xffffffffu)].job].queue];
+      groups.push_back(g);
       begin = end;
     }
   }
@@ -710,7 +751,8 @@ class ProportionPlugin : public Plugin {
     uint64_t path_call = 0;     // path_stamp_ value of the queue paths computed against `path`
     uint64_t hit = 0;           // base_hit_ value of the stable victims
     std::vector<double> below;
-    std::vector<uint64_t> parted;  // sorted
+    std::vector<uint64_t> parted;    // sorted
+    std::vector<EntryGroup> groups;  // parted's runs by sibling queue
   };
 
   // Adds the distinct pods of `pods` (not yet marked `stamp` in `hit`, nor `skip` in
@@ -1253,7 +1295,8 @@ class ProportionPlugin : public Plugin {
   mutable std::vector<uint64_t> hit_, pod_hit_;
   mutable std::vector<double> below_scratch_;
   mutable std::vector<QueueId> victim_path_scratch_;
-  mutable std::vector<uint64_t> parted_scratch_, extra_scratch_;
+  mutable std::vector<uint64_t> extra_scratch_;
+  mutable std::vector<EntryGroup> extra_groups_scratch_;
   mutable std::vector<uint64_t> base_hit_;
   mutable RulesBase rules_base_;
   // RejectionRules' per-queue cache of root-path comparisons (valid where the stamp is the
