@@ -640,6 +640,7 @@ class Solver {
                         std::vector<PodId>& potential, std::vector<NodeId>& added, bool may_prove) {
     potential.clear();
     added.clear();
+    verify_proven_ = false;
     if (node != kNone) scenario.VictimTasksFromNode(node, potential);
     touched_.clear();
     ++touched_stamp_;
@@ -667,7 +668,10 @@ class Solver {
                      [](const TouchedNode& t) { return t.was_feasible; })) &&
         ProvenUnsolvableWithoutEvicting(scenario, potential)) {
       ++stats_->proven_before;
-      return false;
+      ++stats_->proven_without_evicting;
+      // (Verify mode: simulated to the end, and the outcome checked; see Simulate.)
+      if (!g_verify_proofs) return false;
+      verify_proven_ = true;
     }
     EvictAll(stmt, potential);
     for (PodId p : potential) {
@@ -702,7 +706,7 @@ class Solver {
   // `potential` are not known without evicting, so its victims count as possibly placed again.
   bool ProvenUnsolvableWithoutEvicting(const Scenario& scenario,
                                        const std::vector<PodId>& potential) {
-    if (!hypothetical_exact_ || !base_exact_ || g_verify_proofs || !spec_.rejection_rules) {
+    if (!hypothetical_exact_ || !base_exact_ || !spec_.rejection_rules) {
       return false;
     }
     auto blocks = [&](double g) { return HypotheticalBlocks(g); };
@@ -831,8 +835,10 @@ class Solver {
     }
     const Statement::Checkpoint evict_end = stmt.checkpoint();
     PrepareRejecting(scenario, potential);
-    const bool proven_before =
-        (may_skip || g_verify_proofs) && RejectionCertainBeforePlacing(scenario);
+    // (Verify mode: proven before evicting (EvictNodeVictims) counts as proven before placing.)
+    const bool proven_without_evicting = std::exchange(verify_proven_, false);
+    const bool proven_before = (may_skip || g_verify_proofs) &&
+                               (proven_without_evicting || RejectionCertainBeforePlacing(scenario));
     if (proven_before) {
       ++stats_->proven_before;
       if (!g_verify_proofs) {
@@ -1092,12 +1098,22 @@ class Solver {
         const bool unknown = unknown_tasks != nullptr && (*unknown_tasks)[j] == unknown_stamp_;
         if (!unknown && job_mark_[j] != mark_stamp_) {
           job_mark_[j] = mark_stamp_;
-          ssn_.TasksToAllocate(j, tasks_scratch_, /*real=*/false, /*ordered=*/false);
-          const bool fits = FitsWithPending(tasks_scratch_, scenario.pending(), free_now, blocks);
-          for (PodId t : tasks_scratch_) task_mark_[t] = fits ? mark_stamp_ : 0;
+          if (unknown_tasks != nullptr) {
+            // (Its pods are as in the prefix's base state: what it would place is kept.)
+            const JointFit& fit = BaseJointFit(j, scenario.pending());
+            job_fits_[j] = FitsJoint(fit, free_now, blocks) ? mark_stamp_ : 0;
+          } else {
+            ssn_.TasksToAllocate(j, tasks_scratch_, /*real=*/false, /*ordered=*/false);
+            const bool fits = FitsWithPending(tasks_scratch_, scenario.pending(), free_now, blocks);
+            for (PodId t : tasks_scratch_) task_mark_[t] = fits ? mark_stamp_ : 0;
+          }
         }
         const double gpus = briefs[p].whole_gpus;
-        if (unknown || task_mark_[p] == mark_stamp_) {
+        const bool may_be_placed =
+            unknown || (unknown_tasks != nullptr
+                            ? job_fits_[j] == mark_stamp_ && base_task_mark_[p] == prefix_serial_
+                            : task_mark_[p] == mark_stamp_);
+        if (may_be_placed) {
           may_place += gpus;
         } else {
           sure += gpus;
@@ -1107,6 +1123,67 @@ class Solver {
       if (left >= std::max(1.0, rule.min_gpus)) return true;
     }
     return false;
+  }
+
+  // FitsWithPending of a job's tasks in the prefix's base state, as their joint requirement with
+  // the pending pods (computed once per job and prefix): not modelled (always true), or their
+  // total GPUs and, per distinct size g, the blocks of g they need.
+  struct JointFit {
+    uint64_t prefix = 0;  // prefix_serial_ it was computed for
+    bool always = true;
+    double total = 0;
+    uint32_t begin = 0, end = 0;  // its steps in joint_steps_
+  };
+  const JointFit& BaseJointFit(JobId j, const std::vector<PodId>& pending) {
+    const auto& c = ssn_.cluster();
+    if (joint_fit_.size() != c.jobs.size()) joint_fit_.assign(c.jobs.size(), {});
+    if (base_task_mark_.size() != c.pods.size()) base_task_mark_.assign(c.pods.size(), 0);
+    if (job_fits_.size() != c.jobs.size()) job_fits_.assign(c.jobs.size(), 0);
+    if (joint_prefix_ != prefix_serial_) {
+      joint_prefix_ = prefix_serial_;
+      joint_steps_.clear();
+    }
+    JointFit& fit = joint_fit_[j];
+    if (fit.prefix == prefix_serial_) return fit;
+    fit = JointFit{};
+    fit.prefix = prefix_serial_;
+    ssn_.TasksToAllocate(j, tasks_scratch_, /*real=*/false, /*ordered=*/false);
+    for (PodId t : tasks_scratch_) base_task_mark_[t] = prefix_serial_;
+    // (As FitsWithPending computes it.)
+    const auto& briefs = ssn_.pod_briefs();
+    std::vector<double>& sizes = joint_sizes_;
+    sizes.clear();
+    for (PodId t : tasks_scratch_) {
+      const double g = briefs[t].whole_gpus;
+      if (std::isnan(g) || !ExactlySummable(g)) return fit;
+      if (g > 0) sizes.push_back(g);
+    }
+    if (sizes.empty()) return fit;
+    for (PodId t : pending) {
+      if (briefs[t].whole_gpus > 0) sizes.push_back(briefs[t].whole_gpus);
+    }
+    fit.always = false;
+    for (double g : sizes) fit.total += g;
+    std::sort(sizes.begin(), sizes.end());
+    fit.begin = static_cast<uint32_t>(joint_steps_.size());
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (i > 0 && sizes[i] == sizes[i - 1]) continue;
+      const double g = sizes[i];
+      double count = 0;
+      for (size_t k = i; k < sizes.size(); ++k) count += FloorOfNonNegative(sizes[k] / g);
+      joint_steps_.emplace_back(g, count);
+    }
+    fit.end = static_cast<uint32_t>(joint_steps_.size());
+    return fit;
+  }
+  template <typename Blocks>
+  bool FitsJoint(const JointFit& fit, double free_now, const Blocks& blocks) const {
+    if (fit.always) return true;
+    if (fit.total > free_now) return false;
+    for (uint32_t i = fit.begin; i < fit.end; ++i) {
+      if (joint_steps_[i].second > blocks(joint_steps_[i].first)) return false;
+    }
+    return true;
   }
 
   // A necessary condition for placing `tasks` and the whole-GPU `pending` pods in one
@@ -1596,7 +1673,13 @@ class Solver {
   // Per job (-1: not known yet): every pod asks for whole GPUs (PrepareRejecting's `whole`).
   std::vector<int8_t> whole_job_;
   uint64_t mark_stamp_ = 0;
+  // Verify mode: the node simulation about to run was proven hopeless before evicting.
+  bool verify_proven_ = false;
   std::vector<double> joint_sizes_;
+  std::vector<JointFit> joint_fit_;
+  std::vector<std::pair<double, double>> joint_steps_;
+  uint64_t joint_prefix_ = 0;
+  std::vector<uint64_t> base_task_mark_, job_fits_;
   // Jobs with pending pods (other than the preemptor). Fixed for the whole solve: each
   // simulation starts from the same session state, and simulations only pipeline.
   std::vector<JobId> pending_jobs_;

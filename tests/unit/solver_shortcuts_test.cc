@@ -187,6 +187,7 @@ TEST(SolverShortcutsCoverage, RejectionRulesAreSoundAndUsed) {
   const uint64_t violations_before = RejectionProofViolations();
   uint64_t proven[3] = {0, 0, 0};
   uint64_t proven_before[3] = {0, 0, 0};
+  uint64_t without_evicting[3] = {0, 0, 0};
   for (uint64_t seed = 1; seed < 121; ++seed) {
     for (int variant = 0; variant < 3; ++variant) {
       ResetSolverStats();
@@ -194,6 +195,7 @@ TEST(SolverShortcutsCoverage, RejectionRulesAreSoundAndUsed) {
       for (int a = 0; a < 3; ++a) {
         proven[a] += GetSolverStats().by_action[a].proven;
         proven_before[a] += GetSolverStats().by_action[a].proven_before;
+        without_evicting[a] += GetSolverStats().by_action[a].proven_without_evicting;
       }
     }
   }
@@ -202,6 +204,7 @@ TEST(SolverShortcutsCoverage, RejectionRulesAreSoundAndUsed) {
   EXPECT_GT(proven[static_cast<int>(EvictionAction::kReclaim)], 0u);
   EXPECT_GT(proven[static_cast<int>(EvictionAction::kConsolidation)], 0u);
   EXPECT_GT(proven_before[static_cast<int>(EvictionAction::kReclaim)], 0u);
+  EXPECT_GT(without_evicting[static_cast<int>(EvictionAction::kReclaim)], 0u);
 }
 
 // Without verification, the simulations proven hopeless before placing are skipped on these
