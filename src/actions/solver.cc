@@ -711,7 +711,7 @@ class Solver {
     }
     auto blocks = [&](double g) { return HypotheticalBlocks(g); };
     const double free_after = blocks(0);
-    PrepareRejecting(scenario, potential, &free_after);
+    PrepareRejecting(scenario, potential, &free_after, /*track=*/false);
     if (rules_.empty()) return false;
     const auto& c = ssn_.cluster();
     if (unknown_tasks_.size() != c.jobs.size()) unknown_tasks_.assign(c.jobs.size(), 0);
@@ -748,7 +748,7 @@ class Solver {
       if (!EvictNodeVictims(scenario, stmt, node, potential, added, /*may_prove=*/true)) continue;
       bool proven = !CouldFitProfile(pending_profile_, [&](double g) { return ScenarioBlocks(g); });
       if (!proven && (added.empty() || FeasibleListInsensitive())) {
-        PrepareRejecting(scenario, potential);
+        PrepareRejecting(scenario, potential, nullptr, /*track=*/false);
         proven = RejectionCertainBeforePlacing(scenario);
         ClearRejecting();
       }
@@ -925,10 +925,11 @@ class Solver {
   };
   // `free_after`: the free GPUs of the feasible nodes after the scenario's evictions, when the
   // caller knows them without the evictions done (else counted from the session).
+  // `track`: the rules are followed while a simulation runs (NoteProcessed, RejectionCertain);
+  // otherwise only rules_ is filled (for RulesCertainBeforePlacing).
   void PrepareRejecting(const Scenario& scenario, std::span<const PodId> potential,
-                        const double* free_after = nullptr) {
-    rules_.clear();
-    rule_states_.clear();
+                        const double* free_after = nullptr, bool track = true) {
+    ClearRejecting();
     if (!ssn_.params().solver_shortcuts || !spec_.rejection_rules || !base_exact_) return;
     const auto& c = ssn_.cluster();
     const auto& briefs = ssn_.pod_briefs();
@@ -983,6 +984,8 @@ class Solver {
       rules_.clear();
       return;
     }
+    if (!track) return;
+    tracking_ = true;
     rule_of_pod_.resize(c.pods.size(), -1);
     rejecting_job_.resize(c.jobs.size(), 0);
     bool overlap = false;  // a pod listed twice (each pod is followed for one rule only)
@@ -1002,11 +1005,14 @@ class Solver {
 
   void ClearRejecting() {
     const auto& briefs = ssn_.pod_briefs();
-    for (const RejectionRule& rule : rules_) {
-      for (PodId p : rule.pods) {
-        rule_of_pod_[p] = -1;
-        rejecting_job_[briefs[p].job] = 0;
+    if (tracking_) {
+      for (const RejectionRule& rule : rules_) {
+        for (PodId p : rule.pods) {
+          rule_of_pod_[p] = -1;
+          rejecting_job_[briefs[p].job] = 0;
+        }
       }
+      tracking_ = false;
     }
     rules_.clear();
     rule_states_.clear();
@@ -1673,6 +1679,8 @@ class Solver {
   // Per job (-1: not known yet): every pod asks for whole GPUs (PrepareRejecting's `whole`).
   std::vector<int8_t> whole_job_;
   uint64_t mark_stamp_ = 0;
+  // PrepareRejecting's rules are followed (rule_of_pod_ and rejecting_job_ are set).
+  bool tracking_ = false;
   // Verify mode: the node simulation about to run was proven hopeless before evicting.
   bool verify_proven_ = false;
   std::vector<double> joint_sizes_;
