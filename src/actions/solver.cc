@@ -1740,9 +1740,22 @@ std::vector<NodeId> FeasibleNodesForJob(const Session& ssn, JobId job) {
 std::vector<PodId> TasksToEvict(const Session& ssn, const JobView& view, bool& has_more) {
   const Job& job = ssn.cluster().jobs[view.job];
   const int32_t num_sets = static_cast<int32_t>(job.pod_sets.size());
+  const std::vector<PodId>& pods = view.partial ? view.pods : job.pods;
+  if (num_sets == 1 && pods.size() == 1) {
+    // (The usual victim: one pod, evicted alone if active.)
+    has_more = false;
+    const PodId p = pods.front();
+    if (!IsActiveAllocated(ssn.pod(p).status)) return {};
+    // (A pod outside the job's pod set is not taken, but counts as active.)
+    if (ssn.pod_briefs()[p].pod_set != 0) {
+      has_more = true;
+      return {};
+    }
+    return {p};
+  }
   // One pod set when some pod set is above its minimum (elastic pods go one by one), else all.
   int max_sets = num_sets;
-  for (int32_t s = 0; s < num_sets; ++s) {
+  for (int32_t s = 0; s < num_sets && num_sets > 1; ++s) {
     if (ssn.ViewCounters(view, s).active_allocated > job.pod_sets[s].min_available) {
       max_sets = 1;
       break;
@@ -1754,9 +1767,10 @@ std::vector<PodId> TasksToEvict(const Session& ssn, const JobView& view, bool& h
   thread_local std::vector<PodId> active;
   order.resize(static_cast<size_t>(num_sets));
   std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(),
-            [&](int32_t a, int32_t b) { return ssn.PodSetViewLess(view, b, a); });
-  const std::vector<PodId>& pods = view.partial ? view.pods : job.pods;
+  if (num_sets > 1) {
+    std::sort(order.begin(), order.end(),
+              [&](int32_t a, int32_t b) { return ssn.PodSetViewLess(view, b, a); });
+  }
   const auto& briefs = ssn.pod_briefs();
   std::vector<PodId> out;
   int total_active = 0;
