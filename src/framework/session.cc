@@ -52,6 +52,12 @@ Session::Session(const Cluster& cluster, const SchedulerConfig& config, int64_t 
 
   // (Versions start at 1 before any pod is placed: placing one bumps its job's.)
   job_version_.assign(cluster.jobs.size(), 1);
+  elastic_.assign(cluster.jobs.size(), 0);
+  for (JobId j = 0; j < static_cast<JobId>(cluster.jobs.size()); ++j) {
+    for (const PodSet& ps : cluster.jobs[j].pod_sets) {
+      if (ps.min_available < static_cast<int32_t>(ps.pods.size())) elastic_[j] = 1;
+    }
+  }
   // Occupying pods are added in byte order of their names (shared-device placement depends on it).
   for (PodId p : cluster.pods_by_name()) {
     if (IsActiveUsed(pods_[p].status) && pods_[p].node != kNone) AddPodToNode(p, pods_[p].node);
@@ -1079,12 +1085,6 @@ void Session::OnJobSolutionStart() const {
   for (const auto& fn : on_job_solution_start_fns_) fn(*this);
 }
 
-bool Session::IsElastic(JobId j) const {
-  for (const PodSet& ps : cluster_.jobs[j].pod_sets) {
-    if (ps.min_available < static_cast<int32_t>(ps.pods.size())) return true;
-  }
-  return false;
-}
 
 std::optional<Quantities> Session::QueueAllocated(QueueId q) const {
   if (!queue_allocated_fn_) return std::nullopt;

@@ -503,8 +503,9 @@ class Session {
                    std::span<const NodeId> nodes, bool record,
                    std::vector<std::vector<NodeId>>& out);
   void PreJobAllocation(JobId j);
-  // A job is elastic when some pod set has fewer required pods than pods.
-  bool IsElastic(JobId j) const;
+  // A job is elastic when some pod set has fewer required pods than pods (a property of the
+  // job's spec, computed when the session is built).
+  bool IsElastic(JobId j) const { return elastic_[static_cast<size_t>(j)] != 0; }
   std::optional<Quantities> QueueAllocated(QueueId q) const;
 
   // Whether the pod fits the node's idle resources alone (no waiting for releasing pods).
@@ -697,6 +698,7 @@ class Session {
   std::vector<NodeId> rank_returned_;
   // Cache of TasksToAllocateQuantities per job, valid while the job's version is unchanged.
   std::vector<uint64_t> job_version_;
+  std::vector<uint8_t> elastic_;  // per job: IsElastic
   // ViewAllocated of whole jobs, with the job version it was summed at (0: none).
   mutable std::vector<std::pair<uint64_t, Quantities>> job_allocated_cache_;
   mutable std::vector<std::pair<uint64_t, Quantities>> job_quantities_cache_;
