@@ -57,12 +57,51 @@ bool HasAlivePod(const Session& ssn, JobId j) {
   return false;
 }
 
+// Per job: whether it is preemptible and has active allocated pods (the first filters of a
+// victim), kept while the job's version holds (its pods' statuses are the same). Victims queues
+// are built for every reclaimer over every running job; between two builds only the jobs a
+// committed solution touched change.
+class RunningPreemptible {
+ public:
+  explicit RunningPreemptible(const Session& ssn)
+      : ssn_(ssn),
+        queue_(ssn.cluster().jobs.size()),
+        preemptible_(ssn.cluster().jobs.size()),
+        version_(ssn.cluster().jobs.size(), 0),
+        value_(ssn.cluster().jobs.size(), 0) {
+    const auto& jobs = ssn.cluster().jobs;
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      queue_[j] = jobs[j].queue;
+      preemptible_[j] = jobs[j].preemptible;
+    }
+  }
+  QueueId queue(JobId j) const { return queue_[static_cast<size_t>(j)]; }
+  bool operator()(JobId j) {
+    const size_t i = static_cast<size_t>(j);
+    if (!preemptible_[i]) return false;
+    // (Versions start at 1: 0 is never current.)
+    if (version_[i] != ssn_.job_version(j)) {
+      version_[i] = ssn_.job_version(j);
+      value_[i] = ssn_.NumActiveAllocated(j) > 0;
+    }
+    return value_[i] != 0;
+  }
+
+ private:
+  const Session& ssn_;
+  std::vector<QueueId> queue_;
+  std::vector<uint8_t> preemptible_;
+  std::vector<uint64_t> version_;
+  std::vector<uint8_t> value_;
+};
+
 class ReclaimAction : public Action {
  public:
   std::string_view name() const override { return "reclaim"; }
   void Execute(Session& ssn) override {
     JobsByQueue jobs(ssn, PendingJobs());
     jobs.InitializeWithAllJobs();
+    RunningPreemptible running(ssn);
     while (!jobs.empty()) {
       const JobId j = jobs.PopNext();
       if (j == kNone) break;
@@ -79,18 +118,17 @@ class ReclaimAction : public Action {
         s.ReclaimRejectionRules(preemptor, tasks, evicted, out);
       };
       const QueueId queue = ssn.cluster().jobs[j].queue;
-      spec.victims_queue = [&ssn, j, queue] {
+      spec.victims_queue = [&ssn, &running, j, queue] {
         JobsOrderOptions o;
         o.filter_non_pending = false;
         o.filter_unready = false;
-        o.filter_non_preemptible = true;
-        o.filter_non_active_allocated = true;
-        // (The options' filters are also checked first here: the plugins' victim filter, the
-        // costly part, is a predicate, so the queue's jobs are the same.)
-        return VictimsQueue(ssn, o, [&ssn, j, queue](JobId v) {
-          const Job& victim = ssn.cluster().jobs[v];
-          return victim.queue != queue && victim.preemptible && ssn.NumActiveAllocated(v) > 0 &&
-                 ssn.ReclaimVictimFilter(j, v);
+        // KAI's victims queue keeps preemptible jobs with active allocated pods: checked here,
+        // before the plugins' victim filter (the costly part, a predicate: so the queue's jobs
+        // are the same), and not again by the queue.
+        o.filter_non_preemptible = false;
+        o.filter_non_active_allocated = false;
+        return VictimsQueue(ssn, o, [&ssn, &running, j, queue](JobId v) {
+          return running.queue(v) != queue && running(v) && ssn.ReclaimVictimFilter(j, v);
         });
       };
       SolverResult r = SolveJob(ssn, j, spec);
