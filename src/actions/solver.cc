@@ -992,12 +992,12 @@ class Solver {
     for (size_t r = 0; r < rules_.size(); ++r) {
       RuleState st;
       st.min_gpus = rules_[r].min_gpus;
-      for (PodId p : rules_[r].pods) {
+      rules_[r].ForEachPod([&](PodId p) {
         overlap = overlap || rule_of_pod_[p] >= 0;
         rule_of_pod_[p] = static_cast<int32_t>(r);
         rejecting_job_[briefs[p].job] = 1;
         st.unprocessed += briefs[p].whole_gpus;
-      }
+      });
       rule_states_.push_back(st);
     }
     if (overlap) ClearRejecting();
@@ -1007,10 +1007,10 @@ class Solver {
     const auto& briefs = ssn_.pod_briefs();
     if (tracking_) {
       for (const RejectionRule& rule : rules_) {
-        for (PodId p : rule.pods) {
+        rule.ForEachPod([&](PodId p) {
           rule_of_pod_[p] = -1;
           rejecting_job_[briefs[p].job] = 0;
-        }
+        });
       }
       tracking_ = false;
     }
@@ -1098,31 +1098,34 @@ class Solver {
       ++mark_stamp_;
       double sure = 0;       // GPUs of the rule's victims certain to stay evicted
       double may_place = 0;  // GPUs of those that might be placed again
-      for (PodId p : rule.pods) {
-        const JobId j = briefs[p].job;
-        if (j == job_) return false;
-        const bool unknown = unknown_tasks != nullptr && (*unknown_tasks)[j] == unknown_stamp_;
-        if (!unknown && job_mark_[j] != mark_stamp_) {
-          job_mark_[j] = mark_stamp_;
-          if (unknown_tasks != nullptr) {
-            // (Its pods are as in the prefix's base state: what it would place is kept.)
-            const JointFit& fit = BaseJointFit(j, scenario.pending());
-            job_fits_[j] = FitsJoint(fit, free_now, blocks) ? mark_stamp_ : 0;
-          } else {
-            ssn_.TasksToAllocate(j, tasks_scratch_, /*real=*/false, /*ordered=*/false);
-            const bool fits = FitsWithPending(tasks_scratch_, scenario.pending(), free_now, blocks);
-            for (PodId t : tasks_scratch_) task_mark_[t] = fits ? mark_stamp_ : 0;
+      for (const std::span<const PodId> list : {rule.held, std::span<const PodId>(rule.pods)}) {
+        for (PodId p : list) {
+          const JobId j = briefs[p].job;
+          if (j == job_) return false;
+          const bool unknown = unknown_tasks != nullptr && (*unknown_tasks)[j] == unknown_stamp_;
+          if (!unknown && job_mark_[j] != mark_stamp_) {
+            job_mark_[j] = mark_stamp_;
+            if (unknown_tasks != nullptr) {
+              // (Its pods are as in the prefix's base state: what it would place is kept.)
+              const JointFit& fit = BaseJointFit(j, scenario.pending());
+              job_fits_[j] = FitsJoint(fit, free_now, blocks) ? mark_stamp_ : 0;
+            } else {
+              ssn_.TasksToAllocate(j, tasks_scratch_, /*real=*/false, /*ordered=*/false);
+              const bool fits =
+                  FitsWithPending(tasks_scratch_, scenario.pending(), free_now, blocks);
+              for (PodId t : tasks_scratch_) task_mark_[t] = fits ? mark_stamp_ : 0;
+            }
           }
-        }
-        const double gpus = briefs[p].whole_gpus;
-        const bool may_be_placed =
-            unknown || (unknown_tasks != nullptr
-                            ? job_fits_[j] == mark_stamp_ && base_task_mark_[p] == prefix_serial_
-                            : task_mark_[p] == mark_stamp_);
-        if (may_be_placed) {
-          may_place += gpus;
-        } else {
-          sure += gpus;
+          const double gpus = briefs[p].whole_gpus;
+          const bool may_be_placed =
+              unknown || (unknown_tasks != nullptr
+                              ? job_fits_[j] == mark_stamp_ && base_task_mark_[p] == prefix_serial_
+                              : task_mark_[p] == mark_stamp_);
+          if (may_be_placed) {
+            may_place += gpus;
+          } else {
+            sure += gpus;
+          }
         }
       }
       const double left = sure + std::max(0.0, may_place - spare);

@@ -178,7 +178,16 @@ using ScenarioValidatorFn = std::function<bool(const Session&, const ScenarioInf
 // least `min_gpus`, whatever else the simulation did.
 struct RejectionRule {
   std::vector<PodId> pods;
+  // More victims of the rule (none listed in `pods`), held by the rules function: valid until
+  // its next call.
+  std::span<const PodId> held;
   double min_gpus = 0;
+  size_t size() const { return held.size() + pods.size(); }
+  template <typename F>
+  void ForEachPod(F&& f) const {
+    for (PodId p : held) f(p);
+    for (PodId p : pods) f(p);
+  }
 };
 // The victims a simulation evicts (a pod may be listed twice). With a nonzero `stable_key`, the
 // first `stable` of them are the same pods, in the same order and with the same accepted GPUs, in

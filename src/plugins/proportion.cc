@@ -641,6 +641,10 @@ class ProportionPlugin : public Plugin {
         SortEntries(base.parted);
         GroupEntries(s, base.parted, base.groups);
       }
+      base.pods.resize(base.parted.size());
+      for (size_t k = 0; k < base.parted.size(); ++k) {
+        base.pods[k] = static_cast<PodId>(base.parted[k] & 0xffffffffu);
+      }
     }
     if (!(base.required > 0) || !base.possible) return;
     const double required = base.required;
@@ -695,16 +699,16 @@ class ProportionPlugin : public Plugin {
         }
         RejectionRule& rule = out.emplace_back();
         rule.min_gpus = high;
-        const size_t nb = bg ? bg->end - bg->begin : 0;
-        const size_t ne = eg ? eg->end - eg->begin : 0;
-        rule.pods.resize(nb + ne);
-        // (Sorted by pod, as one sorted list of both would give.)
-        const uint64_t* bp = bg ? base.parted.data() + bg->begin : nullptr;
-        const uint64_t* ep = eg ? extra.data() + eg->begin : nullptr;
-        size_t i = 0, k = 0;
-        for (PodId& pod : rule.pods) {
-          const bool take_base = k == ne || (i < nb && bp[i] < ep[k]);
-          pod = pod_of_entry(take_base ? bp[i++] : ep[k++]);
+        // The stable victims of the queue are held (in base.pods, kept until the key changes);
+        // the others are listed.
+        if (bg) {
+          rule.held = std::span<const PodId>(base.pods).subspan(bg->begin, bg->end - bg->begin);
+        }
+        if (eg) {
+          rule.pods.resize(eg->end - eg->begin);
+          for (size_t k = 0; k < rule.pods.size(); ++k) {
+            rule.pods[k] = pod_of_entry(extra[eg->begin + k]);
+          }
         }
       }
     }
@@ -753,6 +757,7 @@ class ProportionPlugin : public Plugin {
     std::vector<double> below;
     std::vector<uint64_t> parted;    // sorted
     std::vector<EntryGroup> groups;  // parted's runs by sibling queue
+    std::vector<PodId> pods;         // parted's pods (what rules hold)
   };
 
   // Adds the distinct pods of `pods` (not yet marked `stamp` in `hit`, nor `skip` in

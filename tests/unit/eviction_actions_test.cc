@@ -450,7 +450,12 @@ TEST(ReclaimRejectionRulesTest, StablePartGivesTheSameRules) {
     std::vector<RejectionRule> out;
     o->ReclaimRejectionRules(d.r, tasks, EvictedVictims{pods, stable, key}, out);
     std::vector<std::pair<double, std::vector<PodId>>> flat;
-    for (const RejectionRule& rule : out) flat.emplace_back(rule.min_gpus, rule.pods);
+    for (const RejectionRule& rule : out) {
+      std::vector<PodId> listed;
+      rule.ForEachPod([&](PodId p) { listed.push_back(p); });
+      std::sort(listed.begin(), listed.end());
+      flat.emplace_back(rule.min_gpus, std::move(listed));
+    }
     return flat;
   };
   const auto fresh = rules_of(0, 0, evicted);
