@@ -337,11 +337,11 @@ class Solver {
     // then evicted once for the batch and its scenarios simulated in turn, each rolling back to
     // that point. Batches double in size, so a prefix evicts its recorded victims a logarithmic
     // number of times.
-    if (!capacities_.computed) {
+    if (!capacities_) {
       MakeClean();
-      capacities_.Compute(ssn_);
+      capacities_ = &SharedCapacities(ssn_);
     }
-    ScenarioFilters filters(ssn_, capacities_, job_, scenario.pending(), scenario.recorded_tasks(),
+    ScenarioFilters filters(ssn_, *capacities_, job_, scenario.pending(), scenario.recorded_tasks(),
                             feasible_);
     planned_ = VictimGroups();
     planned_tasks_.clear();
@@ -1576,6 +1576,27 @@ class Solver {
   std::vector<char> seen_scratch_;
   // (Kept per thread between searches: its per-pod and per-job arrays are sized once and each
   // scenario resets the entries it touched. Searches do not nest.)
+  // The idle-GPU capacities of the session as it is (clean), kept per thread with the session
+  // and state version they were computed at: searches that leave the session as they found it
+  // (every failed one, e.g. most preempt searches) do not count them again. (A pod joins or
+  // leaves a node, or turns releasing, only through a change of its status, which the state
+  // version follows.)
+  static const IdleGpuCapacities& SharedCapacities(const Session& ssn) {
+    struct Kept {
+      uint64_t session = 0;
+      uint64_t version = 0;
+      IdleGpuCapacities capacities;
+    };
+    thread_local Kept kept;
+    if (!kept.capacities.computed || kept.session != ssn.serial() ||
+        kept.version != ssn.state_version()) {
+      kept.capacities.Compute(ssn);
+      kept.session = ssn.serial();
+      kept.version = ssn.state_version();
+    }
+    return kept.capacities;
+  }
+
   static ScenarioIndex& SharedIndex() {
     thread_local ScenarioIndex index;
     return index;
@@ -1601,7 +1622,7 @@ class Solver {
   VictimGroups planned_;
   std::vector<PodId> planned_tasks_;
   std::vector<PodId> scenario_tasks_;
-  IdleGpuCapacities capacities_;
+  const IdleGpuCapacities* capacities_ = nullptr;  // of the clean session (SharedCapacities)
 
   std::vector<PodId> tasks_scratch_;
   mutable std::vector<double> sizes_scratch_;

@@ -1,6 +1,7 @@
 #include "framework/session.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -50,6 +51,8 @@ Session::Session(const Cluster& cluster, const SchedulerConfig& config, int64_t 
     non_allocated_gpus_[n] = nodes_[n].idle.gpus;
   }
 
+  static std::atomic<uint64_t> next_serial{0};
+  serial_ = ++next_serial;
   // (Versions start at 1 before any pod is placed: placing one bumps its job's.)
   job_version_.assign(cluster.jobs.size(), 1);
   elastic_.assign(cluster.jobs.size(), 0);
@@ -1084,7 +1087,6 @@ void Session::PreJobAllocation(JobId j) {
 void Session::OnJobSolutionStart() const {
   for (const auto& fn : on_job_solution_start_fns_) fn(*this);
 }
-
 
 std::optional<Quantities> Session::QueueAllocated(QueueId q) const {
   if (!queue_allocated_fn_) return std::nullopt;

@@ -323,6 +323,8 @@ class Session {
   // statement's rollback gives a change's numbers back only where nothing changed since (else
   // new ones). So two moments with the same version have the same states (of the queue's pods).
   uint64_t state_version() const { return state_version_; }
+  // Distinct for every session of the process (versions of two sessions may coincide).
+  uint64_t serial() const { return serial_; }
   uint64_t queue_version(QueueId q) const { return queue_versions_[q]; }
   // The versions a change of pod p touches: the session's and its queues' (innermost first).
   struct VersionMark {
@@ -708,6 +710,7 @@ class Session {
   // Cache of TasksToAllocateQuantities per job, valid while the job's version is unchanged.
   std::vector<uint64_t> job_version_;
   std::vector<uint8_t> elastic_;  // per job: IsElastic
+  uint64_t serial_ = 0;
   // ViewAllocated of whole jobs, with the job version it was summed at (0: none).
   mutable std::vector<std::pair<uint64_t, Quantities>> job_allocated_cache_;
   mutable std::vector<std::pair<uint64_t, Quantities>> job_quantities_cache_;
