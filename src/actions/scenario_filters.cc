@@ -248,6 +248,7 @@ void ScenarioFilters::AddIdleVictim(PodId victim) {
   // multiset is kept: a node at or above the minimum counts as kept (ties at the minimum hold the
   // same value either way).
   if (!(after > min)) return;
+  idle_answer_known_ = false;
   auto less = [](const std::pair<double, size_t>& entry, double v) { return entry.first < v; };
   const double dropped = before >= min ? before : min;
   auto it = std::lower_bound(top_.begin(), top_.end(), dropped, less);
@@ -262,12 +263,15 @@ void ScenarioFilters::AddIdleVictim(PodId victim) {
 
 bool ScenarioFilters::IdleGpusAccept(std::span<const PodId> potential) {
   for (; idle_seen_ < potential.size(); ++idle_seen_) AddIdleVictim(potential[idle_seen_]);
+  if (idle_answer_known_) return idle_answer_;
   std::vector<double>& caps = caps_scratch_;
   caps.clear();
   for (auto it = top_.rbegin(); it != top_.rend(); ++it) {
     caps.insert(caps.end(), it->second, it->first);
   }
-  return GreedyMatch(required_, caps);
+  idle_answer_ = GreedyMatch(required_, caps);
+  idle_answer_known_ = true;
+  return idle_answer_;
 }
 
 }  // namespace gantry

@@ -82,6 +82,10 @@ class ScenarioFilters {
   size_t top_size_ = 0;
   std::vector<double> caps_scratch_;
   size_t idle_seen_ = 0;
+  // IdleGpusAccept's last answer, valid while top_ is unchanged since (the match reads only
+  // top_ and the fixed requirements).
+  bool idle_answer_known_ = false;
+  bool idle_answer_ = false;
 };
 
 // KAI's greedy first-fit-decreasing match: each requirement (largest first) goes to the first
