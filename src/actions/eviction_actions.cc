@@ -191,10 +191,11 @@ class ConsolidationAction : public Action {
     if (max_preemptees == 0) return;
     JobsByQueue jobs(ssn, PendingJobs(/*non_preemptible_filter=*/true));
     jobs.InitializeWithAllJobs();
+    FreeGpus free_gpus;
     while (!jobs.empty()) {
       const JobId j = jobs.PopNext();
       if (j == kNone) break;
-      if (!EnoughGpusInCluster(ssn, j)) continue;
+      if (!EnoughGpusInCluster(ssn, j, free_gpus)) continue;
       SolverSpec spec;
       spec.action = EvictionAction::kConsolidation;
       spec.feasible_nodes = FeasibleNodesForJob(ssn, j);
@@ -238,16 +239,27 @@ class ConsolidationAction : public Action {
   // KAI's IsEnoughGPUsAllocatableForJob: the idle and releasing GPUs of the whole cluster
   // (whole devices, the free part of shared devices, MIG instances as GPU-equivalents) cover the
   // job's next pods, in device count and in GPU memory.
-  static bool EnoughGpusInCluster(const Session& ssn, JobId j) {
+  // The cluster's idle and releasing GPUs (devices and memory), kept while the pods' states
+  // are the same (the state version; a search that commits nothing gives it back).
+  struct FreeGpus {
+    bool known = false;
+    uint64_t version = 0;
+    double gpus = 0;
+    int64_t memory = 0;
+  };
+  static bool EnoughGpusInCluster(const Session& ssn, JobId j, FreeGpus& free) {
     const Cluster& c = ssn.cluster();
-    double free_gpus = 0;
-    int64_t free_memory = 0;
-    for (NodeId n = 0; n < static_cast<NodeId>(c.nodes.size()); ++n) {
-      const auto [idle, idle_memory] = ssn.IdleGpuSum(n);
-      const auto [releasing, releasing_memory] = ssn.ReleasingGpuSum(n);
-      free_gpus += idle + releasing;
-      free_memory += idle_memory + releasing_memory;
+    if (!free.known || free.version != ssn.state_version()) {
+      free = FreeGpus{true, ssn.state_version(), 0, 0};
+      for (NodeId n = 0; n < static_cast<NodeId>(c.nodes.size()); ++n) {
+        const auto [idle, idle_memory] = ssn.IdleGpuSum(n);
+        const auto [releasing, releasing_memory] = ssn.ReleasingGpuSum(n);
+        free.gpus += idle + releasing;
+        free.memory += idle_memory + releasing_memory;
+      }
     }
+    const double free_gpus = free.gpus;
+    const int64_t free_memory = free.memory;
     std::vector<PodId> tasks;
     ssn.TasksToAllocate(j, tasks, /*real=*/false);
     double wanted_gpus = 0;

@@ -1751,14 +1751,28 @@ std::vector<NodeId> FeasibleNodesForJob(const Session& ssn, JobId job) {
   const auto& c = ssn.cluster();
   bool all = false;
   for (PodId p : c.jobs[job].pods) all = all || c.pods[p].IsCpuOnly();
-  std::vector<NodeId> nodes;
-  for (NodeId n = 0; n < static_cast<NodeId>(c.nodes.size()); ++n) {
-    if (all || ssn.node(n).idle.gpus > 0 || ssn.node(n).releasing.gpus > 0 ||
-        ssn.IdleGpuSum(n).first > 0 || ssn.ReleasingGpuSum(n).first > 0) {
-      nodes.push_back(n);
+  if (all) return {ssn.all_nodes().begin(), ssn.all_nodes().end()};
+  // The nodes with GPUs to offer depend only on the pods' states: kept per thread with the
+  // session and state version they were listed at (the searches of an action that commit
+  // nothing see the same list).
+  struct Kept {
+    uint64_t session = 0;
+    uint64_t version = 0;
+    std::vector<NodeId> nodes;
+  };
+  thread_local Kept kept;
+  if (kept.session != ssn.serial() || kept.version != ssn.state_version()) {
+    kept.session = ssn.serial();
+    kept.version = ssn.state_version();
+    kept.nodes.clear();
+    for (NodeId n = 0; n < static_cast<NodeId>(c.nodes.size()); ++n) {
+      if (ssn.node(n).idle.gpus > 0 || ssn.node(n).releasing.gpus > 0 ||
+          ssn.IdleGpuSum(n).first > 0 || ssn.ReleasingGpuSum(n).first > 0) {
+        kept.nodes.push_back(n);
+      }
     }
   }
-  return nodes;
+  return kept.nodes;
 }
 
 std::vector<PodId> TasksToEvict(const Session& ssn, const JobView& view, bool& has_more) {
