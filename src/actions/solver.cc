@@ -847,6 +847,7 @@ class Solver {
       }
     }
     ++stats_->simulations;
+    certain_by_saturation_ = false;
     bool proven = false;
     bool unsolvable = false;
     const bool placed =
@@ -864,6 +865,7 @@ class Solver {
       ++stats_->not_placed;
       return Outcome::kFailed;
     }
+    if (proven && certain_by_saturation_) ++stats_->proven_by_saturation;
     if (proven && !g_verify_proofs) {
       ++stats_->rejected;
       ++stats_->proven;
@@ -922,6 +924,20 @@ class Solver {
     double left = 0;         // GPUs of victims known to stay evicted
     bool any_left = false;   // some victim is known to stay evicted
     double unprocessed = 0;  // GPUs of victims whose job was not processed yet
+    // With a saturation bound (RejectionRule::has_saturation): the same for its `below`
+    // victims; at the end, b <= below_left + below_unprocessed.
+    const SaturationBound* saturation = nullptr;
+    double below_left = 0;
+    double below_unprocessed = 0;
+    // Whether the rule holds at the end when at least `x` GPUs of its victims stay evicted
+    // (x >= 1 whole GPUs, from below) whatever happens to the victims not processed yet.
+    // (2: only through the saturation bound, lowered by `below` victims placed again.)
+    int Holds(double x) const {
+      if (!(x >= 1)) return 0;
+      if (x >= min_gpus) return 1;
+      return saturation != nullptr && saturation->Rejects(x, below_left + below_unprocessed) ? 2
+                                                                                             : 0;
+    }
   };
   // `free_after`: the free GPUs of the feasible nodes after the scenario's evictions, when the
   // caller knows them without the evictions done (else counted from the session).
@@ -989,6 +1005,9 @@ class Solver {
     rule_of_pod_.resize(c.pods.size(), -1);
     rejecting_job_.resize(c.jobs.size(), 0);
     bool overlap = false;  // a pod listed twice (each pod is followed for one rule only)
+    // (The `below` victims of rule r are flagged by bit r: at most 64 rules follow them.)
+    below_mask_.resize(c.pods.size(), 0);
+    const bool follow_below = rules_.size() <= 64;
     for (size_t r = 0; r < rules_.size(); ++r) {
       RuleState st;
       st.min_gpus = rules_[r].min_gpus;
@@ -998,6 +1017,20 @@ class Solver {
         rejecting_job_[briefs[p].job] = 1;
         st.unprocessed += briefs[p].whole_gpus;
       });
+      if (rules_[r].has_saturation && follow_below) {
+        st.saturation = &rules_[r].saturation;
+        for (const std::span<const PodId> list : {rules_[r].below_held, rules_[r].below_more}) {
+          for (PodId p : list) {
+            const uint64_t bit = uint64_t{1} << r;
+            // (A pod listed twice: not followed.)
+            overlap = overlap || (below_mask_[p] & bit) != 0 || !whole(p) ||
+                      ssn_.AcceptedGpus(p) != briefs[p].whole_gpus;
+            below_mask_[p] |= bit;
+            rejecting_job_[briefs[p].job] = 1;
+            st.below_unprocessed += briefs[p].whole_gpus;
+          }
+        }
+      }
       rule_states_.push_back(st);
     }
     if (overlap) ClearRejecting();
@@ -1011,6 +1044,13 @@ class Solver {
           rule_of_pod_[p] = -1;
           rejecting_job_[briefs[p].job] = 0;
         });
+        if (!rule.has_saturation || below_mask_.empty()) continue;
+        for (const std::span<const PodId> list : {rule.below_held, rule.below_more}) {
+          for (PodId p : list) {
+            below_mask_[p] = 0;
+            rejecting_job_[briefs[p].job] = 0;
+          }
+        }
       }
       tracking_ = false;
     }
@@ -1024,11 +1064,17 @@ class Solver {
     rejecting_job_[j] = 0;  // (a job is processed once)
     const auto& c = ssn_.cluster();
     for (PodId p : c.jobs[j].pods) {
+      const bool releasing = ssn_.pod(p).status == PodStatus::kReleasing;
+      for (uint64_t mask = below_mask_.empty() ? 0 : below_mask_[p]; mask != 0; mask &= mask - 1) {
+        RuleState& st = rule_states_[static_cast<size_t>(std::countr_zero(mask))];
+        st.below_unprocessed -= c.pods[p].request.gpus;
+        if (releasing) st.below_left += c.pods[p].request.gpus;
+      }
       const int32_t r = rule_of_pod_[p];
       if (r < 0) continue;
       RuleState& st = rule_states_[static_cast<size_t>(r)];
       st.unprocessed -= c.pods[p].request.gpus;
-      if (ssn_.pod(p).status == PodStatus::kReleasing) {
+      if (releasing) {
         st.left += c.pods[p].request.gpus;
         st.any_left = true;
       }
@@ -1041,7 +1087,11 @@ class Solver {
     const double free = FreeBlocks(nodes, 0);
     for (const RuleState& st : rule_states_) {
       const double surely_left = std::max(0.0, st.unprocessed - free);
-      if ((st.any_left || surely_left > 0) && st.left + surely_left >= st.min_gpus) return true;
+      if (!(st.any_left || surely_left > 0)) continue;
+      if (const int h = st.Holds(st.left + surely_left); h != 0) {
+        certain_by_saturation_ = h == 2;
+        return true;
+      }
     }
     return false;
   }
@@ -1056,8 +1106,10 @@ class Solver {
     if (rules_.empty() || pending_profile_.always_fits) return false;
     const double spare = FreeBlocks(nodes, 0) - pending_profile_.total;
     for (const RuleState& st : rule_states_) {
-      const double left = st.left + std::max(0.0, st.unprocessed - spare);
-      if (left >= std::max(1.0, st.min_gpus)) return true;
+      if (const int h = st.Holds(st.left + std::max(0.0, st.unprocessed - spare)); h != 0) {
+        certain_by_saturation_ = h == 2;
+        return true;
+      }
     }
     return false;
   }
@@ -1095,6 +1147,7 @@ class Solver {
     if (task_mark_.size() != c.pods.size()) task_mark_.assign(c.pods.size(), 0);
     if (job_mark_.size() != c.jobs.size()) job_mark_.assign(c.jobs.size(), 0);
     for (const RejectionRule& rule : rules_) {
+      if (std::isinf(rule.min_gpus)) continue;  // (a saturation bound only: not before placing)
       ++mark_stamp_;
       double sure = 0;       // GPUs of the rule's victims certain to stay evicted
       double may_place = 0;  // GPUs of those that might be placed again
@@ -1703,6 +1756,10 @@ class Solver {
   // Per job (-1: not known yet): every pod asks for whole GPUs (PrepareRejecting's `whole`).
   std::vector<int8_t> whole_job_;
   uint64_t mark_stamp_ = 0;
+  // The last rule found certain held only through its saturation bound (see RuleState::Holds).
+  mutable bool certain_by_saturation_ = false;
+  // Per pod: the rules (bit r for rule r) that count it among their `below` victims.
+  std::vector<uint64_t> below_mask_;
   // PrepareRejecting's rules are followed (rule_of_pod_ and rejecting_job_ are set).
   bool tracking_ = false;
   // Verify mode: the node simulation about to run was proven hopeless before evicting.

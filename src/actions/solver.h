@@ -70,7 +70,9 @@ struct SolverActionStats {
                                // `simulations`) or stopped ahead of that turn (counted there
                                // too); with proofs verified, they are run to the end
   uint64_t proven_without_evicting = 0;  // of proven_before: proven before evicting anything
-  double ms = 0;                         // wall-clock time in SolveJob
+  uint64_t proven_by_saturation = 0;  // of proven: through a saturation bound that victims placed
+                                      // again lowered (RejectionRule::has_saturation)
+  double ms = 0;                      // wall-clock time in SolveJob
   // The job whose search took longest, its time, whether it was solved and its simulations.
   JobId slowest_job = kNone;
   double slowest_ms = 0;

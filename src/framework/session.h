@@ -176,12 +176,35 @@ using ScenarioValidatorFn = std::function<bool(const Session&, const ScenarioInf
 // when, of `pods` (victims the simulation evicts, each active before and listed once), those
 // still evicted (kReleasing) at the end are at least one and their accepted GPUs add up to at
 // least `min_gpus`, whatever else the simulation did.
+// A bound of the saturation form (proportion's reclaim check on GPUs): with x the GPUs of a
+// rule's victims left evicted and b those of its `below` victims left evicted, the validator
+// rejects when x >= 1 and Rejects(x, b). With whole-number sums it is increasing in x and
+// decreasing in b, so bounds on x from below and on b from above decide it.
+struct SaturationBound {
+  double allocated = 0;      // of the reclaimer's queue at the level where the paths part
+  double required = 0;       // GPUs the pending pods ask for
+  double fair = 0;           // fair share of the reclaimer's queue there (> 0)
+  double sib_allocated = 0;  // of the sibling queue the rule's victims are under
+  double sib_fair = 0;       // its fair share (> 0)
+  double multiplier = 1;     // reclaimerUtilizationMultiplier
+  bool Rejects(double x, double b) const {
+    const double ratio = (allocated - b + required) / fair;
+    return ratio > 1 && ratio * multiplier >= (sib_allocated - x) / sib_fair;
+  }
+};
 struct RejectionRule {
   std::vector<PodId> pods;
   // More victims of the rule (none listed in `pods`), held by the rules function: valid until
   // its next call.
   std::span<const PodId> held;
-  double min_gpus = 0;
+  double min_gpus = 0;  // may be infinite (see `saturation`)
+  // Optional: the rule also holds when its victims left evicted hold x >= 1 GPUs with
+  // saturation.Rejects(x, b), b the GPUs left evicted of the victims `below_held` and
+  // `below_more` (held like `held`; none of them in this rule's own victims). min_gpus is that
+  // bound with every `below` victim left evicted.
+  bool has_saturation = false;
+  SaturationBound saturation;
+  std::span<const PodId> below_held, below_more;
   size_t size() const { return held.size() + pods.size(); }
   template <typename F>
   void ForEachPod(F&& f) const {

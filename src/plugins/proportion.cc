@@ -634,10 +634,12 @@ class ProportionPlugin : public Plugin {
       base.path_call = ++path_call_;
       base.hit = ++stamp_;
       base.below.assign(base.path.size(), 0.0);
+      base.below_lists.resize(base.path.size());
+      for (auto& list : base.below_lists) list.clear();
       base.parted.clear();
       if (base.required > 0 && base.possible) {
         AddEvicted(s, evicted.pods.first(evicted.stable), base, base_hit_, base.hit,
-                   /*skip=*/0, base.below, base.parted);
+                   /*skip=*/0, base.below, base.below_lists, base.parted);
         SortEntries(base.parted);
         GroupEntries(s, base.parted, base.groups);
       }
@@ -654,11 +656,14 @@ class ProportionPlugin : public Plugin {
     // the others (those already among the stable ones skipped).
     std::vector<double>& below = below_scratch_;
     below = base.below;
+    auto& extra_below = extra_below_scratch_;
+    extra_below.resize(path.size());
+    for (auto& list : extra_below) list.clear();
     const uint64_t call_hit = ++stamp_;
     auto& extra = extra_scratch_;
     extra.clear();
     AddEvicted(s, evicted.pods.subspan(evicted.stable), base, pod_hit_, call_hit,
-               /*skip=*/base.hit, below, extra);
+               /*skip=*/base.hit, below, extra_below, extra);
     SortEntries(extra);
     GroupEntries(s, extra, extra_groups_scratch_);
     const auto& extra_groups = extra_groups_scratch_;
@@ -682,23 +687,36 @@ class ProportionPlugin : public Plugin {
       const double fair = rq.FairShare()[QueueResource::kGpu];
       const double sib_fair = sib.FairShare()[QueueResource::kGpu];
       const double sib_allocated = sib.Allocated()[QueueResource::kGpu];
-      const double lo = (rq.Allocated()[QueueResource::kGpu] - below[level] + required) / fair;
-      auto rejects = [&](double x) {
-        return lo > 1 && lo * reclaimer_multiplier_ >= (sib_allocated - x) / sib_fair;
-      };
-      // (kUnlimited is negative.)
-      if (fair > 0 && sib_fair > 0 && sib_gpus >= 1 && rejects(sib_gpus)) {
-        double low = 1, high = sib_gpus;  // rejects(high); find the least whole such x
-        while (low < high) {
-          const double mid = std::floor((low + high) / 2);
-          if (rejects(mid)) {
-            high = mid;
-          } else {
-            low = mid + 1;
+      SaturationBound bound;
+      bound.allocated = rq.Allocated()[QueueResource::kGpu];
+      bound.required = required;
+      bound.fair = fair;
+      bound.sib_allocated = sib_allocated;
+      bound.sib_fair = sib_fair;
+      bound.multiplier = reclaimer_multiplier_;
+      auto rejects = [&](double x) { return bound.Rejects(x, below[level]); };
+      // (kUnlimited is negative.) A rule for every sibling queue the check can reject on: its
+      // bound falls as victims below the reclaimer's queue there are placed again.
+      if (fair > 0 && sib_fair > 0 && sib_gpus >= 1) {
+        double min_gpus = std::numeric_limits<double>::infinity();
+        if (rejects(sib_gpus)) {
+          double low = 1, high = sib_gpus;  // rejects(high); find the least whole such x
+          while (low < high) {
+            const double mid = std::floor((low + high) / 2);
+            if (rejects(mid)) {
+              high = mid;
+            } else {
+              low = mid + 1;
+            }
           }
+          min_gpus = high;
         }
         RejectionRule& rule = out.emplace_back();
-        rule.min_gpus = high;
+        rule.min_gpus = min_gpus;
+        rule.has_saturation = true;
+        rule.saturation = bound;
+        rule.below_held = base.below_lists[level];
+        rule.below_more = extra_below[level];
         // The stable victims of the queue are held (in base.pods, kept until the key changes);
         // the others are listed.
         if (bg) {
@@ -755,9 +773,10 @@ class ProportionPlugin : public Plugin {
     uint64_t path_call = 0;     // path_stamp_ value of the queue paths computed against `path`
     uint64_t hit = 0;           // base_hit_ value of the stable victims
     std::vector<double> below;
-    std::vector<uint64_t> parted;    // sorted
-    std::vector<EntryGroup> groups;  // parted's runs by sibling queue
-    std::vector<PodId> pods;         // parted's pods (what rules hold)
+    std::vector<uint64_t> parted;                 // sorted
+    std::vector<EntryGroup> groups;               // parted's runs by sibling queue
+    std::vector<std::vector<PodId>> below_lists;  // per level: the victims `below` sums
+    std::vector<PodId> pods;                      // parted's pods (what rules hold)
   };
 
   // Adds the distinct pods of `pods` (not yet marked `stamp` in `hit`, nor `skip` in
@@ -765,7 +784,8 @@ class ProportionPlugin : public Plugin {
   // when their root path parts from it, to `parted`.
   void AddEvicted(const Session& s, std::span<const PodId> pods, const RulesBase& base,
                   std::vector<uint64_t>& hit, uint64_t stamp, uint64_t skip,
-                  std::vector<double>& below, std::vector<uint64_t>& parted) const {
+                  std::vector<double>& below, std::vector<std::vector<PodId>>& below_lists,
+                  std::vector<uint64_t>& parted) const {
     const Cluster& c = s.cluster();
     const auto& briefs = s.pod_briefs();
     const std::vector<QueueId>& path = base.path;
@@ -789,7 +809,10 @@ class ProportionPlugin : public Plugin {
         sib_of_[vq] = (i == path.size() || i == victim_path.size()) ? kNone : victim_path[i];
       }
       const size_t common = common_of_[vq];
-      for (size_t i = 0; i < common; ++i) below[i] += gpus;
+      for (size_t i = 0; i < common; ++i) {
+        below[i] += gpus;
+        below_lists[i].push_back(p);
+      }
       const QueueId sib = sib_of_[vq];
       if (sib == kNone) continue;  // the paths do not part
       parted.push_back(static_cast<uint64_t>(static_cast<uint32_t>(sib)) << 32 |
@@ -1301,6 +1324,7 @@ class ProportionPlugin : public Plugin {
   mutable std::vector<double> below_scratch_;
   mutable std::vector<QueueId> victim_path_scratch_;
   mutable std::vector<uint64_t> extra_scratch_;
+  mutable std::vector<std::vector<PodId>> extra_below_scratch_;
   mutable std::vector<EntryGroup> extra_groups_scratch_;
   mutable std::vector<uint64_t> base_hit_;
   mutable RulesBase rules_base_;

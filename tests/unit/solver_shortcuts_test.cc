@@ -188,6 +188,7 @@ TEST(SolverShortcutsCoverage, RejectionRulesAreSoundAndUsed) {
   uint64_t proven[3] = {0, 0, 0};
   uint64_t proven_before[3] = {0, 0, 0};
   uint64_t without_evicting[3] = {0, 0, 0};
+  uint64_t by_saturation[3] = {0, 0, 0};
   for (uint64_t seed = 1; seed < 121; ++seed) {
     for (int variant = 0; variant < 3; ++variant) {
       ResetSolverStats();
@@ -196,6 +197,7 @@ TEST(SolverShortcutsCoverage, RejectionRulesAreSoundAndUsed) {
         proven[a] += GetSolverStats().by_action[a].proven;
         proven_before[a] += GetSolverStats().by_action[a].proven_before;
         without_evicting[a] += GetSolverStats().by_action[a].proven_without_evicting;
+        by_saturation[a] += GetSolverStats().by_action[a].proven_by_saturation;
       }
     }
   }
@@ -205,6 +207,7 @@ TEST(SolverShortcutsCoverage, RejectionRulesAreSoundAndUsed) {
   EXPECT_GT(proven[static_cast<int>(EvictionAction::kConsolidation)], 0u);
   EXPECT_GT(proven_before[static_cast<int>(EvictionAction::kReclaim)], 0u);
   EXPECT_GT(without_evicting[static_cast<int>(EvictionAction::kReclaim)], 0u);
+  EXPECT_GT(by_saturation[static_cast<int>(EvictionAction::kReclaim)], 0u);
 }
 
 // Without verification, the simulations proven hopeless before placing are skipped on these
