@@ -991,6 +991,7 @@ class Solver {
       evicted.stable = scenario.recorded_tasks().size();
       evicted.stable_key = stable_key_base_ + prefix_serial_;
     }
+    evicted.follow_below = track;
     spec_.rejection_rules(ssn_, job_, scenario.pending(), evicted, rules_);
     if (rules_.empty()) return;
     const bool usable = recorded_usable_ && usable_victims(potential);

@@ -220,6 +220,9 @@ struct EvictedVictims {
   std::span<const PodId> pods;
   size_t stable = 0;
   uint64_t stable_key = 0;
+  // False: only rules whose min_gpus is finite are wanted (the caller does not follow a
+  // simulation, so saturation bounds that victims placed again would lower cannot be used).
+  bool follow_below = true;
 };
 // Appends rules for a reclaim simulation of `preemptor_tasks` that evicts `evicted`. May append
 // none; must never state a rule an accepted scenario breaks. Asked only with the solver

@@ -639,7 +639,7 @@ class ProportionPlugin : public Plugin {
       base.parted.clear();
       if (base.required > 0 && base.possible) {
         AddEvicted(s, evicted.pods.first(evicted.stable), base, base_hit_, base.hit,
-                   /*skip=*/0, base.below, base.below_lists, base.parted);
+                   /*skip=*/0, base.below, &base.below_lists, base.parted);
         SortEntries(base.parted);
         GroupEntries(s, base.parted, base.groups);
       }
@@ -659,11 +659,13 @@ class ProportionPlugin : public Plugin {
     auto& extra_below = extra_below_scratch_;
     extra_below.resize(path.size());
     for (auto& list : extra_below) list.clear();
+    // (Below lists only for rules a simulation follows.)
+    std::vector<std::vector<PodId>>* extra_lists = evicted.follow_below ? &extra_below : nullptr;
     const uint64_t call_hit = ++stamp_;
     auto& extra = extra_scratch_;
     extra.clear();
     AddEvicted(s, evicted.pods.subspan(evicted.stable), base, pod_hit_, call_hit,
-               /*skip=*/base.hit, below, extra_below, extra);
+               /*skip=*/base.hit, below, extra_lists, extra);
     SortEntries(extra);
     GroupEntries(s, extra, extra_groups_scratch_);
     const auto& extra_groups = extra_groups_scratch_;
@@ -697,7 +699,8 @@ class ProportionPlugin : public Plugin {
       auto rejects = [&](double x) { return bound.Rejects(x, below[level]); };
       // (kUnlimited is negative.) A rule for every sibling queue the check can reject on: its
       // bound falls as victims below the reclaimer's queue there are placed again.
-      if (fair > 0 && sib_fair > 0 && sib_gpus >= 1) {
+      if (fair > 0 && sib_fair > 0 && sib_gpus >= 1 &&
+          (evicted.follow_below || rejects(sib_gpus))) {
         double min_gpus = std::numeric_limits<double>::infinity();
         if (rejects(sib_gpus)) {
           double low = 1, high = sib_gpus;  // rejects(high); find the least whole such x
@@ -713,7 +716,7 @@ class ProportionPlugin : public Plugin {
         }
         RejectionRule& rule = out.emplace_back();
         rule.min_gpus = min_gpus;
-        rule.has_saturation = true;
+        rule.has_saturation = evicted.follow_below;
         rule.saturation = bound;
         rule.below_held = base.below_lists[level];
         rule.below_more = extra_below[level];
@@ -784,7 +787,7 @@ class ProportionPlugin : public Plugin {
   // when their root path parts from it, to `parted`.
   void AddEvicted(const Session& s, std::span<const PodId> pods, const RulesBase& base,
                   std::vector<uint64_t>& hit, uint64_t stamp, uint64_t skip,
-                  std::vector<double>& below, std::vector<std::vector<PodId>>& below_lists,
+                  std::vector<double>& below, std::vector<std::vector<PodId>>* below_lists,
                   std::vector<uint64_t>& parted) const {
     const Cluster& c = s.cluster();
     const auto& briefs = s.pod_briefs();
@@ -809,9 +812,9 @@ class ProportionPlugin : public Plugin {
         sib_of_[vq] = (i == path.size() || i == victim_path.size()) ? kNone : victim_path[i];
       }
       const size_t common = common_of_[vq];
-      for (size_t i = 0; i < common; ++i) {
-        below[i] += gpus;
-        below_lists[i].push_back(p);
+      for (size_t i = 0; i < common; ++i) below[i] += gpus;
+      if (below_lists != nullptr) {
+        for (size_t i = 0; i < common; ++i) (*below_lists)[i].push_back(p);
       }
       const QueueId sib = sib_of_[vq];
       if (sib == kNone) continue;  // the paths do not part
