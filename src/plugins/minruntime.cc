@@ -152,13 +152,32 @@ class MinRuntimePlugin : public Plugin {
 
   void OnSessionOpen(Session& ssn) override {
     ResetCaches(ssn);
+    // When no minimum runtime above zero applies (the default and every queue's value) and no
+    // job started after now, no victim is ever protected: a job's start is only ever set to now
+    // during the session, and a protection needs now - start < runtime <= 0. The filters and
+    // validators would then accept everything, and are not registered.
+    bool future_start = false;
+    for (JobId j = 0; j < static_cast<JobId>(ssn.cluster().jobs.size()); ++j) {
+      const auto& start = ssn.job_state(j).last_start_ms;
+      future_start = future_start || (start && *start > ssn.now_ms());
+    }
+    bool reclaim_any = default_reclaim_s_ > 0 || future_start;
+    bool preempt_any = default_preempt_s_ > 0 || future_start;
+    for (const Queue& q : ssn.cluster().queues) {
+      reclaim_any =
+          reclaim_any || (q.reclaim_min_runtime_seconds && *q.reclaim_min_runtime_seconds > 0);
+      preempt_any =
+          preempt_any || (q.preempt_min_runtime_seconds && *q.preempt_min_runtime_seconds > 0);
+    }
+    if (reclaim_any) RegisterReclaim(ssn);
+    if (preempt_any) RegisterPreempt(ssn);
+  }
+
+ private:
+  void RegisterReclaim(Session& ssn) {
     ssn.AddReclaimVictimFilterFn([this](const Session& s, JobId reclaimer, JobId victim) {
       if (s.IsElastic(victim)) return true;  // judged by the scenario validator
       return !ReclaimProtected(s, reclaimer, victim);
-    });
-    ssn.AddPreemptVictimFilterFn([this](const Session& s, JobId /*preemptor*/, JobId victim) {
-      if (s.IsElastic(victim)) return true;  // judged by the scenario validator
-      return !PreemptProtected(s, victim);
     });
     ssn.AddReclaimScenarioValidatorFn([this](const Session& s, const ScenarioInfo& scenario) {
       for (const auto& [victim, tasks] : scenario.victims) {
@@ -167,6 +186,12 @@ class MinRuntimePlugin : public Plugin {
         if (!KeepsMinAvailable(s, victim, tasks)) return false;
       }
       return true;
+    });
+  }
+  void RegisterPreempt(Session& ssn) {
+    ssn.AddPreemptVictimFilterFn([this](const Session& s, JobId /*preemptor*/, JobId victim) {
+      if (s.IsElastic(victim)) return true;  // judged by the scenario validator
+      return !PreemptProtected(s, victim);
     });
     ssn.AddPreemptScenarioValidatorFn([this](const Session& s, const ScenarioInfo& scenario) {
       for (const auto& [victim, tasks] : scenario.victims) {
@@ -178,6 +203,7 @@ class MinRuntimePlugin : public Plugin {
     });
   }
 
+ public:
   void OnSessionClose(Session& /*ssn*/) override {
     preempt_protected_.clear();
     reclaim_protected_.clear();

@@ -115,6 +115,22 @@ TEST_F(MinRuntimeTest, WithoutArgumentsNothingIsProtected) {
   EXPECT_TRUE(s.ReclaimVictimFilter(preemptor, victim));
 }
 
+// With no minimum runtime anywhere the plugin registers no filter (nothing can be protected),
+// except when a job's recorded start is after now: its runtime is then below zero, still
+// inside a zero minimum.
+TEST_F(MinRuntimeTest, ZeroMinimumsProtectOnlyJobsStartedAfterNow) {
+  AddQueue(c_, "q");
+  const JobId preemptor = Pending("preemptor", "q");
+  const JobId victim = Running("victim", "q", 30);
+  const JobId early = Running("clock-skew", "q", 0);
+  c_.jobs[early].last_start_ms = kNowMs + 5000;
+  Session& s = Open();
+  EXPECT_TRUE(s.PreemptVictimFilter(preemptor, victim));
+  EXPECT_TRUE(s.ReclaimVictimFilter(preemptor, victim));
+  EXPECT_FALSE(s.PreemptVictimFilter(preemptor, early));
+  EXPECT_FALSE(s.ReclaimVictimFilter(preemptor, early));
+}
+
 TEST_F(MinRuntimeTest, QueueValuesOverrideTheDefaults) {
   const QueueId q = AddQueue(c_, "q");
   c_.queues[q].preempt_min_runtime_seconds = 10;
