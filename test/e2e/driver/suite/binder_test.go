@@ -161,7 +161,7 @@ func bindRequest(ns, name string, pod *corev1.Pod, node string, backoffLimit int
 
 // The binder carries out BindRequests the test creates (as the scheduler would), under the
 // binder's least-privilege RBAC: a fitting pod is bound and its request Succeeded; a request for
-// a node deleted meanwhile is retried up to its backoff limit, then Failed with the pod unbound;
+// a node that does not exist is retried up to its backoff limit, then Failed with the pod unbound;
 // a pod already bound is a success; its /metrics carry KAI's binder metric names, /healthz and
 // /readyz answer 200; a second replica stands by until SIGTERM stops the first cleanly (exit 0,
 // lease released), then takes over.
@@ -172,11 +172,12 @@ func TestBinder(t *testing.T) {
 	}
 	ctx := ctxFor(t)
 	id := suffix()
-	fit, doomed := "e2e-bind-"+id, "e2e-doomed-"+id
-	for _, n := range []string{fit, doomed} {
-		if _, err := harness.CreateGPUNode(ctx, admin, harness.GPUNode{Name: n, GPUs: 8}); err != nil {
-			t.Fatalf("create node %s: %v", n, err)
-		}
+	// `missing` is never created: a request for a node deleted after the binder saw it takes the
+	// same path once the binder's node cache has caught up, an order the test cannot observe (a
+	// deletion just before the request raced with the cache under load).
+	fit, missing := "e2e-bind-"+id, "e2e-missing-"+id
+	if _, err := harness.CreateGPUNode(ctx, admin, harness.GPUNode{Name: fit, GPUs: 8}); err != nil {
+		t.Fatalf("create node %s: %v", fit, err)
 	}
 	t.Cleanup(func() { admin.Kube.CoreV1().Nodes().Delete(context.Background(), fit, metav1.DeleteOptions{}) })
 	ns := newNamespace(t, ctx, "binder")
@@ -288,13 +289,10 @@ func TestBinder(t *testing.T) {
 		waitPhase("prebound", "Succeeded", 30*time.Second)
 	})
 
-	t.Run("node deleted meanwhile: retried, then Failed", func(t *testing.T) {
+	t.Run("node missing: retried, then Failed", func(t *testing.T) {
 		pod := createPod("stranded")
-		if err := admin.Kube.CoreV1().Nodes().Delete(ctx, doomed, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
 		const backoffLimit = 2
-		if _, err := brs.Create(ctx, bindRequest(ns, "stranded", pod, doomed, backoffLimit), metav1.CreateOptions{}); err != nil {
+		if _, err := brs.Create(ctx, bindRequest(ns, "stranded", pod, missing, backoffLimit), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		// Retries wait 1 s, then 2 s.
@@ -303,7 +301,7 @@ func TestBinder(t *testing.T) {
 		if failed != backoffLimit+1 {
 			t.Errorf("failedAttempts %d, want backoffLimit + 1 = %d", failed, backoffLimit+1)
 		}
-		if !strings.Contains(reason, "node "+doomed+" not found") {
+		if !strings.Contains(reason, "node "+missing+" not found") {
 			t.Errorf("reason %q does not name the missing node", reason)
 		}
 		got, err := pods.Get(ctx, "stranded", metav1.GetOptions{})
