@@ -357,7 +357,10 @@ class ProportionPlugin : public Plugin {
         [this](const Session& s, QueueId l, QueueId r, const JobView* lj, const JobView* rj,
                const VictimList& lv,
                const VictimList& rv) { return QueueOrder(s, l, r, lj, rj, lv, rv); },
-        pod_states_only);
+        pod_states_only,
+        [this](const Session& s, QueueId q, const VictimList& victims) {
+          return VictimQueueKey(s, q, victims);
+        });
     ssn.AddJobCapacityFn([this](const Session& s, JobId j, std::span<const PodId> pods) {
       return CheckCapacity(s, j, RequestedQuota(s.cluster(), pods), /*check_limit=*/true);
     });
@@ -1148,6 +1151,21 @@ class ProportionPlugin : public Plugin {
     if (lv.share0 < rv.share0) return -1;
     if (lv.share0 > rv.share0) return 1;
     return QueueOrderTail(s, l, r);
+  }
+
+  // VictimQueueOrder's rules (1) to (6) as a key (Session's QueueOrderKey): each rule is a
+  // field, smaller goes first, compared with < then > as the rule does. Rules (7) (allocatable
+  // shares, a partial order of vectors) and (8) are no key: equal keys leave them to QueueOrder.
+  QueueOrderKey VictimQueueKey(const Session& s, QueueId q, const VictimList& victims) const {
+    const VictimSide side = VictimSideOf(s, q, victims);
+    QueueOrderKey key;
+    key.k = {side.over ? 1.0 : 0.0,     // (1) over the fair share: last
+             side.starved ? 0.0 : 1.0,  // (2) within the deserved quota: first
+             -static_cast<double>(s.cluster().queues[q].priority),  // (3) higher first
+             side.violates ? 1.0 : 0.0,  // (4) uses a resource without allocatable share: last
+             side.share,                 // (5) dominant share without the victims
+             side.share0};               // (6) dominant share
+    return key;
   }
 
   // Rules (7) and (8).
