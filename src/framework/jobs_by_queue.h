@@ -8,7 +8,9 @@
 // In victim mode (used by reclaim / preempt / consolidation to pick whom to evict) both orders
 // are reversed and a queue is represented by the victims already taken from it plus its next
 // candidate. Entries are JobViews, so the remaining part of a partly-taken victim job can be
-// pushed back.
+// pushed back. With victim-mode queue order keys (Session::VictimQueueOrderKeyed) siblings are
+// compared by their keys, each computed once per change of its queue's subtree, and the full
+// queue order is asked only when two keys are equal: the same pops.
 #pragma once
 
 #include <algorithm>

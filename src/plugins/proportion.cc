@@ -1041,15 +1041,20 @@ class ProportionPlugin : public Plugin {
     with += Quantities{};
     side.starved = LessEqual(with, sh.Deserved());
     side.violates = Violates(sh, with);
-    QueueShare tmp = sh;
+    side.share = VictimShare(s, q, victims);
+    side.share0 = sh.DominantShare(total_);
+    return side;
+  }
+
+  // Rule (5)'s dominant share of queue q without its victims.
+  double VictimShare(const Session& s, QueueId q, const VictimList& victims) const {
+    QueueShare tmp = shares_[q];
     for (auto res : kQueueResources) tmp[res].allocated += 0.0;
     Quantities start;
     for (auto res : kQueueResources) start[res] = tmp[res].allocated;
     const Quantities without = AllocatedWithoutVictims(s, q, start, victims);
     for (auto res : kQueueResources) tmp[res].allocated = without[res];
-    side.share = tmp.DominantShare(total_);
-    side.share0 = sh.DominantShare(total_);
-    return side;
+    return tmp.DominantShare(total_);
   }
 
   // MakeVictimSide, kept per queue while its inputs are the same (shortcuts on, named list).
@@ -1068,7 +1073,16 @@ class ProportionPlugin : public Plugin {
         memo.version == s.state_version() && SameBits(memo.allocated, allocated)) {
       return memo.side;
     }
-    const VictimSide side = MakeVictimSide(s, q, victims);
+    // Rules (1), (2), (4) and (6) depend only on the queue's share, whose allocations are the
+    // same (deserved and fair shares are fixed for the session): only rule (5)'s share is
+    // computed again.
+    VictimSide side;
+    if (memo.valid && SameBits(memo.allocated, allocated)) {
+      side = memo.side;
+      side.share = VictimShare(s, q, victims);
+    } else {
+      side = MakeVictimSide(s, q, victims);
+    }
     memo = {true, victims.list,      victims.stable, victims.views.size(),
             tail, s.state_version(), allocated,      side};
     return side;
