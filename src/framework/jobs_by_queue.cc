@@ -29,6 +29,8 @@ JobsByQueue::JobsByQueue(const Session& ssn, JobsOrderOptions options)
     if (queues[q].parent == kNone) roots_.push_back(q);
   }
   keyed_ = ssn.params().solver_shortcuts && ssn.JobOrderKeyed();
+  vkeyed_ = options_.victim_queue && ssn.params().solver_shortcuts &&
+            ssn.QueueOrderDependsOnlyOnPodStates() && ssn.VictimQueueOrderKeyed();
   lazy_ = options_.lazy_heaps && !options_.victim_queue && ssn.params().solver_shortcuts &&
           ssn.JobOrderDependsOnlyOnOwnPods() && ssn.JobTieBreakersDistinct();
   if (lazy_) {
@@ -77,6 +79,7 @@ JobsByQueue::JobsByQueue(const JobsByQueue& other)
     : ssn_(other.ssn_),
       options_(other.options_),
       keyed_(other.keyed_),
+      vkeyed_(other.vkeyed_),
       frozen_(other.frozen_),
       frozen_size_(other.frozen_size_),
       own_(other.own_),
@@ -144,7 +147,8 @@ QueueId JobsByQueue::BestChildOf(QueueId parent) const {
   const QueueId start = from == 0 ? kNone : memo.steps[from - 1].best;
   // (ScanFrom may answer BestChildOf for queues below: it writes only this slot's memo.)
   std::vector<ScanStep> steps = std::move(memo.steps);
-  const QueueId best = ScanFrom(candidates, from, start, steps);
+  const QueueId best =
+      vkeyed_ ? ScanKeyedFrom(candidates, from, steps) : ScanFrom(candidates, from, start, steps);
   BestMemo& m = best_memo_[slot];
   m.valid = true;
   m.changes = changes_[slot];
@@ -183,7 +187,53 @@ QueueId JobsByQueue::ScanFrom(const std::vector<QueueId>& candidates, size_t fro
         }
       }
     }
-    steps[i] = {changes_[static_cast<size_t>(q) + 1], ssn_.queue_version(q), best};
+    steps[i].changes = changes_[static_cast<size_t>(q) + 1];
+    steps[i].version = ssn_.queue_version(q);
+    steps[i].best = best;
+  }
+  return best;
+}
+
+QueueId JobsByQueue::ScanKeyedFrom(const std::vector<QueueId>& candidates, size_t from,
+                                   std::vector<ScanStep>& steps) const {
+  // ScanFrom's comparisons in the same order, each answered by the keys when they differ
+  // (Session::VictimQueueOrderKeyed): q is taken over best when !QueueLess(q, best), i.e. when
+  // q's key is greater, or on equal keys when the full comparison says so.
+  int32_t best_at = from == 0 ? -1 : steps[from - 1].best_at;
+  QueueId best = best_at < 0 ? kNone : candidates[static_cast<size_t>(best_at)];
+  // (best's step is before `from`: unchanged, its key is current.)
+  for (size_t i = from; i < candidates.size(); ++i) {
+    const QueueId q = candidates[i];
+    const uint64_t changes = changes_[static_cast<size_t>(q) + 1];
+    const uint64_t version = ssn_.queue_version(q);
+    ScanStep& step = steps[i];
+    const bool kept = step.has_key && step.changes == changes && step.version == version;
+    if (!kept) {
+      step.has_key = false;
+      if (HasJobs(q)) {
+        const VictimList victims = VictimsOf(q);
+        if (!victims.empty()) {
+          step.key = ssn_.VictimQueueKeyOf(q, victims);
+          step.has_key = true;
+        }
+      }
+    }
+    if (step.has_key) {
+      bool take = best == kNone;
+      if (!take) {
+        const int c = step.key.Compare(steps[static_cast<size_t>(best_at)].key);
+        take = c > 0 || (c == 0 &&
+                         !ssn_.QueueLess(q, best, nullptr, nullptr, VictimsOf(q), VictimsOf(best)));
+      }
+      if (take) {
+        best = q;
+        best_at = static_cast<int32_t>(i);
+      }
+    }
+    step.changes = changes;
+    step.version = version;
+    step.best = best;
+    step.best_at = best_at;
   }
   return best;
 }

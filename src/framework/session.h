@@ -154,6 +154,27 @@ struct VictimList {
 // ordering victims, by their victim jobs so far (the job ids are then kNone).
 using QueueOrderFn = std::function<int(const Session&, QueueId, QueueId, const JobView*,
                                        const JobView*, const VictimList&, const VictimList&)>;
+// A queue order in victim order (no jobs, both victim lists non-empty) as a key of each side, so
+// that a caller comparing many queues computes one key per queue instead of calling the
+// comparator per pair. For the QueueOrderFn `fn` it is given with, and any two queues l, r:
+// key(l) < key(r) implies fn(l, r) < 0 (l goes first), key(l) > key(r) implies fn(l, r) > 0,
+// and equal keys say nothing (the caller must ask the full comparison). Keys compare field by
+// field: the first field where one side is < or > the other decides (so fields that are equal
+// or unordered, such as NaNs, are skipped, as a comparator testing `<` then `>` does).
+struct QueueOrderKey {
+  static constexpr size_t kFields = 6;
+  std::array<double, kFields> k{};
+  // <0: this side goes first, >0: `o` goes first, 0: equal keys (no answer).
+  int Compare(const QueueOrderKey& o) const {
+    for (size_t i = 0; i < kFields; ++i) {
+      if (k[i] < o.k[i]) return -1;
+      if (k[i] > o.k[i]) return 1;
+    }
+    return 0;
+  }
+};
+// The key of queue q represented by `victims` (see QueueOrderKey).
+using QueueOrderKeyFn = std::function<QueueOrderKey(const Session&, QueueId, const VictimList&)>;
 // Called once per pod before its nodes are scored, with the candidate node set.
 using NodePreOrderFn = std::function<void(Session&, PodId, std::span<const NodeId>)>;
 using NodeOrderFn = std::function<double(const Session&, PodId, NodeId)>;
@@ -424,12 +445,29 @@ class Session {
   // `pod_states_only`: the function's answer depends only on the two queues, the jobs or victim
   // lists given, and the statuses and virtual flags of the pods of the jobs in the two queues'
   // subtrees (so a job order may keep its answers while none of these changed).
-  void AddQueueOrderFn(QueueOrderFn fn, bool pod_states_only = false) {
+  // `victim_key` (optional): the same order in victim mode as a key (see QueueOrderKey).
+  void AddQueueOrderFn(QueueOrderFn fn, bool pod_states_only = false,
+                       QueueOrderKeyFn victim_key = nullptr) {
     if (Disabled("queue_order")) return;
+    if (queue_order_fns_.empty()) victim_queue_key_ = std::move(victim_key);
     queue_order_fns_.push_back(std::move(fn));
     queue_order_pod_states_only_ = queue_order_pod_states_only_ && pod_states_only;
   }
   bool QueueOrderDependsOnlyOnPodStates() const { return queue_order_pod_states_only_; }
+  // Whether victim-mode queue order has keys (the solver shortcuts on, and the first queue order
+  // function was given with a key): then for queues l, r with non-empty victim lists,
+  // VictimQueueKeyOf(l) < VictimQueueKeyOf(r) implies QueueLess(l, r, ...) and > implies
+  // !QueueLess(l, r, ...); on equal keys QueueLess must be asked. (QueueLess takes the first
+  // non-zero answer of the functions in order, so the first function's key is what decides;
+  // the later functions only matter when its keys are equal, and QueueLess asks them then.)
+  bool VictimQueueOrderKeyed() const {
+    return params().solver_shortcuts && victim_queue_key_ != nullptr;
+  }
+  // The victim-mode key of queue q represented by `victims` (non-empty; VictimQueueOrderKeyed
+  // must hold).
+  QueueOrderKey VictimQueueKeyOf(QueueId q, const VictimList& victims) const {
+    return victim_queue_key_(*this, q, victims);
+  }
   void AddNodePreOrderFn(NodePreOrderFn fn) { node_pre_order_fns_.push_back(std::move(fn)); }
   void AddNodeOrderFn(NodeOrderFn fn) {
     if (!Disabled("node_order")) node_order_fns_.push_back(std::move(fn));
@@ -656,6 +694,7 @@ class Session {
   std::vector<PodSetOrderFn> pod_set_order_fns_;
   std::vector<QueueOrderFn> queue_order_fns_;
   bool queue_order_pod_states_only_ = true;
+  QueueOrderKeyFn victim_queue_key_;  // the first queue order function's key, if given
   bool job_order_own_pods_only_ = true;
   mutable int8_t job_tie_breakers_distinct_ = -1;  // -1: not computed yet
   // Job order keys (JobOrderKeyed): the key functions, each job's rank by the last tie-breakers

@@ -357,7 +357,10 @@ class ProportionPlugin : public Plugin {
         [this](const Session& s, QueueId l, QueueId r, const JobView* lj, const JobView* rj,
                const VictimList& lv,
                const VictimList& rv) { return QueueOrder(s, l, r, lj, rj, lv, rv); },
-        pod_states_only);
+        pod_states_only,
+        [this](const Session& s, QueueId q, const VictimList& victims) {
+          return VictimQueueKey(s, q, victims);
+        });
     ssn.AddJobCapacityFn([this](const Session& s, JobId j, std::span<const PodId> pods) {
       return CheckCapacity(s, j, RequestedQuota(s.cluster(), pods), /*check_limit=*/true);
     });
@@ -1111,15 +1114,20 @@ class ProportionPlugin : public Plugin {
     with += Quantities{};
     side.starved = LessEqual(with, sh.Deserved());
     side.violates = Violates(sh, with);
-    QueueShare tmp = sh;
+    side.share = VictimShare(s, q, victims);
+    side.share0 = sh.DominantShare(total_);
+    return side;
+  }
+
+  // Rule (5)'s dominant share of queue q without its victims.
+  double VictimShare(const Session& s, QueueId q, const VictimList& victims) const {
+    QueueShare tmp = shares_[q];
     for (auto res : kQueueResources) tmp[res].allocated += 0.0;
     Quantities start;
     for (auto res : kQueueResources) start[res] = tmp[res].allocated;
     const Quantities without = AllocatedWithoutVictims(s, q, start, victims);
     for (auto res : kQueueResources) tmp[res].allocated = without[res];
-    side.share = tmp.DominantShare(total_);
-    side.share0 = sh.DominantShare(total_);
-    return side;
+    return tmp.DominantShare(total_);
   }
 
   // MakeVictimSide, kept per queue while its inputs are the same (shortcuts on, named list).
@@ -1138,7 +1146,16 @@ class ProportionPlugin : public Plugin {
         memo.version == s.state_version() && SameBits(memo.allocated, allocated)) {
       return memo.side;
     }
-    const VictimSide side = MakeVictimSide(s, q, victims);
+    // Rules (1), (2), (4) and (6) depend only on the queue's share, whose allocations are the
+    // same (deserved and fair shares are fixed for the session): only rule (5)'s share is
+    // computed again.
+    VictimSide side;
+    if (memo.valid && SameBits(memo.allocated, allocated)) {
+      side = memo.side;
+      side.share = VictimShare(s, q, victims);
+    } else {
+      side = MakeVictimSide(s, q, victims);
+    }
     memo = {true, victims.list,      victims.stable, victims.views.size(),
             tail, s.state_version(), allocated,      side};
     return side;
@@ -1221,6 +1238,21 @@ class ProportionPlugin : public Plugin {
     if (lv.share0 < rv.share0) return -1;
     if (lv.share0 > rv.share0) return 1;
     return QueueOrderTail(s, l, r);
+  }
+
+  // VictimQueueOrder's rules (1) to (6) as a key (Session's QueueOrderKey): each rule is a
+  // field, smaller goes first, compared with < then > as the rule does. Rules (7) (allocatable
+  // shares, a partial order of vectors) and (8) are no key: equal keys leave them to QueueOrder.
+  QueueOrderKey VictimQueueKey(const Session& s, QueueId q, const VictimList& victims) const {
+    const VictimSide side = VictimSideOf(s, q, victims);
+    QueueOrderKey key;
+    key.k = {side.over ? 1.0 : 0.0,     // (1) over the fair share: last
+             side.starved ? 0.0 : 1.0,  // (2) within the deserved quota: first
+             -static_cast<double>(s.cluster().queues[q].priority),  // (3) higher first
+             side.violates ? 1.0 : 0.0,  // (4) uses a resource without allocatable share: last
+             side.share,                 // (5) dominant share without the victims
+             side.share0};               // (6) dominant share
+    return key;
   }
 
   // Rules (7) and (8).

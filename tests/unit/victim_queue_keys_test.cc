@@ -1,0 +1,344 @@
+// Victim-mode queue order keys (Session::VictimQueueOrderKeyed, QueueOrderKey): proportion's key
+// agrees with its queue order, and a victims queue comparing sibling queues by their kept keys
+// pops exactly the entries, in the same order, as one asking the full queue order every time.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "framework/jobs_by_queue.h"
+#include "framework/statement.h"
+#include "test_cluster.h"
+
+namespace gantry {
+namespace {
+
+using testutil::AddJob;
+using testutil::AddNode;
+using testutil::AddQueue;
+using testutil::PodSpec;
+
+constexpr PodSpec kGpuPod{.gpus = 1, .cpu_millis = 1000, .memory_bytes = 1e9};
+
+// A random queue tree of three levels (roots, middle queues, leaves; a middle queue without
+// children is a leaf too), with few distinct quotas and priorities so that many queues tie on
+// their shares. Every leaf gets running jobs of one-GPU pods: `victims` (jobs a victims queue
+// holds) and `bystanders` (jobs it does not hold, whose pods the tests evict to change the
+// queues' shares). The one node holds exactly the running pods, and some leaves have pending
+// jobs too: fair shares are then below some queues' allocations (rule 1), and queues without
+// quota can get no fair share (rule 4), certainly in trees of even seeds, where a root queue
+// asks for the whole cluster and deserves it. `uniform`: every queue of one priority and without
+// quota (all deserve what they ask), so that the order of the queues is the order of their
+// shares without their victims, which every pop changes. Some leaves have a twin: a sibling with
+// the same quota, priority and jobs (and sometimes one job more), so that their shares tie.
+struct RandomTree {
+  Cluster c;
+  std::vector<JobId> victims;
+  std::vector<JobId> bystanders;
+  std::vector<QueueId> queues;
+  std::vector<std::pair<QueueId, QueueId>> twins;
+};
+
+RandomTree MakeRandomTree(uint32_t seed, bool uniform = false) {
+  RandomTree t;
+  Cluster& c = t.c;
+  std::mt19937 rng(seed);
+  const NodeId n = AddNode(c, "n0", 0);
+  const double quotas[] = {0, 4, 8, 8, kUnlimited};
+  const int32_t priorities[] = {100, 100, 50};
+
+  // Leaves, each with its twin's name ("": none).
+  std::vector<std::pair<std::string, std::string>> leaves;
+  int64_t created = 0;
+  // (CPU and memory quotas in proportion: a queue is over its fair share only when over it in
+  // every resource.)
+  auto add = [&](const std::string& name, const std::string& parent) {
+    const double quota = uniform ? kUnlimited : quotas[rng() % 5];
+    auto scaled = [&](double unit) {
+      return QueueQuota{quota == kUnlimited ? kUnlimited : quota * unit, kUnlimited, 1};
+    };
+    const testutil::QueueSpec spec{.parent = parent,
+                                   .gpu = scaled(1),
+                                   .cpu = scaled(1000),
+                                   .memory = scaled(1e9),
+                                   .priority = uniform ? 100 : priorities[rng() % 3],
+                                   .creation_ms = ++created};
+    t.queues.push_back(AddQueue(c, name, spec));
+    return spec;
+  };
+  const int roots = 2 + static_cast<int>(rng() % 3);
+  for (int r = 0; r < roots; ++r) {
+    const std::string root = "r" + std::to_string(r);
+    add(root, "");
+    const int middles = 1 + static_cast<int>(rng() % 4);
+    for (int m = 0; m < middles; ++m) {
+      const std::string middle = root + "-m" + std::to_string(m);
+      add(middle, root);
+      const int children = static_cast<int>(rng() % 4);
+      if (children == 0) leaves.emplace_back(middle, "");
+      for (int l = 0; l < children; ++l) {
+        const std::string leaf = middle + "-l" + std::to_string(l);
+        testutil::QueueSpec spec = add(leaf, middle);
+        std::string twin;
+        if (rng() % 3 == 0) {
+          twin = leaf + "-twin";
+          spec.creation_ms = ++created;
+          t.queues.push_back(AddQueue(c, twin, spec));
+          t.twins.emplace_back(t.queues.end()[-2], t.queues.back());
+        }
+        leaves.emplace_back(leaf, twin);
+      }
+    }
+  }
+  int next = 0;
+  for (const auto& [leaf, twin] : leaves) {
+    const int jobs = 1 + static_cast<int>(rng() % 12);
+    for (int i = 0; i < jobs; ++i) {
+      const int pods = 1 + static_cast<int>(rng() % 3);
+      testutil::JobSpec spec{.queue = leaf,
+                             .pods = pods,
+                             .pod = kGpuPod,
+                             .min_available = 1 + static_cast<int>(rng() % pods),
+                             .priority = static_cast<int32_t>(rng() % 2) * 10,
+                             .creation_ms = static_cast<int64_t>(rng() % 7)};
+      const bool bystander = rng() % 4 == 0;
+      for (const std::string& q : {leaf, twin}) {
+        if (q.empty()) continue;
+        spec.queue = q;
+        const JobId j = AddJob(c, "j" + std::to_string(next++), spec);
+        for (int k = 0; k < pods; ++k) testutil::Place(c, c.jobs[j].pods[k], n);
+        (bystander ? t.bystanders : t.victims).push_back(j);
+      }
+    }
+    if (!twin.empty() && rng() % 2 == 0) {
+      // The twin holds one more one-pod job: the two tie on rule (5) when the twin shows one
+      // more pod among its victims, and rule (6) decides.
+      const JobId j = AddJob(c, "j" + std::to_string(next++), {.queue = twin, .pod = kGpuPod});
+      testutil::Place(c, c.jobs[j].pods[0], n);
+      t.victims.push_back(j);
+    }
+    if (rng() % 3 == 0) {
+      AddJob(c, "p" + std::to_string(next++),
+             {.queue = leaf, .pods = 1 + static_cast<int>(rng() % 6), .pod = kGpuPod});
+    }
+  }
+  double running = 0;
+  for (const Pod& pod : c.pods) running += pod.node == n ? 1 : 0;
+  c.nodes[n].allocatable = testutil::Res(running * 1000, running * 1e9, running, 8192);
+  c.nodes[n].gpu_count = static_cast<int>(running);
+  if (seed % 2 == 0 && !uniform) {
+    // A root queue deserving the whole cluster asks for all of it: the others get fair shares
+    // of their quotas only, none for queues without quota.
+    AddQueue(c, "hog",
+             {.gpu = {running, kUnlimited, 1},
+              .cpu = {running * 1000, kUnlimited, 1},
+              .memory = {running * 1e9, kUnlimited, 1},
+              .creation_ms = ++created});
+    AddJob(c, "hog-job", {.queue = "hog", .pod = {running, running * 1000, running * 1e9}});
+  }
+  c.Finalize();
+  return t;
+}
+
+// One pop: the job and the pods of the view.
+using Pops = std::vector<std::pair<JobId, std::vector<PodId>>>;
+
+// Pops the whole victims queue of `jobs` (pushed one by one, so both runs build the same heaps),
+// pushing the rest of every job of more than one pod back as a partial view, as the victim
+// search does; with `evict`, every few pops a bystander's pod is evicted (kept) or evicted and
+// discarded, which changes its queues' shares and versions. The random choices do not depend on the
+// pops.
+Pops PopAll(const RandomTree& t, Session& ssn, uint32_t seed, bool evict) {
+  std::mt19937 rng(seed);
+  JobsOrderOptions o;
+  o.filter_non_pending = false;
+  o.filter_unready = false;
+  o.victim_queue = true;
+  JobsByQueue queue(ssn, o);
+  for (JobId j : t.victims) queue.Push(j);
+  Statement kept(ssn);
+  Pops out;
+  while (!queue.empty()) {
+    JobView v = queue.PopNextView();
+    std::vector<PodId> pods = v.partial ? v.pods : t.c.jobs[v.job].pods;
+    out.emplace_back(v.job, pods);
+    if (pods.size() > 1) queue.PushView(JobView{v.job, true, {pods.begin() + 1, pods.end()}});
+    if (evict && !t.bystanders.empty() && rng() % 3 == 0) {
+      const JobId b = t.bystanders[rng() % t.bystanders.size()];
+      const PodId p = t.c.jobs[b].pods[rng() % t.c.jobs[b].pods.size()];
+      if (!IsActiveAllocated(ssn.pod(p).status)) continue;
+      if (rng() % 2 == 0) {
+        kept.Evict(p, "test");
+      } else {
+        Statement discarded(ssn);
+        discarded.Evict(p, "test");
+        // Popped while the eviction holds, then popped again after it is undone.
+        if (!queue.empty()) {
+          v = queue.PopNextView();
+          pods = v.partial ? v.pods : t.c.jobs[v.job].pods;
+          out.emplace_back(v.job, pods);
+          if (pods.size() > 1) {
+            queue.PushView(JobView{v.job, true, {pods.begin() + 1, pods.end()}});
+          }
+        }
+        discarded.Discard();
+      }
+    }
+  }
+  kept.Discard();
+  return out;
+}
+
+std::unique_ptr<Scheduler> MakeScheduler(bool shortcuts) {
+  SchedulerConfig cfg = SchedulerConfig::Default();
+  cfg.params.solver_shortcuts = shortcuts;
+  return testutil::MakeScheduler(cfg);
+}
+
+// Proportion's victim-order key against its queue order, on random pairs of queues of a random
+// tree with random victim lists (named and unnamed, whole and partial views), before and after
+// pods are evicted: a smaller key means the queue goes first, a greater one last.
+TEST(VictimQueueKeyTest, ProportionKeysAgreeWithItsQueueOrder) {
+  int decided = 0, tied = 0, over = 0, violating = 0;
+  for (uint32_t seed = 1; seed <= 9; ++seed) {
+    const RandomTree t = MakeRandomTree(seed, /*uniform=*/seed % 3 == 0);
+    auto scheduler = MakeScheduler(true);
+    auto ssn = scheduler->OpenSession(t.c, testutil::kNowMs);
+    ASSERT_TRUE(ssn->VictimQueueOrderKeyed());
+    std::mt19937 rng(seed * 7919);
+    // Per queue: views of jobs of its subtree (the victims a victims queue could show for it).
+    std::vector<std::vector<JobView>> views(t.c.queues.size());
+    for (JobId j : t.victims) {
+      const auto& pods = t.c.jobs[j].pods;
+      for (QueueId q = t.c.jobs[j].queue; q != kNone; q = t.c.queues[q].parent) {
+        views[q].push_back(JobView{j, false, {}});
+        if (pods.size() > 1) views[q].push_back(JobView{j, true, {pods.begin() + 1, pods.end()}});
+      }
+    }
+    auto random_list = [&](QueueId q, std::vector<const JobView*>& list) {
+      list.clear();
+      const size_t n = 1 + rng() % std::min<size_t>(views[q].size(), 2);
+      for (size_t i = 0; i < n; ++i) list.push_back(&views[q][rng() % views[q].size()]);
+    };
+    uint64_t names = 0;
+    Statement stmt(*ssn);
+    for (int round = 0; round < 2; ++round) {
+      for (int pair = 0; pair < 400; ++pair) {
+        // (Twins half the time, when there are.)
+        QueueId l = t.queues[rng() % t.queues.size()];
+        QueueId r = t.queues[rng() % t.queues.size()];
+        if (!t.twins.empty() && rng() % 2 == 0) {
+          std::tie(l, r) = t.twins[rng() % t.twins.size()];
+        }
+        if (l == r || views[l].empty() || views[r].empty()) continue;
+        std::vector<const JobView*> lviews, rviews;
+        random_list(l, lviews);
+        random_list(r, rviews);
+        // Unnamed lists (list 0), or named ones (each name once) with a stable part.
+        const bool named = rng() % 2 == 0;
+        const VictimList lv{lviews, named ? ++names : 0, named ? lviews.size() - 1 : 0};
+        const VictimList rv{rviews, named ? ++names : 0, named ? rviews.size() - 1 : 0};
+        const QueueOrderKey lk = ssn->VictimQueueKeyOf(l, lv);
+        const int c = lk.Compare(ssn->VictimQueueKeyOf(r, rv));
+        over += lk.k[0] != 0;
+        violating += lk.k[3] != 0;
+        const bool l_first = ssn->QueueLess(l, r, nullptr, nullptr, lv, rv);
+        const bool r_first = ssn->QueueLess(r, l, nullptr, nullptr, rv, lv);
+        if (c < 0) {
+          EXPECT_TRUE(l_first && !r_first) << "seed " << seed << " queues " << l << ", " << r;
+        } else if (c > 0) {
+          EXPECT_TRUE(r_first && !l_first) << "seed " << seed << " queues " << l << ", " << r;
+        }
+        (c == 0 ? tied : decided) += 1;
+      }
+      if (round > 0) break;
+      // Evict the first pod of every third bystander: shares change.
+      for (size_t i = 0; i < t.bystanders.size(); i += 3) {
+        stmt.Evict(t.c.jobs[t.bystanders[i]].pods[0], "test");
+      }
+    }
+    stmt.Discard();
+  }
+  // Both cases occur: keys that decide, and equal keys left to the full comparison.
+  EXPECT_GT(decided, 500);
+  EXPECT_GT(tied, 20);
+  // Rules (1) and (4) are met too.
+  EXPECT_GT(over, 0);
+  EXPECT_GT(violating, 0);
+}
+
+// A victims queue with proportion's keys (shortcuts on) pops the same entries in the same order
+// as without them (shortcuts off: the full queue order for every comparison), on random trees
+// with tied shares, partial views pushed back between pops and shares changing between pops.
+TEST(VictimQueueKeyTest, KeyedPopsAreThoseOfTheFullQueueOrder) {
+  for (uint32_t seed = 1; seed <= 24; ++seed) {
+    const RandomTree t = MakeRandomTree(seed, /*uniform=*/seed % 3 == 0);
+    auto keyed_scheduler = MakeScheduler(true);
+    auto keyed = keyed_scheduler->OpenSession(t.c, testutil::kNowMs);
+    ASSERT_TRUE(keyed->VictimQueueOrderKeyed());
+    ASSERT_TRUE(keyed->QueueOrderDependsOnlyOnPodStates());
+    auto plain_scheduler = MakeScheduler(false);
+    auto plain = plain_scheduler->OpenSession(t.c, testutil::kNowMs);
+    ASSERT_FALSE(plain->VictimQueueOrderKeyed());
+    const bool evict = seed % 2 == 0;
+    const Pops with_keys = PopAll(t, *keyed, seed, evict);
+    EXPECT_GT(with_keys.size(), t.victims.size());
+    EXPECT_EQ(with_keys, PopAll(t, *plain, seed, evict)) << "seed " << seed;
+  }
+}
+
+// A queue order of the test's own, registered with and without its key, both with the solver
+// shortcuts on (the same kept scans in JobsByQueue; only the keys differ). Its key ties often
+// (counts modulo 3), and the comparator then decides by name, so the full comparison on equal
+// keys is exercised: the keyed queue must call it, and less often.
+TEST(VictimQueueKeyTest, KeysOnlyReplaceComparisonsTheyDecide) {
+  int total_keyed = 0, total_plain = 0;
+  for (uint32_t seed = 1; seed <= 8; ++seed) {
+    const RandomTree t = MakeRandomTree(seed);
+    auto key_of = [](const Session& s, QueueId q, const VictimList& victims) {
+      size_t pods = 0;
+      for (const JobView* v : victims.views) {
+        pods += v->partial ? v->pods.size() : s.cluster().jobs[v->job].pods.size();
+      }
+      QueueOrderKey key;
+      key.k[0] = -static_cast<double>(s.cluster().queues[q].priority);
+      key.k[1] = static_cast<double>(pods % 3);
+      key.k[2] = static_cast<double>(victims.views.size() % 2);
+      return key;
+    };
+    int calls = 0;
+    auto order = [&](const Session& s, QueueId l, QueueId r, const JobView*, const JobView*,
+                     const VictimList& lv, const VictimList& rv) {
+      ++calls;
+      if (lv.empty() || rv.empty()) return 0;
+      if (const int c = key_of(s, l, lv).Compare(key_of(s, r, rv)); c != 0) return c;
+      return s.cluster().queues[l].name > s.cluster().queues[r].name ? -1 : 1;
+    };
+    auto pops = [&](bool with_key) {
+      auto scheduler =
+          testutil::MakeScheduler(testutil::Without(SchedulerConfig::Default(), "proportion"));
+      auto ssn = scheduler->OpenSession(t.c, testutil::kNowMs);
+      ssn->AddQueueOrderFn(order, /*pod_states_only=*/true,
+                           with_key ? QueueOrderKeyFn(key_of) : QueueOrderKeyFn());
+      EXPECT_EQ(ssn->VictimQueueOrderKeyed(), with_key);
+      calls = 0;
+      const Pops out = PopAll(t, *ssn, seed, /*evict=*/seed % 2 == 0);
+      return std::make_pair(out, calls);
+    };
+    const auto [with_keys, keyed_calls] = pops(true);
+    const auto [without, plain_calls] = pops(false);
+    EXPECT_EQ(with_keys, without) << "seed " << seed;
+    EXPECT_LE(keyed_calls, plain_calls) << "seed " << seed;
+    total_keyed += keyed_calls;
+    total_plain += plain_calls;
+  }
+  EXPECT_GT(total_keyed, 0);
+  EXPECT_LT(total_keyed, total_plain);
+}
+
+}  // namespace
+}  // namespace gantry
