@@ -127,7 +127,7 @@ class Scenario {
   void AddPotentialVictims(const Session& ssn, const std::vector<PodId>& tasks) {
     if (tasks.empty()) return;
     potential_tasks_.insert(potential_tasks_.end(), tasks.begin(), tasks.end());
-    const JobId job = ssn.cluster().pods[tasks.front()].job;
+    const JobId job = ssn.pod_briefs()[tasks.front()].job;
     AppendGroup(job, tasks);
     for (PodId p : tasks) {
       const size_t slot = static_cast<size_t>(ssn.pod(p).node + 1);
@@ -581,16 +581,8 @@ class Solver {
     }
     // The nodes of the latest victim job, in name order.
     std::vector<NodeId>& nodes = victim_nodes_scratch_;
-    nodes.clear();
-    for (PodId p : ssn_.cluster().jobs[latest].pods) {
-      const NodeId n = ssn_.pod(p).node;
-      if (std::find(nodes.begin(), nodes.end(), n) == nodes.end()) nodes.push_back(n);
-    }
-    const auto& cluster_nodes = ssn_.cluster().nodes;
-    std::sort(nodes.begin(), nodes.end(), [&](NodeId a, NodeId b) {
-      if (a == kNone || b == kNone) return a == kNone && b != kNone;
-      return cluster_nodes[a].name_rank < cluster_nodes[b].name_rank;
-    });
+    const std::span<const NodeId> job_nodes = NodesOfJob(latest);
+    nodes.assign(job_nodes.begin(), job_nodes.end());
     // With several nodes, kFailed on one goes on to the next while kRejected ends the scenario.
     // When every node either fails the pre-check or is proven unsolvable before placing, the
     // scenario ends unsolved whichever of the two each proven node would have given, and (with
@@ -722,6 +714,43 @@ class Solver {
                         RulesCertainBeforePlacing(scenario, free_after, blocks, &unknown_tasks_);
     ClearRejecting();
     return proven;
+  }
+
+  // The distinct nodes of a job's pods (kNone first for pods on none, then in name order), kept
+  // per thread with the session and the job's version they were listed at (a pod changes node
+  // only with a change of its status, which bumps its job's version).
+  std::span<const NodeId> NodesOfJob(JobId j) {
+    struct Kept {
+      uint64_t session = 0;
+      std::vector<uint64_t> version;                     // per job; 0: not listed
+      std::vector<std::pair<uint32_t, uint32_t>> range;  // per job: begin, end in `pool`
+      std::vector<NodeId> pool;
+    };
+    thread_local Kept kept;
+    const auto& c = ssn_.cluster();
+    if (kept.session != ssn_.serial() || kept.pool.size() > 4 * c.pods.size() + 1024) {
+      kept.session = ssn_.serial();
+      kept.version.assign(c.jobs.size(), 0);
+      kept.range.assign(c.jobs.size(), {0, 0});
+      kept.pool.clear();
+    }
+    const size_t i = static_cast<size_t>(j);
+    auto& [begin, end] = kept.range[i];
+    if (kept.version[i] != ssn_.job_version(j)) {
+      kept.version[i] = ssn_.job_version(j);
+      begin = static_cast<uint32_t>(kept.pool.size());
+      for (PodId p : c.jobs[j].pods) kept.pool.push_back(ssn_.pod(p).node);
+      const auto first = kept.pool.begin() + begin;
+      const auto& cluster_nodes = c.nodes;
+      auto less = [&](NodeId a, NodeId b) {
+        if (a == kNone || b == kNone) return a == kNone && b != kNone;
+        return cluster_nodes[a].name_rank < cluster_nodes[b].name_rank;
+      };
+      std::sort(first, kept.pool.end(), less);
+      kept.pool.erase(std::unique(first, kept.pool.end()), kept.pool.end());
+      end = static_cast<uint32_t>(kept.pool.size());
+    }
+    return std::span<const NodeId>(kept.pool).subspan(begin, end - begin);
   }
 
   // Undoes EvictNodeVictims (the statement back to `cp`).
