@@ -1863,6 +1863,12 @@ std::vector<NodeId> FeasibleNodesForJob(const Session& ssn, JobId job) {
 }
 
 std::vector<PodId> TasksToEvict(const Session& ssn, const JobView& view, bool& has_more) {
+  if (const PodId p = ssn.single_pod(view.job); p != kNone && !view.partial) {
+    // (The usual victim: one pod, evicted alone if active; read without the job's spec.)
+    has_more = false;
+    if (!IsActiveAllocated(ssn.pod(p).status)) return {};
+    return {p};
+  }
   const Job& job = ssn.cluster().jobs[view.job];
   const int32_t num_sets = static_cast<int32_t>(job.pod_sets.size());
   const std::vector<PodId>& pods = view.partial ? view.pods : job.pods;

@@ -56,9 +56,15 @@ Session::Session(const Cluster& cluster, const SchedulerConfig& config, int64_t 
   // (Versions start at 1 before any pod is placed: placing one bumps its job's.)
   job_version_.assign(cluster.jobs.size(), 1);
   elastic_.assign(cluster.jobs.size(), 0);
+  single_pod_.assign(cluster.jobs.size(), kNone);
   for (JobId j = 0; j < static_cast<JobId>(cluster.jobs.size()); ++j) {
-    for (const PodSet& ps : cluster.jobs[j].pod_sets) {
+    const Job& job = cluster.jobs[j];
+    for (const PodSet& ps : job.pod_sets) {
       if (ps.min_available < static_cast<int32_t>(ps.pods.size())) elastic_[j] = 1;
+    }
+    if (job.pod_sets.size() == 1 && job.pods.size() == 1 &&
+        cluster.pods[job.pods.front()].pod_set == 0) {
+      single_pod_[j] = job.pods.front();
     }
   }
   // Occupying pods are added in byte order of their names (shared-device placement depends on it).

@@ -581,6 +581,9 @@ class Session {
   // A job is elastic when some pod set has fewer required pods than pods (a property of the
   // job's spec, computed when the session is built).
   bool IsElastic(JobId j) const { return elastic_[static_cast<size_t>(j)] != 0; }
+  // The job's only pod when it has one pod set holding one pod, else kNone (from its spec; a
+  // compact array for the victim search's hot loops).
+  PodId single_pod(JobId j) const { return single_pod_[static_cast<size_t>(j)]; }
   std::optional<Quantities> QueueAllocated(QueueId q) const;
 
   // Whether the pod fits the node's idle resources alone (no waiting for releasing pods).
@@ -774,7 +777,8 @@ class Session {
   std::vector<NodeId> rank_returned_;
   // Cache of TasksToAllocateQuantities per job, valid while the job's version is unchanged.
   std::vector<uint64_t> job_version_;
-  std::vector<uint8_t> elastic_;  // per job: IsElastic
+  std::vector<uint8_t> elastic_;   // per job: IsElastic
+  std::vector<PodId> single_pod_;  // per job: single_pod
   uint64_t serial_ = 0;
   // ViewAllocated of whole jobs, with the job version it was summed at (0: none).
   mutable std::vector<std::pair<uint64_t, Quantities>> job_allocated_cache_;
