@@ -139,7 +139,7 @@ class Scenario {
 
   // Job of the last potential victim added, or kNone.
   JobId LatestPotentialVictimJob(const Session& ssn) const {
-    return potential_tasks_.empty() ? kNone : ssn.cluster().pods[potential_tasks_.back()].job;
+    return potential_tasks_.empty() ? kNone : ssn.pod_briefs()[potential_tasks_.back()].job;
   }
 
   // Every task of every group of the jobs that have potential victims on `node`, into `out`.
