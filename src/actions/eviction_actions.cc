@@ -236,9 +236,6 @@ class ConsolidationAction : public Action {
   }
 
  private:
-  // KAI's IsEnoughGPUsAllocatableForJob: the idle and releasing GPUs of the whole cluster
-  // (whole devices, the free part of shared devices, MIG instances as GPU-equivalents) cover the
-  // job's next pods, in device count and in GPU memory.
   // The cluster's idle and releasing GPUs (devices and memory), kept while the pods' states
   // are the same (the state version; a search that commits nothing gives it back).
   struct FreeGpus {
@@ -247,6 +244,9 @@ class ConsolidationAction : public Action {
     double gpus = 0;
     int64_t memory = 0;
   };
+  // KAI's IsEnoughGPUsAllocatableForJob: the idle and releasing GPUs of the whole cluster
+  // (whole devices, the free part of shared devices, MIG instances as GPU-equivalents) cover the
+  // job's next pods, in device count and in GPU memory.
   static bool EnoughGpusInCluster(const Session& ssn, JobId j, FreeGpus& free) {
     const Cluster& c = ssn.cluster();
     if (!free.known || free.version != ssn.state_version()) {
