@@ -1237,15 +1237,21 @@ class Solver {
     }
     JointFit& fit = joint_fit_[j];
     if (fit.prefix == prefix_serial_) return fit;
-    fit = JointFit{};
-    fit.prefix = prefix_serial_;
     ssn_.TasksToAllocate(j, tasks_scratch_, /*real=*/false, /*ordered=*/false);
     for (PodId t : tasks_scratch_) base_task_mark_[t] = prefix_serial_;
-    // (As FitsWithPending computes it.)
+    fit = JointFitOf(tasks_scratch_, pending);
+    fit.prefix = prefix_serial_;
+    return fit;
+  }
+  // The joint requirement of `tasks` and the whole-GPU `pending` pods, its steps appended to
+  // joint_steps_: not modelled (always) when some task is not a whole-GPU pod or none asks for
+  // GPUs; otherwise the total and, per distinct size g (ascending), the blocks of g needed.
+  JointFit JointFitOf(const std::vector<PodId>& tasks, const std::vector<PodId>& pending) {
+    JointFit fit;
     const auto& briefs = ssn_.pod_briefs();
     std::vector<double>& sizes = joint_sizes_;
     sizes.clear();
-    for (PodId t : tasks_scratch_) {
+    for (PodId t : tasks) {
       const double g = briefs[t].whole_gpus;
       if (std::isnan(g) || !ExactlySummable(g)) return fit;
       if (g > 0) sizes.push_back(g);
@@ -1284,30 +1290,11 @@ class Solver {
   template <typename Blocks>
   bool FitsWithPending(const std::vector<PodId>& tasks, const std::vector<PodId>& pending,
                        double free_now, const Blocks& blocks) {
-    const auto& briefs = ssn_.pod_briefs();
-    std::vector<double>& sizes = joint_sizes_;
-    sizes.clear();
-    double total = 0;
-    for (PodId t : tasks) {
-      const double g = briefs[t].whole_gpus;
-      if (std::isnan(g) || !ExactlySummable(g)) return true;
-      if (g > 0) sizes.push_back(g);
-    }
-    if (sizes.empty()) return true;
-    for (PodId t : pending) {
-      if (briefs[t].whole_gpus > 0) sizes.push_back(briefs[t].whole_gpus);
-    }
-    for (double g : sizes) total += g;
-    if (total > free_now) return false;
-    std::sort(sizes.begin(), sizes.end());
-    for (size_t i = 0; i < sizes.size(); ++i) {
-      if (i > 0 && sizes[i] == sizes[i - 1]) continue;
-      const double g = sizes[i];
-      double count = 0;
-      for (size_t k = i; k < sizes.size(); ++k) count += FloorOfNonNegative(sizes[k] / g);
-      if (count > blocks(g)) return false;
-    }
-    return true;
+    // (Its steps are appended for the check only.)
+    const size_t kept = joint_steps_.size();
+    const bool fits = FitsJoint(JointFitOf(tasks, pending), free_now, blocks);
+    joint_steps_.resize(kept);
+    return fits;
   }
 
   // Whether the feasible-node list can change no simulation of this search beyond the nodes
@@ -1872,18 +1859,6 @@ std::vector<PodId> TasksToEvict(const Session& ssn, const JobView& view, bool& h
   const Job& job = ssn.cluster().jobs[view.job];
   const int32_t num_sets = static_cast<int32_t>(job.pod_sets.size());
   const std::vector<PodId>& pods = view.partial ? view.pods : job.pods;
-  if (num_sets == 1 && pods.size() == 1) {
-    // (The usual victim: one pod, evicted alone if active.)
-    has_more = false;
-    const PodId p = pods.front();
-    if (!IsActiveAllocated(ssn.pod(p).status)) return {};
-    // (A pod outside the job's pod set is not taken, but counts as active.)
-    if (ssn.pod_briefs()[p].pod_set != 0) {
-      has_more = true;
-      return {};
-    }
-    return {p};
-  }
   // One pod set when some pod set is above its minimum (elastic pods go one by one), else all.
   int max_sets = num_sets;
   for (int32_t s = 0; s < num_sets && num_sets > 1; ++s) {
