@@ -703,6 +703,10 @@ class Solver {
     }
     auto blocks = [&](double g) { return HypotheticalBlocks(g); };
     const double free_after = blocks(0);
+    if (ProvenByRecordedRules(scenario, potential, free_after, blocks)) {
+      ++stats_->proven_by_recorded;
+      return true;
+    }
     PrepareRejecting(scenario, potential, &free_after, /*track=*/false);
     if (rules_.empty()) return false;
     const auto& c = ssn_.cluster();
@@ -714,6 +718,176 @@ class Solver {
                         RulesCertainBeforePlacing(scenario, free_after, blocks, &unknown_tasks_);
     ClearRejecting();
     return proven;
+  }
+
+  // The rules of the prefix's recorded victims alone, summed for ProvenByRecordedRules (kept for
+  // the prefix): per rule, its saturation bound, the accepted GPUs of its victims below the
+  // reclaimer's queue, those of its victims outside their job's tasks, and those of the others
+  // per distinct joint requirement of their job's tasks with the pending pods (a job standing
+  // for each in `shapes`).
+  struct RecordedRule {
+    QueueId sibling = kNone;
+    size_t level = 0;
+    SaturationBound saturation;
+    double below = 0;
+    double outside = 0;
+    std::vector<std::pair<uint32_t, double>> by_shape;
+  };
+  struct RecordedRules {
+    uint64_t prefix = 0;
+    std::vector<RecordedRule> rules;
+    std::vector<JobId> shapes;
+  };
+  const RecordedRules& RecordedRulesOf(const Scenario& scenario) {
+    RecordedRules& rr = recorded_rules_;
+    if (rr.prefix == prefix_serial_) return rr;
+    rr.prefix = prefix_serial_;
+    rr.rules.clear();
+    rr.shapes.clear();
+    const auto& c = ssn_.cluster();
+    if (recorded_job_mark_.size() != c.jobs.size()) recorded_job_mark_.assign(c.jobs.size(), 0);
+    if (recorded_rule_of_.size() != c.queues.size()) recorded_rule_of_.assign(c.queues.size(), {});
+    // (The session is in the prefix's base state; the free count given is not used by rules
+    // prepared without tracking.)
+    const double unused_free = 0;
+    PrepareRejecting(scenario, {}, &unused_free, /*track=*/false, /*saturation=*/true);
+    const auto& briefs = ssn_.pod_briefs();
+    auto same_fit = [&](const JointFit& a, const JointFit& b) {
+      if (a.always != b.always || a.total != b.total || a.end - a.begin != b.end - b.begin) {
+        return false;
+      }
+      return std::equal(joint_steps_.begin() + a.begin, joint_steps_.begin() + a.end,
+                        joint_steps_.begin() + b.begin);
+    };
+    for (const RejectionRule& rule : rules_) {
+      if (!rule.has_saturation) continue;
+      RecordedRule out;
+      out.saturation = rule.saturation;
+      out.sibling = rule.sibling;
+      out.level = rule.level;
+      bool own = false;
+      rule.ForEachPod([&](PodId p) {
+        const JobId j = briefs[p].job;
+        own = own || j == job_;
+        if (own) return;
+        recorded_job_mark_[j] = prefix_serial_;
+        const double gpus = briefs[p].whole_gpus;
+        const JointFit& fit = BaseJointFit(j, scenario.pending());
+        if (base_task_mark_[p] != prefix_serial_) {
+          out.outside += gpus;
+          return;
+        }
+        uint32_t shape = 0;
+        while (shape < rr.shapes.size() && !same_fit(joint_fit_[rr.shapes[shape]], fit)) ++shape;
+        if (shape == rr.shapes.size()) rr.shapes.push_back(j);
+        auto it = std::find_if(out.by_shape.begin(), out.by_shape.end(),
+                               [shape](const auto& e) { return e.first == shape; });
+        if (it == out.by_shape.end()) {
+          out.by_shape.emplace_back(shape, gpus);
+        } else {
+          it->second += gpus;
+        }
+      });
+      // (A rule holding the preemptor's own pods is not used: their placement is not modelled.)
+      if (own) continue;
+      for (const std::span<const PodId> list : {rule.below_held, rule.below_more}) {
+        for (PodId p : list) out.below += ssn_.AcceptedGpus(p);
+      }
+      if (out.sibling != kNone && out.level < PreemptorPath().size()) {
+        recorded_rule_of_[out.sibling] = {prefix_serial_, static_cast<uint32_t>(rr.rules.size())};
+      } else {
+        out.sibling = kNone;
+      }
+      rr.rules.push_back(std::move(out));
+    }
+    ClearRejecting();
+    return rr;
+  }
+
+  // The root path (root first) of the preemptor's queue, kept for the search.
+  const std::vector<QueueId>& PreemptorPath() {
+    if (!path_known_) {
+      path_known_ = true;
+      const auto& queues = ssn_.cluster().queues;
+      for (QueueId q = ssn_.cluster().jobs[job_].queue; q != kNone; q = queues[q].parent) {
+        preemptor_path_.push_back(q);
+      }
+      std::reverse(preemptor_path_.begin(), preemptor_path_.end());
+    }
+    return preemptor_path_;
+  }
+  // For a victim's queue: how many queues of the preemptor's root path are its ancestors or
+  // itself, and its ancestor (or itself) right below the last of them (kNone when its path does
+  // not part from the preemptor's), kept per queue for the search.
+  std::pair<size_t, QueueId> PartingOf(QueueId q) {
+    const auto& queues = ssn_.cluster().queues;
+    if (parting_.size() != queues.size()) parting_.assign(queues.size(), {SIZE_MAX, kNone});
+    auto& entry = parting_[static_cast<size_t>(q)];
+    if (entry.first != SIZE_MAX) return entry;
+    const std::vector<QueueId>& path = PreemptorPath();
+    std::vector<QueueId>& own = victim_path_scratch_;
+    own.clear();
+    for (QueueId a = q; a != kNone; a = queues[a].parent) own.push_back(a);
+    std::reverse(own.begin(), own.end());
+    size_t i = 0;
+    while (i < path.size() && i < own.size() && path[i] == own[i]) ++i;
+    entry = {i, (i == path.size() || i == own.size()) ? kNone : own[i]};
+    return entry;
+  }
+
+  // A cheaper sufficient condition for ProvenUnsolvableWithoutEvicting, from the rules of the
+  // recorded victims alone (RecordedRulesOf), as RulesCertainBeforePlacing decides them. The
+  // scenario's own victims, on top of those, can only add to a rule's victims left evicted
+  // (which strengthens it) or, at most all of their accepted GPUs, to the victims below the
+  // reclaimer's queue left evicted (which the rule's saturation bound is given); they do not
+  // change what the recorded victims' jobs would place again unless one of those jobs has a pod
+  // among them (then this is not decided here).
+  template <typename Blocks>
+  bool ProvenByRecordedRules(const Scenario& scenario, const std::vector<PodId>& potential,
+                             double free_after, const Blocks& blocks) {
+    if (scenario.recorded_tasks().empty()) return false;
+    const RecordedRules& rr = RecordedRulesOf(scenario);
+    if (rr.rules.empty()) return false;
+    const double spare = free_after - pending_profile_.total;
+    if (spare < 0) return false;
+    const auto& c = ssn_.cluster();
+    const auto& briefs = ssn_.pod_briefs();
+    // The scenario's own victims: per rule, the whole GPUs of those under its sibling queue
+    // (possibly placed again); per level of the preemptor's root path, the accepted GPUs of
+    // those below its queue there.
+    const size_t depth = PreemptorPath().size();
+    below_added_.assign(depth + 1, 0.0);
+    sibling_added_.assign(rr.rules.size(), 0.0);
+    for (PodId p : potential) {
+      const JobId j = briefs[p].job;
+      if (recorded_job_mark_[j] == prefix_serial_) return false;
+      const auto [common, sibling] = PartingOf(c.jobs[j].queue);
+      below_added_[common] += ssn_.AcceptedGpus(p);
+      if (sibling == kNone) continue;
+      const auto& [stamp, r] = recorded_rule_of_[sibling];
+      if (stamp == prefix_serial_ && ssn_.AcceptedGpus(p) == briefs[p].whole_gpus) {
+        sibling_added_[r] += briefs[p].whole_gpus;
+      }
+    }
+    // (below_added_[k]: below the path's first k queues; summed from the deepest level up.)
+    for (size_t k = depth; k-- > 0;) below_added_[k] += below_added_[k + 1];
+    shape_fits_.resize(rr.shapes.size());
+    for (size_t i = 0; i < rr.shapes.size(); ++i) {
+      shape_fits_[i] = FitsJoint(joint_fit_[rr.shapes[i]], free_after, blocks);
+    }
+    for (size_t r = 0; r < rr.rules.size(); ++r) {
+      const RecordedRule& rule = rr.rules[r];
+      double sure = rule.outside;
+      double may_place = sibling_added_[r];
+      for (const auto& [shape, gpus] : rule.by_shape)
+        (shape_fits_[shape] ? may_place : sure) += gpus;
+      const double left = sure + std::max(0.0, may_place - spare);
+      // (A victim below the path's queue at `level` is below its first level + 1 queues.)
+      const double below =
+          rule.below + (rule.sibling != kNone ? below_added_[rule.level + 1] : below_added_[0]);
+      if (left >= 1 && rule.saturation.Rejects(left, below)) return true;
+    }
+    return false;
   }
 
   // The distinct nodes of a job's pods (kNone first for pods on none, then in name order), kept
@@ -972,8 +1146,10 @@ class Solver {
   // caller knows them without the evictions done (else counted from the session).
   // `track`: the rules are followed while a simulation runs (NoteProcessed, RejectionCertain);
   // otherwise only rules_ is filled (for RulesCertainBeforePlacing).
+  // `saturation`: with `track` false, the rules' saturation bounds are wanted all the same.
   void PrepareRejecting(const Scenario& scenario, std::span<const PodId> potential,
-                        const double* free_after = nullptr, bool track = true) {
+                        const double* free_after = nullptr, bool track = true,
+                        bool saturation = false) {
     ClearRejecting();
     if (!ssn_.params().solver_shortcuts || !spec_.rejection_rules || !base_exact_) return;
     const auto& c = ssn_.cluster();
@@ -1020,7 +1196,7 @@ class Solver {
       evicted.stable = scenario.recorded_tasks().size();
       evicted.stable_key = stable_key_base_ + prefix_serial_;
     }
-    evicted.follow_below = track;
+    evicted.follow_below = track || saturation;
     spec_.rejection_rules(ssn_, job_, scenario.pending(), evicted, rules_);
     if (rules_.empty()) return;
     const bool usable = recorded_usable_ && usable_victims(potential);
@@ -1732,6 +1908,15 @@ class Solver {
   // whole GPUs (then they are the rules' stable part, see EvictedVictims), and all can be
   // followed by the rules. Stable keys are unique per process.
   uint64_t recorded_prefix_ = 0;
+  RecordedRules recorded_rules_;
+  std::vector<std::pair<uint64_t, uint32_t>> recorded_rule_of_;  // per sibling queue (prefix)
+  std::vector<double> below_added_, sibling_added_;
+  bool path_known_ = false;
+  std::vector<QueueId> preemptor_path_, victim_path_scratch_;
+  std::vector<std::pair<size_t, QueueId>> parting_;
+  std::vector<uint64_t>
+      recorded_job_mark_;  // jobs with victims in recorded_rules_ (prefix_serial_)
+  std::vector<char> shape_fits_;
   bool recorded_whole_ = false;
   bool recorded_usable_ = false;
   const uint64_t stable_key_base_ = NextStableKeyBase();

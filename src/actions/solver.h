@@ -70,6 +70,9 @@ struct SolverActionStats {
                                // `simulations`) or stopped ahead of that turn (counted there
                                // too); with proofs verified, they are run to the end
   uint64_t proven_without_evicting = 0;  // of proven_before: proven before evicting anything
+  uint64_t proven_by_recorded = 0;       // of proven_without_evicting: from the rules of the
+                                         // recorded victims alone (kept per prefix), the scenario's
+                                         // own victims added by queue
   uint64_t proven_by_saturation = 0;  // of proven: through a saturation bound that victims placed
                                       // again lowered (RejectionRule::has_saturation)
   double ms = 0;                      // wall-clock time in SolveJob

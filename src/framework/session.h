@@ -226,6 +226,11 @@ struct RejectionRule {
   bool has_saturation = false;
   SaturationBound saturation;
   std::span<const PodId> below_held, below_more;
+  // With a saturation bound: the rule's victims are the evicted victims of the queue `sibling`
+  // and below it, and its `below` victims those below the `level`-th queue of the preemptor's
+  // queue's root path (root first), the queue `sibling` is compared with.
+  QueueId sibling = kNone;
+  size_t level = 0;
   size_t size() const { return held.size() + pods.size(); }
   template <typename F>
   void ForEachPod(F&& f) const {

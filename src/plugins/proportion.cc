@@ -723,6 +723,8 @@ class ProportionPlugin : public Plugin {
         rule.saturation = bound;
         rule.below_held = base.below_lists[level];
         rule.below_more = extra_below[level];
+        rule.sibling = sib_queue;
+        rule.level = level;
         // The stable victims of the queue are held (in base.pods, kept until the key changes);
         // the others are listed.
         if (bg) {

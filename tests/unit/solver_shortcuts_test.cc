@@ -189,6 +189,7 @@ TEST(SolverShortcutsCoverage, RejectionRulesAreSoundAndUsed) {
   uint64_t proven_before[3] = {0, 0, 0};
   uint64_t without_evicting[3] = {0, 0, 0};
   uint64_t by_saturation[3] = {0, 0, 0};
+  uint64_t by_recorded[3] = {0, 0, 0};
   for (uint64_t seed = 1; seed < 121; ++seed) {
     for (int variant = 0; variant < 3; ++variant) {
       ResetSolverStats();
@@ -198,6 +199,7 @@ TEST(SolverShortcutsCoverage, RejectionRulesAreSoundAndUsed) {
         proven_before[a] += GetSolverStats().by_action[a].proven_before;
         without_evicting[a] += GetSolverStats().by_action[a].proven_without_evicting;
         by_saturation[a] += GetSolverStats().by_action[a].proven_by_saturation;
+        by_recorded[a] += GetSolverStats().by_action[a].proven_by_recorded;
       }
     }
   }
@@ -208,6 +210,7 @@ TEST(SolverShortcutsCoverage, RejectionRulesAreSoundAndUsed) {
   EXPECT_GT(proven_before[static_cast<int>(EvictionAction::kReclaim)], 0u);
   EXPECT_GT(without_evicting[static_cast<int>(EvictionAction::kReclaim)], 0u);
   EXPECT_GT(by_saturation[static_cast<int>(EvictionAction::kReclaim)], 0u);
+  EXPECT_GT(by_recorded[static_cast<int>(EvictionAction::kReclaim)], 0u);
 }
 
 // Without verification, the simulations proven hopeless before placing are skipped on these
