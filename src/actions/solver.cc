@@ -143,9 +143,15 @@ class Scenario {
   }
 
   // Every task of every group of the jobs that have potential victims on `node`, into `out`.
-  void VictimTasksFromNode(NodeId node, std::vector<PodId>& out) const {
-    out.clear();
+  // With `job_stamp`: appends, skipping jobs stamped `stamp` in it and stamping those taken.
+  void VictimTasksFromNode(NodeId node, std::vector<PodId>& out,
+                           std::vector<uint64_t>* job_stamp = nullptr, uint64_t stamp = 0) const {
+    if (job_stamp == nullptr) out.clear();
     for (JobId job : index_.jobs_by_node[static_cast<size_t>(node + 1)]) {
+      if (job_stamp != nullptr) {
+        if ((*job_stamp)[job] == stamp) continue;
+        (*job_stamp)[job] = stamp;
+      }
       for (int32_t g = index_.first_group_of_job[job]; g >= 0;
            g = groups_[static_cast<size_t>(g)].next) {
         const auto tasks = group_tasks(g);
@@ -634,21 +640,7 @@ class Solver {
     added.clear();
     verify_proven_ = false;
     if (node != kNone) scenario.VictimTasksFromNode(node, potential);
-    touched_.clear();
-    ++touched_stamp_;
-    if (touched_at_.size() != ssn_.cluster().nodes.size()) {
-      touched_at_.assign(ssn_.cluster().nodes.size(), {0, 0});
-    }
-    for (PodId p : potential) {
-      const NodeId pn = ssn_.pod(p).node;
-      if (pn == kNone) continue;
-      auto& [stamp, at] = touched_at_[static_cast<size_t>(pn)];
-      if (stamp != touched_stamp_) {
-        stamp = touched_stamp_;
-        at = static_cast<uint32_t>(touched_.size());
-        touched_.push_back({pn, ssn_.non_allocated_gpus()[pn], feasible_[pn] != 0});
-      }
-    }
+    TouchNodesOf(potential);
     // Decided without evicting: the pre-check the simulation would start with fails.
     if (ssn_.params().solver_shortcuts && FailsPrecheckAfterEvicting(potential)) {
       ++stats_->precheck;
@@ -675,6 +667,43 @@ class Solver {
     }
     touched_epoch_ = ssn_.placement_epoch();
     return true;
+  }
+
+  // Lists the nodes of `potential` into touched_ with their free GPUs now (see TouchedNode).
+  void TouchNodesOf(const std::vector<PodId>& potential) {
+    touched_.clear();
+    ++touched_stamp_;
+    if (touched_at_.size() != ssn_.cluster().nodes.size()) {
+      touched_at_.assign(ssn_.cluster().nodes.size(), {0, 0});
+    }
+    for (PodId p : potential) {
+      const NodeId pn = ssn_.pod(p).node;
+      if (pn == kNone) continue;
+      auto& [stamp, at] = touched_at_[static_cast<size_t>(pn)];
+      if (stamp != touched_stamp_) {
+        stamp = touched_stamp_;
+        at = static_cast<uint32_t>(touched_.size());
+        touched_.push_back({pn, ssn_.non_allocated_gpus()[pn], feasible_[pn] != 0});
+      }
+    }
+  }
+
+  // Whether the pre-check fails for every node of `nodes` without evicting (see
+  // AllNodesProvenUnsolvable): it fails for the potential victims of all of them at once. A
+  // node's simulation evicts a part of those; evicting fewer never gives more free GPUs or blocks
+  // of free GPUs (nor more feasible nodes), so its pre-check fails too.
+  bool UnionFailsPrecheck(const Scenario& scenario, const std::vector<NodeId>& nodes) {
+    std::vector<PodId>& potential = potential_scratch_;
+    potential.clear();
+    if (union_job_stamp_.size() != ssn_.cluster().jobs.size()) {
+      union_job_stamp_.assign(ssn_.cluster().jobs.size(), 0);
+    }
+    ++union_stamp_;
+    for (NodeId n : nodes) {
+      if (n != kNone) scenario.VictimTasksFromNode(n, potential, &union_job_stamp_, union_stamp_);
+    }
+    TouchNodesOf(potential);
+    return FailsPrecheckAfterEvicting(potential);
   }
 
   // Blocks of g free GPUs (g = 0: free GPUs) of the feasible nodes in the prefix's base state
@@ -944,6 +973,10 @@ class Solver {
   bool AllNodesProvenUnsolvable(const Scenario& scenario, Statement& stmt,
                                 const std::vector<NodeId>& nodes) {
     if (g_verify_proofs) return false;
+    if (UnionFailsPrecheck(scenario, nodes)) {
+      stats_->precheck += nodes.size();
+      return true;
+    }
     std::vector<PodId>& potential = potential_scratch_;
     std::vector<NodeId>& added = added_scratch_;
     for (NodeId node : nodes) {
@@ -1917,6 +1950,8 @@ class Solver {
   std::vector<uint64_t>
       recorded_job_mark_;  // jobs with victims in recorded_rules_ (prefix_serial_)
   std::vector<char> shape_fits_;
+  std::vector<uint64_t> union_job_stamp_;  // UnionFailsPrecheck's jobs taken (union_stamp_)
+  uint64_t union_stamp_ = 0;
   bool recorded_whole_ = false;
   bool recorded_usable_ = false;
   const uint64_t stable_key_base_ = NextStableKeyBase();
