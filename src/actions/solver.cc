@@ -642,7 +642,7 @@ class Solver {
     if (node != kNone) scenario.VictimTasksFromNode(node, potential);
     TouchNodesOf(potential);
     // Decided without evicting: the pre-check the simulation would start with fails.
-    if (ssn_.params().solver_shortcuts && FailsPrecheckAfterEvicting(potential)) {
+    if (ssn_.params().solver_shortcuts && FailsPrecheckAfterEvicting()) {
       ++stats_->precheck;
       return false;
     }
@@ -669,23 +669,53 @@ class Solver {
     return true;
   }
 
-  // Lists the nodes of `potential` into touched_ with their free GPUs now (see TouchedNode).
+  // Lists the nodes of `potential` into touched_ with their free GPUs now (see TouchedNode)
+  // and, in the prefix's base state, counts their free GPUs once `potential` is evicted on top
+  // of it into hypothetical_free_: evicting an active pod adds its whole GPUs to its node's idle
+  // + releasing, so this is known without evicting. hypothetical_exact_ tells whether the count
+  // is exact: not when a pod is listed twice, is not active or on no node, or does not ask for
+  // whole GPUs (a shared-GPU victim may free a whole device when it is the device's last user
+  // and a DRA victim frees its claim's GPUs), nor when a sum is not exact.
   void TouchNodesOf(const std::vector<PodId>& potential) {
+    const auto& c = ssn_.cluster();
     touched_.clear();
+    hypothetical_free_.clear();
+    hypothetical_blocks_.clear();
     ++touched_stamp_;
-    if (touched_at_.size() != ssn_.cluster().nodes.size()) {
-      touched_at_.assign(ssn_.cluster().nodes.size(), {0, 0});
-    }
+    if (touched_at_.size() != c.nodes.size()) touched_at_.assign(c.nodes.size(), {0, 0});
+    if (pod_seen_.size() != c.pods.size()) pod_seen_.assign(c.pods.size(), 0);
+    ++pod_seen_stamp_;
+    const auto free = ssn_.non_allocated_gpus();
+    const auto& briefs = ssn_.pod_briefs();
+    bool exact = base_exact_ && !potential.empty();
     for (PodId p : potential) {
-      const NodeId pn = ssn_.pod(p).node;
-      if (pn == kNone) continue;
+      const PodState& st = ssn_.pod(p);
+      const NodeId pn = st.node;
+      if (pn == kNone) {
+        exact = false;
+        continue;
+      }
       auto& [stamp, at] = touched_at_[static_cast<size_t>(pn)];
       if (stamp != touched_stamp_) {
         stamp = touched_stamp_;
         at = static_cast<uint32_t>(touched_.size());
-        touched_.push_back({pn, ssn_.non_allocated_gpus()[pn], feasible_[pn] != 0});
+        touched_.push_back({pn, free[pn], feasible_[pn] != 0});
+        hypothetical_free_.push_back(free[pn]);
       }
+      if (!exact) continue;
+      const double gpus = briefs[p].whole_gpus;
+      uint64_t& seen = pod_seen_[static_cast<size_t>(p)];
+      if (seen == pod_seen_stamp_ || !IsActiveAllocated(st.status) || std::isnan(gpus)) {
+        exact = false;
+        continue;
+      }
+      seen = pod_seen_stamp_;
+      hypothetical_free_[at] += gpus;
     }
+    for (size_t i = 0; exact && i < touched_.size(); ++i) {
+      exact = ExactlySummable(touched_[i].base_free) && ExactlySummable(hypothetical_free_[i]);
+    }
+    hypothetical_exact_ = exact;
   }
 
   // Whether the pre-check fails for every node of `nodes` without evicting (see
@@ -703,7 +733,7 @@ class Solver {
       if (n != kNone) scenario.VictimTasksFromNode(n, potential, &union_job_stamp_, union_stamp_);
     }
     TouchNodesOf(potential);
-    return FailsPrecheckAfterEvicting(potential);
+    return FailsPrecheckAfterEvicting();
   }
 
   // Blocks of g free GPUs (g = 0: free GPUs) of the feasible nodes in the prefix's base state
@@ -721,10 +751,10 @@ class Solver {
 
   // Whether a rejection rule is certain before placing for the scenario's evictions plus
   // `potential`, decided without evicting: the session is in the prefix's base state and
-  // FailsPrecheckAfterEvicting has just counted the touched nodes' free GPUs after the evictions
-  // (exactly). The rules do not depend on the evictions (the validator's shares are frozen for
-  // the search and a victim keeps its accepted GPUs); the tasks of a job with a pod in
-  // `potential` are not known without evicting, so its victims count as possibly placed again.
+  // TouchNodesOf has just counted the touched nodes' free GPUs after the evictions (exactly).
+  // The rules do not depend on the evictions (the validator's shares are frozen for the search
+  // and a victim keeps its accepted GPUs); the tasks of a job with a pod in `potential` are not
+  // known without evicting, so its victims count as possibly placed again.
   bool ProvenUnsolvableWithoutEvicting(const Scenario& scenario,
                                        const std::vector<PodId>& potential) {
     if (!hypothetical_exact_ || !base_exact_ || !spec_.rejection_rules) {
@@ -999,47 +1029,16 @@ class Solver {
   // which); only returned when the caller allows it (see Simulate's `may_skip`).
   enum class Outcome { kFailed, kRejected, kSolved, kUnsolvable };
 
-  // Whether Simulate's pre-check would fail once `potential` is evicted on top of the current
-  // state (the prefix's base state; touched_ holds the nodes of `potential` with their free
-  // GPUs now). Evicting an active pod adds its whole GPUs to its node's idle + releasing, so the
-  // block counts after the evictions are known without evicting. False whenever that is not
-  // exact (then the caller simulates as usual).
-  bool FailsPrecheckAfterEvicting(const std::vector<PodId>& potential) {
-    hypothetical_exact_ = false;
-    if (!base_exact_ || potential.empty()) return false;
-    hypothetical_free_.assign(touched_.size(), 0.0);
-    for (size_t i = 0; i < touched_.size(); ++i) hypothetical_free_[i] = touched_[i].base_free;
-    // (A pod listed twice: not decided here.)
-    if (pod_seen_.size() != ssn_.cluster().pods.size()) {
-      pod_seen_.assign(ssn_.cluster().pods.size(), 0);
-    }
-    ++pod_seen_stamp_;
-    for (PodId p : potential) {
-      if (pod_seen_[static_cast<size_t>(p)] == pod_seen_stamp_) return false;
-      pod_seen_[static_cast<size_t>(p)] = pod_seen_stamp_;
-    }
-    const auto& briefs = ssn_.pod_briefs();
-    for (PodId p : potential) {
-      const PodState& st = ssn_.pod(p);
-      if (st.node == kNone || !IsActiveAllocated(st.status)) return false;
-      // A shared-GPU victim may free a whole device (when it is the device's last user) and a
-      // DRA victim frees its claim's GPUs: not known without evicting.
-      const double gpus = briefs[p].whole_gpus;
-      if (std::isnan(gpus)) return false;
-      hypothetical_free_[touched_at_[static_cast<size_t>(st.node)].second] += gpus;
-    }
-    for (size_t i = 0; i < touched_.size(); ++i) {
-      if (!ExactlySummable(touched_[i].base_free) || !ExactlySummable(hypothetical_free_[i])) {
-        return false;
-      }
-    }
-    hypothetical_exact_ = true;
-    hypothetical_blocks_.clear();
+  // Whether Simulate's pre-check would fail once the potential victims TouchNodesOf counted are
+  // evicted on top of the current state (the prefix's base state). False whenever the count is
+  // not exact (then the caller simulates as usual).
+  bool FailsPrecheckAfterEvicting() {
+    if (!hypothetical_exact_) return false;
     return !CouldFitProfile(pending_profile_, [&](double g) { return HypotheticalBlocks(g); });
   }
 
   // Blocks of g free GPUs (g = 0: free GPUs) of the feasible nodes once the scenario's
-  // evictions are done, from the base counts and FailsPrecheckAfterEvicting's exact counts of
+  // evictions are done, from the base counts and TouchNodesOf's exact counts of
   // the touched nodes (the session must be in the prefix's base state); each size is counted
   // once per scenario.
   double HypotheticalBlocks(double g) {
@@ -1985,7 +1984,7 @@ class Solver {
   // stamp) and sizes.
   std::vector<uint64_t> task_mark_, job_mark_;
   // ProvenUnsolvableWithoutEvicting's jobs whose tasks are not known (where equal to the stamp),
-  // and whether FailsPrecheckAfterEvicting's hypothetical_free_ is exact.
+  // and whether TouchNodesOf's hypothetical_free_ is exact.
   std::vector<uint64_t> unknown_tasks_;
   std::vector<std::pair<double, double>> hypothetical_blocks_;  // (size, blocks), one scenario
   uint64_t unknown_stamp_ = 0;
