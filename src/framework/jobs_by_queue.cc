@@ -70,6 +70,77 @@ void JobsByQueue::InitializeWithJobs(const std::vector<JobId>& jobs) {
   for (JobId j : eligible) Push(j);
 }
 
+void JobsByQueue::InitializeFromLeaves(
+    std::span<const QueueId> leaves,
+    const std::function<void(QueueId, std::vector<JobId>&)>& eligible, LeafHeapCache* cache) {
+  const auto& queues = ssn_.cluster().queues;
+  std::vector<JobId> jobs;
+  const bool reuse = cache != nullptr && options_.victim_queue && keyed_ && size_ == 0 &&
+                     ssn_.params().solver_shortcuts && ssn_.JobTieBreakersDistinct();
+  if (!reuse) {
+    std::vector<JobId> all;
+    for (QueueId q : leaves) {
+      jobs.clear();
+      eligible(q, jobs);
+      all.insert(all.end(), jobs.begin(), jobs.end());
+    }
+    std::sort(all.begin(), all.end());
+    InitializeWithJobs(all);
+    return;
+  }
+  if (cache->session_ != ssn_.serial() || cache->leaves_.size() != queues.size()) {
+    cache->session_ = ssn_.serial();
+    cache->leaves_.assign(queues.size(), {});
+  }
+  for (QueueId q : leaves) {
+    // (The queues PushView accepts.)
+    if (!queues[q].IsLeaf()) continue;
+    if (!queues[q].parent_name.empty() && queues[q].parent == kNone) continue;
+    LeafHeapCache::Leaf& leaf = cache->leaves_[q];
+    const uint64_t version = ssn_.queue_version(q);
+    auto& heap = heaps_[q];
+    if (leaf.valid && leaf.version == version) {
+      // The same pods' states: the same jobs pass, with the same keys (current at the jobs'
+      // versions now), in an order that is a heap.
+      heap.reserve(leaf.entries.size());
+      for (const auto& [j, key] : leaf.entries) {
+        Item& item = own_.emplace_back();
+        item.view = JobView{j, false, {}};
+        item.key = key;
+        item.key_version = ssn_.job_version(j);
+        heap.push_back(static_cast<int32_t>(frozen_size_ + own_.size() - 1));
+      }
+    } else {
+      jobs.clear();
+      eligible(q, jobs);
+      heap.reserve(jobs.size());
+      for (JobId j : jobs) {
+        if (ssn_.cluster().jobs[j].queue == q && Eligible(j)) {
+          heap.push_back(AddEntry(JobView{j, false, {}}));
+        }
+      }
+      // (With no two entries equivalent every pop takes the unique best entry: see
+      // InitializeWithJobs.)
+      std::make_heap(heap.begin(), heap.end(),
+                     [this](int32_t a, int32_t b) { return HeapLess(a, b); });
+      leaf.entries.clear();
+      leaf.entries.reserve(heap.size());
+      for (int32_t e : heap) leaf.entries.emplace_back(Entry(e).job, ItemAt(e).key);
+      leaf.valid = true;
+      leaf.version = version;
+    }
+    if (heap.empty()) continue;
+    const size_t count = heap.size();
+    RefreshFront(q);
+    for (QueueId a = q; a != kNone; a = queues[a].parent) {
+      active_jobs_[a] += static_cast<int>(count);
+      changes_[static_cast<size_t>(a) + 1] += count;
+    }
+    changes_[0] += count;
+    size_ += count;
+  }
+}
+
 bool JobsByQueue::EntryLessSlow(const Item& a, const Item& b) const {
   return options_.victim_queue ? ssn_.JobViewLess(b.view, a.view)
                                : ssn_.JobViewLess(a.view, b.view);

@@ -14,7 +14,10 @@
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <memory>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include "framework/session.h"
@@ -38,6 +41,21 @@ struct JobsOrderOptions {
   bool lazy_heaps = false;
 };
 
+// The leaf queues' entries of the victims queues built one after another on one session (see
+// JobsByQueue::InitializeFromLeaves): per leaf queue, its entries in heap order with their job
+// order keys, and the leaf's queue version they were built at.
+class LeafHeapCache {
+ private:
+  friend class JobsByQueue;
+  struct Leaf {
+    bool valid = false;
+    uint64_t version = 0;
+    std::vector<std::pair<JobId, JobOrderKey>> entries;
+  };
+  uint64_t session_ = 0;  // the session's serial (0: none yet)
+  std::vector<Leaf> leaves_;
+};
+
 class JobsByQueue {
  public:
   JobsByQueue(const Session& ssn, JobsOrderOptions options);
@@ -53,6 +71,17 @@ class JobsByQueue {
   // provided the job order does not change while the jobs are queued (a victims queue is used on
   // one session state).
   void InitializeWithJobs(const std::vector<JobId>& jobs);
+  // Victim mode: adds, for every queue of `leaves` (each at most once), the jobs that
+  // `eligible(q, out)` writes to `out` (jobs of queue q, in increasing id order) and that pass
+  // the options' filters: the same pops as InitializeWithJobs on all of them. With `cache`, the
+  // solver shortcuts on, a keyed job order and no two jobs tied on its last tie-breakers, a leaf
+  // whose pods have the same states as when `cache` last received its entries (the same queue
+  // version; the job order keys are then the same too) takes them from there, already
+  // heap-ordered, without asking `eligible`: its answer for q must then depend only on fixed
+  // fields and the states of the pods of q's jobs. A cache serves one session.
+  void InitializeFromLeaves(std::span<const QueueId> leaves,
+                            const std::function<void(QueueId, std::vector<JobId>&)>& eligible,
+                            LeafHeapCache* cache);
   // Adds a job (again). Jobs of missing or non-leaf queues are ignored.
   void Push(JobId j) { PushView(JobView{j, false, {}}); }
   void PushView(JobView v);

@@ -486,6 +486,9 @@ class Session {
   void AddReclaimVictimFilterFn(VictimFilterFn fn) {
     if (!Disabled("reclaimable")) reclaim_victim_filter_fns_.push_back(std::move(fn));
   }
+  // Whether any reclaim victim filter is registered (without one, ReclaimVictimFilter accepts
+  // every pair).
+  bool HasReclaimVictimFilters() const { return !reclaim_victim_filter_fns_.empty(); }
   void AddPreemptVictimFilterFn(VictimFilterFn fn) {
     if (!Disabled("preemptable")) preempt_victim_filter_fns_.push_back(std::move(fn));
   }

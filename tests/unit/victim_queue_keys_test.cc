@@ -1,6 +1,7 @@
 // Victim-mode queue order keys (Session::VictimQueueOrderKeyed, QueueOrderKey): proportion's key
 // agrees with its queue order, and a victims queue comparing sibling queues by their kept keys
 // pops exactly the entries, in the same order, as one asking the full queue order every time.
+// Victims queues built from leaf queues kept in a LeafHeapCache pop as freshly built ones.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -338,6 +339,127 @@ TEST(VictimQueueKeyTest, KeysOnlyReplaceComparisonsTheyDecide) {
   }
   EXPECT_GT(total_keyed, 0);
   EXPECT_LT(total_keyed, total_plain);
+}
+
+// Victims queues built one after another from the leaf queues (InitializeFromLeaves) with a
+// LeafHeapCache pop the same entries, in the same order, as queues built from all the jobs at
+// once (InitializeWithJobs), while pods are evicted between the builds (kept, or discarded: the
+// versions then come back) and a different leaf is left out each time; leaves whose pods did not
+// change are taken from the cache without asking for their jobs.
+TEST(VictimQueueKeyTest, LeafHeapCacheGivesThePopsOfAFreshBuild) {
+  size_t asked = 0, offered = 0;
+  for (uint32_t seed = 1; seed <= 16; ++seed) {
+    const RandomTree t = MakeRandomTree(seed, /*uniform=*/seed % 3 == 0);
+    auto scheduler = MakeScheduler(true);
+    auto ssn = scheduler->OpenSession(t.c, testutil::kNowMs);
+    ASSERT_TRUE(ssn->JobOrderKeyed());
+    ASSERT_TRUE(ssn->JobTieBreakersDistinct());
+    std::mt19937 rng(seed * 31);
+    std::vector<QueueId> leaves;
+    for (QueueId q = 0; q < static_cast<QueueId>(t.c.queues.size()); ++q) {
+      if (t.c.queues[q].IsLeaf()) leaves.push_back(q);
+    }
+    std::vector<std::vector<JobId>> leaf_jobs(t.c.queues.size());
+    for (JobId j : t.victims) leaf_jobs[t.c.jobs[j].queue].push_back(j);
+    for (auto& jobs : leaf_jobs) std::sort(jobs.begin(), jobs.end());
+    // Victims: jobs with active allocated pods (a question of their pods' states).
+    size_t calls = 0;
+    auto eligible = [&](QueueId q, std::vector<JobId>& out) {
+      ++calls;
+      for (JobId j : leaf_jobs[q]) {
+        if (ssn->NumActiveAllocated(j) > 0) out.push_back(j);
+      }
+    };
+    JobsOrderOptions o;
+    o.filter_non_pending = false;
+    o.filter_unready = false;
+    o.victim_queue = true;
+    auto pop_all = [](JobsByQueue& queue) {
+      std::vector<JobId> out;
+      while (!queue.empty()) out.push_back(queue.PopNextView().job);
+      return out;
+    };
+    LeafHeapCache cache;
+    Statement kept(*ssn);
+    for (int round = 0; round < 6; ++round) {
+      std::vector<QueueId> used;
+      const QueueId left_out = leaves[rng() % leaves.size()];
+      for (QueueId q : leaves) {
+        if (q != left_out) used.push_back(q);
+      }
+      std::vector<JobId> all;
+      for (QueueId q : used) eligible(q, all);
+      std::sort(all.begin(), all.end());
+      JobsByQueue fresh(*ssn, o);
+      fresh.InitializeWithJobs(all);
+      calls = 0;
+      JobsByQueue cached(*ssn, o);
+      cached.InitializeFromLeaves(used, eligible, &cache);
+      if (round > 0) {
+        asked += calls;
+        offered += used.size();
+      }
+      EXPECT_EQ(cached.size(), fresh.size()) << "seed " << seed << " round " << round;
+      const std::vector<JobId> pops = pop_all(fresh);
+      EXPECT_FALSE(pops.empty());
+      EXPECT_EQ(pop_all(cached), pops) << "seed " << seed << " round " << round;
+      // Evict a pod of a random victim or bystander (kept), and one more in a statement that is
+      // discarded.
+      for (int k = 0; k < 2; ++k) {
+        const auto& pool = rng() % 2 == 0 || t.bystanders.empty() ? t.victims : t.bystanders;
+        const JobId j = pool[rng() % pool.size()];
+        const PodId p = t.c.jobs[j].pods[rng() % t.c.jobs[j].pods.size()];
+        if (!IsActiveAllocated(ssn->pod(p).status)) continue;
+        if (k == 0) {
+          kept.Evict(p, "test");
+        } else {
+          Statement discarded(*ssn);
+          discarded.Evict(p, "test");
+          discarded.Discard();
+        }
+      }
+    }
+    kept.Discard();
+  }
+  // Most leaves were taken from the cache, some were built again.
+  EXPECT_GT(asked, 0U);
+  EXPECT_LT(asked * 2, offered);
+}
+
+// Without the solver shortcuts the cache is not used: every leaf is asked for its jobs, and the
+// pops are those of InitializeWithJobs.
+TEST(VictimQueueKeyTest, LeafHeapCacheUnusedWithoutShortcuts) {
+  const RandomTree t = MakeRandomTree(5);
+  auto scheduler = MakeScheduler(false);
+  auto ssn = scheduler->OpenSession(t.c, testutil::kNowMs);
+  std::vector<QueueId> leaves;
+  for (QueueId q = 0; q < static_cast<QueueId>(t.c.queues.size()); ++q) {
+    if (t.c.queues[q].IsLeaf()) leaves.push_back(q);
+  }
+  size_t calls = 0;
+  auto eligible = [&](QueueId q, std::vector<JobId>& out) {
+    ++calls;
+    for (JobId j : t.victims) {
+      if (t.c.jobs[j].queue == q) out.push_back(j);
+    }
+  };
+  JobsOrderOptions o;
+  o.filter_non_pending = false;
+  o.filter_unready = false;
+  o.victim_queue = true;
+  std::vector<JobId> all = t.victims;
+  std::sort(all.begin(), all.end());
+  LeafHeapCache cache;
+  for (int round = 0; round < 2; ++round) {
+    calls = 0;
+    JobsByQueue fresh(*ssn, o);
+    fresh.InitializeWithJobs(all);
+    JobsByQueue cached(*ssn, o);
+    cached.InitializeFromLeaves(leaves, eligible, &cache);
+    EXPECT_EQ(calls, leaves.size());
+    ASSERT_EQ(cached.size(), fresh.size());
+    while (!fresh.empty()) EXPECT_EQ(cached.PopNextView().job, fresh.PopNextView().job);
+  }
 }
 
 }  // namespace
