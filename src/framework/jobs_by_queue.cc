@@ -31,6 +31,8 @@ JobsByQueue::JobsByQueue(const Session& ssn, JobsOrderOptions options)
   keyed_ = ssn.params().solver_shortcuts && ssn.JobOrderKeyed();
   vkeyed_ = options_.victim_queue && ssn.params().solver_shortcuts &&
             ssn.QueueOrderDependsOnlyOnPodStates() && ssn.VictimQueueOrderKeyed();
+  jkeyed_ = !options_.victim_queue && ssn.params().solver_shortcuts &&
+            ssn.QueueOrderDependsOnlyOnPodStates() && ssn.JobQueueOrderKeyed();
   lazy_ = options_.lazy_heaps && !options_.victim_queue && ssn.params().solver_shortcuts &&
           ssn.JobOrderDependsOnlyOnOwnPods() && ssn.JobTieBreakersDistinct();
   if (lazy_) {
@@ -151,6 +153,7 @@ JobsByQueue::JobsByQueue(const JobsByQueue& other)
       options_(other.options_),
       keyed_(other.keyed_),
       vkeyed_(other.vkeyed_),
+      jkeyed_(other.jkeyed_),
       frozen_(other.frozen_),
       frozen_size_(other.frozen_size_),
       own_(other.own_),
@@ -218,8 +221,8 @@ QueueId JobsByQueue::BestChildOf(QueueId parent) const {
   const QueueId start = from == 0 ? kNone : memo.steps[from - 1].best;
   // (ScanFrom may answer BestChildOf for queues below: it writes only this slot's memo.)
   std::vector<ScanStep> steps = std::move(memo.steps);
-  const QueueId best =
-      vkeyed_ ? ScanKeyedFrom(candidates, from, steps) : ScanFrom(candidates, from, start, steps);
+  const QueueId best = vkeyed_ || jkeyed_ ? ScanKeyedFrom(candidates, from, steps)
+                                          : ScanFrom(candidates, from, start, steps);
   BestMemo& m = best_memo_[slot];
   m.valid = true;
   m.changes = changes_[slot];
@@ -268,8 +271,10 @@ QueueId JobsByQueue::ScanFrom(const std::vector<QueueId>& candidates, size_t fro
 QueueId JobsByQueue::ScanKeyedFrom(const std::vector<QueueId>& candidates, size_t from,
                                    std::vector<ScanStep>& steps) const {
   // ScanFrom's comparisons in the same order, each answered by the keys when they differ
-  // (Session::VictimQueueOrderKeyed): q is taken over best when !QueueLess(q, best), i.e. when
-  // q's key is greater, or on equal keys when the full comparison says so.
+  // (Session::VictimQueueOrderKeyed, JobQueueOrderKeyed). In victim mode q is taken over best
+  // when !QueueLess(q, best), i.e. when q's key is greater, or on equal keys when the full
+  // comparison says so; in job order when QueueLess(q, best): a smaller key, or on equal keys the
+  // full comparison.
   int32_t best_at = from == 0 ? -1 : steps[from - 1].best_at;
   QueueId best = best_at < 0 ? kNone : candidates[static_cast<size_t>(best_at)];
   // (best's step is before `from`: unchanged, its key is current.)
@@ -282,9 +287,14 @@ QueueId JobsByQueue::ScanKeyedFrom(const std::vector<QueueId>& candidates, size_
     if (!kept) {
       step.has_key = false;
       if (HasJobs(q)) {
-        const VictimList victims = VictimsOf(q);
-        if (!victims.empty()) {
-          step.key = ssn_.VictimQueueKeyOf(q, victims);
+        if (options_.victim_queue) {
+          const VictimList victims = VictimsOf(q);
+          if (!victims.empty()) {
+            step.key = ssn_.VictimQueueKeyOf(q, victims);
+            step.has_key = true;
+          }
+        } else if (const JobView* job = Best(q); job != nullptr) {
+          step.key = ssn_.JobQueueKeyOf(q, *job);
           step.has_key = true;
         }
       }
@@ -293,8 +303,12 @@ QueueId JobsByQueue::ScanKeyedFrom(const std::vector<QueueId>& candidates, size_
       bool take = best == kNone;
       if (!take) {
         const int c = step.key.Compare(steps[static_cast<size_t>(best_at)].key);
-        take = c > 0 || (c == 0 &&
-                         !ssn_.QueueLess(q, best, nullptr, nullptr, VictimsOf(q), VictimsOf(best)));
+        if (options_.victim_queue) {
+          take = c > 0 || (c == 0 && !ssn_.QueueLess(q, best, nullptr, nullptr, VictimsOf(q),
+                                                     VictimsOf(best)));
+        } else {
+          take = c < 0 || (c == 0 && ssn_.QueueLess(q, best, Best(q), Best(best), {}, {}));
+        }
       }
       if (take) {
         best = q;

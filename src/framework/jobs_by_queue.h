@@ -8,9 +8,10 @@
 // In victim mode (used by reclaim / preempt / consolidation to pick whom to evict) both orders
 // are reversed and a queue is represented by the victims already taken from it plus its next
 // candidate. Entries are JobViews, so the remaining part of a partly-taken victim job can be
-// pushed back. With victim-mode queue order keys (Session::VictimQueueOrderKeyed) siblings are
-// compared by their keys, each computed once per change of its queue's subtree, and the full
-// queue order is asked only when two keys are equal: the same pops.
+// pushed back. With queue order keys (Session::VictimQueueOrderKeyed in victim mode,
+// Session::JobQueueOrderKeyed in job order) siblings are compared by their keys, each computed
+// once per change of its queue's subtree, and the full queue order is asked only when two keys
+// are equal: the same pops.
 #pragma once
 
 #include <algorithm>
@@ -192,6 +193,10 @@ class JobsByQueue {
   // (Session::VictimQueueOrderKeyed): sibling queues are compared by their keys, kept per
   // candidate in BestChildOf's scan steps.
   bool vkeyed_ = false;
+  // Job order (not victim mode) with the shortcuts on, a queue order depending only on pod
+  // states and keyed in job order (Session::JobQueueOrderKeyed): the same, with each candidate's
+  // key computed from its best entry.
+  bool jkeyed_ = false;
   std::shared_ptr<const Items> frozen_;
   size_t frozen_size_ = 0;
   Items own_;
@@ -210,16 +215,17 @@ class JobsByQueue {
   // Per queue (index + 1; 0: the roots): pushes and pops in its subtree so far, and the last
   // BestChildOf answer with the counter and the state version it was computed at.
   //
-  // With victim-mode queue order keys (vkeyed_) a step also keeps the candidate's key: it is the
+  // With queue order keys (vkeyed_, jkeyed_) a step also keeps the candidate's key: it is the
   // candidate's key now while its pushes and pops and its state version are the ones recorded
-  // (its victim list and every input of its key are then the same), so a later scan compares it
-  // without computing it again.
+  // (its victim list, or its best entry, and every input of its key are then the same), so a
+  // later scan compares it without computing it again.
   struct ScanStep {
     uint64_t changes = 0;  // the candidate's pushes and pops when scanned
     uint64_t version = 0;  // its subtree's state version when scanned
     QueueId best = kNone;  // best candidate among the scan's first ones, up to this one
-    int32_t best_at = -1;  // best's place among the candidates (vkeyed_)
-    bool has_key = false;  // the candidate had victims and `key` is theirs (vkeyed_)
+    int32_t best_at = -1;  // best's place among the candidates (vkeyed_, jkeyed_)
+    // The candidate had victims (a best entry, in job order) and `key` is theirs (its).
+    bool has_key = false;
     QueueOrderKey key;
   };
   struct BestMemo {
@@ -233,8 +239,9 @@ class JobsByQueue {
   // candidates), recording each candidate's step into `steps`.
   QueueId ScanFrom(const std::vector<QueueId>& candidates, size_t from, QueueId best,
                    std::vector<ScanStep>& steps) const;
-  // ScanFrom with victim-mode queue order keys: the same answers, from the candidates' keys
-  // (kept ones for unchanged candidates), asking Session::QueueLess only on equal keys.
+  // ScanFrom with queue order keys (victim mode or job order): the same answers, from the
+  // candidates' keys (kept ones for unchanged candidates), asking Session::QueueLess only on
+  // equal keys.
   QueueId ScanKeyedFrom(const std::vector<QueueId>& candidates, size_t from,
                         std::vector<ScanStep>& steps) const;
   std::vector<uint64_t> changes_;

@@ -1,7 +1,8 @@
 // Victim-mode queue order keys (Session::VictimQueueOrderKeyed, QueueOrderKey): proportion's key
 // agrees with its queue order, and a victims queue comparing sibling queues by their kept keys
 // pops exactly the entries, in the same order, as one asking the full queue order every time.
-// Victims queues built from leaf queues kept in a LeafHeapCache pop as freshly built ones.
+// Victims queues built from leaf queues kept in a LeafHeapCache pop as freshly built ones. The
+// same for job-order queue keys (Session::JobQueueOrderKeyed) in job-order queues.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -188,6 +189,33 @@ Pops PopAll(const RandomTree& t, Session& ssn, uint32_t seed, bool evict) {
         }
         discarded.Discard();
       }
+    }
+  }
+  kept.Discard();
+  return out;
+}
+
+// PopAll in job order (not victim mode): every job of the tree queued, the rest of every job of
+// more than one pod pushed back as a partial view after its pop (as a simulation queues its
+// preemptor), bystanders' pods evicted between pops with `evict`.
+Pops PopAllJobOrder(const RandomTree& t, Session& ssn, uint32_t seed, bool evict) {
+  std::mt19937 rng(seed);
+  JobsOrderOptions o;
+  o.filter_non_pending = false;
+  o.filter_unready = false;
+  JobsByQueue queue(ssn, o);
+  for (JobId j = 0; j < static_cast<JobId>(t.c.jobs.size()); ++j) queue.Push(j);
+  Statement kept(ssn);
+  Pops out;
+  while (!queue.empty()) {
+    const JobView v = queue.PopNextView();
+    const std::vector<PodId> pods = v.partial ? v.pods : t.c.jobs[v.job].pods;
+    out.emplace_back(v.job, pods);
+    if (pods.size() > 1) queue.PushView(JobView{v.job, true, {pods.begin() + 1, pods.end()}});
+    if (evict && !t.bystanders.empty() && rng() % 3 == 0) {
+      const JobId b = t.bystanders[rng() % t.bystanders.size()];
+      const PodId p = t.c.jobs[b].pods[rng() % t.c.jobs[b].pods.size()];
+      if (IsActiveAllocated(ssn.pod(p).status)) kept.Evict(p, "test");
     }
   }
   kept.Discard();
@@ -460,6 +488,120 @@ TEST(VictimQueueKeyTest, LeafHeapCacheUnusedWithoutShortcuts) {
     ASSERT_EQ(cached.size(), fresh.size());
     while (!fresh.empty()) EXPECT_EQ(cached.PopNextView().job, fresh.PopNextView().job);
   }
+}
+
+// Proportion's job-order key (Session::JobQueueOrderKeyed) against its queue order, on random
+// pairs of queues of a random tree, each with a random job of its subtree (whole or partial view),
+// before and after pods are evicted: a smaller key means the queue goes first.
+TEST(VictimQueueKeyTest, ProportionJobKeysAgreeWithItsQueueOrder) {
+  int decided = 0, tied = 0;
+  for (uint32_t seed = 1; seed <= 9; ++seed) {
+    const RandomTree t = MakeRandomTree(seed, /*uniform=*/seed % 3 == 0);
+    auto scheduler = MakeScheduler(true);
+    auto ssn = scheduler->OpenSession(t.c, testutil::kNowMs);
+    ASSERT_TRUE(ssn->JobQueueOrderKeyed());
+    std::mt19937 rng(seed * 104729);
+    std::vector<std::vector<JobView>> views(t.c.queues.size());
+    for (JobId j = 0; j < static_cast<JobId>(t.c.jobs.size()); ++j) {
+      const auto& pods = t.c.jobs[j].pods;
+      for (QueueId q = t.c.jobs[j].queue; q != kNone; q = t.c.queues[q].parent) {
+        views[q].push_back(JobView{j, false, {}});
+        if (pods.size() > 1) views[q].push_back(JobView{j, true, {pods.begin() + 1, pods.end()}});
+      }
+    }
+    Statement stmt(*ssn);
+    for (int round = 0; round < 2; ++round) {
+      for (int pair = 0; pair < 400; ++pair) {
+        QueueId l = t.queues[rng() % t.queues.size()];
+        QueueId r = t.queues[rng() % t.queues.size()];
+        if (!t.twins.empty() && rng() % 2 == 0) std::tie(l, r) = t.twins[rng() % t.twins.size()];
+        if (l == r || views[l].empty() || views[r].empty()) continue;
+        const JobView& lj = views[l][rng() % views[l].size()];
+        const JobView& rj = views[r][rng() % views[r].size()];
+        const int c = ssn->JobQueueKeyOf(l, lj).Compare(ssn->JobQueueKeyOf(r, rj));
+        const bool l_first = ssn->QueueLess(l, r, &lj, &rj, {}, {});
+        const bool r_first = ssn->QueueLess(r, l, &rj, &lj, {}, {});
+        if (c < 0) {
+          EXPECT_TRUE(l_first && !r_first) << "seed " << seed << " queues " << l << ", " << r;
+        } else if (c > 0) {
+          EXPECT_TRUE(r_first && !l_first) << "seed " << seed << " queues " << l << ", " << r;
+        }
+        (c == 0 ? tied : decided) += 1;
+      }
+      if (round > 0) break;
+      for (size_t i = 0; i < t.bystanders.size(); i += 3) {
+        stmt.Evict(t.c.jobs[t.bystanders[i]].pods[0], "test");
+      }
+    }
+    stmt.Discard();
+  }
+  EXPECT_GT(decided, 500);
+  EXPECT_GT(tied, 20);
+}
+
+// A job-order queue with proportion's job-order keys (shortcuts on) pops the same entries in the
+// same order as without them (shortcuts off), on random trees with partial views pushed back
+// between pops and shares changing between pops.
+TEST(VictimQueueKeyTest, JobOrderKeyedPopsAreThoseOfTheFullQueueOrder) {
+  for (uint32_t seed = 1; seed <= 24; ++seed) {
+    const RandomTree t = MakeRandomTree(seed, /*uniform=*/seed % 3 == 0);
+    auto keyed_scheduler = MakeScheduler(true);
+    auto keyed = keyed_scheduler->OpenSession(t.c, testutil::kNowMs);
+    ASSERT_TRUE(keyed->JobQueueOrderKeyed());
+    ASSERT_TRUE(keyed->QueueOrderDependsOnlyOnPodStates());
+    auto plain_scheduler = MakeScheduler(false);
+    auto plain = plain_scheduler->OpenSession(t.c, testutil::kNowMs);
+    ASSERT_FALSE(plain->JobQueueOrderKeyed());
+    const bool evict = seed % 2 == 0;
+    const Pops with_keys = PopAllJobOrder(t, *keyed, seed, evict);
+    EXPECT_GT(with_keys.size(), t.c.jobs.size());
+    EXPECT_EQ(with_keys, PopAllJobOrder(t, *plain, seed, evict)) << "seed " << seed;
+  }
+}
+
+// A job-order queue order of the test's own, registered with and without its job-order key,
+// both with the shortcuts on: its key ties often and the comparator then decides by name, so the
+// full comparison on equal keys is exercised; the pops are the same and the keyed queue asks the
+// comparator less often.
+TEST(VictimQueueKeyTest, JobKeysOnlyReplaceComparisonsTheyDecide) {
+  int total_keyed = 0, total_plain = 0;
+  for (uint32_t seed = 1; seed <= 8; ++seed) {
+    const RandomTree t = MakeRandomTree(seed);
+    auto key_of = [](const Session& s, QueueId q, const JobView& job) {
+      const size_t pods = job.partial ? job.pods.size() : s.cluster().jobs[job.job].pods.size();
+      QueueOrderKey key;
+      key.k[0] = -static_cast<double>(s.cluster().queues[q].priority);
+      key.k[1] = static_cast<double>(pods % 2);
+      return key;
+    };
+    int calls = 0;
+    auto order = [&](const Session& s, QueueId l, QueueId r, const JobView* lj, const JobView* rj,
+                     const VictimList&, const VictimList&) {
+      ++calls;
+      if (lj == nullptr || rj == nullptr) return 0;
+      if (const int c = key_of(s, l, *lj).Compare(key_of(s, r, *rj)); c != 0) return c;
+      return s.cluster().queues[l].name > s.cluster().queues[r].name ? -1 : 1;
+    };
+    auto pops = [&](bool with_key) {
+      auto scheduler =
+          testutil::MakeScheduler(testutil::Without(SchedulerConfig::Default(), "proportion"));
+      auto ssn = scheduler->OpenSession(t.c, testutil::kNowMs);
+      ssn->AddQueueOrderFn(order, /*pod_states_only=*/true, nullptr,
+                           with_key ? JobQueueOrderKeyFn(key_of) : JobQueueOrderKeyFn());
+      EXPECT_EQ(ssn->JobQueueOrderKeyed(), with_key);
+      calls = 0;
+      const Pops out = PopAllJobOrder(t, *ssn, seed, /*evict=*/seed % 2 == 0);
+      return std::make_pair(out, calls);
+    };
+    const auto [with_keys, keyed_calls] = pops(true);
+    const auto [without, plain_calls] = pops(false);
+    EXPECT_EQ(with_keys, without) << "seed " << seed;
+    EXPECT_LE(keyed_calls, plain_calls) << "seed " << seed;
+    total_keyed += keyed_calls;
+    total_plain += plain_calls;
+  }
+  EXPECT_GT(total_keyed, 0);
+  EXPECT_LT(total_keyed, total_plain);
 }
 
 }  // namespace
