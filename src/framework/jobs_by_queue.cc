@@ -104,14 +104,15 @@ void JobsByQueue::InitializeFromLeaves(
     if (leaf.valid && leaf.version == version) {
       // The same pods' states: the same jobs pass, with the same keys (current at the jobs'
       // versions now), in an order that is a heap.
-      heap.reserve(leaf.entries.size());
-      for (const auto& [j, key] : leaf.entries) {
-        Item& item = own_.emplace_back();
-        item.view = JobView{j, false, {}};
-        item.key = key;
-        item.key_version = ssn_.job_version(j);
-        heap.push_back(static_cast<int32_t>(frozen_size_ + own_.size() - 1));
-      }
+      const auto& entries = leaf.entries;
+      const auto first = static_cast<int32_t>(frozen_size_ + own_.size());
+      own_.Append(entries.size(), [&](Item& item, size_t k) {
+        item.view.job = entries[k].first;
+        item.key = entries[k].second;
+        item.key_version = ssn_.job_version(entries[k].first);
+      });
+      heap.resize(entries.size());
+      for (size_t k = 0; k < heap.size(); ++k) heap[k] = first + static_cast<int32_t>(k);
     } else {
       jobs.clear();
       eligible(q, jobs);

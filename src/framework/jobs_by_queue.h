@@ -161,6 +161,20 @@ class JobsByQueue {
       ++size_;
       return item;
     }
+    // Appends n entries, `fill(item, k)` writing the k-th (0 <= k < n) into a default one.
+    template <typename Fill>
+    void Append(size_t n, const Fill& fill) {
+      chunks_.reserve((size_ + n + kChunk - 1) / kChunk);
+      for (size_t k = 0; k < n;) {
+        if (size_ == chunks_.size() * kChunk) chunks_.push_back(std::make_unique<Item[]>(kChunk));
+        Item* chunk = chunks_.back().get();
+        const size_t at = size_ & (kChunk - 1);
+        const size_t m = std::min(kChunk - at, n - k);
+        for (size_t i = 0; i < m; ++i) fill(chunk[at + i], k + i);
+        size_ += m;
+        k += m;
+      }
+    }
     Item& operator[](size_t i) { return chunks_[i >> kBits][i & (kChunk - 1)]; }
     const Item& operator[](size_t i) const { return chunks_[i >> kBits][i & (kChunk - 1)]; }
     size_t size() const { return size_; }
