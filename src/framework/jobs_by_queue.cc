@@ -408,9 +408,14 @@ void JobsByQueue::PushMany(const std::vector<JobId>& jobs) {
     if (!cluster.queues[q].parent_name.empty() && cluster.queues[q].parent == kNone) return kNone;
     return q;
   };
+  // (The accepted jobs with their queues, in order: their entries are added a chunk at a time,
+  // numbered as AddEntry would number them one by one.)
+  std::vector<std::pair<JobId, QueueId>> added;
+  added.reserve(jobs.size());
   for (JobId j : jobs) {
     const QueueId q = accepted(j);
     if (q == kNone) continue;
+    added.emplace_back(j, q);
     if (slot[q] < 0) {
       slot[q] = static_cast<int32_t>(touched.size());
       touched.emplace_back(q, 0);
@@ -418,9 +423,16 @@ void JobsByQueue::PushMany(const std::vector<JobId>& jobs) {
     ++touched[static_cast<size_t>(slot[q])].second;
   }
   for (const auto& [q, count] : touched) heaps_[q].reserve(heaps_[q].size() + count);
-  for (JobId j : jobs) {
-    const QueueId q = accepted(j);
-    if (q != kNone) heaps_[q].push_back(AddEntry(JobView{j, false, {}}));
+  const auto first = static_cast<int32_t>(frozen_size_ + own_.size());
+  own_.Append(added.size(), [&](Item& item, size_t k) {
+    item.view.job = added[k].first;
+    if (keyed_) {
+      item.key_version = ssn_.job_version(item.view.job);
+      item.key = ssn_.JobOrderKeyOf(item.view);
+    }
+  });
+  for (size_t k = 0; k < added.size(); ++k) {
+    heaps_[added[k].second].push_back(first + static_cast<int32_t>(k));
   }
   for (const auto& [q, count] : touched) {
     if (lazy_) {
