@@ -271,6 +271,13 @@ QueueId JobsByQueue::ScanFrom(const std::vector<QueueId>& candidates, size_t fro
 
 QueueId JobsByQueue::ScanKeyedFrom(const std::vector<QueueId>& candidates, size_t from,
                                    std::vector<ScanStep>& steps) const {
+  return options_.victim_queue ? ScanKeyedFromIn<true>(candidates, from, steps)
+                               : ScanKeyedFromIn<false>(candidates, from, steps);
+}
+
+template <bool kVictims>
+QueueId JobsByQueue::ScanKeyedFromIn(const std::vector<QueueId>& candidates, size_t from,
+                                     std::vector<ScanStep>& steps) const {
   // ScanFrom's comparisons in the same order, each answered by the keys when they differ
   // (Session::VictimQueueOrderKeyed, JobQueueOrderKeyed). In victim mode q is taken over best
   // when !QueueLess(q, best), i.e. when q's key is greater, or on equal keys when the full
@@ -288,7 +295,7 @@ QueueId JobsByQueue::ScanKeyedFrom(const std::vector<QueueId>& candidates, size_
     if (!kept) {
       step.has_key = false;
       if (HasJobs(q)) {
-        if (options_.victim_queue) {
+        if constexpr (kVictims) {
           const VictimList victims = VictimsOf(q);
           if (!victims.empty()) {
             step.key = ssn_.VictimQueueKeyOf(q, victims);
@@ -304,7 +311,7 @@ QueueId JobsByQueue::ScanKeyedFrom(const std::vector<QueueId>& candidates, size_
       bool take = best == kNone;
       if (!take) {
         const int c = step.key.Compare(steps[static_cast<size_t>(best_at)].key);
-        if (options_.victim_queue) {
+        if constexpr (kVictims) {
           take = c > 0 || (c == 0 && !ssn_.QueueLess(q, best, nullptr, nullptr, VictimsOf(q),
                                                      VictimsOf(best)));
         } else {

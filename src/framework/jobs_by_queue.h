@@ -258,6 +258,10 @@ class JobsByQueue {
   // equal keys.
   QueueId ScanKeyedFrom(const std::vector<QueueId>& candidates, size_t from,
                         std::vector<ScanStep>& steps) const;
+  // ScanKeyedFrom in victim mode (kVictims) or in job order.
+  template <bool kVictims>
+  QueueId ScanKeyedFromIn(const std::vector<QueueId>& candidates, size_t from,
+                          std::vector<ScanStep>& steps) const;
   std::vector<uint64_t> changes_;
   mutable std::vector<BestMemo> best_memo_;
   // lazy_heaps in effect; per leaf queue: its heap holds entries not heap-ordered yet, and the
