@@ -102,6 +102,23 @@ class ReclaimAction : public Action {
     JobsByQueue jobs(ssn, PendingJobs());
     jobs.InitializeWithAllJobs();
     RunningPreemptible running(ssn);
+    // Victims are jobs of leaf queues other than the reclaimer's: each leaf queue's jobs in id
+    // order. Without victim filters (which may depend on the reclaimer) whether a job is a victim
+    // depends only on its pods' states, so a leaf queue whose pods' states are the same as at the
+    // previous reclaimer's victims queue gives the same entries: they are taken again from
+    // `leaf_heaps` (JobsByQueue::InitializeFromLeaves), and only the leaves a committed solution
+    // touched are built again.
+    const auto& queues = ssn.cluster().queues;
+    std::vector<std::vector<JobId>> queue_jobs(queues.size());
+    for (JobId v = 0; v < static_cast<JobId>(ssn.cluster().jobs.size()); ++v) {
+      if (const QueueId q = running.queue(v); q != kNone) queue_jobs[q].push_back(v);
+    }
+    std::vector<QueueId> leaves;
+    for (QueueId q = 0; q < static_cast<QueueId>(queues.size()); ++q) {
+      if (queues[q].IsLeaf()) leaves.push_back(q);
+    }
+    LeafHeapCache leaf_heaps;
+    LeafHeapCache* cache = ssn.HasReclaimVictimFilters() ? nullptr : &leaf_heaps;
     while (!jobs.empty()) {
       const JobId j = jobs.PopNext();
       if (j == kNone) break;
@@ -118,7 +135,7 @@ class ReclaimAction : public Action {
         s.ReclaimRejectionRules(preemptor, tasks, evicted, out);
       };
       const QueueId queue = ssn.cluster().jobs[j].queue;
-      spec.victims_queue = [&ssn, &running, j, queue] {
+      spec.victims_queue = [&ssn, &running, &queue_jobs, &leaves, cache, j, queue] {
         JobsOrderOptions o;
         o.filter_non_pending = false;
         o.filter_unready = false;
@@ -127,9 +144,22 @@ class ReclaimAction : public Action {
         // are the same), and not again by the queue.
         o.filter_non_preemptible = false;
         o.filter_non_active_allocated = false;
-        return VictimsQueue(ssn, o, [&ssn, &running, j, queue](JobId v) {
-          return running.queue(v) != queue && running(v) && ssn.ReclaimVictimFilter(j, v);
-        });
+        o.victim_queue = true;
+        auto victims = std::make_unique<JobsByQueue>(ssn, o);
+        std::vector<QueueId> others;
+        others.reserve(leaves.size());
+        for (QueueId q : leaves) {
+          if (q != queue) others.push_back(q);
+        }
+        victims->InitializeFromLeaves(
+            others,
+            [&ssn, &running, &queue_jobs, j](QueueId q, std::vector<JobId>& out) {
+              for (JobId v : queue_jobs[q]) {
+                if (running(v) && ssn.ReclaimVictimFilter(j, v)) out.push_back(v);
+              }
+            },
+            cache);
+        return victims;
       };
       SolverResult r = SolveJob(ssn, j, spec);
       if (r.solved) r.statement->Commit();

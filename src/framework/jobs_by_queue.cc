@@ -31,6 +31,8 @@ JobsByQueue::JobsByQueue(const Session& ssn, JobsOrderOptions options)
   keyed_ = ssn.params().solver_shortcuts && ssn.JobOrderKeyed();
   vkeyed_ = options_.victim_queue && ssn.params().solver_shortcuts &&
             ssn.QueueOrderDependsOnlyOnPodStates() && ssn.VictimQueueOrderKeyed();
+  jkeyed_ = !options_.victim_queue && ssn.params().solver_shortcuts &&
+            ssn.QueueOrderDependsOnlyOnPodStates() && ssn.JobQueueOrderKeyed();
   lazy_ = options_.lazy_heaps && !options_.victim_queue && ssn.params().solver_shortcuts &&
           ssn.JobOrderDependsOnlyOnOwnPods() && ssn.JobTieBreakersDistinct();
   if (lazy_) {
@@ -70,6 +72,78 @@ void JobsByQueue::InitializeWithJobs(const std::vector<JobId>& jobs) {
   for (JobId j : eligible) Push(j);
 }
 
+void JobsByQueue::InitializeFromLeaves(
+    std::span<const QueueId> leaves,
+    const std::function<void(QueueId, std::vector<JobId>&)>& eligible, LeafHeapCache* cache) {
+  const auto& queues = ssn_.cluster().queues;
+  std::vector<JobId> jobs;
+  const bool reuse = cache != nullptr && options_.victim_queue && keyed_ && size_ == 0 &&
+                     ssn_.params().solver_shortcuts && ssn_.JobTieBreakersDistinct();
+  if (!reuse) {
+    std::vector<JobId> all;
+    for (QueueId q : leaves) {
+      jobs.clear();
+      eligible(q, jobs);
+      all.insert(all.end(), jobs.begin(), jobs.end());
+    }
+    std::sort(all.begin(), all.end());
+    InitializeWithJobs(all);
+    return;
+  }
+  if (cache->session_ != ssn_.serial() || cache->leaves_.size() != queues.size()) {
+    cache->session_ = ssn_.serial();
+    cache->leaves_.assign(queues.size(), {});
+  }
+  for (QueueId q : leaves) {
+    // (The queues PushView accepts.)
+    if (!queues[q].IsLeaf()) continue;
+    if (!queues[q].parent_name.empty() && queues[q].parent == kNone) continue;
+    LeafHeapCache::Leaf& leaf = cache->leaves_[q];
+    const uint64_t version = ssn_.queue_version(q);
+    auto& heap = heaps_[q];
+    if (leaf.valid && leaf.version == version) {
+      // The same pods' states: the same jobs pass, with the same keys (current at the jobs'
+      // versions now), in an order that is a heap.
+      const auto& entries = leaf.entries;
+      const auto first = static_cast<int32_t>(frozen_size_ + own_.size());
+      own_.Append(entries.size(), [&](Item& item, size_t k) {
+        item.view.job = entries[k].first;
+        item.key = entries[k].second;
+        item.key_version = ssn_.job_version(entries[k].first);
+      });
+      heap.resize(entries.size());
+      for (size_t k = 0; k < heap.size(); ++k) heap[k] = first + static_cast<int32_t>(k);
+    } else {
+      jobs.clear();
+      eligible(q, jobs);
+      heap.reserve(jobs.size());
+      for (JobId j : jobs) {
+        if (ssn_.cluster().jobs[j].queue == q && Eligible(j)) {
+          heap.push_back(AddEntry(JobView{j, false, {}}));
+        }
+      }
+      // (With no two entries equivalent every pop takes the unique best entry: see
+      // InitializeWithJobs.)
+      std::make_heap(heap.begin(), heap.end(),
+                     [this](int32_t a, int32_t b) { return HeapLess(a, b); });
+      leaf.entries.clear();
+      leaf.entries.reserve(heap.size());
+      for (int32_t e : heap) leaf.entries.emplace_back(Entry(e).job, ItemAt(e).key);
+      leaf.valid = true;
+      leaf.version = version;
+    }
+    if (heap.empty()) continue;
+    const size_t count = heap.size();
+    RefreshFront(q);
+    for (QueueId a = q; a != kNone; a = queues[a].parent) {
+      active_jobs_[a] += static_cast<int>(count);
+      changes_[static_cast<size_t>(a) + 1] += count;
+    }
+    changes_[0] += count;
+    size_ += count;
+  }
+}
+
 bool JobsByQueue::EntryLessSlow(const Item& a, const Item& b) const {
   return options_.victim_queue ? ssn_.JobViewLess(b.view, a.view)
                                : ssn_.JobViewLess(a.view, b.view);
@@ -80,6 +154,7 @@ JobsByQueue::JobsByQueue(const JobsByQueue& other)
       options_(other.options_),
       keyed_(other.keyed_),
       vkeyed_(other.vkeyed_),
+      jkeyed_(other.jkeyed_),
       frozen_(other.frozen_),
       frozen_size_(other.frozen_size_),
       own_(other.own_),
@@ -147,8 +222,8 @@ QueueId JobsByQueue::BestChildOf(QueueId parent) const {
   const QueueId start = from == 0 ? kNone : memo.steps[from - 1].best;
   // (ScanFrom may answer BestChildOf for queues below: it writes only this slot's memo.)
   std::vector<ScanStep> steps = std::move(memo.steps);
-  const QueueId best =
-      vkeyed_ ? ScanKeyedFrom(candidates, from, steps) : ScanFrom(candidates, from, start, steps);
+  const QueueId best = vkeyed_ || jkeyed_ ? ScanKeyedFrom(candidates, from, steps)
+                                          : ScanFrom(candidates, from, start, steps);
   BestMemo& m = best_memo_[slot];
   m.valid = true;
   m.changes = changes_[slot];
@@ -196,9 +271,18 @@ QueueId JobsByQueue::ScanFrom(const std::vector<QueueId>& candidates, size_t fro
 
 QueueId JobsByQueue::ScanKeyedFrom(const std::vector<QueueId>& candidates, size_t from,
                                    std::vector<ScanStep>& steps) const {
+  return options_.victim_queue ? ScanKeyedFromIn<true>(candidates, from, steps)
+                               : ScanKeyedFromIn<false>(candidates, from, steps);
+}
+
+template <bool kVictims>
+QueueId JobsByQueue::ScanKeyedFromIn(const std::vector<QueueId>& candidates, size_t from,
+                                     std::vector<ScanStep>& steps) const {
   // ScanFrom's comparisons in the same order, each answered by the keys when they differ
-  // (Session::VictimQueueOrderKeyed): q is taken over best when !QueueLess(q, best), i.e. when
-  // q's key is greater, or on equal keys when the full comparison says so.
+  // (Session::VictimQueueOrderKeyed, JobQueueOrderKeyed). In victim mode q is taken over best
+  // when !QueueLess(q, best), i.e. when q's key is greater, or on equal keys when the full
+  // comparison says so; in job order when QueueLess(q, best): a smaller key, or on equal keys the
+  // full comparison.
   int32_t best_at = from == 0 ? -1 : steps[from - 1].best_at;
   QueueId best = best_at < 0 ? kNone : candidates[static_cast<size_t>(best_at)];
   // (best's step is before `from`: unchanged, its key is current.)
@@ -211,9 +295,14 @@ QueueId JobsByQueue::ScanKeyedFrom(const std::vector<QueueId>& candidates, size_
     if (!kept) {
       step.has_key = false;
       if (HasJobs(q)) {
-        const VictimList victims = VictimsOf(q);
-        if (!victims.empty()) {
-          step.key = ssn_.VictimQueueKeyOf(q, victims);
+        if constexpr (kVictims) {
+          const VictimList victims = VictimsOf(q);
+          if (!victims.empty()) {
+            step.key = ssn_.VictimQueueKeyOf(q, victims);
+            step.has_key = true;
+          }
+        } else if (const JobView* job = Best(q); job != nullptr) {
+          step.key = ssn_.JobQueueKeyOf(q, *job);
           step.has_key = true;
         }
       }
@@ -222,8 +311,12 @@ QueueId JobsByQueue::ScanKeyedFrom(const std::vector<QueueId>& candidates, size_
       bool take = best == kNone;
       if (!take) {
         const int c = step.key.Compare(steps[static_cast<size_t>(best_at)].key);
-        take = c > 0 || (c == 0 &&
-                         !ssn_.QueueLess(q, best, nullptr, nullptr, VictimsOf(q), VictimsOf(best)));
+        if constexpr (kVictims) {
+          take = c > 0 || (c == 0 && !ssn_.QueueLess(q, best, nullptr, nullptr, VictimsOf(q),
+                                                     VictimsOf(best)));
+        } else {
+          take = c < 0 || (c == 0 && ssn_.QueueLess(q, best, Best(q), Best(best), {}, {}));
+        }
       }
       if (take) {
         best = q;
@@ -322,9 +415,14 @@ void JobsByQueue::PushMany(const std::vector<JobId>& jobs) {
     if (!cluster.queues[q].parent_name.empty() && cluster.queues[q].parent == kNone) return kNone;
     return q;
   };
+  // (The accepted jobs with their queues, in order: their entries are added a chunk at a time,
+  // numbered as AddEntry would number them one by one.)
+  std::vector<std::pair<JobId, QueueId>> added;
+  added.reserve(jobs.size());
   for (JobId j : jobs) {
     const QueueId q = accepted(j);
     if (q == kNone) continue;
+    added.emplace_back(j, q);
     if (slot[q] < 0) {
       slot[q] = static_cast<int32_t>(touched.size());
       touched.emplace_back(q, 0);
@@ -332,9 +430,16 @@ void JobsByQueue::PushMany(const std::vector<JobId>& jobs) {
     ++touched[static_cast<size_t>(slot[q])].second;
   }
   for (const auto& [q, count] : touched) heaps_[q].reserve(heaps_[q].size() + count);
-  for (JobId j : jobs) {
-    const QueueId q = accepted(j);
-    if (q != kNone) heaps_[q].push_back(AddEntry(JobView{j, false, {}}));
+  const auto first = static_cast<int32_t>(frozen_size_ + own_.size());
+  own_.Append(added.size(), [&](Item& item, size_t k) {
+    item.view.job = added[k].first;
+    if (keyed_) {
+      item.key_version = ssn_.job_version(item.view.job);
+      item.key = ssn_.JobOrderKeyOf(item.view);
+    }
+  });
+  for (size_t k = 0; k < added.size(); ++k) {
+    heaps_[added[k].second].push_back(first + static_cast<int32_t>(k));
   }
   for (const auto& [q, count] : touched) {
     if (lazy_) {

@@ -8,13 +8,17 @@
 // In victim mode (used by reclaim / preempt / consolidation to pick whom to evict) both orders
 // are reversed and a queue is represented by the victims already taken from it plus its next
 // candidate. Entries are JobViews, so the remaining part of a partly-taken victim job can be
-// pushed back. With victim-mode queue order keys (Session::VictimQueueOrderKeyed) siblings are
-// compared by their keys, each computed once per change of its queue's subtree, and the full
-// queue order is asked only when two keys are equal: the same pops.
+// pushed back. With queue order keys (Session::VictimQueueOrderKeyed in victim mode,
+// Session::JobQueueOrderKeyed in job order) siblings are compared by their keys, each computed
+// once per change of its queue's subtree, and the full queue order is asked only when two keys
+// are equal: the same pops.
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <memory>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include "framework/session.h"
@@ -38,6 +42,21 @@ struct JobsOrderOptions {
   bool lazy_heaps = false;
 };
 
+// The leaf queues' entries of the victims queues built one after another on one session (see
+// JobsByQueue::InitializeFromLeaves): per leaf queue, its entries in heap order with their job
+// order keys, and the leaf's queue version they were built at.
+class LeafHeapCache {
+ private:
+  friend class JobsByQueue;
+  struct Leaf {
+    bool valid = false;
+    uint64_t version = 0;
+    std::vector<std::pair<JobId, JobOrderKey>> entries;
+  };
+  uint64_t session_ = 0;  // the session's serial (0: none yet)
+  std::vector<Leaf> leaves_;
+};
+
 class JobsByQueue {
  public:
   JobsByQueue(const Session& ssn, JobsOrderOptions options);
@@ -53,6 +72,17 @@ class JobsByQueue {
   // provided the job order does not change while the jobs are queued (a victims queue is used on
   // one session state).
   void InitializeWithJobs(const std::vector<JobId>& jobs);
+  // Victim mode: adds, for every queue of `leaves` (each at most once), the jobs that
+  // `eligible(q, out)` writes to `out` (jobs of queue q, in increasing id order) and that pass
+  // the options' filters: the same pops as InitializeWithJobs on all of them. With `cache`, the
+  // solver shortcuts on, a keyed job order and no two jobs tied on its last tie-breakers, a leaf
+  // whose pods have the same states as when `cache` last received its entries (the same queue
+  // version; the job order keys are then the same too) takes them from there, already
+  // heap-ordered, without asking `eligible`: its answer for q must then depend only on fixed
+  // fields and the states of the pods of q's jobs. A cache serves one session.
+  void InitializeFromLeaves(std::span<const QueueId> leaves,
+                            const std::function<void(QueueId, std::vector<JobId>&)>& eligible,
+                            LeafHeapCache* cache);
   // Adds a job (again). Jobs of missing or non-leaf queues are ignored.
   void Push(JobId j) { PushView(JobView{j, false, {}}); }
   void PushView(JobView v);
@@ -131,6 +161,20 @@ class JobsByQueue {
       ++size_;
       return item;
     }
+    // Appends n entries, `fill(item, k)` writing the k-th (0 <= k < n) into a default one.
+    template <typename Fill>
+    void Append(size_t n, const Fill& fill) {
+      chunks_.reserve((size_ + n + kChunk - 1) / kChunk);
+      for (size_t k = 0; k < n;) {
+        if (size_ == chunks_.size() * kChunk) chunks_.push_back(std::make_unique<Item[]>(kChunk));
+        Item* chunk = chunks_.back().get();
+        const size_t at = size_ & (kChunk - 1);
+        const size_t m = std::min(kChunk - at, n - k);
+        for (size_t i = 0; i < m; ++i) fill(chunk[at + i], k + i);
+        size_ += m;
+        k += m;
+      }
+    }
     Item& operator[](size_t i) { return chunks_[i >> kBits][i & (kChunk - 1)]; }
     const Item& operator[](size_t i) const { return chunks_[i >> kBits][i & (kChunk - 1)]; }
     size_t size() const { return size_; }
@@ -163,6 +207,10 @@ class JobsByQueue {
   // (Session::VictimQueueOrderKeyed): sibling queues are compared by their keys, kept per
   // candidate in BestChildOf's scan steps.
   bool vkeyed_ = false;
+  // Job order (not victim mode) with the shortcuts on, a queue order depending only on pod
+  // states and keyed in job order (Session::JobQueueOrderKeyed): the same, with each candidate's
+  // key computed from its best entry.
+  bool jkeyed_ = false;
   std::shared_ptr<const Items> frozen_;
   size_t frozen_size_ = 0;
   Items own_;
@@ -181,16 +229,17 @@ class JobsByQueue {
   // Per queue (index + 1; 0: the roots): pushes and pops in its subtree so far, and the last
   // BestChildOf answer with the counter and the state version it was computed at.
   //
-  // With victim-mode queue order keys (vkeyed_) a step also keeps the candidate's key: it is the
+  // With queue order keys (vkeyed_, jkeyed_) a step also keeps the candidate's key: it is the
   // candidate's key now while its pushes and pops and its state version are the ones recorded
-  // (its victim list and every input of its key are then the same), so a later scan compares it
-  // without computing it again.
+  // (its victim list, or its best entry, and every input of its key are then the same), so a
+  // later scan compares it without computing it again.
   struct ScanStep {
     uint64_t changes = 0;  // the candidate's pushes and pops when scanned
     uint64_t version = 0;  // its subtree's state version when scanned
     QueueId best = kNone;  // best candidate among the scan's first ones, up to this one
-    int32_t best_at = -1;  // best's place among the candidates (vkeyed_)
-    bool has_key = false;  // the candidate had victims and `key` is theirs (vkeyed_)
+    int32_t best_at = -1;  // best's place among the candidates (vkeyed_, jkeyed_)
+    // The candidate had victims (a best entry, in job order) and `key` is theirs (its).
+    bool has_key = false;
     QueueOrderKey key;
   };
   struct BestMemo {
@@ -204,10 +253,15 @@ class JobsByQueue {
   // candidates), recording each candidate's step into `steps`.
   QueueId ScanFrom(const std::vector<QueueId>& candidates, size_t from, QueueId best,
                    std::vector<ScanStep>& steps) const;
-  // ScanFrom with victim-mode queue order keys: the same answers, from the candidates' keys
-  // (kept ones for unchanged candidates), asking Session::QueueLess only on equal keys.
+  // ScanFrom with queue order keys (victim mode or job order): the same answers, from the
+  // candidates' keys (kept ones for unchanged candidates), asking Session::QueueLess only on
+  // equal keys.
   QueueId ScanKeyedFrom(const std::vector<QueueId>& candidates, size_t from,
                         std::vector<ScanStep>& steps) const;
+  // ScanKeyedFrom in victim mode (kVictims) or in job order.
+  template <bool kVictims>
+  QueueId ScanKeyedFromIn(const std::vector<QueueId>& candidates, size_t from,
+                          std::vector<ScanStep>& steps) const;
   std::vector<uint64_t> changes_;
   mutable std::vector<BestMemo> best_memo_;
   // lazy_heaps in effect; per leaf queue: its heap holds entries not heap-ordered yet, and the

@@ -175,6 +175,10 @@ struct QueueOrderKey {
 };
 // The key of queue q represented by `victims` (see QueueOrderKey).
 using QueueOrderKeyFn = std::function<QueueOrderKey(const Session&, QueueId, const VictimList&)>;
+// The same for a queue order in job order (no victims): the key of queue q represented by the
+// job it would allocate next; for two queues l, r with jobs lj, rj, key(l, lj) < key(r, rj)
+// implies fn(l, r, lj, rj) < 0 and > implies > 0, equal keys say nothing.
+using JobQueueOrderKeyFn = std::function<QueueOrderKey(const Session&, QueueId, const JobView&)>;
 // Called once per pod before its nodes are scored, with the candidate node set.
 using NodePreOrderFn = std::function<void(Session&, PodId, std::span<const NodeId>)>;
 using NodeOrderFn = std::function<double(const Session&, PodId, NodeId)>;
@@ -450,11 +454,15 @@ class Session {
   // `pod_states_only`: the function's answer depends only on the two queues, the jobs or victim
   // lists given, and the statuses and virtual flags of the pods of the jobs in the two queues'
   // subtrees (so a job order may keep its answers while none of these changed).
-  // `victim_key` (optional): the same order in victim mode as a key (see QueueOrderKey).
+  // `victim_key` (optional): the same order in victim mode as a key (see QueueOrderKey);
+  // `job_key` (optional): in job order (see JobQueueOrderKeyFn).
   void AddQueueOrderFn(QueueOrderFn fn, bool pod_states_only = false,
-                       QueueOrderKeyFn victim_key = nullptr) {
+                       QueueOrderKeyFn victim_key = nullptr, JobQueueOrderKeyFn job_key = nullptr) {
     if (Disabled("queue_order")) return;
-    if (queue_order_fns_.empty()) victim_queue_key_ = std::move(victim_key);
+    if (queue_order_fns_.empty()) {
+      victim_queue_key_ = std::move(victim_key);
+      job_queue_key_ = std::move(job_key);
+    }
     queue_order_fns_.push_back(std::move(fn));
     queue_order_pod_states_only_ = queue_order_pod_states_only_ && pod_states_only;
   }
@@ -472,6 +480,15 @@ class Session {
   // must hold).
   QueueOrderKey VictimQueueKeyOf(QueueId q, const VictimList& victims) const {
     return victim_queue_key_(*this, q, victims);
+  }
+  // Whether job-order queue order has keys (the solver shortcuts on, and the first queue order
+  // function was given with a job key): then for queues l, r with jobs lj, rj,
+  // JobQueueKeyOf(l, lj) < JobQueueKeyOf(r, rj) implies QueueLess(l, r, &lj, &rj, {}, {}) and >
+  // implies !QueueLess(l, r, &lj, &rj, {}, {}); on equal keys QueueLess must be asked.
+  bool JobQueueOrderKeyed() const { return params().solver_shortcuts && job_queue_key_ != nullptr; }
+  // The job-order key of queue q represented by `job` (JobQueueOrderKeyed must hold).
+  QueueOrderKey JobQueueKeyOf(QueueId q, const JobView& job) const {
+    return job_queue_key_(*this, q, job);
   }
   void AddNodePreOrderFn(NodePreOrderFn fn) { node_pre_order_fns_.push_back(std::move(fn)); }
   void AddNodeOrderFn(NodeOrderFn fn) {
@@ -491,6 +508,9 @@ class Session {
   void AddReclaimVictimFilterFn(VictimFilterFn fn) {
     if (!Disabled("reclaimable")) reclaim_victim_filter_fns_.push_back(std::move(fn));
   }
+  // Whether any reclaim victim filter is registered (without one, ReclaimVictimFilter accepts
+  // every pair).
+  bool HasReclaimVictimFilters() const { return !reclaim_victim_filter_fns_.empty(); }
   void AddPreemptVictimFilterFn(VictimFilterFn fn) {
     if (!Disabled("preemptable")) preempt_victim_filter_fns_.push_back(std::move(fn));
   }
@@ -703,6 +723,7 @@ class Session {
   std::vector<QueueOrderFn> queue_order_fns_;
   bool queue_order_pod_states_only_ = true;
   QueueOrderKeyFn victim_queue_key_;  // the first queue order function's key, if given
+  JobQueueOrderKeyFn job_queue_key_;  // its job-order key, if given
   bool job_order_own_pods_only_ = true;
   mutable int8_t job_tie_breakers_distinct_ = -1;  // -1: not computed yet
   // Job order keys (JobOrderKeyed): the key functions, each job's rank by the last tie-breakers

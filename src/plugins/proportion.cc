@@ -360,7 +360,8 @@ class ProportionPlugin : public Plugin {
         pod_states_only,
         [this](const Session& s, QueueId q, const VictimList& victims) {
           return VictimQueueKey(s, q, victims);
-        });
+        },
+        [this](const Session& s, QueueId q, const JobView& job) { return JobQueueKey(s, q, job); });
     ssn.AddJobCapacityFn([this](const Session& s, JobId j, std::span<const PodId> pods) {
       return CheckCapacity(s, j, RequestedQuota(s.cluster(), pods), /*check_limit=*/true);
     });
@@ -1254,6 +1255,21 @@ class ProportionPlugin : public Plugin {
              side.violates ? 1.0 : 0.0,  // (4) uses a resource without allocatable share: last
              side.share,                 // (5) dominant share without the victims
              side.share0};               // (6) dominant share
+    return key;
+  }
+
+  // QueueOrder in job order, rules (1) to (6), as a key: VictimQueueKey's fields, from the side
+  // QueueOrder computes for the queue and its job (kept per queue for whole jobs, as QueueOrder
+  // keeps it with the shortcuts on; computed for partial views, as QueueOrder computes it).
+  QueueOrderKey JobQueueKey(const Session& s, QueueId q, const JobView& job) const {
+    const VictimSide side = job.partial ? MakeJobSide(s, q, &job) : JobSideOf(s, q, &job);
+    QueueOrderKey key;
+    key.k = {side.over ? 1.0 : 0.0,
+             side.starved ? 0.0 : 1.0,
+             -static_cast<double>(s.cluster().queues[q].priority),
+             side.violates ? 1.0 : 0.0,
+             side.share,
+             side.share0};
     return key;
   }
 

@@ -1,6 +1,8 @@
 // Victim-mode queue order keys (Session::VictimQueueOrderKeyed, QueueOrderKey): proportion's key
 // agrees with its queue order, and a victims queue comparing sibling queues by their kept keys
 // pops exactly the entries, in the same order, as one asking the full queue order every time.
+// Victims queues built from leaf queues kept in a LeafHeapCache pop as freshly built ones. The
+// same for job-order queue keys (Session::JobQueueOrderKeyed) in job-order queues.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -193,6 +195,33 @@ Pops PopAll(const RandomTree& t, Session& ssn, uint32_t seed, bool evict) {
   return out;
 }
 
+// PopAll in job order (not victim mode): every job of the tree queued, the rest of every job of
+// more than one pod pushed back as a partial view after its pop (as a simulation queues its
+// preemptor), bystanders' pods evicted between pops with `evict`.
+Pops PopAllJobOrder(const RandomTree& t, Session& ssn, uint32_t seed, bool evict) {
+  std::mt19937 rng(seed);
+  JobsOrderOptions o;
+  o.filter_non_pending = false;
+  o.filter_unready = false;
+  JobsByQueue queue(ssn, o);
+  for (JobId j = 0; j < static_cast<JobId>(t.c.jobs.size()); ++j) queue.Push(j);
+  Statement kept(ssn);
+  Pops out;
+  while (!queue.empty()) {
+    const JobView v = queue.PopNextView();
+    const std::vector<PodId> pods = v.partial ? v.pods : t.c.jobs[v.job].pods;
+    out.emplace_back(v.job, pods);
+    if (pods.size() > 1) queue.PushView(JobView{v.job, true, {pods.begin() + 1, pods.end()}});
+    if (evict && !t.bystanders.empty() && rng() % 3 == 0) {
+      const JobId b = t.bystanders[rng() % t.bystanders.size()];
+      const PodId p = t.c.jobs[b].pods[rng() % t.c.jobs[b].pods.size()];
+      if (IsActiveAllocated(ssn.pod(p).status)) kept.Evict(p, "test");
+    }
+  }
+  kept.Discard();
+  return out;
+}
+
 std::unique_ptr<Scheduler> MakeScheduler(bool shortcuts) {
   SchedulerConfig cfg = SchedulerConfig::Default();
   cfg.params.solver_shortcuts = shortcuts;
@@ -327,6 +356,241 @@ TEST(VictimQueueKeyTest, KeysOnlyReplaceComparisonsTheyDecide) {
       EXPECT_EQ(ssn->VictimQueueOrderKeyed(), with_key);
       calls = 0;
       const Pops out = PopAll(t, *ssn, seed, /*evict=*/seed % 2 == 0);
+      return std::make_pair(out, calls);
+    };
+    const auto [with_keys, keyed_calls] = pops(true);
+    const auto [without, plain_calls] = pops(false);
+    EXPECT_EQ(with_keys, without) << "seed " << seed;
+    EXPECT_LE(keyed_calls, plain_calls) << "seed " << seed;
+    total_keyed += keyed_calls;
+    total_plain += plain_calls;
+  }
+  EXPECT_GT(total_keyed, 0);
+  EXPECT_LT(total_keyed, total_plain);
+}
+
+// Victims queues built one after another from the leaf queues (InitializeFromLeaves) with a
+// LeafHeapCache pop the same entries, in the same order, as queues built from all the jobs at
+// once (InitializeWithJobs), while pods are evicted between the builds (kept, or discarded: the
+// versions then come back) and a different leaf is left out each time; leaves whose pods did not
+// change are taken from the cache without asking for their jobs.
+TEST(VictimQueueKeyTest, LeafHeapCacheGivesThePopsOfAFreshBuild) {
+  size_t asked = 0, offered = 0;
+  for (uint32_t seed = 1; seed <= 16; ++seed) {
+    const RandomTree t = MakeRandomTree(seed, /*uniform=*/seed % 3 == 0);
+    auto scheduler = MakeScheduler(true);
+    auto ssn = scheduler->OpenSession(t.c, testutil::kNowMs);
+    ASSERT_TRUE(ssn->JobOrderKeyed());
+    ASSERT_TRUE(ssn->JobTieBreakersDistinct());
+    std::mt19937 rng(seed * 31);
+    std::vector<QueueId> leaves;
+    for (QueueId q = 0; q < static_cast<QueueId>(t.c.queues.size()); ++q) {
+      if (t.c.queues[q].IsLeaf()) leaves.push_back(q);
+    }
+    std::vector<std::vector<JobId>> leaf_jobs(t.c.queues.size());
+    for (JobId j : t.victims) leaf_jobs[t.c.jobs[j].queue].push_back(j);
+    for (auto& jobs : leaf_jobs) std::sort(jobs.begin(), jobs.end());
+    // Victims: jobs with active allocated pods (a question of their pods' states).
+    size_t calls = 0;
+    auto eligible = [&](QueueId q, std::vector<JobId>& out) {
+      ++calls;
+      for (JobId j : leaf_jobs[q]) {
+        if (ssn->NumActiveAllocated(j) > 0) out.push_back(j);
+      }
+    };
+    JobsOrderOptions o;
+    o.filter_non_pending = false;
+    o.filter_unready = false;
+    o.victim_queue = true;
+    auto pop_all = [](JobsByQueue& queue) {
+      std::vector<JobId> out;
+      while (!queue.empty()) out.push_back(queue.PopNextView().job);
+      return out;
+    };
+    LeafHeapCache cache;
+    Statement kept(*ssn);
+    for (int round = 0; round < 6; ++round) {
+      std::vector<QueueId> used;
+      const QueueId left_out = leaves[rng() % leaves.size()];
+      for (QueueId q : leaves) {
+        if (q != left_out) used.push_back(q);
+      }
+      std::vector<JobId> all;
+      for (QueueId q : used) eligible(q, all);
+      std::sort(all.begin(), all.end());
+      JobsByQueue fresh(*ssn, o);
+      fresh.InitializeWithJobs(all);
+      calls = 0;
+      JobsByQueue cached(*ssn, o);
+      cached.InitializeFromLeaves(used, eligible, &cache);
+      if (round > 0) {
+        asked += calls;
+        offered += used.size();
+      }
+      EXPECT_EQ(cached.size(), fresh.size()) << "seed " << seed << " round " << round;
+      const std::vector<JobId> pops = pop_all(fresh);
+      EXPECT_FALSE(pops.empty());
+      EXPECT_EQ(pop_all(cached), pops) << "seed " << seed << " round " << round;
+      // Evict a pod of a random victim or bystander (kept), and one more in a statement that is
+      // discarded.
+      for (int k = 0; k < 2; ++k) {
+        const auto& pool = rng() % 2 == 0 || t.bystanders.empty() ? t.victims : t.bystanders;
+        const JobId j = pool[rng() % pool.size()];
+        const PodId p = t.c.jobs[j].pods[rng() % t.c.jobs[j].pods.size()];
+        if (!IsActiveAllocated(ssn->pod(p).status)) continue;
+        if (k == 0) {
+          kept.Evict(p, "test");
+        } else {
+          Statement discarded(*ssn);
+          discarded.Evict(p, "test");
+          discarded.Discard();
+        }
+      }
+    }
+    kept.Discard();
+  }
+  // Most leaves were taken from the cache, some were built again.
+  EXPECT_GT(asked, 0U);
+  EXPECT_LT(asked * 2, offered);
+}
+
+// Without the solver shortcuts the cache is not used: every leaf is asked for its jobs, and the
+// pops are those of InitializeWithJobs.
+TEST(VictimQueueKeyTest, LeafHeapCacheUnusedWithoutShortcuts) {
+  const RandomTree t = MakeRandomTree(5);
+  auto scheduler = MakeScheduler(false);
+  auto ssn = scheduler->OpenSession(t.c, testutil::kNowMs);
+  std::vector<QueueId> leaves;
+  for (QueueId q = 0; q < static_cast<QueueId>(t.c.queues.size()); ++q) {
+    if (t.c.queues[q].IsLeaf()) leaves.push_back(q);
+  }
+  size_t calls = 0;
+  auto eligible = [&](QueueId q, std::vector<JobId>& out) {
+    ++calls;
+    for (JobId j : t.victims) {
+      if (t.c.jobs[j].queue == q) out.push_back(j);
+    }
+  };
+  JobsOrderOptions o;
+  o.filter_non_pending = false;
+  o.filter_unready = false;
+  o.victim_queue = true;
+  std::vector<JobId> all = t.victims;
+  std::sort(all.begin(), all.end());
+  LeafHeapCache cache;
+  for (int round = 0; round < 2; ++round) {
+    calls = 0;
+    JobsByQueue fresh(*ssn, o);
+    fresh.InitializeWithJobs(all);
+    JobsByQueue cached(*ssn, o);
+    cached.InitializeFromLeaves(leaves, eligible, &cache);
+    EXPECT_EQ(calls, leaves.size());
+    ASSERT_EQ(cached.size(), fresh.size());
+    while (!fresh.empty()) EXPECT_EQ(cached.PopNextView().job, fresh.PopNextView().job);
+  }
+}
+
+// Proportion's job-order key (Session::JobQueueOrderKeyed) against its queue order, on random
+// pairs of queues of a random tree, each with a random job of its subtree (whole or partial view),
+// before and after pods are evicted: a smaller key means the queue goes first.
+TEST(VictimQueueKeyTest, ProportionJobKeysAgreeWithItsQueueOrder) {
+  int decided = 0, tied = 0;
+  for (uint32_t seed = 1; seed <= 9; ++seed) {
+    const RandomTree t = MakeRandomTree(seed, /*uniform=*/seed % 3 == 0);
+    auto scheduler = MakeScheduler(true);
+    auto ssn = scheduler->OpenSession(t.c, testutil::kNowMs);
+    ASSERT_TRUE(ssn->JobQueueOrderKeyed());
+    std::mt19937 rng(seed * 104729);
+    std::vector<std::vector<JobView>> views(t.c.queues.size());
+    for (JobId j = 0; j < static_cast<JobId>(t.c.jobs.size()); ++j) {
+      const auto& pods = t.c.jobs[j].pods;
+      for (QueueId q = t.c.jobs[j].queue; q != kNone; q = t.c.queues[q].parent) {
+        views[q].push_back(JobView{j, false, {}});
+        if (pods.size() > 1) views[q].push_back(JobView{j, true, {pods.begin() + 1, pods.end()}});
+      }
+    }
+    Statement stmt(*ssn);
+    for (int round = 0; round < 2; ++round) {
+      for (int pair = 0; pair < 400; ++pair) {
+        QueueId l = t.queues[rng() % t.queues.size()];
+        QueueId r = t.queues[rng() % t.queues.size()];
+        if (!t.twins.empty() && rng() % 2 == 0) std::tie(l, r) = t.twins[rng() % t.twins.size()];
+        if (l == r || views[l].empty() || views[r].empty()) continue;
+        const JobView& lj = views[l][rng() % views[l].size()];
+        const JobView& rj = views[r][rng() % views[r].size()];
+        const int c = ssn->JobQueueKeyOf(l, lj).Compare(ssn->JobQueueKeyOf(r, rj));
+        const bool l_first = ssn->QueueLess(l, r, &lj, &rj, {}, {});
+        const bool r_first = ssn->QueueLess(r, l, &rj, &lj, {}, {});
+        if (c < 0) {
+          EXPECT_TRUE(l_first && !r_first) << "seed " << seed << " queues " << l << ", " << r;
+        } else if (c > 0) {
+          EXPECT_TRUE(r_first && !l_first) << "seed " << seed << " queues " << l << ", " << r;
+        }
+        (c == 0 ? tied : decided) += 1;
+      }
+      if (round > 0) break;
+      for (size_t i = 0; i < t.bystanders.size(); i += 3) {
+        stmt.Evict(t.c.jobs[t.bystanders[i]].pods[0], "test");
+      }
+    }
+    stmt.Discard();
+  }
+  EXPECT_GT(decided, 500);
+  EXPECT_GT(tied, 20);
+}
+
+// A job-order queue with proportion's job-order keys (shortcuts on) pops the same entries in the
+// same order as without them (shortcuts off), on random trees with partial views pushed back
+// between pops and shares changing between pops.
+TEST(VictimQueueKeyTest, JobOrderKeyedPopsAreThoseOfTheFullQueueOrder) {
+  for (uint32_t seed = 1; seed <= 24; ++seed) {
+    const RandomTree t = MakeRandomTree(seed, /*uniform=*/seed % 3 == 0);
+    auto keyed_scheduler = MakeScheduler(true);
+    auto keyed = keyed_scheduler->OpenSession(t.c, testutil::kNowMs);
+    ASSERT_TRUE(keyed->JobQueueOrderKeyed());
+    ASSERT_TRUE(keyed->QueueOrderDependsOnlyOnPodStates());
+    auto plain_scheduler = MakeScheduler(false);
+    auto plain = plain_scheduler->OpenSession(t.c, testutil::kNowMs);
+    ASSERT_FALSE(plain->JobQueueOrderKeyed());
+    const bool evict = seed % 2 == 0;
+    const Pops with_keys = PopAllJobOrder(t, *keyed, seed, evict);
+    EXPECT_GT(with_keys.size(), t.c.jobs.size());
+    EXPECT_EQ(with_keys, PopAllJobOrder(t, *plain, seed, evict)) << "seed " << seed;
+  }
+}
+
+// A job-order queue order of the test's own, registered with and without its job-order key,
+// both with the shortcuts on: its key ties often and the comparator then decides by name, so the
+// full comparison on equal keys is exercised; the pops are the same and the keyed queue asks the
+// comparator less often.
+TEST(VictimQueueKeyTest, JobKeysOnlyReplaceComparisonsTheyDecide) {
+  int total_keyed = 0, total_plain = 0;
+  for (uint32_t seed = 1; seed <= 8; ++seed) {
+    const RandomTree t = MakeRandomTree(seed);
+    auto key_of = [](const Session& s, QueueId q, const JobView& job) {
+      const size_t pods = job.partial ? job.pods.size() : s.cluster().jobs[job.job].pods.size();
+      QueueOrderKey key;
+      key.k[0] = -static_cast<double>(s.cluster().queues[q].priority);
+      key.k[1] = static_cast<double>(pods % 2);
+      return key;
+    };
+    int calls = 0;
+    auto order = [&](const Session& s, QueueId l, QueueId r, const JobView* lj, const JobView* rj,
+                     const VictimList&, const VictimList&) {
+      ++calls;
+      if (lj == nullptr || rj == nullptr) return 0;
+      if (const int c = key_of(s, l, *lj).Compare(key_of(s, r, *rj)); c != 0) return c;
+      return s.cluster().queues[l].name > s.cluster().queues[r].name ? -1 : 1;
+    };
+    auto pops = [&](bool with_key) {
+      auto scheduler =
+          testutil::MakeScheduler(testutil::Without(SchedulerConfig::Default(), "proportion"));
+      auto ssn = scheduler->OpenSession(t.c, testutil::kNowMs);
+      ssn->AddQueueOrderFn(order, /*pod_states_only=*/true, nullptr,
+                           with_key ? JobQueueOrderKeyFn(key_of) : JobQueueOrderKeyFn());
+      EXPECT_EQ(ssn->JobQueueOrderKeyed(), with_key);
+      calls = 0;
+      const Pops out = PopAllJobOrder(t, *ssn, seed, /*evict=*/seed % 2 == 0);
       return std::make_pair(out, calls);
     };
     const auto [with_keys, keyed_calls] = pops(true);
