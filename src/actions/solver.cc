@@ -1755,40 +1755,48 @@ class Solver {
     options.lazy_heaps = true;  // (one entry per job: pending jobs, victim jobs, the preemptor)
     // Pending jobs take part in the order (they are never placed here): computed once per job.
     if (pending_jobs_.empty() && !pending_jobs_known_) {
-      is_pending_job_.assign(jobs.size(), 0);
       for (JobId j = 0; j < static_cast<JobId>(jobs.size()); ++j) {
-        if (j != job_ && ssn_.HasPendingPods(j)) {
-          pending_jobs_.push_back(j);
-          is_pending_job_[j] = 1;
-        }
+        if (j != job_ && ssn_.HasPendingPods(j)) pending_jobs_.push_back(j);
       }
       pending_jobs_known_ = true;
     }
-    // With distinct tie-breakers no two entries are equivalent, so the pops do not depend on how
-    // the heaps were built: the pending jobs' order is built once per search (their pods do not
-    // change in simulations) and copied, and each simulation adds its victims and the preemptor.
-    const bool from_base = ssn_.params().solver_shortcuts && ssn_.JobTieBreakersDistinct();
+    // When the job order depends only on each job's own pods and no two entries are equivalent,
+    // the pops do not depend on how the heaps were built: the entries of the pending jobs with no
+    // active pod (their pods are the same in every simulation: nothing of theirs is evicted or
+    // placed) are ordered once per search and copied, and each simulation adds the rest.
+    const bool from_base = ssn_.params().solver_shortcuts && ssn_.JobOrderDependsOnlyOnOwnPods() &&
+                           ssn_.JobTieBreakersDistinct();
     if (from_base && !order_base_) {
+      in_order_base_.assign(jobs.size(), 0);
+      std::vector<JobId>& base_jobs = to_order_scratch_;
+      base_jobs.clear();
+      for (JobId j : pending_jobs_) {
+        bool active = false;
+        for (PodId p : jobs[j].pods) active = active || IsActiveAllocated(ssn_.pod(p).status);
+        // (A victim's pods are active in the clean session; evicted ones here are releasing.)
+        if (!active && !is_victim_job_[j]) {
+          base_jobs.push_back(j);
+          in_order_base_[j] = 1;
+        }
+      }
       JobsOrderOptions base_options = options;
       base_options.lazy_heaps = false;
       order_base_ = std::make_unique<JobsByQueue>(ssn_, base_options);
-      order_base_->PushMany(pending_jobs_);
+      order_base_->PushMany(base_jobs);
       order_base_->Freeze();  // copies share its entries
     }
     JobsByQueue order = from_base ? JobsByQueue(*order_base_) : JobsByQueue(ssn_, options);
     std::vector<JobId>& to_order = to_order_scratch_;
     to_order.resize(pending_jobs_.size() + victim_jobs.size());
     size_t num_to_order = 0;
-    if (!from_base) {
-      for (JobId j : pending_jobs_) {
-        if (!is_victim_job_[j]) to_order[num_to_order++] = j;
-      }
+    for (JobId j : pending_jobs_) {
+      if (!is_victim_job_[j] && !(from_base && in_order_base_[j])) to_order[num_to_order++] = j;
     }
     size_t victim_entries = 0;
     for (JobId j : victim_jobs) {
       if (j == job_) continue;
       ++victim_entries;
-      if (!from_base || !is_pending_job_[j]) to_order[num_to_order++] = j;
+      if (!(from_base && in_order_base_[j])) to_order[num_to_order++] = j;
     }
     to_order.resize(num_to_order);
     if (from_base) {
@@ -2031,7 +2039,7 @@ class Solver {
   // Jobs with pending pods (other than the preemptor). Fixed for the whole solve: each
   // simulation starts from the same session state, and simulations only pipeline.
   std::vector<JobId> pending_jobs_;
-  std::vector<char> is_pending_job_;  // per job: in pending_jobs_
+  std::vector<char> in_order_base_;  // per job: its entry is in order_base_
   bool pending_jobs_known_ = false;
   // The simulations' job order holding the pending jobs (see AllocatePreemptorAndVictims).
   std::unique_ptr<JobsByQueue> order_base_;
