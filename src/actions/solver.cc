@@ -111,7 +111,9 @@ class Scenario {
     recorded_tasks_ = recorded.pods;
     groups_.reserve(recorded.size());
     group_pods_.reserve(recorded.pods.size());
-    for (size_t i = 0; i < recorded.size(); ++i) AppendGroup(recorded.job(i), recorded.tasks(i));
+    for (size_t i = 0; i < recorded.size(); ++i) {
+      AppendGroup(ssn, recorded.job(i), recorded.tasks(i), /*recorded=*/true);
+    }
     // (AppendGroup listed every recorded pod in touched_pods.)
     for (PodId p : recorded_tasks_) index_.recorded[p] = 1;
   }
@@ -128,7 +130,7 @@ class Scenario {
     if (tasks.empty()) return;
     potential_tasks_.insert(potential_tasks_.end(), tasks.begin(), tasks.end());
     const JobId job = ssn.pod_briefs()[tasks.front()].job;
-    AppendGroup(job, tasks);
+    AppendGroup(ssn, job, tasks, /*recorded=*/false);
     for (PodId p : tasks) {
       const size_t slot = static_cast<size_t>(ssn.pod(p).node + 1);
       auto& jobs = index_.jobs_by_node[slot];
@@ -160,6 +162,25 @@ class Scenario {
     }
   }
 
+  // What evicting a group's pod in the prefix's base state frees: its node and, when `counted`
+  // (it is active there and asks for whole GPUs), its GPUs.
+  struct PodFree {
+    NodeId node;
+    bool counted;
+    double gpus;
+  };
+  // Calls f(const PodFree&) for every task VictimTasksFromNode(node) lists, in that order.
+  template <typename F>
+  void ForEachFreeFromNode(NodeId node, F&& f) const {
+    for (JobId job : index_.jobs_by_node[static_cast<size_t>(node + 1)]) {
+      for (int32_t g = index_.first_group_of_job[job]; g >= 0;
+           g = groups_[static_cast<size_t>(g)].next) {
+        const Group& group = groups_[static_cast<size_t>(g)];
+        for (size_t i = group.begin; i < group.end; ++i) f(group_frees_[i]);
+      }
+    }
+  }
+
   // Index of the group holding `p` (the victim job representative for a task), or -1.
   int32_t GroupIndexOf(PodId p) const { return index_.group_of_pod[p]; }
   JobId group_job(int32_t g) const { return groups_[static_cast<size_t>(g)].job; }
@@ -185,10 +206,21 @@ class Scenario {
     int32_t next;  // the job's next group, or -1
   };
 
-  void AppendGroup(JobId job, std::span<const PodId> tasks) {
+  // `recorded`: the group is of recorded victims (evicted in the prefix's base state; potential
+  // victims are added in that state).
+  void AppendGroup(const Session& ssn, JobId job, std::span<const PodId> tasks, bool recorded) {
     const int32_t index = static_cast<int32_t>(groups_.size());
     groups_.push_back({job, group_pods_.size(), group_pods_.size() + tasks.size(), -1});
     group_pods_.insert(group_pods_.end(), tasks.begin(), tasks.end());
+    const auto& briefs = ssn.pod_briefs();
+    for (PodId p : tasks) {
+      const PodState& st = ssn.pod(p);
+      const double gpus = briefs[p].whole_gpus;
+      // (Counted: active in the base state and asking for whole GPUs.)
+      const bool counted =
+          !recorded && st.node != kNone && IsActiveAllocated(st.status) && !std::isnan(gpus);
+      group_frees_.push_back({st.node, counted, counted ? gpus : 0.0});
+    }
     for (PodId p : tasks) {
       if (index_.group_of_pod[p] < 0) {
         index_.group_of_pod[p] = index;
@@ -226,6 +258,7 @@ class Scenario {
   std::vector<PodId> potential_tasks_;
   std::vector<Group> groups_;
   std::vector<PodId> group_pods_;
+  std::vector<PodFree> group_frees_;  // per entry of group_pods_
 };
 
 struct PartialResult {
@@ -639,13 +672,13 @@ class Solver {
     potential.clear();
     added.clear();
     verify_proven_ = false;
-    if (node != kNone) scenario.VictimTasksFromNode(node, potential);
-    TouchNodesOf(potential);
+    TouchNodesOfNode(scenario, node);
     // Decided without evicting: the pre-check the simulation would start with fails.
     if (ssn_.params().solver_shortcuts && FailsPrecheckAfterEvicting()) {
       ++stats_->precheck;
       return false;
     }
+    if (node != kNone) scenario.VictimTasksFromNode(node, potential);
     if (may_prove && ssn_.params().solver_shortcuts &&
         (FeasibleListInsensitive() ||
          std::all_of(touched_.begin(), touched_.end(),
@@ -712,6 +745,46 @@ class Solver {
       seen = pod_seen_stamp_;
       hypothetical_free_[at] += gpus;
     }
+    for (size_t i = 0; exact && i < touched_.size(); ++i) {
+      exact = ExactlySummable(touched_[i].base_free) && ExactlySummable(hypothetical_free_[i]);
+    }
+    hypothetical_exact_ = exact;
+  }
+
+  // TouchNodesOf for the potential victims VictimTasksFromNode(node) lists, read from what the
+  // scenario noted of them when they were added (Scenario::PodFree) instead of from the pods.
+  // (A pod listed twice would be counted twice: the counts would only be higher, which makes the
+  // pre-check pass and the proofs fail, never the other way.)
+  void TouchNodesOfNode(const Scenario& scenario, NodeId node) {
+    const auto& c = ssn_.cluster();
+    touched_.clear();
+    hypothetical_free_.clear();
+    hypothetical_blocks_.clear();
+    ++touched_stamp_;
+    if (touched_at_.size() != c.nodes.size()) touched_at_.assign(c.nodes.size(), {0, 0});
+    const auto free = ssn_.non_allocated_gpus();
+    bool exact = base_exact_;
+    bool any = false;
+    if (node != kNone) {
+      scenario.ForEachFreeFromNode(node, [&](const Scenario::PodFree& pf) {
+        any = true;
+        const NodeId pn = pf.node;
+        if (pn == kNone) {
+          exact = false;
+          return;
+        }
+        auto& [stamp, at] = touched_at_[static_cast<size_t>(pn)];
+        if (stamp != touched_stamp_) {
+          stamp = touched_stamp_;
+          at = static_cast<uint32_t>(touched_.size());
+          touched_.push_back({pn, free[pn], feasible_[pn] != 0});
+          hypothetical_free_.push_back(free[pn]);
+        }
+        exact = exact && pf.counted;
+        hypothetical_free_[at] += pf.gpus;
+      });
+    }
+    exact = exact && any;
     for (size_t i = 0; exact && i < touched_.size(); ++i) {
       exact = ExactlySummable(touched_[i].base_free) && ExactlySummable(hypothetical_free_[i]);
     }
