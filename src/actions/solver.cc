@@ -212,14 +212,18 @@ class Scenario {
     const int32_t index = static_cast<int32_t>(groups_.size());
     groups_.push_back({job, group_pods_.size(), group_pods_.size() + tasks.size(), -1});
     group_pods_.insert(group_pods_.end(), tasks.begin(), tasks.end());
-    const auto& briefs = ssn.pod_briefs();
-    for (PodId p : tasks) {
-      const PodState& st = ssn.pod(p);
-      const double gpus = briefs[p].whole_gpus;
-      // (Counted: active in the base state and asking for whole GPUs.)
-      const bool counted =
-          !recorded && st.node != kNone && IsActiveAllocated(st.status) && !std::isnan(gpus);
-      group_frees_.push_back({st.node, counted, counted ? gpus : 0.0});
+    if (recorded) {
+      // (Evicted in the base state: never counted.)
+      for (PodId p : tasks) group_frees_.push_back({ssn.pod(p).node, false, 0.0});
+    } else {
+      const auto& briefs = ssn.pod_briefs();
+      for (PodId p : tasks) {
+        const PodState& st = ssn.pod(p);
+        const double gpus = briefs[p].whole_gpus;
+        // (Counted: active in the base state and asking for whole GPUs.)
+        const bool counted = st.node != kNone && IsActiveAllocated(st.status) && !std::isnan(gpus);
+        group_frees_.push_back({st.node, counted, counted ? gpus : 0.0});
+      }
     }
     for (PodId p : tasks) {
       if (index_.group_of_pod[p] < 0) {
@@ -1852,9 +1856,7 @@ class Solver {
           in_order_base_[j] = 1;
         }
       }
-      JobsOrderOptions base_options = options;
-      base_options.lazy_heaps = false;
-      order_base_ = std::make_unique<JobsByQueue>(ssn_, base_options);
+      order_base_ = std::make_unique<JobsByQueue>(ssn_, options);
       order_base_->PushMany(base_jobs);
       order_base_->Freeze();  // copies share its entries
     }
@@ -1872,11 +1874,7 @@ class Solver {
       if (!(from_base && in_order_base_[j])) to_order[num_to_order++] = j;
     }
     to_order.resize(num_to_order);
-    if (from_base) {
-      for (JobId j : to_order) order.Push(j);
-    } else {
-      order.PushMany(to_order);
-    }
+    order.PushMany(to_order);
     order.PushView(JobView{job_, true, scenario.pending()});
     // The entries that do something: the preemptor and the victim jobs. Once all are popped the
     // rest of the order only skips pending jobs. (An entry the order did not take is never
