@@ -715,30 +715,18 @@ class Solver {
   // and a DRA victim frees its claim's GPUs), nor when a sum is not exact.
   void TouchNodesOf(const std::vector<PodId>& potential) {
     const auto& c = ssn_.cluster();
-    touched_.clear();
-    hypothetical_free_.clear();
-    hypothetical_blocks_.clear();
-    ++touched_stamp_;
-    if (touched_at_.size() != c.nodes.size()) touched_at_.assign(c.nodes.size(), {0, 0});
+    BeginTouch();
     if (pod_seen_.size() != c.pods.size()) pod_seen_.assign(c.pods.size(), 0);
     ++pod_seen_stamp_;
-    const auto free = ssn_.non_allocated_gpus();
     const auto& briefs = ssn_.pod_briefs();
-    bool exact = base_exact_ && !potential.empty();
+    bool exact = !potential.empty();
     for (PodId p : potential) {
       const PodState& st = ssn_.pod(p);
-      const NodeId pn = st.node;
-      if (pn == kNone) {
+      if (st.node == kNone) {
         exact = false;
         continue;
       }
-      auto& [stamp, at] = touched_at_[static_cast<size_t>(pn)];
-      if (stamp != touched_stamp_) {
-        stamp = touched_stamp_;
-        at = static_cast<uint32_t>(touched_.size());
-        touched_.push_back({pn, free[pn], feasible_[pn] != 0});
-        hypothetical_free_.push_back(free[pn]);
-      }
+      const uint32_t at = Touch(st.node);
       if (!exact) continue;
       const double gpus = briefs[p].whole_gpus;
       uint64_t& seen = pod_seen_[static_cast<size_t>(p)];
@@ -749,10 +737,7 @@ class Solver {
       seen = pod_seen_stamp_;
       hypothetical_free_[at] += gpus;
     }
-    for (size_t i = 0; exact && i < touched_.size(); ++i) {
-      exact = ExactlySummable(touched_[i].base_free) && ExactlySummable(hypothetical_free_[i]);
-    }
-    hypothetical_exact_ = exact;
+    EndTouch(exact);
   }
 
   // TouchNodesOf for the potential victims VictimTasksFromNode(node) lists, read from what the
@@ -760,35 +745,47 @@ class Solver {
   // (A pod listed twice would be counted twice: the counts would only be higher, which makes the
   // pre-check pass and the proofs fail, never the other way.)
   void TouchNodesOfNode(const Scenario& scenario, NodeId node) {
-    const auto& c = ssn_.cluster();
-    touched_.clear();
-    hypothetical_free_.clear();
-    hypothetical_blocks_.clear();
-    ++touched_stamp_;
-    if (touched_at_.size() != c.nodes.size()) touched_at_.assign(c.nodes.size(), {0, 0});
-    const auto free = ssn_.non_allocated_gpus();
-    bool exact = base_exact_;
+    BeginTouch();
+    bool exact = true;
     bool any = false;
     if (node != kNone) {
       scenario.ForEachFreeFromNode(node, [&](const Scenario::PodFree& pf) {
         any = true;
-        const NodeId pn = pf.node;
-        if (pn == kNone) {
+        if (pf.node == kNone) {
           exact = false;
           return;
         }
-        auto& [stamp, at] = touched_at_[static_cast<size_t>(pn)];
-        if (stamp != touched_stamp_) {
-          stamp = touched_stamp_;
-          at = static_cast<uint32_t>(touched_.size());
-          touched_.push_back({pn, free[pn], feasible_[pn] != 0});
-          hypothetical_free_.push_back(free[pn]);
-        }
+        const uint32_t at = Touch(pf.node);
         exact = exact && pf.counted;
         hypothetical_free_[at] += pf.gpus;
       });
     }
-    exact = exact && any;
+    EndTouch(exact && any);
+  }
+
+  // TouchNodesOf's steps: start a new list; list a node (once) and return its place; finish
+  // (the counts are exact when `exact` holds, the base state's counts are and every sum is).
+  void BeginTouch() {
+    touched_.clear();
+    hypothetical_free_.clear();
+    hypothetical_blocks_.clear();
+    ++touched_stamp_;
+    const size_t nodes = ssn_.cluster().nodes.size();
+    if (touched_at_.size() != nodes) touched_at_.assign(nodes, {0, 0});
+  }
+  uint32_t Touch(NodeId n) {
+    auto& [stamp, at] = touched_at_[static_cast<size_t>(n)];
+    if (stamp != touched_stamp_) {
+      stamp = touched_stamp_;
+      at = static_cast<uint32_t>(touched_.size());
+      const double free = ssn_.non_allocated_gpus()[n];
+      touched_.push_back({n, free, feasible_[n] != 0});
+      hypothetical_free_.push_back(free);
+    }
+    return at;
+  }
+  void EndTouch(bool exact) {
+    exact = exact && base_exact_;
     for (size_t i = 0; exact && i < touched_.size(); ++i) {
       exact = ExactlySummable(touched_[i].base_free) && ExactlySummable(hypothetical_free_[i]);
     }
