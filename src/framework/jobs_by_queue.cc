@@ -95,9 +95,7 @@ void JobsByQueue::InitializeFromLeaves(
     cache->leaves_.assign(queues.size(), {});
   }
   for (QueueId q : leaves) {
-    // (The queues PushView accepts.)
-    if (!queues[q].IsLeaf()) continue;
-    if (!queues[q].parent_name.empty() && queues[q].parent == kNone) continue;
+    if (!AcceptsQueue(q)) continue;
     LeafHeapCache::Leaf& leaf = cache->leaves_[q];
     const uint64_t version = ssn_.queue_version(q);
     auto& heap = heaps_[q];
@@ -133,14 +131,8 @@ void JobsByQueue::InitializeFromLeaves(
       leaf.version = version;
     }
     if (heap.empty()) continue;
-    const size_t count = heap.size();
     RefreshFront(q);
-    for (QueueId a = q; a != kNone; a = queues[a].parent) {
-      active_jobs_[a] += static_cast<int>(count);
-      changes_[static_cast<size_t>(a) + 1] += count;
-    }
-    changes_[0] += count;
-    size_ += count;
+    NoteAdded(q, heap.size());
   }
 }
 
@@ -352,10 +344,7 @@ void JobsByQueue::RefreshFront(QueueId q) {
 int32_t JobsByQueue::AddEntry(JobView v) {
   Item& item = own_.emplace_back();
   item.view = std::move(v);
-  if (keyed_) {
-    item.key_version = ssn_.job_version(item.view.job);
-    item.key = ssn_.JobOrderKeyOf(item.view);
-  }
+  SetKey(item);
   return static_cast<int32_t>(frozen_size_ + own_.size() - 1);
 }
 
@@ -377,11 +366,8 @@ void JobsByQueue::Freeze() {
 }
 
 void JobsByQueue::PushView(JobView v) {
-  const auto& cluster = ssn_.cluster();
-  const QueueId q = cluster.jobs[v.job].queue;
-  if (q == kNone || !cluster.queues[q].IsLeaf()) return;
-  // A queue whose named parent does not exist is not schedulable.
-  if (!cluster.queues[q].parent_name.empty() && cluster.queues[q].parent == kNone) return;
+  const QueueId q = ssn_.cluster().jobs[v.job].queue;
+  if (!AcceptsQueue(q)) return;
   auto& heap = heaps_[q];
   heap.push_back(AddEntry(std::move(v)));
   if (lazy_ && unbuilt_[q]) {
@@ -396,9 +382,24 @@ void JobsByQueue::PushView(JobView v) {
                    [this](int32_t a, int32_t b) { return HeapLess(a, b); });
   }
   RefreshFront(q);
-  for (QueueId a = q; a != kNone; a = cluster.queues[a].parent) ++active_jobs_[a];
-  NoteChange(q);
-  ++size_;
+  NoteAdded(q, 1);
+}
+
+bool JobsByQueue::AcceptsQueue(QueueId q) const {
+  const auto& queues = ssn_.cluster().queues;
+  if (q == kNone || !queues[q].IsLeaf()) return false;
+  // A queue whose named parent does not exist is not schedulable.
+  return queues[q].parent_name.empty() || queues[q].parent != kNone;
+}
+
+void JobsByQueue::NoteAdded(QueueId leaf, size_t count) {
+  const auto& queues = ssn_.cluster().queues;
+  for (QueueId a = leaf; a != kNone; a = queues[a].parent) {
+    active_jobs_[a] += static_cast<int>(count);
+    changes_[static_cast<size_t>(a) + 1] += count;
+  }
+  changes_[0] += count;
+  size_ += count;
 }
 
 void JobsByQueue::PushMany(const std::vector<JobId>& jobs) {
@@ -411,9 +412,7 @@ void JobsByQueue::PushMany(const std::vector<JobId>& jobs) {
   std::vector<int32_t> slot(cluster.queues.size(), -1);
   auto accepted = [&](JobId j) {
     const QueueId q = cluster.jobs[j].queue;
-    if (q == kNone || !cluster.queues[q].IsLeaf()) return kNone;
-    if (!cluster.queues[q].parent_name.empty() && cluster.queues[q].parent == kNone) return kNone;
-    return q;
+    return AcceptsQueue(q) ? q : kNone;
   };
   // (The accepted jobs with their queues, in order: their entries are added a chunk at a time,
   // numbered as AddEntry would number them one by one.)
@@ -433,10 +432,7 @@ void JobsByQueue::PushMany(const std::vector<JobId>& jobs) {
   const auto first = static_cast<int32_t>(frozen_size_ + own_.size());
   own_.Append(added.size(), [&](Item& item, size_t k) {
     item.view.job = added[k].first;
-    if (keyed_) {
-      item.key_version = ssn_.job_version(item.view.job);
-      item.key = ssn_.JobOrderKeyOf(item.view);
-    }
+    SetKey(item);
   });
   for (size_t k = 0; k < added.size(); ++k) {
     heaps_[added[k].second].push_back(first + static_cast<int32_t>(k));
@@ -451,12 +447,7 @@ void JobsByQueue::PushMany(const std::vector<JobId>& jobs) {
                      [this](int32_t a, int32_t b) { return HeapLess(a, b); });
     }
     RefreshFront(q);
-    for (QueueId a = q; a != kNone; a = cluster.queues[a].parent) {
-      active_jobs_[a] += static_cast<int>(count);
-      changes_[static_cast<size_t>(a) + 1] += count;
-    }
-    changes_[0] += count;
-    size_ += count;
+    NoteAdded(q, count);
   }
 }
 

@@ -116,6 +116,10 @@ class JobsByQueue {
   // subtrees, so those comparisons would give the same answers).
   QueueId BestChildOf(QueueId parent) const;
   void NoteChange(QueueId leaf);
+  // Whether entries of jobs of queue q are queued: a leaf whose named parent, if any, exists.
+  bool AcceptsQueue(QueueId q) const;
+  // Raises the entry counts of `leaf` and its ancestors (and their change counters) by `count`.
+  void NoteAdded(QueueId leaf, size_t count);
   QueueId NextLeaf() const;
   bool HasJobs(QueueId q) const { return active_jobs_[q] > 0; }
   // An entry: the view, and with job order keys (keyed_) its key and the job version it was
@@ -125,6 +129,12 @@ class JobsByQueue {
     JobOrderKey key;
     uint64_t key_version = 0;
   };
+  // With job order keys (keyed_): gives an entry its view's key and the job version it holds at.
+  void SetKey(Item& item) const {
+    if (!keyed_) return;
+    item.key_version = ssn_.job_version(item.view.job);
+    item.key = ssn_.JobOrderKeyOf(item.view);
+  }
   bool EntryLess(const Item& a, const Item& b) const {
     // A kept key is the view's key now while its job's version is the same (see
     // Session::JobOrderKeyed), and keys compare as JobViewLess does: the same answer.

@@ -19,7 +19,7 @@ using testutil::AddNode;
 using testutil::AddQueue;
 using testutil::PodSpec;
 
-constexpr PodSpec kGpuPod{.gpus = 1, .cpu_millis = 1000, .memory_bytes = 1e9};
+using testutil::kGpuPod;
 
 // One node with 8 GPUs. Department "dept" with leaves "qa" and "qb", each deserving 2 GPUs.
 // qa already runs 3 GPUs (job "ra") and has three pending jobs; qb has two pending jobs and an

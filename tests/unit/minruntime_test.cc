@@ -29,7 +29,7 @@ using testutil::PodOf;
 using testutil::PodSpec;
 using testutil::QueueSpec;
 
-constexpr PodSpec kGpuPod{.gpus = 1, .cpu_millis = 1000, .memory_bytes = 1e9};
+using testutil::kGpuPod;
 
 SchedulerConfig OnlyMinRuntime(std::map<std::string, std::string> args = {}) {
   SchedulerConfig cfg;

@@ -29,7 +29,7 @@ using testutil::RunCycle;
 using testutil::WithArguments;
 using testutil::Without;
 
-constexpr PodSpec kGpuPod{.gpus = 1, .cpu_millis = 1000, .memory_bytes = 1e9};
+using testutil::kGpuPod;
 constexpr PodSpec kCpuPod{.gpus = 0, .cpu_millis = 1000, .memory_bytes = 1e9};
 
 // Common shape: one queue "q" without quotas; tests add nodes and jobs.

@@ -21,7 +21,7 @@ using testutil::PodOf;
 using testutil::PodSpec;
 using testutil::RunCycle;
 
-constexpr PodSpec kGpuPod{.gpus = 1, .cpu_millis = 1000, .memory_bytes = 1e9};
+using testutil::kGpuPod;
 
 SchedulerConfig StaleOnly(double grace_seconds) {
   SchedulerConfig cfg = SchedulerConfig::Default();

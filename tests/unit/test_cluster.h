@@ -51,6 +51,8 @@ struct PodSpec {
   double cpu_millis = 1000;
   double memory_bytes = 1e9;
 };
+// One whole GPU, one CPU and 1 GB: the usual pod of the tests.
+inline constexpr PodSpec kGpuPod{.gpus = 1, .cpu_millis = 1000, .memory_bytes = 1e9};
 
 inline NodeId AddNode(Cluster& c, const std::string& name, double gpus, double cpu_millis = 16000,
                       double memory_bytes = 64e9, double max_pods = 110) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <numeric>
 #include <random>
 #include <string>
 #include <tuple>
@@ -24,7 +25,7 @@ using testutil::AddNode;
 using testutil::AddQueue;
 using testutil::PodSpec;
 
-constexpr PodSpec kGpuPod{.gpus = 1, .cpu_millis = 1000, .memory_bytes = 1e9};
+using testutil::kGpuPod;
 
 // A random queue tree of three levels (roots, middle queues, leaves; a middle queue without
 // children is a leaf too), with few distinct quotas and priorities so that many queues tie on
@@ -228,6 +229,61 @@ std::unique_ptr<Scheduler> MakeScheduler(bool shortcuts) {
   return testutil::MakeScheduler(cfg);
 }
 
+// Per queue: views of the given jobs of its subtree, whole and (jobs of more than one pod) partial.
+std::vector<std::vector<JobView>> SubtreeViews(const RandomTree& t,
+                                               const std::vector<JobId>& jobs) {
+  std::vector<std::vector<JobView>> views(t.c.queues.size());
+  for (JobId j : jobs) {
+    const auto& pods = t.c.jobs[j].pods;
+    for (QueueId q = t.c.jobs[j].queue; q != kNone; q = t.c.queues[q].parent) {
+      views[q].push_back(JobView{j, false, {}});
+      if (pods.size() > 1) views[q].push_back(JobView{j, true, {pods.begin() + 1, pods.end()}});
+    }
+  }
+  return views;
+}
+
+// A random pair of the tree's queues (twins half the time, when there are).
+std::pair<QueueId, QueueId> RandomPair(const RandomTree& t, std::mt19937& rng) {
+  QueueId l = t.queues[rng() % t.queues.size()];
+  QueueId r = t.queues[rng() % t.queues.size()];
+  if (!t.twins.empty() && rng() % 2 == 0) std::tie(l, r) = t.twins[rng() % t.twins.size()];
+  return {l, r};
+}
+
+// The keys' comparison `c` of queues l and r must agree with the queue order asked both ways
+// (`l_first`: l goes before r; `r_first`: r before l) when it decides; counted in `decided` or
+// `tied`.
+void ExpectKeyAgrees(int c, bool l_first, bool r_first, uint32_t seed, QueueId l, QueueId r,
+                     int& decided, int& tied) {
+  if (c < 0) {
+    EXPECT_TRUE(l_first && !r_first) << "seed " << seed << " queues " << l << ", " << r;
+  } else if (c > 0) {
+    EXPECT_TRUE(r_first && !l_first) << "seed " << seed << " queues " << l << ", " << r;
+  }
+  (c == 0 ? tied : decided) += 1;
+}
+
+// Evicts the first pod of every third bystander: shares change.
+void EvictEveryThirdBystander(const RandomTree& t, Statement& stmt) {
+  for (size_t i = 0; i < t.bystanders.size(); i += 3) {
+    stmt.Evict(t.c.jobs[t.bystanders[i]].pods[0], "test");
+  }
+}
+
+// A test queue order registered with (`pops(true)`) and without its key (`pops(false)`), each
+// giving the pops and the comparator's calls: the same pops, and no more calls with the key.
+template <typename PopsFn>
+void ExpectSamePopsNoMoreCalls(const PopsFn& pops, uint32_t seed, int& total_keyed,
+                               int& total_plain) {
+  const auto [with_keys, keyed_calls] = pops(true);
+  const auto [without, plain_calls] = pops(false);
+  EXPECT_EQ(with_keys, without) << "seed " << seed;
+  EXPECT_LE(keyed_calls, plain_calls) << "seed " << seed;
+  total_keyed += keyed_calls;
+  total_plain += plain_calls;
+}
+
 // Proportion's victim-order key against its queue order, on random pairs of queues of a random
 // tree with random victim lists (named and unnamed, whole and partial views), before and after
 // pods are evicted: a smaller key means the queue goes first, a greater one last.
@@ -240,14 +296,7 @@ TEST(VictimQueueKeyTest, ProportionKeysAgreeWithItsQueueOrder) {
     ASSERT_TRUE(ssn->VictimQueueOrderKeyed());
     std::mt19937 rng(seed * 7919);
     // Per queue: views of jobs of its subtree (the victims a victims queue could show for it).
-    std::vector<std::vector<JobView>> views(t.c.queues.size());
-    for (JobId j : t.victims) {
-      const auto& pods = t.c.jobs[j].pods;
-      for (QueueId q = t.c.jobs[j].queue; q != kNone; q = t.c.queues[q].parent) {
-        views[q].push_back(JobView{j, false, {}});
-        if (pods.size() > 1) views[q].push_back(JobView{j, true, {pods.begin() + 1, pods.end()}});
-      }
-    }
+    const auto views = SubtreeViews(t, t.victims);
     auto random_list = [&](QueueId q, std::vector<const JobView*>& list) {
       list.clear();
       const size_t n = 1 + rng() % std::min<size_t>(views[q].size(), 2);
@@ -257,12 +306,7 @@ TEST(VictimQueueKeyTest, ProportionKeysAgreeWithItsQueueOrder) {
     Statement stmt(*ssn);
     for (int round = 0; round < 2; ++round) {
       for (int pair = 0; pair < 400; ++pair) {
-        // (Twins half the time, when there are.)
-        QueueId l = t.queues[rng() % t.queues.size()];
-        QueueId r = t.queues[rng() % t.queues.size()];
-        if (!t.twins.empty() && rng() % 2 == 0) {
-          std::tie(l, r) = t.twins[rng() % t.twins.size()];
-        }
+        const auto [l, r] = RandomPair(t, rng);
         if (l == r || views[l].empty() || views[r].empty()) continue;
         std::vector<const JobView*> lviews, rviews;
         random_list(l, lviews);
@@ -275,20 +319,11 @@ TEST(VictimQueueKeyTest, ProportionKeysAgreeWithItsQueueOrder) {
         const int c = lk.Compare(ssn->VictimQueueKeyOf(r, rv));
         over += lk.k[0] != 0;
         violating += lk.k[3] != 0;
-        const bool l_first = ssn->QueueLess(l, r, nullptr, nullptr, lv, rv);
-        const bool r_first = ssn->QueueLess(r, l, nullptr, nullptr, rv, lv);
-        if (c < 0) {
-          EXPECT_TRUE(l_first && !r_first) << "seed " << seed << " queues " << l << ", " << r;
-        } else if (c > 0) {
-          EXPECT_TRUE(r_first && !l_first) << "seed " << seed << " queues " << l << ", " << r;
-        }
-        (c == 0 ? tied : decided) += 1;
+        ExpectKeyAgrees(c, ssn->QueueLess(l, r, nullptr, nullptr, lv, rv),
+                        ssn->QueueLess(r, l, nullptr, nullptr, rv, lv), seed, l, r, decided, tied);
       }
       if (round > 0) break;
-      // Evict the first pod of every third bystander: shares change.
-      for (size_t i = 0; i < t.bystanders.size(); i += 3) {
-        stmt.Evict(t.c.jobs[t.bystanders[i]].pods[0], "test");
-      }
+      EvictEveryThirdBystander(t, stmt);
     }
     stmt.Discard();
   }
@@ -358,12 +393,7 @@ TEST(VictimQueueKeyTest, KeysOnlyReplaceComparisonsTheyDecide) {
       const Pops out = PopAll(t, *ssn, seed, /*evict=*/seed % 2 == 0);
       return std::make_pair(out, calls);
     };
-    const auto [with_keys, keyed_calls] = pops(true);
-    const auto [without, plain_calls] = pops(false);
-    EXPECT_EQ(with_keys, without) << "seed " << seed;
-    EXPECT_LE(keyed_calls, plain_calls) << "seed " << seed;
-    total_keyed += keyed_calls;
-    total_plain += plain_calls;
+    ExpectSamePopsNoMoreCalls(pops, seed, total_keyed, total_plain);
   }
   EXPECT_GT(total_keyed, 0);
   EXPECT_LT(total_keyed, total_plain);
@@ -501,37 +531,22 @@ TEST(VictimQueueKeyTest, ProportionJobKeysAgreeWithItsQueueOrder) {
     auto ssn = scheduler->OpenSession(t.c, testutil::kNowMs);
     ASSERT_TRUE(ssn->JobQueueOrderKeyed());
     std::mt19937 rng(seed * 104729);
-    std::vector<std::vector<JobView>> views(t.c.queues.size());
-    for (JobId j = 0; j < static_cast<JobId>(t.c.jobs.size()); ++j) {
-      const auto& pods = t.c.jobs[j].pods;
-      for (QueueId q = t.c.jobs[j].queue; q != kNone; q = t.c.queues[q].parent) {
-        views[q].push_back(JobView{j, false, {}});
-        if (pods.size() > 1) views[q].push_back(JobView{j, true, {pods.begin() + 1, pods.end()}});
-      }
-    }
+    std::vector<JobId> all(t.c.jobs.size());
+    std::iota(all.begin(), all.end(), 0);
+    const auto views = SubtreeViews(t, all);
     Statement stmt(*ssn);
     for (int round = 0; round < 2; ++round) {
       for (int pair = 0; pair < 400; ++pair) {
-        QueueId l = t.queues[rng() % t.queues.size()];
-        QueueId r = t.queues[rng() % t.queues.size()];
-        if (!t.twins.empty() && rng() % 2 == 0) std::tie(l, r) = t.twins[rng() % t.twins.size()];
+        const auto [l, r] = RandomPair(t, rng);
         if (l == r || views[l].empty() || views[r].empty()) continue;
         const JobView& lj = views[l][rng() % views[l].size()];
         const JobView& rj = views[r][rng() % views[r].size()];
         const int c = ssn->JobQueueKeyOf(l, lj).Compare(ssn->JobQueueKeyOf(r, rj));
-        const bool l_first = ssn->QueueLess(l, r, &lj, &rj, {}, {});
-        const bool r_first = ssn->QueueLess(r, l, &rj, &lj, {}, {});
-        if (c < 0) {
-          EXPECT_TRUE(l_first && !r_first) << "seed " << seed << " queues " << l << ", " << r;
-        } else if (c > 0) {
-          EXPECT_TRUE(r_first && !l_first) << "seed " << seed << " queues " << l << ", " << r;
-        }
-        (c == 0 ? tied : decided) += 1;
+        ExpectKeyAgrees(c, ssn->QueueLess(l, r, &lj, &rj, {}, {}),
+                        ssn->QueueLess(r, l, &rj, &lj, {}, {}), seed, l, r, decided, tied);
       }
       if (round > 0) break;
-      for (size_t i = 0; i < t.bystanders.size(); i += 3) {
-        stmt.Evict(t.c.jobs[t.bystanders[i]].pods[0], "test");
-      }
+      EvictEveryThirdBystander(t, stmt);
     }
     stmt.Discard();
   }
@@ -593,12 +608,7 @@ TEST(VictimQueueKeyTest, JobKeysOnlyReplaceComparisonsTheyDecide) {
       const Pops out = PopAllJobOrder(t, *ssn, seed, /*evict=*/seed % 2 == 0);
       return std::make_pair(out, calls);
     };
-    const auto [with_keys, keyed_calls] = pops(true);
-    const auto [without, plain_calls] = pops(false);
-    EXPECT_EQ(with_keys, without) << "seed " << seed;
-    EXPECT_LE(keyed_calls, plain_calls) << "seed " << seed;
-    total_keyed += keyed_calls;
-    total_plain += plain_calls;
+    ExpectSamePopsNoMoreCalls(pops, seed, total_keyed, total_plain);
   }
   EXPECT_GT(total_keyed, 0);
   EXPECT_LT(total_keyed, total_plain);
