@@ -454,7 +454,7 @@ class Solver {
     bool push = false;
     std::vector<PodId> rest;
   };
-  void DecideStep(const JobView& next, const std::vector<PodId>& victims, bool has_more,
+  void DecideStep(const JobView& next, std::span<const PodId> victims, bool has_more,
                   const Scenario& scenario, PopStep& out) const {
     out.skip = false;
     out.push = false;
@@ -478,15 +478,22 @@ class Solver {
     }
   }
 
-  // One pop of the victims queue as the previous prefixes saw it: the entry, its victims, and
-  // what went back to the queue after it.
+  // One pop of the victims queue as the previous prefixes saw it: the entry, its victims
+  // (pop_victims_[victims_begin, victims_end): one list for every record instead of a vector
+  // each), and what went back to the queue after it.
   struct PopRecord {
     JobView view;
-    std::vector<PodId> victims;
+    size_t victims_begin = 0;
+    size_t victims_end = 0;
     bool has_more = false;
     bool pushed = false;
     std::vector<PodId> rest;
   };
+
+  std::span<const PodId> RecordVictims(const PopRecord& r) const {
+    return std::span<const PodId>(pop_victims_).subspan(r.victims_begin,
+                                                        r.victims_end - r.victims_begin);
+  }
 
   // Whether the victims queue of the current prefix is empty (`own`: the prefix's own copy, with
   // the shortcuts off).
@@ -521,7 +528,7 @@ class Solver {
   // record.
   bool AddNextPotentialVictims(JobsByQueue* own, const Scenario& scenario) {
     const JobView* view = nullptr;
-    const std::vector<PodId>* victims = nullptr;
+    std::span<const PodId> victims;
     if (own) {
       if (own->empty()) return false;
       own_next_ = own->PopNextView();
@@ -530,10 +537,10 @@ class Solver {
       DecideStep(own_next_, own_victims_, has_more, scenario, step_);
       if (step_.push) own->PushView(JobView{own_next_.job, true, step_.rest});
       view = &own_next_;
-      victims = &own_victims_;
+      victims = own_victims_;
     } else if (cursor_ < pops_.size()) {
       PopRecord& r = pops_[cursor_];
-      DecideStep(r.view, r.victims, r.has_more, scenario, step_);
+      DecideStep(r.view, RecordVictims(r), r.has_more, scenario, step_);
       if (step_.push != r.pushed || (step_.push && step_.rest != r.rest)) {
         // This prefix leaves the queue differently: continue live from here.
         RebuildLive(cursor_);
@@ -541,10 +548,11 @@ class Solver {
         r.rest = step_.rest;
         if (r.pushed) live_->PushView(JobView{r.view.job, true, r.rest});
         pops_.resize(cursor_ + 1);
+        pop_victims_.resize(r.victims_end);
       }
       ++cursor_;
       view = &pops_[cursor_ - 1].view;
-      victims = &pops_[cursor_ - 1].victims;
+      victims = RecordVictims(pops_[cursor_ - 1]);
     } else {
       // Pops read the session, which must be clean. With the kept eviction base, cleaning costs
       // re-evicting it, so the record is extended by a fixed number of pops at once; they are
@@ -559,8 +567,10 @@ class Solver {
       for (size_t i = 0; i < count && !live_->empty(); ++i) {
         PopRecord r;
         r.view = live_->PopNextView();
-        r.victims = TasksToEvict(ssn_, r.view, r.has_more);
-        DecideStep(r.view, r.victims, r.has_more, scenario, step_);
+        r.victims_begin = pop_victims_.size();
+        AppendTasksToEvict(ssn_, r.view, r.has_more, pop_victims_);
+        r.victims_end = pop_victims_.size();
+        DecideStep(r.view, RecordVictims(r), r.has_more, scenario, step_);
         r.pushed = step_.push;
         r.rest = step_.rest;
         if (r.pushed) live_->PushView(JobView{r.view.job, true, r.rest});
@@ -569,9 +579,9 @@ class Solver {
       return AddNextPotentialVictims(own, scenario);  // replays the first of them
     }
     if (step_.skip) return false;
-    if (!victims->empty()) {
-      planned_.Add(view->job, *victims);
-      planned_tasks_.insert(planned_tasks_.end(), victims->begin(), victims->end());
+    if (!victims.empty()) {
+      planned_.Add(view->job, victims);
+      planned_tasks_.insert(planned_tasks_.end(), victims.begin(), victims.end());
     }
     return true;
   }
@@ -1991,6 +2001,7 @@ class Solver {
   // The record of victims-queue pops shared by the prefixes, the queue standing after it, and
   // the current prefix's position in it (see AddNextPotentialVictims).
   std::vector<PopRecord> pops_;
+  std::vector<PodId> pop_victims_;  // the records' victims (see PopRecord)
   std::unique_ptr<JobsByQueue> live_;
   size_t cursor_ = 0;
   // The kept eviction base (see AcquireBase).
@@ -2178,11 +2189,18 @@ std::vector<NodeId> FeasibleNodesForJob(const Session& ssn, JobId job) {
 }
 
 std::vector<PodId> TasksToEvict(const Session& ssn, const JobView& view, bool& has_more) {
+  std::vector<PodId> out;
+  AppendTasksToEvict(ssn, view, has_more, out);
+  return out;
+}
+
+void AppendTasksToEvict(const Session& ssn, const JobView& view, bool& has_more,
+                        std::vector<PodId>& out) {
   if (const PodId p = ssn.single_pod(view.job); p != kNone && !view.partial) {
     // (The usual victim: one pod, evicted alone if active; read without the job's spec.)
     has_more = false;
-    if (!IsActiveAllocated(ssn.pod(p).status)) return {};
-    return {p};
+    if (IsActiveAllocated(ssn.pod(p).status)) out.push_back(p);
+    return;
   }
   const Job& job = ssn.cluster().jobs[view.job];
   const int32_t num_sets = static_cast<int32_t>(job.pod_sets.size());
@@ -2206,7 +2224,7 @@ std::vector<PodId> TasksToEvict(const Session& ssn, const JobView& view, bool& h
               [&](int32_t a, int32_t b) { return ssn.PodSetViewLess(view, b, a); });
   }
   const auto& briefs = ssn.pod_briefs();
-  std::vector<PodId> out;
+  const size_t start = out.size();
   int total_active = 0;
   for (PodId p : pods) total_active += IsActiveAllocated(ssn.pod(p).status);
   int taken_sets = 0;
@@ -2222,8 +2240,7 @@ std::vector<PodId> TasksToEvict(const Session& ssn, const JobView& view, bool& h
     for (size_t i = 0; i < take && i < active.size(); ++i) out.push_back(active[i]);
     ++taken_sets;
   }
-  has_more = static_cast<int>(out.size()) < total_active;
-  return out;
+  has_more = static_cast<int>(out.size() - start) < total_active;
 }
 
 namespace {

@@ -104,6 +104,9 @@ std::vector<NodeId> FeasibleNodesForJob(const Session& ssn, JobId job);
 // The pods of an entry that would be evicted next (KAI's GetTasksToEvict) and whether the entry
 // has active pods left after them.
 std::vector<PodId> TasksToEvict(const Session& ssn, const JobView& view, bool& has_more);
+// TasksToEvict appending the pods to `out`.
+void AppendTasksToEvict(const Session& ssn, const JobView& view, bool& has_more,
+                        std::vector<PodId>& out);
 
 // KAI's eviction message for a victim pod.
 std::string EvictionMessage(const Session& ssn, EvictionAction action, PodId victim,
