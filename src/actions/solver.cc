@@ -491,8 +491,8 @@ class Solver {
   };
 
   std::span<const PodId> RecordVictims(const PopRecord& r) const {
-    return std::span<const PodId>(pop_victims_).subspan(r.victims_begin,
-                                                        r.victims_end - r.victims_begin);
+    return std::span<const PodId>(pop_victims_)
+        .subspan(r.victims_begin, r.victims_end - r.victims_begin);
   }
 
   // Whether the victims queue of the current prefix is empty (`own`: the prefix's own copy, with
