@@ -1846,7 +1846,7 @@ class Solver {
     options.lazy_heaps = true;  // (one entry per job: pending jobs, victim jobs, the preemptor)
     // Pending jobs take part in the order (they are never placed here): computed once per job.
     if (pending_jobs_.empty() && !pending_jobs_known_) {
-      for (JobId j = 0; j < static_cast<JobId>(jobs.size()); ++j) {
+      for (JobId j : ssn_.jobs_pending_at_open()) {
         if (j != job_ && ssn_.HasPendingPods(j)) pending_jobs_.push_back(j);
       }
       pending_jobs_known_ = true;

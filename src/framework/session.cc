@@ -74,6 +74,9 @@ Session::Session(const Cluster& cluster, const SchedulerConfig& config, int64_t 
 
   pod_set_counters_.resize(static_cast<size_t>(cluster.total_pod_sets()));
   for (PodId p = 0; p < static_cast<PodId>(pods.size()); ++p) CountPod(p, +1);
+  for (JobId j = 0; j < static_cast<JobId>(cluster.jobs.size()); ++j) {
+    if (HasPendingPods(j)) jobs_pending_at_open_.push_back(j);
+  }
 
   for (const Pod& pod : pods)
     any_anti_affinity_ = any_anti_affinity_ || !pod.pod_anti_affinity.empty();

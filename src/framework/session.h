@@ -402,6 +402,10 @@ class Session {
   bool IsGangSatisfied(JobId j) const;
   bool ShouldPipelineJob(JobId j) const;
   bool HasPendingPods(JobId j) const;
+  // The jobs that had pending pods when the session was built, in increasing order. A pod turns
+  // pending again only when a statement's undo gives it back a status it had before, so every
+  // job with pending pods now is among them.
+  const std::vector<JobId>& jobs_pending_at_open() const { return jobs_pending_at_open_; }
 
   // --- Decisions of this session (committed statements) ------------------------------------
   const std::vector<BindDecision>& binds() const { return binds_; }
@@ -803,8 +807,9 @@ class Session {
   std::vector<NodeId> rank_returned_;
   // Cache of TasksToAllocateQuantities per job, valid while the job's version is unchanged.
   std::vector<uint64_t> job_version_;
-  std::vector<uint8_t> elastic_;   // per job: IsElastic
-  std::vector<PodId> single_pod_;  // per job: single_pod
+  std::vector<uint8_t> elastic_;             // per job: IsElastic
+  std::vector<PodId> single_pod_;            // per job: single_pod
+  std::vector<JobId> jobs_pending_at_open_;  // see jobs_pending_at_open
   uint64_t serial_ = 0;
   // ViewAllocated of whole jobs, with the job version it was summed at (0: none).
   mutable std::vector<std::pair<uint64_t, Quantities>> job_allocated_cache_;
