@@ -45,6 +45,23 @@ struct VictimGroups {
   }
 };
 
+// A group of a scenario: one victim job's pods taken together, group_pods[begin, end), and the
+// job's next group (-1: none).
+struct ScenarioGroup {
+  JobId job;
+  size_t begin;
+  size_t end;
+  int32_t next;
+};
+
+// What evicting a group's pod in the prefix's base state frees: its node and, when `counted`
+// (it is active there and asks for whole GPUs), its GPUs.
+struct ScenarioPodFree {
+  NodeId node;
+  bool counted;
+  double gpus;
+};
+
 // Per-pod and per-job lookups of a scenario, as flat arrays reused from one scenario to the next
 // (only the entries a scenario touched are reset).
 struct ScenarioIndex {
@@ -63,6 +80,15 @@ struct ScenarioIndex {
   // kept for reuse.
   ScenarioInfo info;
   std::vector<std::vector<PodId>> spare_lists;
+  // A scenario's own lists, kept between scenarios with their capacity (a prefix's scenario
+  // grows them to every victim it considers).
+  struct Lists {
+    std::vector<PodId> potential_tasks;
+    std::vector<PodId> group_pods;
+    std::vector<ScenarioGroup> groups;
+    std::vector<ScenarioPodFree> group_frees;
+  };
+  Lists spare;
 
   void Size(size_t pods, size_t jobs, size_t nodes) {
     if (jobs_by_node.size() != nodes + 1) jobs_by_node.assign(nodes + 1, {});
@@ -107,6 +133,15 @@ class Scenario {
     info.victims.clear();
     info.preemptor = preemptor_;
     info.preemptor_tasks = pending_;
+    // (Lists kept with their capacity between scenarios; see ~Scenario.)
+    potential_tasks_ = std::move(index_.spare.potential_tasks);
+    group_pods_ = std::move(index_.spare.group_pods);
+    groups_ = std::move(index_.spare.groups);
+    group_frees_ = std::move(index_.spare.group_frees);
+    potential_tasks_.clear();
+    group_pods_.clear();
+    groups_.clear();
+    group_frees_.clear();
     // (The recorded tasks are the groups' pods in order.)
     recorded_tasks_ = recorded.pods;
     groups_.reserve(recorded.size());
@@ -117,7 +152,13 @@ class Scenario {
     // (AppendGroup listed every recorded pod in touched_pods.)
     for (PodId p : recorded_tasks_) index_.recorded[p] = 1;
   }
-  ~Scenario() { index_.Reset(); }
+  ~Scenario() {
+    index_.Reset();
+    index_.spare.potential_tasks = std::move(potential_tasks_);
+    index_.spare.group_pods = std::move(group_pods_);
+    index_.spare.groups = std::move(groups_);
+    index_.spare.group_frees = std::move(group_frees_);
+  }
   Scenario(const Scenario&) = delete;
   Scenario& operator=(const Scenario&) = delete;
 
@@ -126,7 +167,7 @@ class Scenario {
 
   bool IsRecorded(PodId p) const { return index_.recorded[p] != 0; }
 
-  void AddPotentialVictims(const Session& ssn, const std::vector<PodId>& tasks) {
+  void AddPotentialVictims(const Session& ssn, std::span<const PodId> tasks) {
     if (tasks.empty()) return;
     potential_tasks_.insert(potential_tasks_.end(), tasks.begin(), tasks.end());
     const JobId job = ssn.pod_briefs()[tasks.front()].job;
@@ -162,13 +203,7 @@ class Scenario {
     }
   }
 
-  // What evicting a group's pod in the prefix's base state frees: its node and, when `counted`
-  // (it is active there and asks for whole GPUs), its GPUs.
-  struct PodFree {
-    NodeId node;
-    bool counted;
-    double gpus;
-  };
+  using PodFree = ScenarioPodFree;
   // Calls f(const PodFree&) for every task VictimTasksFromNode(node) lists, in that order.
   template <typename F>
   void ForEachFreeFromNode(NodeId node, F&& f) const {
@@ -199,12 +234,7 @@ class Scenario {
   size_t group_count() const { return groups_.size(); }
 
  private:
-  struct Group {
-    JobId job;
-    size_t begin;
-    size_t end;
-    int32_t next;  // the job's next group, or -1
-  };
+  using Group = ScenarioGroup;
 
   // `recorded`: the group is of recorded victims (evicted in the prefix's base state; potential
   // victims are added in that state).
@@ -429,8 +459,7 @@ class Solver {
       for (size_t end : batch) {
         for (; added < end; ++added) {
           const auto tasks = planned_.tasks(added);
-          scenario_tasks_.assign(tasks.begin(), tasks.end());
-          scenario.AddPotentialVictims(ssn_, scenario_tasks_);
+          scenario.AddPotentialVictims(ssn_, tasks);
         }
         PartialResult r;
         ++stats_->scenarios;
@@ -2016,7 +2045,6 @@ class Solver {
   // of the idle-GPU filters.
   VictimGroups planned_;
   std::vector<PodId> planned_tasks_;
-  std::vector<PodId> scenario_tasks_;
   const IdleGpuCapacities* capacities_ = nullptr;  // of the clean session (SharedCapacities)
 
   std::vector<PodId> tasks_scratch_;
