@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -143,6 +144,40 @@ TEST_F(StatementTest, AllocateEvictPipelineUpdateTheSessionAtOnce) {
   ExpectNodeEq({Res(15000, 62e9, 3, 109), Res(1000, 2e9, 1, 1), {}}, ssn().node(n0_),
                "n0 at the end");
   EXPECT_FALSE(stmt.empty());
+}
+
+// Session::jobs_pending_at_open lists the jobs with pending pods when the session was built,
+// and every job with pending pods later is among them: operations and their undo never make a
+// pod pending that was not pending before.
+TEST_F(StatementTest, JobsWithPendingPodsStayAmongThosePendingAtOpen) {
+  EXPECT_EQ(ssn().jobs_pending_at_open(), (std::vector<JobId>{a_, b_}));
+  auto expect_covered = [&](const std::string& when) {
+    const auto& at_open = ssn().jobs_pending_at_open();
+    for (JobId j = 0; j < static_cast<JobId>(cluster_.jobs.size()); ++j) {
+      if (!ssn().HasPendingPods(j)) continue;
+      EXPECT_NE(std::find(at_open.begin(), at_open.end(), j), at_open.end())
+          << cluster_.jobs[j].name << " has pending pods " << when;
+    }
+  };
+  Statement stmt(ssn());
+  const auto start = stmt.checkpoint();
+  stmt.Allocate(a0_, n0_);
+  stmt.Evict(r0_, "make room");
+  stmt.Pipeline(a1_, n1_);
+  stmt.Pipeline(b0_, n0_);
+  EXPECT_FALSE(ssn().HasPendingPods(a_));
+  EXPECT_FALSE(ssn().HasPendingPods(b_));
+  expect_covered("after allocate, evict and pipelines");
+  stmt.Rollback(start);
+  EXPECT_TRUE(ssn().HasPendingPods(a_));
+  EXPECT_TRUE(ssn().HasPendingPods(b_));
+  EXPECT_FALSE(ssn().HasPendingPods(r_));
+  expect_covered("after the rollback");
+  stmt.Evict(r0_, "again");
+  stmt.Commit();
+  EXPECT_FALSE(ssn().HasPendingPods(r_));
+  expect_covered("after an eviction is committed");
+  EXPECT_EQ(ssn().jobs_pending_at_open(), (std::vector<JobId>{a_, b_}));
 }
 
 // A whole job's allocated sum is kept while its version holds (Session::ViewAllocated): it must
