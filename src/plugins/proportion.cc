@@ -330,6 +330,12 @@ class ProportionPlugin : public Plugin {
     // (Deserved, fair share and limit are fixed from here on, and so is what a queue may use.)
     allocatable_share_.clear();
     for (const QueueShare& sh : shares_) allocatable_share_.push_back(sh.AllocatableShare());
+    dominant_den_ = allocatable_share_;
+    for (Quantities& den : dominant_den_) {
+      for (auto res : kQueueResources) {
+        if (den[res] == kUnlimited) den[res] = total_[res];
+      }
+    }
 
     victim_sums_.assign(c.queues.size(), {});
     victim_sides_.assign(c.queues.size(), {});
@@ -1019,6 +1025,7 @@ class ProportionPlugin : public Plugin {
   struct VictimSums {
     std::vector<VictimSum> memos;
     size_t next = 0;  // the memo to replace next when all are in use
+    size_t last = 0;  // the memo found last
   };
 
   // The memo of queue q for victim list `list`: a queue above the leaves is compared through
@@ -1027,10 +1034,21 @@ class ProportionPlugin : public Plugin {
   static constexpr size_t kVictimSumsPerQueue = 16;
   VictimSum& VictimSumSlot(QueueId q, uint64_t list) const {
     VictimSums& sums = victim_sums_[q];
-    for (VictimSum& m : sums.memos) {
-      if (m.list == list) return m;
+    // (The last list asked for first: a leaf queue is asked for its own list only.)
+    if (sums.last < sums.memos.size() && sums.memos[sums.last].list == list) {
+      return sums.memos[sums.last];
     }
-    if (sums.memos.size() < kVictimSumsPerQueue) return sums.memos.emplace_back();
+    for (size_t k = 0; k < sums.memos.size(); ++k) {
+      if (sums.memos[k].list == list) {
+        sums.last = k;
+        return sums.memos[k];
+      }
+    }
+    if (sums.memos.size() < kVictimSumsPerQueue) {
+      sums.last = sums.memos.size();
+      return sums.memos.emplace_back();
+    }
+    sums.last = sums.next;
     VictimSum& m = sums.memos[sums.next];
     sums.next = (sums.next + 1) % kVictimSumsPerQueue;
     m = VictimSum();
@@ -1068,7 +1086,13 @@ class ProportionPlugin : public Plugin {
     if (same_list && memo.count == victims.stable && tail != nullptr && memo.tail == tail) {
       return memo.tail_value;
     }
-    if (same_list && memo.count <= victims.stable) {
+    if (same_list && memo.tail != nullptr && memo.count < victims.stable &&
+        victims.views[memo.count] == memo.tail) {
+      // The kept next candidate has been taken since: its sum continues (the list has grown by
+      // that entry, the usual step after a pop).
+      value = memo.tail_value;
+      i = memo.count + 1;
+    } else if (same_list && memo.count <= victims.stable) {
       value = memo.value;
       i = memo.count;
     }
@@ -1118,19 +1142,29 @@ class ProportionPlugin : public Plugin {
     side.starved = LessEqual(with, sh.Deserved());
     side.violates = Violates(sh, with);
     side.share = VictimShare(s, q, victims);
-    side.share0 = sh.DominantShare(total_);
+    side.share0 = DominantShareOf(q, sh.Allocated());
     return side;
+  }
+
+  // QueueShare::DominantShare of queue q with `allocated` as its allocation: the same
+  // operations on the same values (its denominators are fixed for the session), without a copy
+  // of the share.
+  double DominantShareOf(QueueId q, const Quantities& allocated) const {
+    const Quantities& den = dominant_den_[q];
+    double dominant = 0;
+    for (auto res : kQueueResources) {
+      const double value = den[res] == 0 ? allocated[res] * 1000 : allocated[res] / den[res];
+      dominant = std::max(dominant, value);
+    }
+    return dominant;
   }
 
   // Rule (5)'s dominant share of queue q without its victims.
   double VictimShare(const Session& s, QueueId q, const VictimList& victims) const {
-    QueueShare tmp = shares_[q];
-    for (auto res : kQueueResources) tmp[res].allocated += 0.0;
+    const QueueShare& sh = shares_[q];
     Quantities start;
-    for (auto res : kQueueResources) start[res] = tmp[res].allocated;
-    const Quantities without = AllocatedWithoutVictims(s, q, start, victims);
-    for (auto res : kQueueResources) tmp[res].allocated = without[res];
-    return tmp.DominantShare(total_);
+    for (auto res : kQueueResources) start[res] = sh[res].allocated + 0.0;
+    return DominantShareOf(q, AllocatedWithoutVictims(s, q, start, victims));
   }
 
   // MakeVictimSide, kept per queue while its inputs are the same (shortcuts on, named list).
@@ -1181,10 +1215,8 @@ class ProportionPlugin : public Plugin {
     with += req;
     side.starved = LessEqual(with, sh.Deserved());
     side.violates = Violates(sh, with);
-    QueueShare tmp = sh;
-    for (auto res : kQueueResources) tmp[res].allocated += req[res];
-    side.share = tmp.DominantShare(total_);
-    side.share0 = sh.DominantShare(total_);
+    side.share = DominantShareOf(q, with);
+    side.share0 = DominantShareOf(q, sh.Allocated());
     return side;
   }
 
@@ -1370,6 +1402,8 @@ class ProportionPlugin : public Plugin {
   std::vector<QueueShare> shares_;
   // Per queue: its AllocatableShare, fixed once the fair shares are computed.
   std::vector<Quantities> allocatable_share_;
+  // Per queue: DominantShare's denominators (the allocatable share, the total where unlimited).
+  std::vector<Quantities> dominant_den_;
   // Queue sums are exact (whole numbers; see OnSessionOpen).
   bool exact_sums_ = false;
   // SaturationRejects' marks (queues and pods seen in the current call) and per-queue sums.
