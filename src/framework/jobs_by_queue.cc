@@ -19,6 +19,8 @@ JobsByQueue::JobsByQueue(const Session& ssn, JobsOrderOptions options)
   heaps_.resize(queues.size());
   popped_.resize(queues.size());
   changes_.assign(queues.size() + 1, 0);
+  last_child_.assign(queues.size() + 1, kNone);
+  child_at_.assign(queues.size(), 0);
   best_memo_.assign(queues.size() + 1, {});
   if (options_.victim_queue) {
     victims_.resize(queues.size());
@@ -26,7 +28,12 @@ JobsByQueue::JobsByQueue(const Session& ssn, JobsOrderOptions options)
   }
   active_jobs_.assign(queues.size(), 0);
   for (QueueId q = 0; q < static_cast<QueueId>(queues.size()); ++q) {
-    if (queues[q].parent == kNone) roots_.push_back(q);
+    if (queues[q].parent == kNone) {
+      child_at_[q] = static_cast<int32_t>(roots_.size());
+      roots_.push_back(q);
+    }
+    const auto& children = queues[q].children;
+    for (size_t k = 0; k < children.size(); ++k) child_at_[children[k]] = static_cast<int32_t>(k);
   }
   keyed_ = ssn.params().solver_shortcuts && ssn.JobOrderKeyed();
   vkeyed_ = options_.victim_queue && ssn.params().solver_shortcuts &&
@@ -157,6 +164,8 @@ JobsByQueue::JobsByQueue(const JobsByQueue& other)
       size_(other.size_),
       serial_(NextSerial()),
       changes_(other.changes_),
+      last_child_(other.last_child_),
+      child_at_(other.child_at_),
       best_memo_(other.best_memo_.size()),
       lazy_(other.lazy_),
       unbuilt_(other.unbuilt_),
@@ -166,7 +175,12 @@ JobsByQueue::JobsByQueue(const JobsByQueue& other)
 
 void JobsByQueue::NoteChange(QueueId leaf) {
   const auto& queues = ssn_.cluster().queues;
-  for (QueueId a = leaf; a != kNone; a = queues[a].parent) ++changes_[static_cast<size_t>(a) + 1];
+  for (QueueId a = leaf; a != kNone;) {
+    ++changes_[static_cast<size_t>(a) + 1];
+    const QueueId up = queues[a].parent;
+    last_child_[up == kNone ? 0 : static_cast<size_t>(up) + 1] = a;
+    a = up;
+  }
   ++changes_[0];
 }
 
@@ -182,6 +196,32 @@ QueueId JobsByQueue::BestChildOf(QueueId parent) const {
   BestMemo& memo = best_memo_[slot];
   if (memo.valid && memo.changes == changes_[slot] && memo.version == version) {
     return memo.best;
+  }
+  if ((vkeyed_ || jkeyed_) && memo.valid && memo.version == version &&
+      memo.steps.size() == candidates.size()) {
+    // The subtree's pods have the same states, so every candidate's state version is the one
+    // recorded. When the pushes and pops since the last scan are all in the subtree of one
+    // candidate (the one changed last: the parent's count grew by as much as that candidate's,
+    // and the parent's count is the sum of its candidates'), the others are unchanged: the scan
+    // resumes at that candidate and compares the others' kept keys without checking them.
+    const QueueId c = last_child_[slot];
+    if (c != kNone) {
+      const auto at = static_cast<size_t>(child_at_[c]);
+      if (changes_[slot] - memo.changes ==
+          changes_[static_cast<size_t>(c) + 1] - memo.steps[at].changes) {
+        std::vector<ScanStep> steps = std::move(memo.steps);
+        const QueueId best = options_.victim_queue
+                                 ? ScanKeyedFromIn<true>(candidates, at, steps, true)
+                                 : ScanKeyedFromIn<false>(candidates, at, steps, true);
+        BestMemo& m = best_memo_[slot];
+        m.valid = true;
+        m.changes = changes_[slot];
+        m.version = version;
+        m.best = best;
+        m.steps = std::move(steps);
+        return best;
+      }
+    }
   }
   // (A single queue with jobs needs no comparison: no scan.)
   int with_jobs = 0;
@@ -263,13 +303,13 @@ QueueId JobsByQueue::ScanFrom(const std::vector<QueueId>& candidates, size_t fro
 
 QueueId JobsByQueue::ScanKeyedFrom(const std::vector<QueueId>& candidates, size_t from,
                                    std::vector<ScanStep>& steps) const {
-  return options_.victim_queue ? ScanKeyedFromIn<true>(candidates, from, steps)
-                               : ScanKeyedFromIn<false>(candidates, from, steps);
+  return options_.victim_queue ? ScanKeyedFromIn<true>(candidates, from, steps, false)
+                               : ScanKeyedFromIn<false>(candidates, from, steps, false);
 }
 
 template <bool kVictims>
 QueueId JobsByQueue::ScanKeyedFromIn(const std::vector<QueueId>& candidates, size_t from,
-                                     std::vector<ScanStep>& steps) const {
+                                     std::vector<ScanStep>& steps, bool only_from) const {
   // ScanFrom's comparisons in the same order, each answered by the keys when they differ
   // (Session::VictimQueueOrderKeyed, JobQueueOrderKeyed). In victim mode q is taken over best
   // when !QueueLess(q, best), i.e. when q's key is greater, or on equal keys when the full
@@ -280,9 +320,11 @@ QueueId JobsByQueue::ScanKeyedFromIn(const std::vector<QueueId>& candidates, siz
   // (best's step is before `from`: unchanged, its key is current.)
   for (size_t i = from; i < candidates.size(); ++i) {
     const QueueId q = candidates[i];
-    const uint64_t changes = changes_[static_cast<size_t>(q) + 1];
-    const uint64_t version = ssn_.queue_version(q);
     ScanStep& step = steps[i];
+    // (With only_from, the candidates after `from` are unchanged: their steps' counts hold.)
+    const bool check = !only_from || i == from;
+    const uint64_t changes = check ? changes_[static_cast<size_t>(q) + 1] : step.changes;
+    const uint64_t version = check ? ssn_.queue_version(q) : step.version;
     const bool kept = step.has_key && step.changes == changes && step.version == version;
     if (!kept) {
       step.has_key = false;
@@ -394,9 +436,12 @@ bool JobsByQueue::AcceptsQueue(QueueId q) const {
 
 void JobsByQueue::NoteAdded(QueueId leaf, size_t count) {
   const auto& queues = ssn_.cluster().queues;
-  for (QueueId a = leaf; a != kNone; a = queues[a].parent) {
+  for (QueueId a = leaf; a != kNone;) {
     active_jobs_[a] += static_cast<int>(count);
     changes_[static_cast<size_t>(a) + 1] += count;
+    const QueueId up = queues[a].parent;
+    last_child_[up == kNone ? 0 : static_cast<size_t>(up) + 1] = a;
+    a = up;
   }
   changes_[0] += count;
   size_ += count;

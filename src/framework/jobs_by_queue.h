@@ -268,11 +268,18 @@ class JobsByQueue {
   // equal keys.
   QueueId ScanKeyedFrom(const std::vector<QueueId>& candidates, size_t from,
                         std::vector<ScanStep>& steps) const;
-  // ScanKeyedFrom in victim mode (kVictims) or in job order.
+  // ScanKeyedFrom in victim mode (kVictims) or in job order. `only_from`: the candidates other
+  // than candidates[from] are known to be unchanged since `steps` were recorded (same pushes and
+  // pops, same state version), so their kept keys are used without checking.
   template <bool kVictims>
   QueueId ScanKeyedFromIn(const std::vector<QueueId>& candidates, size_t from,
-                          std::vector<ScanStep>& steps) const;
+                          std::vector<ScanStep>& steps, bool only_from) const;
   std::vector<uint64_t> changes_;
+  // Per queue slot (as changes_): the child (root, for slot 0) through which the last push or
+  // pop in its subtree came, or kNone.
+  std::vector<QueueId> last_child_;
+  // Per queue: its place among its parent's children (among the roots for a root).
+  std::vector<int32_t> child_at_;
   mutable std::vector<BestMemo> best_memo_;
   // lazy_heaps in effect; per leaf queue: its heap holds entries not heap-ordered yet, and the
   // index (in the heap's vector) of their best entry, or -1 when not known.

@@ -614,5 +614,65 @@ TEST(VictimQueueKeyTest, JobKeysOnlyReplaceComparisonsTheyDecide) {
   EXPECT_LT(total_keyed, total_plain);
 }
 
+// Pops a queue (victim mode with `victims`, else job order) that starts with every other job of
+// the tree's and gets, between pops, some of the others pushed (anywhere in the tree, often
+// several queues at once) besides the rest of the popped job, with bystanders' pods evicted now
+// and then: between two scans of a parent, one or several of its children change. The random
+// choices do not depend on the pops.
+Pops PopWithPushesAnywhere(const RandomTree& t, Session& ssn, uint32_t seed, bool victims) {
+  std::mt19937 rng(seed);
+  JobsOrderOptions o;
+  o.filter_non_pending = false;
+  o.filter_unready = false;
+  o.victim_queue = victims;
+  JobsByQueue queue(ssn, o);
+  std::vector<JobId> jobs = t.victims;
+  if (!victims) {
+    jobs.resize(t.c.jobs.size());
+    std::iota(jobs.begin(), jobs.end(), 0);
+  }
+  std::shuffle(jobs.begin(), jobs.end(), rng);
+  const size_t first = jobs.size() / 2;
+  for (size_t i = 0; i < first; ++i) queue.Push(jobs[i]);
+  size_t next = first;
+  Statement kept(ssn);
+  Pops out;
+  while (!queue.empty()) {
+    const JobView v = queue.PopNextView();
+    const std::vector<PodId> pods = v.partial ? v.pods : t.c.jobs[v.job].pods;
+    out.emplace_back(v.job, pods);
+    if (pods.size() > 1) queue.PushView(JobView{v.job, true, {pods.begin() + 1, pods.end()}});
+    for (uint32_t k = rng() % 4; k > 0 && next < jobs.size(); --k) queue.Push(jobs[next++]);
+    if (!t.bystanders.empty() && rng() % 4 == 0) {
+      const JobId b = t.bystanders[rng() % t.bystanders.size()];
+      const PodId p = t.c.jobs[b].pods[rng() % t.c.jobs[b].pods.size()];
+      if (IsActiveAllocated(ssn.pod(p).status)) kept.Evict(p, "test");
+    }
+  }
+  kept.Discard();
+  EXPECT_EQ(next, jobs.size());
+  return out;
+}
+
+// Kept scans resumed at the one child that changed (JobsByQueue::BestChildOf) must tell that
+// case from several children changing: with pushes into several queues between pops, the keyed
+// queues (victim mode and job order) pop as the ones asking the full queue order every time.
+TEST(VictimQueueKeyTest, PushesIntoSeveralQueuesBetweenPopsKeepThePops) {
+  for (uint32_t seed = 1; seed <= 24; ++seed) {
+    const RandomTree t = MakeRandomTree(seed, /*uniform=*/seed % 3 == 0);
+    for (const bool victims : {true, false}) {
+      auto keyed_scheduler = MakeScheduler(true);
+      auto keyed = keyed_scheduler->OpenSession(t.c, testutil::kNowMs);
+      ASSERT_TRUE(victims ? keyed->VictimQueueOrderKeyed() : keyed->JobQueueOrderKeyed());
+      auto plain_scheduler = MakeScheduler(false);
+      auto plain = plain_scheduler->OpenSession(t.c, testutil::kNowMs);
+      const Pops with_keys = PopWithPushesAnywhere(t, *keyed, seed, victims);
+      EXPECT_GT(with_keys.size(), victims ? t.victims.size() : t.c.jobs.size());
+      EXPECT_EQ(with_keys, PopWithPushesAnywhere(t, *plain, seed, victims))
+          << "seed " << seed << (victims ? " (victim mode)" : " (job order)");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gantry
