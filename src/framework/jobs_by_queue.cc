@@ -166,7 +166,7 @@ JobsByQueue::JobsByQueue(const JobsByQueue& other)
       changes_(other.changes_),
       last_child_(other.last_child_),
       child_at_(other.child_at_),
-      best_memo_(other.best_memo_.size()),
+      best_memo_(other.best_memo_),
       lazy_(other.lazy_),
       unbuilt_(other.unbuilt_),
       lazy_best_(other.lazy_best_) {
@@ -405,6 +405,9 @@ void JobsByQueue::Freeze() {
   frozen_size_ = all->size();
   frozen_ = std::move(all);
   RebuildVictimViews();
+  // With job-order queue keys, the scans are done once here, so that copies start from them and
+  // scan again only the queues whose entries or states differ.
+  if (jkeyed_) NextLeaf();
 }
 
 void JobsByQueue::PushView(JobView v) {

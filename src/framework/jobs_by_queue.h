@@ -60,7 +60,8 @@ class LeafHeapCache {
 class JobsByQueue {
  public:
   JobsByQueue(const Session& ssn, JobsOrderOptions options);
-  // A copy continues independently (its victim lists get new names, see VictimList).
+  // A copy continues independently (its victim lists get new names, see VictimList), from the
+  // scans `other` kept (see BestChildOf: they are checked against the copy's own changes).
   JobsByQueue(const JobsByQueue& other);
   JobsByQueue& operator=(const JobsByQueue&) = delete;
 
@@ -95,7 +96,9 @@ class JobsByQueue {
   bool empty() const { return size_ == 0; }
   size_t size() const { return size_; }
   // Makes the entries pushed so far shared and immutable, so copies of this queue share them
-  // instead of copying them (a copy then costs one integer per queued entry).
+  // instead of copying them (a copy then costs one integer per queued entry). With job-order
+  // queue keys (Session::JobQueueOrderKeyed) also finds the next leaf once, so that copies start
+  // from kept scans and compute keys only for the queues whose entries or pods' states differ.
   void Freeze();
 
  private:

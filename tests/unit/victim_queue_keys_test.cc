@@ -674,5 +674,56 @@ TEST(VictimQueueKeyTest, PushesIntoSeveralQueuesBetweenPopsKeepThePops) {
   }
 }
 
+// Copies of a frozen job-order queue (as the victim search's simulations make them) start from
+// the scans kept by the original: each copy, after some bystanders' pods are evicted and other
+// jobs pushed, pops as a fresh queue of the same entries asking the full queue order.
+Pops PopCopiesOfAFrozenBase(const RandomTree& t, Session& ssn, uint32_t seed) {
+  std::mt19937 rng(seed);
+  JobsOrderOptions o;
+  o.filter_non_pending = false;
+  o.filter_unready = false;
+  std::vector<JobId> jobs(t.c.jobs.size());
+  std::iota(jobs.begin(), jobs.end(), 0);
+  std::shuffle(jobs.begin(), jobs.end(), rng);
+  const size_t half = jobs.size() / 2;
+  JobsByQueue base(ssn, o);
+  for (size_t i = 0; i < half; ++i) base.Push(jobs[i]);
+  base.Freeze();
+  Pops out;
+  for (int round = 0; round < 4; ++round) {
+    Statement stmt(ssn);
+    for (uint32_t k = rng() % 3; k > 0 && !t.bystanders.empty(); --k) {
+      const JobId b = t.bystanders[rng() % t.bystanders.size()];
+      const PodId p = t.c.jobs[b].pods[rng() % t.c.jobs[b].pods.size()];
+      if (IsActiveAllocated(ssn.pod(p).status)) stmt.Evict(p, "test");
+    }
+    JobsByQueue copy(base);
+    // (Even rounds: the base's entries only, a few pops; odd ones: more entries, every pop.)
+    for (size_t i = half; i < jobs.size() && round % 2 == 1; ++i) {
+      if (rng() % 2 == 0) copy.Push(jobs[i]);
+    }
+    for (size_t n = round % 2 == 0 ? 3 : jobs.size(); n > 0 && !copy.empty(); --n) {
+      const JobView v = copy.PopNextView();
+      out.emplace_back(v.job, v.partial ? v.pods : t.c.jobs[v.job].pods);
+    }
+    stmt.Discard();
+  }
+  return out;
+}
+
+TEST(VictimQueueKeyTest, CopiesOfAFrozenJobOrderPopAsFreshQueues) {
+  for (uint32_t seed = 1; seed <= 24; ++seed) {
+    const RandomTree t = MakeRandomTree(seed, /*uniform=*/seed % 3 == 0);
+    auto keyed_scheduler = MakeScheduler(true);
+    auto keyed = keyed_scheduler->OpenSession(t.c, testutil::kNowMs);
+    ASSERT_TRUE(keyed->JobQueueOrderKeyed());
+    auto plain_scheduler = MakeScheduler(false);
+    auto plain = plain_scheduler->OpenSession(t.c, testutil::kNowMs);
+    const Pops with_keys = PopCopiesOfAFrozenBase(t, *keyed, seed);
+    EXPECT_GT(with_keys.size(), t.c.jobs.size() / 2);
+    EXPECT_EQ(with_keys, PopCopiesOfAFrozenBase(t, *plain, seed)) << "seed " << seed;
+  }
+}
+
 }  // namespace
 }  // namespace gantry
