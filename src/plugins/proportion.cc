@@ -1097,7 +1097,14 @@ class ProportionPlugin : public Plugin {
       i = memo.count;
     }
     for (; i < victims.stable; ++i) subtract(value, victims.views[i]);
-    memo = {victims.list, s.state_version(), victims.stable, start, value, nullptr, {}};
+    if (!same_list) {
+      memo.list = victims.list;
+      memo.version = s.state_version();
+      memo.start = start;
+    }
+    memo.count = victims.stable;
+    memo.value = value;
+    memo.tail = nullptr;  // (tail_value is read only with a tail)
     for (; i < victims.views.size(); ++i) subtract(value, victims.views[i]);
     if (tail != nullptr) {
       memo.tail = tail;
