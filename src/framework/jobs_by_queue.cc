@@ -22,6 +22,8 @@ JobsByQueue::JobsByQueue(const Session& ssn, JobsOrderOptions options)
   last_child_.assign(queues.size() + 1, kNone);
   child_at_.assign(queues.size(), 0);
   best_memo_.assign(queues.size() + 1, {});
+  // (Every queue is the candidate of one scan: its parent's, or the roots'.)
+  steps_.assign(queues.size(), {});
   if (options_.victim_queue) {
     victims_.resize(queues.size());
     has_front_.assign(queues.size(), 0);
@@ -34,6 +36,11 @@ JobsByQueue::JobsByQueue(const Session& ssn, JobsOrderOptions options)
     }
     const auto& children = queues[q].children;
     for (size_t k = 0; k < children.size(); ++k) child_at_[children[k]] = static_cast<int32_t>(k);
+  }
+  size_t offset = roots_.size();
+  for (QueueId q = 0; q < static_cast<QueueId>(queues.size()); ++q) {
+    best_memo_[static_cast<size_t>(q) + 1].steps_at = offset;
+    offset += queues[q].children.size();
   }
   keyed_ = ssn.params().solver_shortcuts && ssn.JobOrderKeyed();
   vkeyed_ = options_.victim_queue && ssn.params().solver_shortcuts &&
@@ -167,6 +174,7 @@ JobsByQueue::JobsByQueue(const JobsByQueue& other)
       last_child_(other.last_child_),
       child_at_(other.child_at_),
       best_memo_(other.best_memo_),
+      steps_(other.steps_),
       lazy_(other.lazy_),
       unbuilt_(other.unbuilt_),
       lazy_best_(other.lazy_best_) {
@@ -197,8 +205,8 @@ QueueId JobsByQueue::BestChildOf(QueueId parent) const {
   if (memo.valid && memo.changes == changes_[slot] && memo.version == version) {
     return memo.best;
   }
-  if ((vkeyed_ || jkeyed_) && memo.valid && memo.version == version &&
-      memo.steps.size() == candidates.size()) {
+  ScanStep* const steps = steps_.data() + memo.steps_at;
+  if ((vkeyed_ || jkeyed_) && memo.valid && memo.has_steps && memo.version == version) {
     // The subtree's pods have the same states, so every candidate's state version is the one
     // recorded. When the pushes and pops since the last scan are all in the subtree of one
     // candidate (the one changed last: the parent's count grew by as much as that candidate's,
@@ -208,8 +216,7 @@ QueueId JobsByQueue::BestChildOf(QueueId parent) const {
     if (c != kNone) {
       const auto at = static_cast<size_t>(child_at_[c]);
       if (changes_[slot] - memo.changes ==
-          changes_[static_cast<size_t>(c) + 1] - memo.steps[at].changes) {
-        std::vector<ScanStep> steps = std::move(memo.steps);
+          changes_[static_cast<size_t>(c) + 1] - steps[at].changes) {
         const QueueId best = options_.victim_queue
                                  ? ScanKeyedFromIn<true>(candidates, at, steps, true)
                                  : ScanKeyedFromIn<false>(candidates, at, steps, true);
@@ -218,7 +225,6 @@ QueueId JobsByQueue::BestChildOf(QueueId parent) const {
         m.changes = changes_[slot];
         m.version = version;
         m.best = best;
-        m.steps = std::move(steps);
         return best;
       }
     }
@@ -234,14 +240,14 @@ QueueId JobsByQueue::BestChildOf(QueueId parent) const {
     memo.changes = changes_[slot];
     memo.version = version;
     memo.best = best;
-    memo.steps.clear();
+    memo.has_steps = false;
     return best;
   }
   size_t from = 0;
-  if (memo.valid && memo.steps.size() == candidates.size()) {
+  if (memo.valid && memo.has_steps) {
     while (from < candidates.size()) {
       const QueueId q = candidates[from];
-      const ScanStep& step = memo.steps[from];
+      const ScanStep& step = steps[from];
       if (step.changes != changes_[static_cast<size_t>(q) + 1] ||
           step.version != ssn_.queue_version(q)) {
         break;
@@ -249,11 +255,10 @@ QueueId JobsByQueue::BestChildOf(QueueId parent) const {
       ++from;
     }
   } else {
-    memo.steps.assign(candidates.size(), {});
+    std::fill(steps, steps + candidates.size(), ScanStep{});
   }
-  const QueueId start = from == 0 ? kNone : memo.steps[from - 1].best;
-  // (ScanFrom may answer BestChildOf for queues below: it writes only this slot's memo.)
-  std::vector<ScanStep> steps = std::move(memo.steps);
+  const QueueId start = from == 0 ? kNone : steps[from - 1].best;
+  // (ScanFrom may answer BestChildOf for queues below: it writes only their memos and steps.)
   const QueueId best = vkeyed_ || jkeyed_ ? ScanKeyedFrom(candidates, from, steps)
                                           : ScanFrom(candidates, from, start, steps);
   BestMemo& m = best_memo_[slot];
@@ -261,12 +266,12 @@ QueueId JobsByQueue::BestChildOf(QueueId parent) const {
   m.changes = changes_[slot];
   m.version = version;
   m.best = best;
-  m.steps = std::move(steps);
+  m.has_steps = true;
   return best;
 }
 
 QueueId JobsByQueue::ScanFrom(const std::vector<QueueId>& candidates, size_t from, QueueId best,
-                              std::vector<ScanStep>& steps) const {
+                              ScanStep* steps) const {
   // The same comparisons as BestChild's, in the same order.
   const JobView* best_job = nullptr;
   VictimList best_victims;
@@ -302,14 +307,14 @@ QueueId JobsByQueue::ScanFrom(const std::vector<QueueId>& candidates, size_t fro
 }
 
 QueueId JobsByQueue::ScanKeyedFrom(const std::vector<QueueId>& candidates, size_t from,
-                                   std::vector<ScanStep>& steps) const {
+                                   ScanStep* steps) const {
   return options_.victim_queue ? ScanKeyedFromIn<true>(candidates, from, steps, false)
                                : ScanKeyedFromIn<false>(candidates, from, steps, false);
 }
 
 template <bool kVictims>
 QueueId JobsByQueue::ScanKeyedFromIn(const std::vector<QueueId>& candidates, size_t from,
-                                     std::vector<ScanStep>& steps, bool only_from) const {
+                                     ScanStep* steps, bool only_from) const {
   // ScanFrom's comparisons in the same order, each answered by the keys when they differ
   // (Session::VictimQueueOrderKeyed, JobQueueOrderKeyed). In victim mode q is taken over best
   // when !QueueLess(q, best), i.e. when q's key is greater, or on equal keys when the full

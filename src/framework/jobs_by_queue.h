@@ -257,26 +257,26 @@ class JobsByQueue {
   };
   struct BestMemo {
     bool valid = false;
+    bool has_steps = false;  // the last answer came from a scan: its steps are kept
     uint64_t changes = 0;
     uint64_t version = 0;
     QueueId best = kNone;
-    std::vector<ScanStep> steps;  // one per candidate, when the last answer came from a scan
+    size_t steps_at = 0;  // where the steps of its candidates start in steps_ (fixed)
   };
   // BestChild's scan from candidate `from` on, starting from `best` (the best of the earlier
   // candidates), recording each candidate's step into `steps`.
   QueueId ScanFrom(const std::vector<QueueId>& candidates, size_t from, QueueId best,
-                   std::vector<ScanStep>& steps) const;
+                   ScanStep* steps) const;
   // ScanFrom with queue order keys (victim mode or job order): the same answers, from the
   // candidates' keys (kept ones for unchanged candidates), asking Session::QueueLess only on
   // equal keys.
-  QueueId ScanKeyedFrom(const std::vector<QueueId>& candidates, size_t from,
-                        std::vector<ScanStep>& steps) const;
+  QueueId ScanKeyedFrom(const std::vector<QueueId>& candidates, size_t from, ScanStep* steps) const;
   // ScanKeyedFrom in victim mode (kVictims) or in job order. `only_from`: the candidates other
   // than candidates[from] are known to be unchanged since `steps` were recorded (same pushes and
   // pops, same state version), so their kept keys are used without checking.
   template <bool kVictims>
-  QueueId ScanKeyedFromIn(const std::vector<QueueId>& candidates, size_t from,
-                          std::vector<ScanStep>& steps, bool only_from) const;
+  QueueId ScanKeyedFromIn(const std::vector<QueueId>& candidates, size_t from, ScanStep* steps,
+                          bool only_from) const;
   std::vector<uint64_t> changes_;
   // Per queue slot (as changes_): the child (root, for slot 0) through which the last push or
   // pop in its subtree came, or kNone.
@@ -284,6 +284,10 @@ class JobsByQueue {
   // Per queue: its place among its parent's children (among the roots for a root).
   std::vector<int32_t> child_at_;
   mutable std::vector<BestMemo> best_memo_;
+  // The scans' steps, one per candidate, each scan's in one run (see BestMemo::steps_at; its
+  // size is fixed, so a scan's steps stay in place while scans below it run). Flat, so that a
+  // copy of the queue copies them at once.
+  mutable std::vector<ScanStep> steps_;
   // lazy_heaps in effect; per leaf queue: its heap holds entries not heap-ordered yet, and the
   // index (in the heap's vector) of their best entry, or -1 when not known.
   bool lazy_ = false;
