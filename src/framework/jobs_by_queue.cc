@@ -323,30 +323,35 @@ QueueId JobsByQueue::ScanKeyedFromIn(const std::vector<QueueId>& candidates, siz
   int32_t best_at = from == 0 ? -1 : steps[from - 1].best_at;
   QueueId best = best_at < 0 ? kNone : candidates[static_cast<size_t>(best_at)];
   // (best's step is before `from`: unchanged, its key is current.)
-  for (size_t i = from; i < candidates.size(); ++i) {
+  // Brings candidate i's step up to date: its key kept, or computed again when its pushes and
+  // pops or its state version differ.
+  auto refresh = [&](size_t i) {
     const QueueId q = candidates[i];
     ScanStep& step = steps[i];
-    // (With only_from, the candidates after `from` are unchanged: their steps' counts hold.)
-    const bool check = !only_from || i == from;
-    const uint64_t changes = check ? changes_[static_cast<size_t>(q) + 1] : step.changes;
-    const uint64_t version = check ? ssn_.queue_version(q) : step.version;
-    const bool kept = step.has_key && step.changes == changes && step.version == version;
-    if (!kept) {
-      step.has_key = false;
-      if (HasJobs(q)) {
-        if constexpr (kVictims) {
-          const VictimList victims = VictimsOf(q);
-          if (!victims.empty()) {
-            step.key = ssn_.VictimQueueKeyOf(q, victims);
-            step.has_key = true;
-          }
-        } else if (const JobView* job = Best(q); job != nullptr) {
-          step.key = ssn_.JobQueueKeyOf(q, *job);
+    const uint64_t changes = changes_[static_cast<size_t>(q) + 1];
+    const uint64_t version = ssn_.queue_version(q);
+    if (step.has_key && step.changes == changes && step.version == version) return;
+    step.has_key = false;
+    if (HasJobs(q)) {
+      if constexpr (kVictims) {
+        const VictimList victims = VictimsOf(q);
+        if (!victims.empty()) {
+          step.key = ssn_.VictimQueueKeyOf(q, victims);
           step.has_key = true;
         }
+      } else if (const JobView* job = Best(q); job != nullptr) {
+        step.key = ssn_.JobQueueKeyOf(q, *job);
+        step.has_key = true;
       }
     }
+    step.changes = changes;
+    step.version = version;
+  };
+  // Candidate i's comparison with the best so far, from its (current) step.
+  auto compare = [&](size_t i) {
+    ScanStep& step = steps[i];
     if (step.has_key) {
+      const QueueId q = candidates[i];
       bool take = best == kNone;
       if (!take) {
         const int c = step.key.Compare(steps[static_cast<size_t>(best_at)].key);
@@ -362,10 +367,18 @@ QueueId JobsByQueue::ScanKeyedFromIn(const std::vector<QueueId>& candidates, siz
         best_at = static_cast<int32_t>(i);
       }
     }
-    step.changes = changes;
-    step.version = version;
     step.best = best;
     step.best_at = best_at;
+  };
+  if (only_from) {
+    // (The candidates after `from` are unchanged: their steps are current.)
+    refresh(from);
+    for (size_t i = from; i < candidates.size(); ++i) compare(i);
+  } else {
+    for (size_t i = from; i < candidates.size(); ++i) {
+      refresh(i);
+      compare(i);
+    }
   }
   return best;
 }
