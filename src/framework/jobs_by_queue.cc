@@ -181,9 +181,10 @@ JobsByQueue::JobsByQueue(const JobsByQueue& other)
   RebuildVictimViews();
 }
 
-void JobsByQueue::NoteChange(QueueId leaf) {
+void JobsByQueue::NotePopped(QueueId leaf) {
   const auto& queues = ssn_.cluster().queues;
   for (QueueId a = leaf; a != kNone;) {
+    --active_jobs_[a];
     ++changes_[static_cast<size_t>(a) + 1];
     const QueueId up = queues[a].parent;
     last_child_[up == kNone ? 0 : static_cast<size_t>(up) + 1] = a;
@@ -610,9 +611,7 @@ JobView JobsByQueue::PopNextView() {
     popped_[q].push_back(e);
     RefreshFront(q);
   }
-  const auto& queues = ssn_.cluster().queues;
-  for (QueueId a = q; a != kNone; a = queues[a].parent) --active_jobs_[a];
-  NoteChange(q);
+  NotePopped(q);
   --size_;
   return v;
 }

@@ -118,7 +118,8 @@ class JobsByQueue {
   // the best candidate found among them (the queue order compares two queues from their own
   // subtrees, so those comparisons would give the same answers).
   QueueId BestChildOf(QueueId parent) const;
-  void NoteChange(QueueId leaf);
+  // Lowers the entry counts of `leaf` and its ancestors by one, raising their change counters.
+  void NotePopped(QueueId leaf);
   // Whether entries of jobs of queue q are queued: a leaf whose named parent, if any, exists.
   bool AcceptsQueue(QueueId q) const;
   // Raises the entry counts of `leaf` and its ancestors (and their change counters) by `count`.
