@@ -1244,13 +1244,16 @@ class ProportionPlugin : public Plugin {
     const QueueId jq = j == kNone ? kNone : s.cluster().jobs[j].queue;
     const uint64_t version = s.queue_version(q);
     const uint64_t job_version = jq == kNone ? 0 : s.queue_version(jq);
-    JobSideMemo& memo = job_sides_[q];
-    if (memo.valid && memo.job == j && memo.version == version && memo.job_version == job_version &&
-        SameBits(memo.allocated, allocated)) {
-      return memo.side;
+    JobSideMemos& memos = job_sides_[q];
+    for (const JobSideMemo& memo : memos.memos) {
+      if (memo.valid && memo.job == j && memo.version == version &&
+          memo.job_version == job_version && SameBits(memo.allocated, allocated)) {
+        return memo.side;
+      }
     }
     const VictimSide side = MakeJobSide(s, q, job);
-    memo = {true, j, version, job_version, allocated, side};
+    memos.memos[memos.next] = {true, j, version, job_version, allocated, side};
+    memos.next = (memos.next + 1) % kJobSidesPerQueue;
     return side;
   }
   struct JobSideMemo {
@@ -1260,6 +1263,13 @@ class ProportionPlugin : public Plugin {
     uint64_t job_version = 0;
     std::array<uint64_t, 3> allocated{};
     VictimSide side{};
+  };
+  // A few per queue: a queue above the leaves is asked with the best jobs of its several
+  // children in turn (the oldest gives way to a new one).
+  static constexpr size_t kJobSidesPerQueue = 8;
+  struct JobSideMemos {
+    std::array<JobSideMemo, kJobSidesPerQueue> memos{};
+    size_t next = 0;
   };
 
   // QueueOrder in victim order, from the two sides (the same rules in the same order).
@@ -1445,7 +1455,7 @@ class ProportionPlugin : public Plugin {
   // Per queue: the last victim-list sums QueueOrder computed for it (one per list).
   mutable std::vector<VictimSums> victim_sums_;
   mutable std::vector<VictimSideMemo> victim_sides_;
-  mutable std::vector<JobSideMemo> job_sides_;
+  mutable std::vector<JobSideMemos> job_sides_;
   // Queue shares frozen when a reclaim solution search starts (KAI validates against these).
   std::vector<QueueShare> simulation_shares_;
 };
