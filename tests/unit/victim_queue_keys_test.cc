@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <numeric>
 #include <random>
 #include <string>
@@ -15,6 +16,7 @@
 
 #include "framework/jobs_by_queue.h"
 #include "framework/statement.h"
+#include "plugins/proportion.h"
 #include "test_cluster.h"
 
 namespace gantry {
@@ -723,6 +725,64 @@ TEST(VictimQueueKeyTest, CopiesOfAFrozenJobOrderPopAsFreshQueues) {
     EXPECT_GT(with_keys.size(), t.c.jobs.size() / 2);
     EXPECT_EQ(with_keys, PopCopiesOfAFrozenBase(t, *plain, seed)) << "seed " << seed;
   }
+}
+
+// Proportion's keys hold rule (5)'s and (6)'s dominant shares (fields 4 and 5) computed from the
+// queue's fixed denominators: bit for bit QueueShare::DominantShare of the queue's share (without
+// the victims' allocations, subtracted in list order, for rule 5), on random trees whose queues
+// without quota have no allocatable share (the factor-of-1000 case), before and after evictions.
+TEST(VictimQueueKeyTest, ProportionKeySharesAreTheQueueSharesDominantShares) {
+  int checked = 0, without_allocatable = 0;
+  for (uint32_t seed = 1; seed <= 24; ++seed) {
+    const RandomTree t = MakeRandomTree(seed, /*uniform=*/seed % 3 == 0);
+    auto scheduler = MakeScheduler(true);
+    auto ssn = scheduler->OpenSession(t.c, testutil::kNowMs);
+    Quantities total;
+    for (const Node& n : t.c.nodes) {
+      total[QueueResource::kCpu] += n.allocatable.cpu_millis;
+      total[QueueResource::kMemory] += n.allocatable.memory_bytes;
+      total[QueueResource::kGpu] += n.allocatable.gpus;
+    }
+    const auto views = SubtreeViews(t, t.victims);
+    Statement stmt(*ssn);
+    for (int round = 0; round < 2; ++round) {
+      for (QueueId q = 0; q < static_cast<QueueId>(t.c.queues.size()); ++q) {
+        if (views[q].empty()) continue;
+        proportion::QueueShare sh;
+        for (auto res : kQueueResources) {
+          sh[res].deserved = (*ssn->QueueDeserved(q))[res];
+          sh[res].fair_share = (*ssn->QueueFairShare(q))[res];
+          sh[res].max_allowed = t.c.queues[q].quota(res).limit;
+          sh[res].allocated = (*ssn->QueueAllocated(q))[res];
+          without_allocatable += sh[res].Allocatable() == 0 && sh[res].allocated > 0 ? 1 : 0;
+        }
+        std::vector<const JobView*> list;
+        for (const JobView& v : views[q]) list.push_back(&v);
+        const QueueOrderKey key = ssn->VictimQueueKeyOf(q, VictimList{list, 0, 0});
+        proportion::QueueShare without = sh;
+        for (auto res : kQueueResources) without[res].allocated += 0.0;
+        for (const JobView* v : list) {
+          const Quantities va = ssn->ViewAllocated(*v);
+          for (auto res : kQueueResources) without[res].allocated -= va[res];
+        }
+        EXPECT_EQ(std::bit_cast<uint64_t>(key.k[4]),
+                  std::bit_cast<uint64_t>(without.DominantShare(total)))
+            << "seed " << seed << " queue " << q;
+        EXPECT_EQ(std::bit_cast<uint64_t>(key.k[5]),
+                  std::bit_cast<uint64_t>(sh.DominantShare(total)))
+            << "seed " << seed << " queue " << q;
+        ++checked;
+      }
+      // Round 2 with some bystanders' pods evicted (other allocations).
+      for (size_t i = 0; i < t.bystanders.size(); i += 2) {
+        const PodId p = t.c.jobs[t.bystanders[i]].pods.front();
+        if (IsActiveAllocated(ssn->pod(p).status)) stmt.Evict(p, "test");
+      }
+    }
+    stmt.Discard();
+  }
+  EXPECT_GT(checked, 100);
+  EXPECT_GT(without_allocatable, 0);
 }
 
 }  // namespace
