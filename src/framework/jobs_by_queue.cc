@@ -136,8 +136,7 @@ void JobsByQueue::InitializeFromLeaves(
       }
       // (With no two entries equivalent every pop takes the unique best entry: see
       // InitializeWithJobs.)
-      std::make_heap(heap.begin(), heap.end(),
-                     [this](int32_t a, int32_t b) { return HeapLess(a, b); });
+      WithHeapLess([&](const auto& less) { std::make_heap(heap.begin(), heap.end(), less); });
       leaf.entries.clear();
       leaf.entries.reserve(heap.size());
       for (int32_t e : heap) leaf.entries.emplace_back(Entry(e).job, ItemAt(e).key);
@@ -442,8 +441,7 @@ void JobsByQueue::PushView(JobView v) {
     }
   } else {
     // std heaps keep the *largest* at the front: "greater" means "goes later".
-    std::push_heap(heap.begin(), heap.end(),
-                   [this](int32_t a, int32_t b) { return HeapLess(a, b); });
+    WithHeapLess([&](const auto& less) { std::push_heap(heap.begin(), heap.end(), less); });
   }
   RefreshFront(q);
   NoteAdded(q, 1);
@@ -510,8 +508,8 @@ void JobsByQueue::PushMany(const std::vector<JobId>& jobs) {
       unbuilt_[q] = 1;
       lazy_best_[q] = -1;
     } else {
-      std::make_heap(heaps_[q].begin(), heaps_[q].end(),
-                     [this](int32_t a, int32_t b) { return HeapLess(a, b); });
+      WithHeapLess(
+          [&](const auto& less) { std::make_heap(heaps_[q].begin(), heaps_[q].end(), less); });
     }
     RefreshFront(q);
     NoteAdded(q, count);
@@ -597,11 +595,10 @@ JobView JobsByQueue::PopNextView() {
   const QueueId q = NextLeaf();
   auto& heap = heaps_[q];
   if (lazy_ && unbuilt_[q]) {
-    std::make_heap(heap.begin(), heap.end(),
-                   [this](int32_t a, int32_t b) { return HeapLess(a, b); });
+    WithHeapLess([&](const auto& less) { std::make_heap(heap.begin(), heap.end(), less); });
     unbuilt_[q] = 0;
   }
-  std::pop_heap(heap.begin(), heap.end(), [this](int32_t a, int32_t b) { return HeapLess(a, b); });
+  WithHeapLess([&](const auto& less) { std::pop_heap(heap.begin(), heap.end(), less); });
   const int32_t e = heap.back();
   heap.pop_back();
   JobView v = Entry(e);

@@ -211,6 +211,30 @@ class JobsByQueue {
   const JobView& Entry(int32_t e) const { return ItemAt(e).view; }
   int32_t AddEntry(JobView v);
   bool HeapLess(int32_t a, int32_t b) const { return EntryLess(ItemAt(b), ItemAt(a)); }
+  // HeapLess with job order keys (keyed_) in victim mode (kVictims) or not: the same answers,
+  // the mode known at compile time.
+  template <bool kVictims>
+  bool KeyedHeapLess(int32_t a, int32_t b) const {
+    const Item& x = ItemAt(b);
+    const Item& y = ItemAt(a);
+    if (x.key_version == ssn_.job_version(x.view.job) &&
+        y.key_version == ssn_.job_version(y.view.job)) {
+      return kVictims ? y.key < x.key : x.key < y.key;
+    }
+    return EntryLessSlow(x, y);
+  }
+  // Calls f with HeapLess, or with the KeyedHeapLess of this queue's mode when keyed_ (the same
+  // answers).
+  template <typename F>
+  void WithHeapLess(const F& f) const {
+    if (keyed_ && options_.victim_queue) {
+      f([this](int32_t a, int32_t b) { return KeyedHeapLess<true>(a, b); });
+    } else if (keyed_) {
+      f([this](int32_t a, int32_t b) { return KeyedHeapLess<false>(a, b); });
+    } else {
+      f([this](int32_t a, int32_t b) { return HeapLess(a, b); });
+    }
+  }
 
   const Session& ssn_;
   JobsOrderOptions options_;
