@@ -1185,24 +1185,28 @@ class ProportionPlugin : public Plugin {
     const JobView* tail =
         victims.views.size() == victims.stable + 1 ? victims.views[victims.stable] : nullptr;
     VictimSideMemo& memo = victim_sides_[q];
-    if (memo.valid && memo.list == victims.list && memo.stable == victims.stable &&
+    const bool same_share = memo.valid && SameBits(memo.allocated, allocated);
+    if (same_share && memo.list == victims.list && memo.stable == victims.stable &&
         memo.size == victims.views.size() && memo.tail == tail &&
-        memo.version == s.state_version() && SameBits(memo.allocated, allocated)) {
+        memo.version == s.state_version()) {
       return memo.side;
     }
     // Rules (1), (2), (4) and (6) depend only on the queue's share, whose allocations are the
     // same (deserved and fair shares are fixed for the session): only rule (5)'s share is
     // computed again.
-    VictimSide side;
-    if (memo.valid && SameBits(memo.allocated, allocated)) {
-      side = memo.side;
-      side.share = VictimShare(s, q, victims);
+    if (same_share) {
+      memo.side.share = VictimShare(s, q, victims);
     } else {
-      side = MakeVictimSide(s, q, victims);
+      memo.side = MakeVictimSide(s, q, victims);
+      memo.allocated = allocated;
+      memo.valid = true;
     }
-    memo = {true, victims.list,      victims.stable, victims.views.size(),
-            tail, s.state_version(), allocated,      side};
-    return side;
+    memo.list = victims.list;
+    memo.stable = victims.stable;
+    memo.size = victims.views.size();
+    memo.tail = tail;
+    memo.version = s.state_version();
+    return memo.side;
   }
 
   // (Element by element: std::array's == compiles to a memcmp call.)
