@@ -1023,35 +1023,20 @@ class ProportionPlugin : public Plugin {
     Quantities tail_value;
   };
   struct VictimSums {
-    std::vector<VictimSum> memos;
-    size_t next = 0;  // the memo to replace next when all are in use
-    size_t last = 0;  // the memo found last
+    std::vector<VictimSum> memos;  // kVictimSumsPerQueue once used
   };
 
   // The memo of queue q for victim list `list`: a queue above the leaves is compared through
-  // the lists of its several leaves in turn, so a few lists are kept per queue (a new list
-  // takes the place of the oldest when all are in use).
+  // the lists of its several leaves in turn, so a few lists are kept per queue (each in the
+  // place its name maps to, where it replaces the list kept there).
   static constexpr size_t kVictimSumsPerQueue = 16;
   VictimSum& VictimSumSlot(QueueId q, uint64_t list) const {
     VictimSums& sums = victim_sums_[q];
-    // (The last list asked for first: a leaf queue is asked for its own list only.)
-    if (sums.last < sums.memos.size() && sums.memos[sums.last].list == list) {
-      return sums.memos[sums.last];
-    }
-    for (size_t k = 0; k < sums.memos.size(); ++k) {
-      if (sums.memos[k].list == list) {
-        sums.last = k;
-        return sums.memos[k];
-      }
-    }
-    if (sums.memos.size() < kVictimSumsPerQueue) {
-      sums.last = sums.memos.size();
-      return sums.memos.emplace_back();
-    }
-    sums.last = sums.next;
-    VictimSum& m = sums.memos[sums.next];
-    sums.next = (sums.next + 1) % kVictimSumsPerQueue;
-    m = VictimSum();
+    if (sums.memos.empty()) sums.memos.resize(kVictimSumsPerQueue);
+    // (In the place the list's name maps to: the lists of one victims queue are named by leaf,
+    // so a parent's leaves take different places.)
+    VictimSum& m = sums.memos[list % kVictimSumsPerQueue];
+    if (m.list != list) m = VictimSum();
     return m;
   }
 
