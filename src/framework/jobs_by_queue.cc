@@ -19,14 +19,28 @@ JobsByQueue::JobsByQueue(const Session& ssn, JobsOrderOptions options)
   heaps_.resize(queues.size());
   popped_.resize(queues.size());
   changes_.assign(queues.size() + 1, 0);
+  last_child_.assign(queues.size() + 1, kNone);
+  child_at_.assign(queues.size(), 0);
   best_memo_.assign(queues.size() + 1, {});
+  // (Every queue is the candidate of one scan: its parent's, or the roots'.)
+  steps_.assign(queues.size(), {});
   if (options_.victim_queue) {
     victims_.resize(queues.size());
     has_front_.assign(queues.size(), 0);
   }
   active_jobs_.assign(queues.size(), 0);
   for (QueueId q = 0; q < static_cast<QueueId>(queues.size()); ++q) {
-    if (queues[q].parent == kNone) roots_.push_back(q);
+    if (queues[q].parent == kNone) {
+      child_at_[q] = static_cast<int32_t>(roots_.size());
+      roots_.push_back(q);
+    }
+    const auto& children = queues[q].children;
+    for (size_t k = 0; k < children.size(); ++k) child_at_[children[k]] = static_cast<int32_t>(k);
+  }
+  size_t offset = roots_.size();
+  for (QueueId q = 0; q < static_cast<QueueId>(queues.size()); ++q) {
+    best_memo_[static_cast<size_t>(q) + 1].steps_at = offset;
+    offset += queues[q].children.size();
   }
   keyed_ = ssn.params().solver_shortcuts && ssn.JobOrderKeyed();
   vkeyed_ = options_.victim_queue && ssn.params().solver_shortcuts &&
@@ -122,8 +136,7 @@ void JobsByQueue::InitializeFromLeaves(
       }
       // (With no two entries equivalent every pop takes the unique best entry: see
       // InitializeWithJobs.)
-      std::make_heap(heap.begin(), heap.end(),
-                     [this](int32_t a, int32_t b) { return HeapLess(a, b); });
+      WithHeapLess([&](const auto& less) { std::make_heap(heap.begin(), heap.end(), less); });
       leaf.entries.clear();
       leaf.entries.reserve(heap.size());
       for (int32_t e : heap) leaf.entries.emplace_back(Entry(e).job, ItemAt(e).key);
@@ -157,16 +170,25 @@ JobsByQueue::JobsByQueue(const JobsByQueue& other)
       size_(other.size_),
       serial_(NextSerial()),
       changes_(other.changes_),
-      best_memo_(other.best_memo_.size()),
+      last_child_(other.last_child_),
+      child_at_(other.child_at_),
+      best_memo_(other.best_memo_),
+      steps_(other.steps_),
       lazy_(other.lazy_),
       unbuilt_(other.unbuilt_),
       lazy_best_(other.lazy_best_) {
   RebuildVictimViews();
 }
 
-void JobsByQueue::NoteChange(QueueId leaf) {
+void JobsByQueue::NotePopped(QueueId leaf) {
   const auto& queues = ssn_.cluster().queues;
-  for (QueueId a = leaf; a != kNone; a = queues[a].parent) ++changes_[static_cast<size_t>(a) + 1];
+  for (QueueId a = leaf; a != kNone;) {
+    --active_jobs_[a];
+    ++changes_[static_cast<size_t>(a) + 1];
+    const QueueId up = queues[a].parent;
+    last_child_[up == kNone ? 0 : static_cast<size_t>(up) + 1] = a;
+    a = up;
+  }
   ++changes_[0];
 }
 
@@ -183,6 +205,30 @@ QueueId JobsByQueue::BestChildOf(QueueId parent) const {
   if (memo.valid && memo.changes == changes_[slot] && memo.version == version) {
     return memo.best;
   }
+  ScanStep* const steps = steps_.data() + memo.steps_at;
+  if ((vkeyed_ || jkeyed_) && memo.valid && memo.has_steps && memo.version == version) {
+    // The subtree's pods have the same states, so every candidate's state version is the one
+    // recorded. When the pushes and pops since the last scan are all in the subtree of one
+    // candidate (the one changed last: the parent's count grew by as much as that candidate's,
+    // and the parent's count is the sum of its candidates'), the others are unchanged: the scan
+    // resumes at that candidate and compares the others' kept keys without checking them.
+    const QueueId c = last_child_[slot];
+    if (c != kNone) {
+      const auto at = static_cast<size_t>(child_at_[c]);
+      if (changes_[slot] - memo.changes ==
+          changes_[static_cast<size_t>(c) + 1] - steps[at].changes) {
+        const QueueId best = options_.victim_queue
+                                 ? ScanKeyedFromIn<true>(candidates, at, steps, true)
+                                 : ScanKeyedFromIn<false>(candidates, at, steps, true);
+        BestMemo& m = best_memo_[slot];
+        m.valid = true;
+        m.changes = changes_[slot];
+        m.version = version;
+        m.best = best;
+        return best;
+      }
+    }
+  }
   // (A single queue with jobs needs no comparison: no scan.)
   int with_jobs = 0;
   for (QueueId q : candidates) {
@@ -194,14 +240,14 @@ QueueId JobsByQueue::BestChildOf(QueueId parent) const {
     memo.changes = changes_[slot];
     memo.version = version;
     memo.best = best;
-    memo.steps.clear();
+    memo.has_steps = false;
     return best;
   }
   size_t from = 0;
-  if (memo.valid && memo.steps.size() == candidates.size()) {
+  if (memo.valid && memo.has_steps) {
     while (from < candidates.size()) {
       const QueueId q = candidates[from];
-      const ScanStep& step = memo.steps[from];
+      const ScanStep& step = steps[from];
       if (step.changes != changes_[static_cast<size_t>(q) + 1] ||
           step.version != ssn_.queue_version(q)) {
         break;
@@ -209,11 +255,10 @@ QueueId JobsByQueue::BestChildOf(QueueId parent) const {
       ++from;
     }
   } else {
-    memo.steps.assign(candidates.size(), {});
+    std::fill(steps, steps + candidates.size(), ScanStep{});
   }
-  const QueueId start = from == 0 ? kNone : memo.steps[from - 1].best;
-  // (ScanFrom may answer BestChildOf for queues below: it writes only this slot's memo.)
-  std::vector<ScanStep> steps = std::move(memo.steps);
+  const QueueId start = from == 0 ? kNone : steps[from - 1].best;
+  // (ScanFrom may answer BestChildOf for queues below: it writes only their memos and steps.)
   const QueueId best = vkeyed_ || jkeyed_ ? ScanKeyedFrom(candidates, from, steps)
                                           : ScanFrom(candidates, from, start, steps);
   BestMemo& m = best_memo_[slot];
@@ -221,12 +266,12 @@ QueueId JobsByQueue::BestChildOf(QueueId parent) const {
   m.changes = changes_[slot];
   m.version = version;
   m.best = best;
-  m.steps = std::move(steps);
+  m.has_steps = true;
   return best;
 }
 
 QueueId JobsByQueue::ScanFrom(const std::vector<QueueId>& candidates, size_t from, QueueId best,
-                              std::vector<ScanStep>& steps) const {
+                              ScanStep* steps) const {
   // The same comparisons as BestChild's, in the same order.
   const JobView* best_job = nullptr;
   VictimList best_victims;
@@ -262,14 +307,14 @@ QueueId JobsByQueue::ScanFrom(const std::vector<QueueId>& candidates, size_t fro
 }
 
 QueueId JobsByQueue::ScanKeyedFrom(const std::vector<QueueId>& candidates, size_t from,
-                                   std::vector<ScanStep>& steps) const {
-  return options_.victim_queue ? ScanKeyedFromIn<true>(candidates, from, steps)
-                               : ScanKeyedFromIn<false>(candidates, from, steps);
+                                   ScanStep* steps) const {
+  return options_.victim_queue ? ScanKeyedFromIn<true>(candidates, from, steps, false)
+                               : ScanKeyedFromIn<false>(candidates, from, steps, false);
 }
 
 template <bool kVictims>
 QueueId JobsByQueue::ScanKeyedFromIn(const std::vector<QueueId>& candidates, size_t from,
-                                     std::vector<ScanStep>& steps) const {
+                                     ScanStep* steps, bool only_from) const {
   // ScanFrom's comparisons in the same order, each answered by the keys when they differ
   // (Session::VictimQueueOrderKeyed, JobQueueOrderKeyed). In victim mode q is taken over best
   // when !QueueLess(q, best), i.e. when q's key is greater, or on equal keys when the full
@@ -278,28 +323,35 @@ QueueId JobsByQueue::ScanKeyedFromIn(const std::vector<QueueId>& candidates, siz
   int32_t best_at = from == 0 ? -1 : steps[from - 1].best_at;
   QueueId best = best_at < 0 ? kNone : candidates[static_cast<size_t>(best_at)];
   // (best's step is before `from`: unchanged, its key is current.)
-  for (size_t i = from; i < candidates.size(); ++i) {
+  // Brings candidate i's step up to date: its key kept, or computed again when its pushes and
+  // pops or its state version differ.
+  auto refresh = [&](size_t i) {
     const QueueId q = candidates[i];
+    ScanStep& step = steps[i];
     const uint64_t changes = changes_[static_cast<size_t>(q) + 1];
     const uint64_t version = ssn_.queue_version(q);
-    ScanStep& step = steps[i];
-    const bool kept = step.has_key && step.changes == changes && step.version == version;
-    if (!kept) {
-      step.has_key = false;
-      if (HasJobs(q)) {
-        if constexpr (kVictims) {
-          const VictimList victims = VictimsOf(q);
-          if (!victims.empty()) {
-            step.key = ssn_.VictimQueueKeyOf(q, victims);
-            step.has_key = true;
-          }
-        } else if (const JobView* job = Best(q); job != nullptr) {
-          step.key = ssn_.JobQueueKeyOf(q, *job);
+    if (step.has_key && step.changes == changes && step.version == version) return;
+    step.has_key = false;
+    if (HasJobs(q)) {
+      if constexpr (kVictims) {
+        const VictimList victims = VictimsOf(q);
+        if (!victims.empty()) {
+          step.key = ssn_.VictimQueueKeyOf(q, victims);
           step.has_key = true;
         }
+      } else if (const JobView* job = Best(q); job != nullptr) {
+        step.key = ssn_.JobQueueKeyOf(q, *job);
+        step.has_key = true;
       }
     }
+    step.changes = changes;
+    step.version = version;
+  };
+  // Candidate i's comparison with the best so far, from its (current) step.
+  auto compare = [&](size_t i) {
+    ScanStep& step = steps[i];
     if (step.has_key) {
+      const QueueId q = candidates[i];
       bool take = best == kNone;
       if (!take) {
         const int c = step.key.Compare(steps[static_cast<size_t>(best_at)].key);
@@ -315,10 +367,18 @@ QueueId JobsByQueue::ScanKeyedFromIn(const std::vector<QueueId>& candidates, siz
         best_at = static_cast<int32_t>(i);
       }
     }
-    step.changes = changes;
-    step.version = version;
     step.best = best;
     step.best_at = best_at;
+  };
+  if (only_from) {
+    // (The candidates after `from` are unchanged: their steps are current.)
+    refresh(from);
+    for (size_t i = from; i < candidates.size(); ++i) compare(i);
+  } else {
+    for (size_t i = from; i < candidates.size(); ++i) {
+      refresh(i);
+      compare(i);
+    }
   }
   return best;
 }
@@ -363,6 +423,9 @@ void JobsByQueue::Freeze() {
   frozen_size_ = all->size();
   frozen_ = std::move(all);
   RebuildVictimViews();
+  // With job-order queue keys, the scans are done once here, so that copies start from them and
+  // scan again only the queues whose entries or states differ.
+  if (jkeyed_) NextLeaf();
 }
 
 void JobsByQueue::PushView(JobView v) {
@@ -378,8 +441,7 @@ void JobsByQueue::PushView(JobView v) {
     }
   } else {
     // std heaps keep the *largest* at the front: "greater" means "goes later".
-    std::push_heap(heap.begin(), heap.end(),
-                   [this](int32_t a, int32_t b) { return HeapLess(a, b); });
+    WithHeapLess([&](const auto& less) { std::push_heap(heap.begin(), heap.end(), less); });
   }
   RefreshFront(q);
   NoteAdded(q, 1);
@@ -394,9 +456,12 @@ bool JobsByQueue::AcceptsQueue(QueueId q) const {
 
 void JobsByQueue::NoteAdded(QueueId leaf, size_t count) {
   const auto& queues = ssn_.cluster().queues;
-  for (QueueId a = leaf; a != kNone; a = queues[a].parent) {
+  for (QueueId a = leaf; a != kNone;) {
     active_jobs_[a] += static_cast<int>(count);
     changes_[static_cast<size_t>(a) + 1] += count;
+    const QueueId up = queues[a].parent;
+    last_child_[up == kNone ? 0 : static_cast<size_t>(up) + 1] = a;
+    a = up;
   }
   changes_[0] += count;
   size_ += count;
@@ -443,8 +508,8 @@ void JobsByQueue::PushMany(const std::vector<JobId>& jobs) {
       unbuilt_[q] = 1;
       lazy_best_[q] = -1;
     } else {
-      std::make_heap(heaps_[q].begin(), heaps_[q].end(),
-                     [this](int32_t a, int32_t b) { return HeapLess(a, b); });
+      WithHeapLess(
+          [&](const auto& less) { std::make_heap(heaps_[q].begin(), heaps_[q].end(), less); });
     }
     RefreshFront(q);
     NoteAdded(q, count);
@@ -530,11 +595,10 @@ JobView JobsByQueue::PopNextView() {
   const QueueId q = NextLeaf();
   auto& heap = heaps_[q];
   if (lazy_ && unbuilt_[q]) {
-    std::make_heap(heap.begin(), heap.end(),
-                   [this](int32_t a, int32_t b) { return HeapLess(a, b); });
+    WithHeapLess([&](const auto& less) { std::make_heap(heap.begin(), heap.end(), less); });
     unbuilt_[q] = 0;
   }
-  std::pop_heap(heap.begin(), heap.end(), [this](int32_t a, int32_t b) { return HeapLess(a, b); });
+  WithHeapLess([&](const auto& less) { std::pop_heap(heap.begin(), heap.end(), less); });
   const int32_t e = heap.back();
   heap.pop_back();
   JobView v = Entry(e);
@@ -544,9 +608,7 @@ JobView JobsByQueue::PopNextView() {
     popped_[q].push_back(e);
     RefreshFront(q);
   }
-  const auto& queues = ssn_.cluster().queues;
-  for (QueueId a = q; a != kNone; a = queues[a].parent) --active_jobs_[a];
-  NoteChange(q);
+  NotePopped(q);
   --size_;
   return v;
 }

@@ -60,7 +60,8 @@ class LeafHeapCache {
 class JobsByQueue {
  public:
   JobsByQueue(const Session& ssn, JobsOrderOptions options);
-  // A copy continues independently (its victim lists get new names, see VictimList).
+  // A copy continues independently (its victim lists get new names, see VictimList), from the
+  // scans `other` kept (see BestChildOf: they are checked against the copy's own changes).
   JobsByQueue(const JobsByQueue& other);
   JobsByQueue& operator=(const JobsByQueue&) = delete;
 
@@ -95,7 +96,9 @@ class JobsByQueue {
   bool empty() const { return size_ == 0; }
   size_t size() const { return size_; }
   // Makes the entries pushed so far shared and immutable, so copies of this queue share them
-  // instead of copying them (a copy then costs one integer per queued entry).
+  // instead of copying them (a copy then costs one integer per queued entry). With job-order
+  // queue keys (Session::JobQueueOrderKeyed) also finds the next leaf once, so that copies start
+  // from kept scans and compute keys only for the queues whose entries or pods' states differ.
   void Freeze();
 
  private:
@@ -115,7 +118,8 @@ class JobsByQueue {
   // the best candidate found among them (the queue order compares two queues from their own
   // subtrees, so those comparisons would give the same answers).
   QueueId BestChildOf(QueueId parent) const;
-  void NoteChange(QueueId leaf);
+  // Lowers the entry counts of `leaf` and its ancestors by one, raising their change counters.
+  void NotePopped(QueueId leaf);
   // Whether entries of jobs of queue q are queued: a leaf whose named parent, if any, exists.
   bool AcceptsQueue(QueueId q) const;
   // Raises the entry counts of `leaf` and its ancestors (and their change counters) by `count`.
@@ -207,6 +211,30 @@ class JobsByQueue {
   const JobView& Entry(int32_t e) const { return ItemAt(e).view; }
   int32_t AddEntry(JobView v);
   bool HeapLess(int32_t a, int32_t b) const { return EntryLess(ItemAt(b), ItemAt(a)); }
+  // HeapLess with job order keys (keyed_) in victim mode (kVictims) or not: the same answers,
+  // the mode known at compile time.
+  template <bool kVictims>
+  bool KeyedHeapLess(int32_t a, int32_t b) const {
+    const Item& x = ItemAt(b);
+    const Item& y = ItemAt(a);
+    if (x.key_version == ssn_.job_version(x.view.job) &&
+        y.key_version == ssn_.job_version(y.view.job)) {
+      return kVictims ? y.key < x.key : x.key < y.key;
+    }
+    return EntryLessSlow(x, y);
+  }
+  // Calls f with HeapLess, or with the KeyedHeapLess of this queue's mode when keyed_ (the same
+  // answers).
+  template <typename F>
+  void WithHeapLess(const F& f) const {
+    if (keyed_ && options_.victim_queue) {
+      f([this](int32_t a, int32_t b) { return KeyedHeapLess<true>(a, b); });
+    } else if (keyed_) {
+      f([this](int32_t a, int32_t b) { return KeyedHeapLess<false>(a, b); });
+    } else {
+      f([this](int32_t a, int32_t b) { return HeapLess(a, b); });
+    }
+  }
 
   const Session& ssn_;
   JobsOrderOptions options_;
@@ -254,26 +282,37 @@ class JobsByQueue {
   };
   struct BestMemo {
     bool valid = false;
+    bool has_steps = false;  // the last answer came from a scan: its steps are kept
     uint64_t changes = 0;
     uint64_t version = 0;
     QueueId best = kNone;
-    std::vector<ScanStep> steps;  // one per candidate, when the last answer came from a scan
+    size_t steps_at = 0;  // where the steps of its candidates start in steps_ (fixed)
   };
   // BestChild's scan from candidate `from` on, starting from `best` (the best of the earlier
   // candidates), recording each candidate's step into `steps`.
   QueueId ScanFrom(const std::vector<QueueId>& candidates, size_t from, QueueId best,
-                   std::vector<ScanStep>& steps) const;
+                   ScanStep* steps) const;
   // ScanFrom with queue order keys (victim mode or job order): the same answers, from the
   // candidates' keys (kept ones for unchanged candidates), asking Session::QueueLess only on
   // equal keys.
-  QueueId ScanKeyedFrom(const std::vector<QueueId>& candidates, size_t from,
-                        std::vector<ScanStep>& steps) const;
-  // ScanKeyedFrom in victim mode (kVictims) or in job order.
+  QueueId ScanKeyedFrom(const std::vector<QueueId>& candidates, size_t from, ScanStep* steps) const;
+  // ScanKeyedFrom in victim mode (kVictims) or in job order. `only_from`: the candidates other
+  // than candidates[from] are known to be unchanged since `steps` were recorded (same pushes and
+  // pops, same state version), so their kept keys are used without checking.
   template <bool kVictims>
-  QueueId ScanKeyedFromIn(const std::vector<QueueId>& candidates, size_t from,
-                          std::vector<ScanStep>& steps) const;
+  QueueId ScanKeyedFromIn(const std::vector<QueueId>& candidates, size_t from, ScanStep* steps,
+                          bool only_from) const;
   std::vector<uint64_t> changes_;
+  // Per queue slot (as changes_): the child (root, for slot 0) through which the last push or
+  // pop in its subtree came, or kNone.
+  std::vector<QueueId> last_child_;
+  // Per queue: its place among its parent's children (among the roots for a root).
+  std::vector<int32_t> child_at_;
   mutable std::vector<BestMemo> best_memo_;
+  // The scans' steps, one per candidate, each scan's in one run (see BestMemo::steps_at; its
+  // size is fixed, so a scan's steps stay in place while scans below it run). Flat, so that a
+  // copy of the queue copies them at once.
+  mutable std::vector<ScanStep> steps_;
   // lazy_heaps in effect; per leaf queue: its heap holds entries not heap-ordered yet, and the
   // index (in the heap's vector) of their best entry, or -1 when not known.
   bool lazy_ = false;

@@ -330,6 +330,12 @@ class ProportionPlugin : public Plugin {
     // (Deserved, fair share and limit are fixed from here on, and so is what a queue may use.)
     allocatable_share_.clear();
     for (const QueueShare& sh : shares_) allocatable_share_.push_back(sh.AllocatableShare());
+    dominant_den_ = allocatable_share_;
+    for (Quantities& den : dominant_den_) {
+      for (auto res : kQueueResources) {
+        if (den[res] == kUnlimited) den[res] = total_[res];
+      }
+    }
 
     victim_sums_.assign(c.queues.size(), {});
     victim_sides_.assign(c.queues.size(), {});
@@ -1017,23 +1023,20 @@ class ProportionPlugin : public Plugin {
     Quantities tail_value;
   };
   struct VictimSums {
-    std::vector<VictimSum> memos;
-    size_t next = 0;  // the memo to replace next when all are in use
+    std::vector<VictimSum> memos;  // kVictimSumsPerQueue once used
   };
 
   // The memo of queue q for victim list `list`: a queue above the leaves is compared through
-  // the lists of its several leaves in turn, so a few lists are kept per queue (a new list
-  // takes the place of the oldest when all are in use).
+  // the lists of its several leaves in turn, so a few lists are kept per queue (each in the
+  // place its name maps to, where it replaces the list kept there).
   static constexpr size_t kVictimSumsPerQueue = 16;
   VictimSum& VictimSumSlot(QueueId q, uint64_t list) const {
     VictimSums& sums = victim_sums_[q];
-    for (VictimSum& m : sums.memos) {
-      if (m.list == list) return m;
-    }
-    if (sums.memos.size() < kVictimSumsPerQueue) return sums.memos.emplace_back();
-    VictimSum& m = sums.memos[sums.next];
-    sums.next = (sums.next + 1) % kVictimSumsPerQueue;
-    m = VictimSum();
+    if (sums.memos.empty()) sums.memos.resize(kVictimSumsPerQueue);
+    // (In the place the list's name maps to: the lists of one victims queue are named by leaf,
+    // so a parent's leaves take different places.)
+    VictimSum& m = sums.memos[list % kVictimSumsPerQueue];
+    if (m.list != list) m = VictimSum();
     return m;
   }
 
@@ -1068,12 +1071,25 @@ class ProportionPlugin : public Plugin {
     if (same_list && memo.count == victims.stable && tail != nullptr && memo.tail == tail) {
       return memo.tail_value;
     }
-    if (same_list && memo.count <= victims.stable) {
+    if (same_list && memo.tail != nullptr && memo.count < victims.stable &&
+        victims.views[memo.count] == memo.tail) {
+      // The kept next candidate has been taken since: its sum continues (the list has grown by
+      // that entry, the usual step after a pop).
+      value = memo.tail_value;
+      i = memo.count + 1;
+    } else if (same_list && memo.count <= victims.stable) {
       value = memo.value;
       i = memo.count;
     }
     for (; i < victims.stable; ++i) subtract(value, victims.views[i]);
-    memo = {victims.list, s.state_version(), victims.stable, start, value, nullptr, {}};
+    if (!same_list) {
+      memo.list = victims.list;
+      memo.version = s.state_version();
+      memo.start = start;
+    }
+    memo.count = victims.stable;
+    memo.value = value;
+    memo.tail = nullptr;  // (tail_value is read only with a tail)
     for (; i < victims.views.size(); ++i) subtract(value, victims.views[i]);
     if (tail != nullptr) {
       memo.tail = tail;
@@ -1118,19 +1134,29 @@ class ProportionPlugin : public Plugin {
     side.starved = LessEqual(with, sh.Deserved());
     side.violates = Violates(sh, with);
     side.share = VictimShare(s, q, victims);
-    side.share0 = sh.DominantShare(total_);
+    side.share0 = DominantShareOf(q, sh.Allocated());
     return side;
+  }
+
+  // QueueShare::DominantShare of queue q with `allocated` as its allocation: the same
+  // operations on the same values (its denominators are fixed for the session), without a copy
+  // of the share.
+  double DominantShareOf(QueueId q, const Quantities& allocated) const {
+    const Quantities& den = dominant_den_[q];
+    double dominant = 0;
+    for (auto res : kQueueResources) {
+      const double value = den[res] == 0 ? allocated[res] * 1000 : allocated[res] / den[res];
+      dominant = std::max(dominant, value);
+    }
+    return dominant;
   }
 
   // Rule (5)'s dominant share of queue q without its victims.
   double VictimShare(const Session& s, QueueId q, const VictimList& victims) const {
-    QueueShare tmp = shares_[q];
-    for (auto res : kQueueResources) tmp[res].allocated += 0.0;
+    const QueueShare& sh = shares_[q];
     Quantities start;
-    for (auto res : kQueueResources) start[res] = tmp[res].allocated;
-    const Quantities without = AllocatedWithoutVictims(s, q, start, victims);
-    for (auto res : kQueueResources) tmp[res].allocated = without[res];
-    return tmp.DominantShare(total_);
+    for (auto res : kQueueResources) start[res] = sh[res].allocated + 0.0;
+    return DominantShareOf(q, AllocatedWithoutVictims(s, q, start, victims));
   }
 
   // MakeVictimSide, kept per queue while its inputs are the same (shortcuts on, named list).
@@ -1144,24 +1170,28 @@ class ProportionPlugin : public Plugin {
     const JobView* tail =
         victims.views.size() == victims.stable + 1 ? victims.views[victims.stable] : nullptr;
     VictimSideMemo& memo = victim_sides_[q];
-    if (memo.valid && memo.list == victims.list && memo.stable == victims.stable &&
+    const bool same_share = memo.valid && SameBits(memo.allocated, allocated);
+    if (same_share && memo.list == victims.list && memo.stable == victims.stable &&
         memo.size == victims.views.size() && memo.tail == tail &&
-        memo.version == s.state_version() && SameBits(memo.allocated, allocated)) {
+        memo.version == s.state_version()) {
       return memo.side;
     }
     // Rules (1), (2), (4) and (6) depend only on the queue's share, whose allocations are the
     // same (deserved and fair shares are fixed for the session): only rule (5)'s share is
     // computed again.
-    VictimSide side;
-    if (memo.valid && SameBits(memo.allocated, allocated)) {
-      side = memo.side;
-      side.share = VictimShare(s, q, victims);
+    if (same_share) {
+      memo.side.share = VictimShare(s, q, victims);
     } else {
-      side = MakeVictimSide(s, q, victims);
+      memo.side = MakeVictimSide(s, q, victims);
+      memo.allocated = allocated;
+      memo.valid = true;
     }
-    memo = {true, victims.list,      victims.stable, victims.views.size(),
-            tail, s.state_version(), allocated,      side};
-    return side;
+    memo.list = victims.list;
+    memo.stable = victims.stable;
+    memo.size = victims.views.size();
+    memo.tail = tail;
+    memo.version = s.state_version();
+    return memo.side;
   }
 
   // (Element by element: std::array's == compiles to a memcmp call.)
@@ -1181,10 +1211,8 @@ class ProportionPlugin : public Plugin {
     with += req;
     side.starved = LessEqual(with, sh.Deserved());
     side.violates = Violates(sh, with);
-    QueueShare tmp = sh;
-    for (auto res : kQueueResources) tmp[res].allocated += req[res];
-    side.share = tmp.DominantShare(total_);
-    side.share0 = sh.DominantShare(total_);
+    side.share = DominantShareOf(q, with);
+    side.share0 = DominantShareOf(q, sh.Allocated());
     return side;
   }
 
@@ -1205,13 +1233,16 @@ class ProportionPlugin : public Plugin {
     const QueueId jq = j == kNone ? kNone : s.cluster().jobs[j].queue;
     const uint64_t version = s.queue_version(q);
     const uint64_t job_version = jq == kNone ? 0 : s.queue_version(jq);
-    JobSideMemo& memo = job_sides_[q];
-    if (memo.valid && memo.job == j && memo.version == version && memo.job_version == job_version &&
-        SameBits(memo.allocated, allocated)) {
-      return memo.side;
+    JobSideMemos& memos = job_sides_[q];
+    for (const JobSideMemo& memo : memos.memos) {
+      if (memo.valid && memo.job == j && memo.version == version &&
+          memo.job_version == job_version && SameBits(memo.allocated, allocated)) {
+        return memo.side;
+      }
     }
     const VictimSide side = MakeJobSide(s, q, job);
-    memo = {true, j, version, job_version, allocated, side};
+    memos.memos[memos.next] = {true, j, version, job_version, allocated, side};
+    memos.next = (memos.next + 1) % kJobSidesPerQueue;
     return side;
   }
   struct JobSideMemo {
@@ -1221,6 +1252,13 @@ class ProportionPlugin : public Plugin {
     uint64_t job_version = 0;
     std::array<uint64_t, 3> allocated{};
     VictimSide side{};
+  };
+  // A few per queue: a queue above the leaves is asked with the best jobs of its several
+  // children in turn (the oldest gives way to a new one).
+  static constexpr size_t kJobSidesPerQueue = 8;
+  struct JobSideMemos {
+    std::array<JobSideMemo, kJobSidesPerQueue> memos{};
+    size_t next = 0;
   };
 
   // QueueOrder in victim order, from the two sides (the same rules in the same order).
@@ -1370,6 +1408,8 @@ class ProportionPlugin : public Plugin {
   std::vector<QueueShare> shares_;
   // Per queue: its AllocatableShare, fixed once the fair shares are computed.
   std::vector<Quantities> allocatable_share_;
+  // Per queue: DominantShare's denominators (the allocatable share, the total where unlimited).
+  std::vector<Quantities> dominant_den_;
   // Queue sums are exact (whole numbers; see OnSessionOpen).
   bool exact_sums_ = false;
   // SaturationRejects' marks (queues and pods seen in the current call) and per-queue sums.
@@ -1404,7 +1444,7 @@ class ProportionPlugin : public Plugin {
   // Per queue: the last victim-list sums QueueOrder computed for it (one per list).
   mutable std::vector<VictimSums> victim_sums_;
   mutable std::vector<VictimSideMemo> victim_sides_;
-  mutable std::vector<JobSideMemo> job_sides_;
+  mutable std::vector<JobSideMemos> job_sides_;
   // Queue shares frozen when a reclaim solution search starts (KAI validates against these).
   std::vector<QueueShare> simulation_shares_;
 };

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <numeric>
 #include <random>
 #include <string>
@@ -15,6 +16,7 @@
 
 #include "framework/jobs_by_queue.h"
 #include "framework/statement.h"
+#include "plugins/proportion.h"
 #include "test_cluster.h"
 
 namespace gantry {
@@ -612,6 +614,175 @@ TEST(VictimQueueKeyTest, JobKeysOnlyReplaceComparisonsTheyDecide) {
   }
   EXPECT_GT(total_keyed, 0);
   EXPECT_LT(total_keyed, total_plain);
+}
+
+// Pops a queue (victim mode with `victims`, else job order) that starts with every other job of
+// the tree's and gets, between pops, some of the others pushed (anywhere in the tree, often
+// several queues at once) besides the rest of the popped job, with bystanders' pods evicted now
+// and then: between two scans of a parent, one or several of its children change. The random
+// choices do not depend on the pops.
+Pops PopWithPushesAnywhere(const RandomTree& t, Session& ssn, uint32_t seed, bool victims) {
+  std::mt19937 rng(seed);
+  JobsOrderOptions o;
+  o.filter_non_pending = false;
+  o.filter_unready = false;
+  o.victim_queue = victims;
+  JobsByQueue queue(ssn, o);
+  std::vector<JobId> jobs = t.victims;
+  if (!victims) {
+    jobs.resize(t.c.jobs.size());
+    std::iota(jobs.begin(), jobs.end(), 0);
+  }
+  std::shuffle(jobs.begin(), jobs.end(), rng);
+  const size_t first = jobs.size() / 2;
+  for (size_t i = 0; i < first; ++i) queue.Push(jobs[i]);
+  size_t next = first;
+  Statement kept(ssn);
+  Pops out;
+  while (!queue.empty()) {
+    const JobView v = queue.PopNextView();
+    const std::vector<PodId> pods = v.partial ? v.pods : t.c.jobs[v.job].pods;
+    out.emplace_back(v.job, pods);
+    if (pods.size() > 1) queue.PushView(JobView{v.job, true, {pods.begin() + 1, pods.end()}});
+    for (uint32_t k = rng() % 4; k > 0 && next < jobs.size(); --k) queue.Push(jobs[next++]);
+    if (!t.bystanders.empty() && rng() % 4 == 0) {
+      const JobId b = t.bystanders[rng() % t.bystanders.size()];
+      const PodId p = t.c.jobs[b].pods[rng() % t.c.jobs[b].pods.size()];
+      if (IsActiveAllocated(ssn.pod(p).status)) kept.Evict(p, "test");
+    }
+  }
+  kept.Discard();
+  EXPECT_EQ(next, jobs.size());
+  return out;
+}
+
+// Kept scans resumed at the one child that changed (JobsByQueue::BestChildOf) must tell that
+// case from several children changing: with pushes into several queues between pops, the keyed
+// queues (victim mode and job order) pop as the ones asking the full queue order every time.
+TEST(VictimQueueKeyTest, PushesIntoSeveralQueuesBetweenPopsKeepThePops) {
+  for (uint32_t seed = 1; seed <= 24; ++seed) {
+    const RandomTree t = MakeRandomTree(seed, /*uniform=*/seed % 3 == 0);
+    for (const bool victims : {true, false}) {
+      auto keyed_scheduler = MakeScheduler(true);
+      auto keyed = keyed_scheduler->OpenSession(t.c, testutil::kNowMs);
+      ASSERT_TRUE(victims ? keyed->VictimQueueOrderKeyed() : keyed->JobQueueOrderKeyed());
+      auto plain_scheduler = MakeScheduler(false);
+      auto plain = plain_scheduler->OpenSession(t.c, testutil::kNowMs);
+      const Pops with_keys = PopWithPushesAnywhere(t, *keyed, seed, victims);
+      EXPECT_GT(with_keys.size(), victims ? t.victims.size() : t.c.jobs.size());
+      EXPECT_EQ(with_keys, PopWithPushesAnywhere(t, *plain, seed, victims))
+          << "seed " << seed << (victims ? " (victim mode)" : " (job order)");
+    }
+  }
+}
+
+// Copies of a frozen job-order queue (as the victim search's simulations make them) start from
+// the scans kept by the original: each copy, after some bystanders' pods are evicted and other
+// jobs pushed, pops as a fresh queue of the same entries asking the full queue order.
+Pops PopCopiesOfAFrozenBase(const RandomTree& t, Session& ssn, uint32_t seed) {
+  std::mt19937 rng(seed);
+  JobsOrderOptions o;
+  o.filter_non_pending = false;
+  o.filter_unready = false;
+  std::vector<JobId> jobs(t.c.jobs.size());
+  std::iota(jobs.begin(), jobs.end(), 0);
+  std::shuffle(jobs.begin(), jobs.end(), rng);
+  const size_t half = jobs.size() / 2;
+  JobsByQueue base(ssn, o);
+  for (size_t i = 0; i < half; ++i) base.Push(jobs[i]);
+  base.Freeze();
+  Pops out;
+  for (int round = 0; round < 4; ++round) {
+    Statement stmt(ssn);
+    for (uint32_t k = rng() % 3; k > 0 && !t.bystanders.empty(); --k) {
+      const JobId b = t.bystanders[rng() % t.bystanders.size()];
+      const PodId p = t.c.jobs[b].pods[rng() % t.c.jobs[b].pods.size()];
+      if (IsActiveAllocated(ssn.pod(p).status)) stmt.Evict(p, "test");
+    }
+    JobsByQueue copy(base);
+    // (Even rounds: the base's entries only, a few pops; odd ones: more entries, every pop.)
+    for (size_t i = half; i < jobs.size() && round % 2 == 1; ++i) {
+      if (rng() % 2 == 0) copy.Push(jobs[i]);
+    }
+    for (size_t n = round % 2 == 0 ? 3 : jobs.size(); n > 0 && !copy.empty(); --n) {
+      const JobView v = copy.PopNextView();
+      out.emplace_back(v.job, v.partial ? v.pods : t.c.jobs[v.job].pods);
+    }
+    stmt.Discard();
+  }
+  return out;
+}
+
+TEST(VictimQueueKeyTest, CopiesOfAFrozenJobOrderPopAsFreshQueues) {
+  for (uint32_t seed = 1; seed <= 24; ++seed) {
+    const RandomTree t = MakeRandomTree(seed, /*uniform=*/seed % 3 == 0);
+    auto keyed_scheduler = MakeScheduler(true);
+    auto keyed = keyed_scheduler->OpenSession(t.c, testutil::kNowMs);
+    ASSERT_TRUE(keyed->JobQueueOrderKeyed());
+    auto plain_scheduler = MakeScheduler(false);
+    auto plain = plain_scheduler->OpenSession(t.c, testutil::kNowMs);
+    const Pops with_keys = PopCopiesOfAFrozenBase(t, *keyed, seed);
+    EXPECT_GT(with_keys.size(), t.c.jobs.size() / 2);
+    EXPECT_EQ(with_keys, PopCopiesOfAFrozenBase(t, *plain, seed)) << "seed " << seed;
+  }
+}
+
+// Proportion's keys hold rule (5)'s and (6)'s dominant shares (fields 4 and 5) computed from the
+// queue's fixed denominators: bit for bit QueueShare::DominantShare of the queue's share (without
+// the victims' allocations, subtracted in list order, for rule 5), on random trees whose queues
+// without quota have no allocatable share (the factor-of-1000 case), before and after evictions.
+TEST(VictimQueueKeyTest, ProportionKeySharesAreTheQueueSharesDominantShares) {
+  int checked = 0, without_allocatable = 0;
+  for (uint32_t seed = 1; seed <= 24; ++seed) {
+    const RandomTree t = MakeRandomTree(seed, /*uniform=*/seed % 3 == 0);
+    auto scheduler = MakeScheduler(true);
+    auto ssn = scheduler->OpenSession(t.c, testutil::kNowMs);
+    Quantities total;
+    for (const Node& n : t.c.nodes) {
+      total[QueueResource::kCpu] += n.allocatable.cpu_millis;
+      total[QueueResource::kMemory] += n.allocatable.memory_bytes;
+      total[QueueResource::kGpu] += n.allocatable.gpus;
+    }
+    const auto views = SubtreeViews(t, t.victims);
+    Statement stmt(*ssn);
+    for (int round = 0; round < 2; ++round) {
+      for (QueueId q = 0; q < static_cast<QueueId>(t.c.queues.size()); ++q) {
+        if (views[q].empty()) continue;
+        proportion::QueueShare sh;
+        for (auto res : kQueueResources) {
+          sh[res].deserved = (*ssn->QueueDeserved(q))[res];
+          sh[res].fair_share = (*ssn->QueueFairShare(q))[res];
+          sh[res].max_allowed = t.c.queues[q].quota(res).limit;
+          sh[res].allocated = (*ssn->QueueAllocated(q))[res];
+          without_allocatable += sh[res].Allocatable() == 0 && sh[res].allocated > 0 ? 1 : 0;
+        }
+        std::vector<const JobView*> list;
+        for (const JobView& v : views[q]) list.push_back(&v);
+        const QueueOrderKey key = ssn->VictimQueueKeyOf(q, VictimList{list, 0, 0});
+        proportion::QueueShare without = sh;
+        for (auto res : kQueueResources) without[res].allocated += 0.0;
+        for (const JobView* v : list) {
+          const Quantities va = ssn->ViewAllocated(*v);
+          for (auto res : kQueueResources) without[res].allocated -= va[res];
+        }
+        EXPECT_EQ(std::bit_cast<uint64_t>(key.k[4]),
+                  std::bit_cast<uint64_t>(without.DominantShare(total)))
+            << "seed " << seed << " queue " << q;
+        EXPECT_EQ(std::bit_cast<uint64_t>(key.k[5]),
+                  std::bit_cast<uint64_t>(sh.DominantShare(total)))
+            << "seed " << seed << " queue " << q;
+        ++checked;
+      }
+      // Round 2 with some bystanders' pods evicted (other allocations).
+      for (size_t i = 0; i < t.bystanders.size(); i += 2) {
+        const PodId p = t.c.jobs[t.bystanders[i]].pods.front();
+        if (IsActiveAllocated(ssn->pod(p).status)) stmt.Evict(p, "test");
+      }
+    }
+    stmt.Discard();
+  }
+  EXPECT_GT(checked, 100);
+  EXPECT_GT(without_allocatable, 0);
 }
 
 }  // namespace
