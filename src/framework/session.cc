@@ -803,7 +803,11 @@ void Session::RefreshClasses() {
 void Session::BuildNodeClasses() {
   classes_enabled_ = true;
   class_index_.clear();
-  class_members_.clear();
+  class_members_.Reset(static_cast<int32_t>(nodes_.size()));
+  node_by_rank_.assign(nodes_.size(), kNone);
+  for (NodeId n = 0; n < static_cast<NodeId>(nodes_.size()); ++n) {
+    node_by_rank_[static_cast<size_t>(cluster_.nodes[n].name_rank)] = n;
+  }
   class_pos_.clear();
   nonempty_classes_.clear();
   node_class_.assign(nodes_.size(), -1);
@@ -814,13 +818,10 @@ void Session::BuildNodeClasses() {
 
 void Session::Reclassify(NodeId n) {
   const int32_t old = node_class_[n];
-  const std::pair<int32_t, NodeId> me{cluster_.nodes[n].name_rank, n};
-  // The node's set entry moves from its old class to its new one (no allocation).
-  std::set<std::pair<int32_t, NodeId>>::node_type entry;
+  const int32_t rank = cluster_.nodes[n].name_rank;
   if (old >= 0) {
-    auto& members = class_members_[old];
-    entry = members.extract(me);
-    if (members.empty()) {
+    class_members_.Erase(old, rank);
+    if (class_members_.Size(old) == 0) {
       // Drop the class from the non-empty list (swap with the last entry).
       const int32_t pos = class_pos_[old];
       const int32_t last = nonempty_classes_.back();
@@ -834,21 +835,15 @@ void Session::Reclassify(NodeId n) {
   // (Looked up first: emplace would build a map node even for a class that exists.)
   auto it = class_index_.find(key);
   if (it == class_index_.end()) {
-    it = class_index_.emplace(key, static_cast<int32_t>(class_members_.size())).first;
-    class_members_.emplace_back();
+    it = class_index_.emplace(key, class_members_.Add()).first;
     class_pos_.push_back(-1);
   }
   const int32_t c = it->second;
-  auto& members = class_members_[c];
-  if (members.empty()) {
+  if (class_members_.Size(c) == 0) {
     class_pos_[c] = static_cast<int32_t>(nonempty_classes_.size());
     nonempty_classes_.push_back(c);
   }
-  if (entry) {
-    members.insert(std::move(entry));
-  } else {
-    members.insert(me);
-  }
+  class_members_.Insert(c, rank);
   node_class_[n] = c;
 }
 
@@ -908,6 +903,13 @@ void Session::RankPerNode(PodId p, std::span<const NodeId> candidates, bool reco
   for (const auto& fn : node_pre_order_fns_) fn(*this, p, candidates);
   ranked_.clear();
   const Pod& pod = cluster_.pods[p];
+  // (Functions that score 0 for this pod are left out: adding 0 changes no score.)
+  pod_order_fns_.clear();
+  for (size_t i = 0; i < node_order_fns_.size(); ++i) {
+    if (!node_order_filters_[i] || node_order_filters_[i](pod)) {
+      pod_order_fns_.push_back(&node_order_fns_[i]);
+    }
+  }
   // Whole-GPU pods skip nodes without enough unallocated GPUs before anything else.
   const double need_gpus = pod.IsSharedGpu() ? 0 : pod.request.gpus + pod.dra_gpus;
   for (NodeId n : candidates) {
@@ -915,7 +917,7 @@ void Session::RankPerNode(PodId p, std::span<const NodeId> candidates, bool reco
     ++stats_.nodes_checked;
     if (!FittingNode(p, n, nullptr)) continue;
     double score = 0;
-    for (const auto& fn : node_order_fns_) score += fn(*this, p, n);
+    for (const NodeOrderFn* fn : pod_order_fns_) score += (*fn)(*this, p, n);
     ranked_.emplace_back(score, n);
   }
   if (ranked_.empty() && record) {
@@ -946,13 +948,15 @@ void Session::RankByClass(PodId p, bool record) {
   RefreshClasses();
   // One representative per non-empty class: its smallest-named node.
   class_reps_.clear();
-  for (int32_t c : nonempty_classes_) class_reps_.push_back(class_members_[c].begin()->second);
+  for (int32_t c : nonempty_classes_) {
+    class_reps_.push_back(node_by_rank_[static_cast<size_t>(class_members_.Min(c))]);
+  }
   RankPerNode(p, class_reps_, /*record=*/false);
   if (ranked_.empty() && record) {
     const Pod& pod = cluster_.pods[p];
     TaskFitErrors& errors = jobs_[pod.job].task_fit_errors[p];
     for (NodeId n : class_reps_) {
-      FittingNode(p, n, &errors, static_cast<int>(class_members_[node_class_[n]].size()));
+      FittingNode(p, n, &errors, class_members_.Size(node_class_[n]));
     }
   }
   PickBestRanked();

@@ -26,6 +26,7 @@
 #include "framework/dra.h"
 #include "framework/fit_errors.h"
 #include "framework/gpu_sharing.h"
+#include "framework/rank_set.h"
 #include "model/cluster.h"
 
 namespace gantry {
@@ -182,6 +183,8 @@ using JobQueueOrderKeyFn = std::function<QueueOrderKey(const Session&, QueueId, 
 // Called once per pod before its nodes are scored, with the candidate node set.
 using NodePreOrderFn = std::function<void(Session&, PodId, std::span<const NodeId>)>;
 using NodeOrderFn = std::function<double(const Session&, PodId, NodeId)>;
+// Whether a node-order function can score anything but 0 for a pod, by the pod's spec alone.
+using NodeOrderPodFilter = bool (*)(const Pod&);
 // Returns an error message when the pod cannot be scheduled anywhere.
 using PrePredicateFn = std::function<std::optional<std::string>(Session&, PodId)>;
 // Returns a short reason when the pod cannot go on the node.
@@ -495,8 +498,11 @@ class Session {
     return job_queue_key_(*this, q, job);
   }
   void AddNodePreOrderFn(NodePreOrderFn fn) { node_pre_order_fns_.push_back(std::move(fn)); }
-  void AddNodeOrderFn(NodeOrderFn fn) {
-    if (!Disabled("node_order")) node_order_fns_.push_back(std::move(fn));
+  // With `scores_pod`, fn is only called for pods it says yes to (it scores 0 for the others).
+  void AddNodeOrderFn(NodeOrderFn fn, NodeOrderPodFilter scores_pod = nullptr) {
+    if (Disabled("node_order")) return;
+    node_order_fns_.push_back(std::move(fn));
+    node_order_filters_.push_back(scores_pod);
   }
   void AddPrePredicateFn(PrePredicateFn fn) { pre_predicate_fns_.push_back(std::move(fn)); }
   void AddPredicateFn(PredicateFn fn) {
@@ -741,6 +747,8 @@ class Session {
   JobOrderKey ComputeJobOrderKey(const JobView& v) const;
   std::vector<NodePreOrderFn> node_pre_order_fns_;
   std::vector<NodeOrderFn> node_order_fns_;
+  std::vector<NodeOrderPodFilter> node_order_filters_;  // per node_order_fns_ entry, or null
+  std::vector<const NodeOrderFn*> pod_order_fns_;       // those scoring the pod being ranked
   std::vector<PrePredicateFn> pre_predicate_fns_;
   std::vector<PredicateFn> predicate_fns_;
   std::vector<JobCapacityFn> job_capacity_fns_;
@@ -791,9 +799,10 @@ class Session {
   SessionStats stats_;
   bool classes_enabled_ = false;
   std::unordered_map<ClassKey, int32_t, ClassKeyHash> class_index_;
-  // Members of each class ordered by name rank (the first is the class's representative).
-  std::vector<std::set<std::pair<int32_t, NodeId>>> class_members_;
-  std::vector<int32_t> class_pos_;  // per class: index in nonempty_classes_, or -1
+  // Members of each class by name rank (the smallest is the class's representative).
+  RankSets class_members_;
+  std::vector<NodeId> node_by_rank_;  // node of each name rank
+  std::vector<int32_t> class_pos_;    // per class: index in nonempty_classes_, or -1
   std::vector<int32_t> nonempty_classes_;
   std::vector<int32_t> node_class_;
   std::vector<char> class_dirty_;
