@@ -647,6 +647,19 @@ bool Session::TaskLess(PodId l, PodId r) const {
   return cluster_.pods[l].name < cluster_.pods[r].name;
 }
 
+int32_t Session::TaskRank(PodId p) const {
+  if (task_rank_.size() != cluster_.pods.size()) task_rank_.assign(cluster_.pods.size(), -1);
+  if (task_rank_[p] < 0) {
+    // Rank the pod's whole set at once (task order is total on a job's pods: its last tie-break
+    // is the pod's name, unique in a namespace).
+    const Pod& pod = cluster_.pods[p];
+    std::vector<PodId> sorted = cluster_.jobs[pod.job].pod_sets[pod.pod_set].pods;
+    std::sort(sorted.begin(), sorted.end(), [&](PodId a, PodId b) { return TaskLess(a, b); });
+    for (size_t i = 0; i < sorted.size(); ++i) task_rank_[sorted[i]] = static_cast<int32_t>(i);
+  }
+  return task_rank_[p];
+}
+
 bool Session::PodSetLess(JobId j, int32_t l, int32_t r) const {
   return PodSetViewLess(JobView{j, false, {}}, l, r);
 }
@@ -1171,10 +1184,13 @@ void Session::TasksToAllocate(JobId j, std::vector<PodId>& out, bool real, bool 
     if (ordered || want < pending.size()) {
       // Only the first `want` in task order are taken (and given in order). The task order is
       // total on a job's pods (its last tie-break is the pod's name, unique in a namespace),
-      // so they are the same as after sorting the whole list.
+      // so they are the same as after sorting the whole list, and the pods' ranks in their set
+      // (TaskRank) order them as TaskLess does.
       const size_t take = std::min(want, pending.size());
+      TaskRank(pending.front());  // ranks the whole set
+      const int32_t* rank = task_rank_.data();
       std::partial_sort(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(take),
-                        pending.end(), [&](PodId a, PodId b) { return TaskLess(a, b); });
+                        pending.end(), [rank](PodId a, PodId b) { return rank[a] < rank[b]; });
     }
     for (size_t i = 0; i < pending.size() && i < want; ++i) out.push_back(pending[i]);
     ++taken;

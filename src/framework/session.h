@@ -138,6 +138,8 @@ struct JobOrderKey {
     return false;
   }
 };
+// Compares two pods of one job. Must depend only on the pods' specs (labels, names): the
+// session ranks each pod set's pods by it once and reuses the ranks (Session::TasksToAllocate).
 using TaskOrderFn = std::function<int(const Session&, PodId, PodId)>;
 using PodSetOrderFn = std::function<int(const Session&, const JobView&, int32_t, int32_t)>;
 // The victims that stand for a queue when ordering victims: the jobs taken from it so far, then
@@ -552,6 +554,9 @@ class Session {
   // Resources of the view's allocated-like pods, as queue quantities (KAI's job Allocated).
   Quantities ViewAllocated(const JobView& v) const;
   bool TaskLess(PodId l, PodId r) const;
+  // The place of pod p among the pods of its pod set in TaskLess order (0 first), ranked once per
+  // pod set and session.
+  int32_t TaskRank(PodId p) const;
   bool PodSetLess(JobId j, int32_t l, int32_t r) const;
   bool PodSetViewLess(const JobView& v, int32_t l, int32_t r) const;
   bool QueueLess(QueueId l, QueueId r, const JobView* l_job, const JobView* r_job,
@@ -825,6 +830,7 @@ class Session {
   mutable std::vector<std::pair<uint64_t, Quantities>> job_quantities_cache_;
   mutable int8_t all_pods_whole_rankable_ = -1;  // AllPodsWholeGpuRankableByClass, -1: unknown
   mutable std::vector<PodBrief> pod_briefs_;     // (empty until first asked for)
+  mutable std::vector<int32_t> task_rank_;       // per pod: TaskRank, -1 until its set is ranked
 };
 
 // A hash (FNV-1a) of the session's decisions in order - binds, evictions, pipelined pods, each as
