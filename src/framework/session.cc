@@ -822,15 +822,44 @@ void Session::BuildNodeClasses() {
     node_by_rank_[static_cast<size_t>(cluster_.nodes[n].name_rank)] = n;
   }
   class_pos_.clear();
+  class_keys_.clear();
+  class_next_.clear();
   nonempty_classes_.clear();
   node_class_.assign(nodes_.size(), -1);
+  node_prev_class_.assign(nodes_.size(), -1);
   class_dirty_.assign(nodes_.size(), 0);
   dirty_nodes_.clear();
   for (NodeId n = 0; n < static_cast<NodeId>(nodes_.size()); ++n) Reclassify(n);
 }
 
+bool Session::NodeHasClassKey(NodeId n, int32_t c) const {
+  if (c < 0) return false;
+  const ClassKey& k = *class_keys_[c];
+  const NodeState& st = nodes_[n];
+  return k.shape == cluster_.nodes[n].shape && k.state.idle == st.idle && k.state.used == st.used &&
+         k.state.releasing == st.releasing && k.shared == shared_[n];
+}
+
 void Session::Reclassify(NodeId n) {
   const int32_t old = node_class_[n];
+  if (NodeHasClassKey(n, old)) return;  // changed and changed back
+  int32_t c = -1;
+  if (NodeHasClassKey(n, node_prev_class_[n])) {
+    c = node_prev_class_[n];
+  } else if (old >= 0 && NodeHasClassKey(n, class_next_[old])) {
+    c = class_next_[old];
+  } else {
+    const ClassKey key{cluster_.nodes[n].shape, nodes_[n], shared_[n]};
+    // (Looked up first: emplace would build a map node even for a class that exists.)
+    auto it = class_index_.find(key);
+    if (it == class_index_.end()) {
+      it = class_index_.emplace(key, class_members_.Add()).first;
+      class_pos_.push_back(-1);
+      class_keys_.push_back(&it->first);
+      class_next_.push_back(-1);
+    }
+    c = it->second;
+  }
   const int32_t rank = cluster_.nodes[n].name_rank;
   if (old >= 0) {
     class_members_.Erase(old, rank);
@@ -843,20 +872,14 @@ void Session::Reclassify(NodeId n) {
       nonempty_classes_.pop_back();
       class_pos_[old] = -1;
     }
+    class_next_[old] = c;
   }
-  const ClassKey key{cluster_.nodes[n].shape, nodes_[n], shared_[n]};
-  // (Looked up first: emplace would build a map node even for a class that exists.)
-  auto it = class_index_.find(key);
-  if (it == class_index_.end()) {
-    it = class_index_.emplace(key, class_members_.Add()).first;
-    class_pos_.push_back(-1);
-  }
-  const int32_t c = it->second;
   if (class_members_.Size(c) == 0) {
     class_pos_[c] = static_cast<int32_t>(nonempty_classes_.size());
     nonempty_classes_.push_back(c);
   }
   class_members_.Insert(c, rank);
+  node_prev_class_[n] = old;
   node_class_[n] = c;
 }
 

@@ -810,6 +810,13 @@ class Session {
   std::vector<int32_t> class_pos_;    // per class: index in nonempty_classes_, or -1
   std::vector<int32_t> nonempty_classes_;
   std::vector<int32_t> node_class_;
+  // Moves between classes mostly repeat (a placement undone returns a node to its class; the
+  // same pod placed on nodes of one class sends them to the same class), so before looking a key
+  // up, Reclassify tries the node's previous class and where the last node leaving its class went.
+  std::vector<const ClassKey*> class_keys_;  // per class: its key (owned by class_index_)
+  std::vector<int32_t> class_next_;          // per class: the class its last leaver went to
+  std::vector<int32_t> node_prev_class_;     // per node: its class before its last move
+  bool NodeHasClassKey(NodeId n, int32_t c) const;
   std::vector<char> class_dirty_;
   std::vector<NodeId> dirty_nodes_;
   std::vector<NodeId> class_reps_;
