@@ -161,11 +161,20 @@ void Session::RestoreVersions(PodId p, const VersionMark& before, const VersionM
 }
 
 void Session::SetPodStatus(PodId p, PodStatus s) {
-  if (const JobId j = cluster_.pods[p].job; j != kNone) ++job_version_[j];
-  if (pods_[p].status != s) BumpVersions(p);
-  CountPod(p, -1);
+  const Pod& pod = cluster_.pods[p];
+  const PodStatus old = pods_[p].status;
+  if (pod.job != kNone) ++job_version_[pod.job];
+  if (old == s) return;  // (counters unchanged)
+  BumpVersions(p);
   pods_[p].status = s;
-  CountPod(p, +1);
+  if (pod.job == kNone) return;
+  // The pod-set counters move from the old status to the new one (as CountPod -1, then +1).
+  auto& c = pod_set_counters_[cluster_.jobs[pod.job].pod_set_base + pod.pod_set];
+  c.active_allocated += static_cast<int>(IsActiveAllocated(s)) - IsActiveAllocated(old);
+  c.active_used += static_cast<int>(IsActiveUsed(s)) - IsActiveUsed(old);
+  c.alive += static_cast<int>(IsAlive(s)) - IsAlive(old);
+  c.gated += static_cast<int>(s == PodStatus::kGated) - (old == PodStatus::kGated);
+  c.pending += static_cast<int>(s == PodStatus::kPending) - (old == PodStatus::kPending);
 }
 
 void Session::AddPodToNode(PodId p, NodeId n) {
