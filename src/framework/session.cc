@@ -161,11 +161,20 @@ void Session::RestoreVersions(PodId p, const VersionMark& before, const VersionM
 }
 
 void Session::SetPodStatus(PodId p, PodStatus s) {
-  if (const JobId j = cluster_.pods[p].job; j != kNone) ++job_version_[j];
-  if (pods_[p].status != s) BumpVersions(p);
-  CountPod(p, -1);
+  const Pod& pod = cluster_.pods[p];
+  const PodStatus old = pods_[p].status;
+  if (pod.job != kNone) ++job_version_[pod.job];
+  if (old == s) return;  // (counters unchanged)
+  BumpVersions(p);
   pods_[p].status = s;
-  CountPod(p, +1);
+  if (pod.job == kNone) return;
+  // The pod-set counters move from the old status to the new one (as CountPod -1, then +1).
+  auto& c = pod_set_counters_[cluster_.jobs[pod.job].pod_set_base + pod.pod_set];
+  c.active_allocated += static_cast<int>(IsActiveAllocated(s)) - IsActiveAllocated(old);
+  c.active_used += static_cast<int>(IsActiveUsed(s)) - IsActiveUsed(old);
+  c.alive += static_cast<int>(IsAlive(s)) - IsAlive(old);
+  c.gated += static_cast<int>(s == PodStatus::kGated) - (old == PodStatus::kGated);
+  c.pending += static_cast<int>(s == PodStatus::kPending) - (old == PodStatus::kPending);
 }
 
 void Session::AddPodToNode(PodId p, NodeId n) {
@@ -647,6 +656,19 @@ bool Session::TaskLess(PodId l, PodId r) const {
   return cluster_.pods[l].name < cluster_.pods[r].name;
 }
 
+int32_t Session::TaskRank(PodId p) const {
+  if (task_rank_.size() != cluster_.pods.size()) task_rank_.assign(cluster_.pods.size(), -1);
+  if (task_rank_[p] < 0) {
+    // Rank the pod's whole set at once (task order is total on a job's pods: its last tie-break
+    // is the pod's name, unique in a namespace).
+    const Pod& pod = cluster_.pods[p];
+    std::vector<PodId> sorted = cluster_.jobs[pod.job].pod_sets[pod.pod_set].pods;
+    std::sort(sorted.begin(), sorted.end(), [&](PodId a, PodId b) { return TaskLess(a, b); });
+    for (size_t i = 0; i < sorted.size(); ++i) task_rank_[sorted[i]] = static_cast<int32_t>(i);
+  }
+  return task_rank_[p];
+}
+
 bool Session::PodSetLess(JobId j, int32_t l, int32_t r) const {
   return PodSetViewLess(JobView{j, false, {}}, l, r);
 }
@@ -803,24 +825,54 @@ void Session::RefreshClasses() {
 void Session::BuildNodeClasses() {
   classes_enabled_ = true;
   class_index_.clear();
-  class_members_.clear();
+  class_members_.Reset(static_cast<int32_t>(nodes_.size()));
+  node_by_rank_.assign(nodes_.size(), kNone);
+  for (NodeId n = 0; n < static_cast<NodeId>(nodes_.size()); ++n) {
+    node_by_rank_[static_cast<size_t>(cluster_.nodes[n].name_rank)] = n;
+  }
   class_pos_.clear();
+  class_keys_.clear();
+  class_next_.clear();
   nonempty_classes_.clear();
   node_class_.assign(nodes_.size(), -1);
+  node_prev_class_.assign(nodes_.size(), -1);
   class_dirty_.assign(nodes_.size(), 0);
   dirty_nodes_.clear();
   for (NodeId n = 0; n < static_cast<NodeId>(nodes_.size()); ++n) Reclassify(n);
 }
 
+bool Session::NodeHasClassKey(NodeId n, int32_t c) const {
+  if (c < 0) return false;
+  const ClassKey& k = *class_keys_[c];
+  const NodeState& st = nodes_[n];
+  return k.shape == cluster_.nodes[n].shape && k.state.idle == st.idle && k.state.used == st.used &&
+         k.state.releasing == st.releasing && k.shared == shared_[n];
+}
+
 void Session::Reclassify(NodeId n) {
   const int32_t old = node_class_[n];
-  const std::pair<int32_t, NodeId> me{cluster_.nodes[n].name_rank, n};
-  // The node's set entry moves from its old class to its new one (no allocation).
-  std::set<std::pair<int32_t, NodeId>>::node_type entry;
+  if (NodeHasClassKey(n, old)) return;  // changed and changed back
+  int32_t c = -1;
+  if (NodeHasClassKey(n, node_prev_class_[n])) {
+    c = node_prev_class_[n];
+  } else if (old >= 0 && NodeHasClassKey(n, class_next_[old])) {
+    c = class_next_[old];
+  } else {
+    const ClassKey key{cluster_.nodes[n].shape, nodes_[n], shared_[n]};
+    // (Looked up first: emplace would build a map node even for a class that exists.)
+    auto it = class_index_.find(key);
+    if (it == class_index_.end()) {
+      it = class_index_.emplace(key, class_members_.Add()).first;
+      class_pos_.push_back(-1);
+      class_keys_.push_back(&it->first);
+      class_next_.push_back(-1);
+    }
+    c = it->second;
+  }
+  const int32_t rank = cluster_.nodes[n].name_rank;
   if (old >= 0) {
-    auto& members = class_members_[old];
-    entry = members.extract(me);
-    if (members.empty()) {
+    class_members_.Erase(old, rank);
+    if (class_members_.Size(old) == 0) {
       // Drop the class from the non-empty list (swap with the last entry).
       const int32_t pos = class_pos_[old];
       const int32_t last = nonempty_classes_.back();
@@ -829,26 +881,14 @@ void Session::Reclassify(NodeId n) {
       nonempty_classes_.pop_back();
       class_pos_[old] = -1;
     }
+    class_next_[old] = c;
   }
-  const ClassKey key{cluster_.nodes[n].shape, nodes_[n], shared_[n]};
-  // (Looked up first: emplace would build a map node even for a class that exists.)
-  auto it = class_index_.find(key);
-  if (it == class_index_.end()) {
-    it = class_index_.emplace(key, static_cast<int32_t>(class_members_.size())).first;
-    class_members_.emplace_back();
-    class_pos_.push_back(-1);
-  }
-  const int32_t c = it->second;
-  auto& members = class_members_[c];
-  if (members.empty()) {
+  if (class_members_.Size(c) == 0) {
     class_pos_[c] = static_cast<int32_t>(nonempty_classes_.size());
     nonempty_classes_.push_back(c);
   }
-  if (entry) {
-    members.insert(std::move(entry));
-  } else {
-    members.insert(me);
-  }
+  class_members_.Insert(c, rank);
+  node_prev_class_[n] = old;
   node_class_[n] = c;
 }
 
@@ -908,6 +948,13 @@ void Session::RankPerNode(PodId p, std::span<const NodeId> candidates, bool reco
   for (const auto& fn : node_pre_order_fns_) fn(*this, p, candidates);
   ranked_.clear();
   const Pod& pod = cluster_.pods[p];
+  // (Functions that score 0 for this pod are left out: adding 0 changes no score.)
+  pod_order_fns_.clear();
+  for (size_t i = 0; i < node_order_fns_.size(); ++i) {
+    if (!node_order_filters_[i] || node_order_filters_[i](pod)) {
+      pod_order_fns_.push_back(&node_order_fns_[i]);
+    }
+  }
   // Whole-GPU pods skip nodes without enough unallocated GPUs before anything else.
   const double need_gpus = pod.IsSharedGpu() ? 0 : pod.request.gpus + pod.dra_gpus;
   for (NodeId n : candidates) {
@@ -915,7 +962,7 @@ void Session::RankPerNode(PodId p, std::span<const NodeId> candidates, bool reco
     ++stats_.nodes_checked;
     if (!FittingNode(p, n, nullptr)) continue;
     double score = 0;
-    for (const auto& fn : node_order_fns_) score += fn(*this, p, n);
+    for (const NodeOrderFn* fn : pod_order_fns_) score += (*fn)(*this, p, n);
     ranked_.emplace_back(score, n);
   }
   if (ranked_.empty() && record) {
@@ -946,13 +993,15 @@ void Session::RankByClass(PodId p, bool record) {
   RefreshClasses();
   // One representative per non-empty class: its smallest-named node.
   class_reps_.clear();
-  for (int32_t c : nonempty_classes_) class_reps_.push_back(class_members_[c].begin()->second);
+  for (int32_t c : nonempty_classes_) {
+    class_reps_.push_back(node_by_rank_[static_cast<size_t>(class_members_.Min(c))]);
+  }
   RankPerNode(p, class_reps_, /*record=*/false);
   if (ranked_.empty() && record) {
     const Pod& pod = cluster_.pods[p];
     TaskFitErrors& errors = jobs_[pod.job].task_fit_errors[p];
     for (NodeId n : class_reps_) {
-      FittingNode(p, n, &errors, static_cast<int>(class_members_[node_class_[n]].size()));
+      FittingNode(p, n, &errors, class_members_.Size(node_class_[n]));
     }
   }
   PickBestRanked();
@@ -1167,10 +1216,13 @@ void Session::TasksToAllocate(JobId j, std::vector<PodId>& out, bool real, bool 
     if (ordered || want < pending.size()) {
       // Only the first `want` in task order are taken (and given in order). The task order is
       // total on a job's pods (its last tie-break is the pod's name, unique in a namespace),
-      // so they are the same as after sorting the whole list.
+      // so they are the same as after sorting the whole list, and the pods' ranks in their set
+      // (TaskRank) order them as TaskLess does.
       const size_t take = std::min(want, pending.size());
+      TaskRank(pending.front());  // ranks the whole set
+      const int32_t* rank = task_rank_.data();
       std::partial_sort(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(take),
-                        pending.end(), [&](PodId a, PodId b) { return TaskLess(a, b); });
+                        pending.end(), [rank](PodId a, PodId b) { return rank[a] < rank[b]; });
     }
     for (size_t i = 0; i < pending.size() && i < want; ++i) out.push_back(pending[i]);
     ++taken;

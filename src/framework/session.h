@@ -26,6 +26,7 @@
 #include "framework/dra.h"
 #include "framework/fit_errors.h"
 #include "framework/gpu_sharing.h"
+#include "framework/rank_set.h"
 #include "model/cluster.h"
 
 namespace gantry {
@@ -137,6 +138,8 @@ struct JobOrderKey {
     return false;
   }
 };
+// Compares two pods of one job. Must depend only on the pods' specs (labels, names): the
+// session ranks each pod set's pods by it once and reuses the ranks (Session::TasksToAllocate).
 using TaskOrderFn = std::function<int(const Session&, PodId, PodId)>;
 using PodSetOrderFn = std::function<int(const Session&, const JobView&, int32_t, int32_t)>;
 // The victims that stand for a queue when ordering victims: the jobs taken from it so far, then
@@ -182,6 +185,8 @@ using JobQueueOrderKeyFn = std::function<QueueOrderKey(const Session&, QueueId, 
 // Called once per pod before its nodes are scored, with the candidate node set.
 using NodePreOrderFn = std::function<void(Session&, PodId, std::span<const NodeId>)>;
 using NodeOrderFn = std::function<double(const Session&, PodId, NodeId)>;
+// Whether a node-order function can score anything but 0 for a pod, by the pod's spec alone.
+using NodeOrderPodFilter = bool (*)(const Pod&);
 // Returns an error message when the pod cannot be scheduled anywhere.
 using PrePredicateFn = std::function<std::optional<std::string>(Session&, PodId)>;
 // Returns a short reason when the pod cannot go on the node.
@@ -495,8 +500,11 @@ class Session {
     return job_queue_key_(*this, q, job);
   }
   void AddNodePreOrderFn(NodePreOrderFn fn) { node_pre_order_fns_.push_back(std::move(fn)); }
-  void AddNodeOrderFn(NodeOrderFn fn) {
-    if (!Disabled("node_order")) node_order_fns_.push_back(std::move(fn));
+  // With `scores_pod`, fn is only called for pods it says yes to (it scores 0 for the others).
+  void AddNodeOrderFn(NodeOrderFn fn, NodeOrderPodFilter scores_pod = nullptr) {
+    if (Disabled("node_order")) return;
+    node_order_fns_.push_back(std::move(fn));
+    node_order_filters_.push_back(scores_pod);
   }
   void AddPrePredicateFn(PrePredicateFn fn) { pre_predicate_fns_.push_back(std::move(fn)); }
   void AddPredicateFn(PredicateFn fn) {
@@ -546,6 +554,9 @@ class Session {
   // Resources of the view's allocated-like pods, as queue quantities (KAI's job Allocated).
   Quantities ViewAllocated(const JobView& v) const;
   bool TaskLess(PodId l, PodId r) const;
+  // The place of pod p among the pods of its pod set in TaskLess order (0 first), ranked once per
+  // pod set and session.
+  int32_t TaskRank(PodId p) const;
   bool PodSetLess(JobId j, int32_t l, int32_t r) const;
   bool PodSetViewLess(const JobView& v, int32_t l, int32_t r) const;
   bool QueueLess(QueueId l, QueueId r, const JobView* l_job, const JobView* r_job,
@@ -741,6 +752,8 @@ class Session {
   JobOrderKey ComputeJobOrderKey(const JobView& v) const;
   std::vector<NodePreOrderFn> node_pre_order_fns_;
   std::vector<NodeOrderFn> node_order_fns_;
+  std::vector<NodeOrderPodFilter> node_order_filters_;  // per node_order_fns_ entry, or null
+  std::vector<const NodeOrderFn*> pod_order_fns_;       // those scoring the pod being ranked
   std::vector<PrePredicateFn> pre_predicate_fns_;
   std::vector<PredicateFn> predicate_fns_;
   std::vector<JobCapacityFn> job_capacity_fns_;
@@ -791,11 +804,19 @@ class Session {
   SessionStats stats_;
   bool classes_enabled_ = false;
   std::unordered_map<ClassKey, int32_t, ClassKeyHash> class_index_;
-  // Members of each class ordered by name rank (the first is the class's representative).
-  std::vector<std::set<std::pair<int32_t, NodeId>>> class_members_;
-  std::vector<int32_t> class_pos_;  // per class: index in nonempty_classes_, or -1
+  // Members of each class by name rank (the smallest is the class's representative).
+  RankSets class_members_;
+  std::vector<NodeId> node_by_rank_;  // node of each name rank
+  std::vector<int32_t> class_pos_;    // per class: index in nonempty_classes_, or -1
   std::vector<int32_t> nonempty_classes_;
   std::vector<int32_t> node_class_;
+  // Moves between classes mostly repeat (a placement undone returns a node to its class; the
+  // same pod placed on nodes of one class sends them to the same class), so before looking a key
+  // up, Reclassify tries the node's previous class and where the last node leaving its class went.
+  std::vector<const ClassKey*> class_keys_;  // per class: its key (owned by class_index_)
+  std::vector<int32_t> class_next_;          // per class: the class its last leaver went to
+  std::vector<int32_t> node_prev_class_;     // per node: its class before its last move
+  bool NodeHasClassKey(NodeId n, int32_t c) const;
   std::vector<char> class_dirty_;
   std::vector<NodeId> dirty_nodes_;
   std::vector<NodeId> class_reps_;
@@ -816,6 +837,7 @@ class Session {
   mutable std::vector<std::pair<uint64_t, Quantities>> job_quantities_cache_;
   mutable int8_t all_pods_whole_rankable_ = -1;  // AllPodsWholeGpuRankableByClass, -1: unknown
   mutable std::vector<PodBrief> pod_briefs_;     // (empty until first asked for)
+  mutable std::vector<int32_t> task_rank_;       // per pod: TaskRank, -1 until its set is ranked
 };
 
 // A hash (FNV-1a) of the session's decisions in order - binds, evictions, pipelined pods, each as

@@ -20,13 +20,14 @@ void Statement::SwapGroups(Op& op, std::vector<int32_t>& groups) {
 void Statement::Allocate(PodId p, NodeId n, std::vector<int32_t> gpu_groups) {
   const auto versions = ssn_.Versions(p);
   const PodState before = ssn_.pod(p);
-  Op op{Kind::kAllocate, p, n, before.status, before.node, before.virtual_status, {}};
+  // (Built in place; `op` is not used once anything else could be added to ops_.)
+  Op& op = ops_.emplace_back(Kind::kAllocate, p, n, before.status, before.node,
+                             before.virtual_status, std::string());
   SwapGroups(op, gpu_groups);
   ssn_.SetPodStatus(p, PodStatus::kAllocated);
   ssn_.SetPodNode(p, n);
   ssn_.AddPodToNode(p, n);
   ssn_.FireAllocate(p);
-  ops_.push_back(std::move(op));
   ssn_.SetVirtual(p, true);
   MarkVersions(versions);
 }
@@ -64,14 +65,14 @@ void Statement::Pipeline(PodId p, NodeId n, bool update_if_on_node,
   const bool keep_old = was_on_node && before.status == PodStatus::kReleasing;
   if (was_on_node && !keep_old) ssn_.RemovePodFromNode(p, before.node);
   // (The message is written on commit: it depends only on the pod and the node.)
-  Op op{Kind::kPipeline, p, n, before.status, before.node, before.virtual_status, {}};
+  Op& op = ops_.emplace_back(Kind::kPipeline, p, n, before.status, before.node,
+                             before.virtual_status, std::string());
   op.kept_old_footprint = keep_old;
   SwapGroups(op, gpu_groups);
   ssn_.SetPodStatus(p, PodStatus::kPipelined);
   ssn_.SetPodNode(p, n);
   ssn_.AddPodToNode(p, n);
   ssn_.FireAllocate(p);
-  ops_.push_back(std::move(op));
   ssn_.SetVirtual(p, true);
   MarkVersions(versions);
 }
@@ -88,8 +89,8 @@ void Statement::ApplyEvict(PodId p, std::string message) {
   ssn_.SetPodStatus(p, PodStatus::kReleasing);
   ssn_.AddPodToNode(p, n);
   ssn_.FireDeallocate(p);
-  ops_.push_back(
-      {Kind::kEvict, p, n, before.status, before.node, before.virtual_status, std::move(message)});
+  ops_.emplace_back(Kind::kEvict, p, n, before.status, before.node, before.virtual_status,
+                    std::move(message));
   ssn_.SetVirtual(p, true);
   MarkVersions(versions);
 }

@@ -24,18 +24,20 @@ class GpuSharingOrderPlugin : public Plugin {
   bool NodeChecksDependOnlyOnShapeAndState() const override { return true; }
   std::string_view name() const override { return "gpusharingorder"; }
   void OnSessionOpen(Session& ssn) override {
-    ssn.AddNodeOrderFn([](const Session& s, PodId p, NodeId n) {
-      if (!s.cluster().pods[p].IsSharedGpu()) {
-        // KAI scores every pod; only shared-GPU pods can fit a shared device.
-        return 0.0;
-      }
-      const int64_t memory = s.PodGpuMemoryOn(p, n);
-      const auto device_memory = static_cast<int64_t>(s.cluster().nodes[n].gpu_memory_mib);
-      for (const SharedGpu& d : s.shared_gpus(n).devices()) {
-        if (NodeSharedGpus::FitsOnGroup(d, memory, device_memory)) return scores::kGpuSharing;
-      }
-      return 0.0;
-    });
+    ssn.AddNodeOrderFn(
+        [](const Session& s, PodId p, NodeId n) {
+          if (!s.cluster().pods[p].IsSharedGpu()) {
+            // KAI scores every pod; only shared-GPU pods can fit a shared device.
+            return 0.0;
+          }
+          const int64_t memory = s.PodGpuMemoryOn(p, n);
+          const auto device_memory = static_cast<int64_t>(s.cluster().nodes[n].gpu_memory_mib);
+          for (const SharedGpu& d : s.shared_gpus(n).devices()) {
+            if (NodeSharedGpus::FitsOnGroup(d, memory, device_memory)) return scores::kGpuSharing;
+          }
+          return 0.0;
+        },
+        [](const Pod& pod) { return pod.IsSharedGpu(); });
   }
 };
 

@@ -26,11 +26,13 @@ class ResourceTypePlugin : public Plugin {
   bool NodeChecksDependOnlyOnShapeAndState() const override { return true; }
   std::string_view name() const override { return "resourcetype"; }
   void OnSessionOpen(Session& ssn) override {
-    ssn.AddNodeOrderFn([](const Session& s, PodId p, NodeId n) {
-      return s.cluster().pods[p].IsCpuOnly() && IsCpuOnlyNode(s.cluster().nodes[n])
-                 ? scores::kResourceType
-                 : 0.0;
-    });
+    ssn.AddNodeOrderFn(
+        [](const Session& s, PodId p, NodeId n) {
+          return s.cluster().pods[p].IsCpuOnly() && IsCpuOnlyNode(s.cluster().nodes[n])
+                     ? scores::kResourceType
+                     : 0.0;
+        },
+        [](const Pod& pod) { return pod.IsCpuOnly(); });
   }
 };
 
@@ -39,9 +41,11 @@ class NominatedNodePlugin : public Plugin {
   bool NodeChecksDependOnlyOnShapeAndState() const override { return true; }
   std::string_view name() const override { return "nominatednode"; }
   void OnSessionOpen(Session& ssn) override {
-    ssn.AddNodeOrderFn([](const Session& s, PodId p, NodeId n) {
-      return s.cluster().pods[p].nominated_node == n ? scores::kNominatedNode : 0.0;
-    });
+    ssn.AddNodeOrderFn(
+        [](const Session& s, PodId p, NodeId n) {
+          return s.cluster().pods[p].nominated_node == n ? scores::kNominatedNode : 0.0;
+        },
+        [](const Pod& pod) { return pod.nominated_node != kNone; });
   }
 };
 

@@ -110,6 +110,31 @@ TEST(SharedGpuAccounting, FractionsFillASharedDeviceBeforeOpeningAnother) {
       << "the bind decision carries the shared-GPU group";
 }
 
+// gpusharingorder: of two nodes equal for every other score (one whole GPU taken on each), a
+// fraction goes to the one with a shared device it fits on, even though the other comes first by
+// name; without the plugin the name decides.
+TEST(SharedGpuAccounting, FractionsPreferANodeWithASharedDevice) {
+  Scenario sc = Load(TwoGpuNode(
+      R"(
+- {name: a, queue: q, min_available: 1, tasks: [{name: a-0, state: running, node: node1, gpu_fraction: 0.5, gpu_groups: [g1]}]}
+- {name: w, queue: q, min_available: 1, tasks: [{name: w-0, state: running, node: node0, gpus: 1}]}
+- {name: b, queue: q, min_available: 1, tasks: [{name: b-0, state: pending, gpu_fraction: 0.5}]}
+)",
+      R"(- {name: node1, gpus: 2, cpu_millis: 16000, memory_bytes: 64000000000, gpu_memory_mib: 100}
+)"));
+  const PodId b = Pod(sc.cluster, "b-0");
+  {
+    auto cycle = testutil::RunCycle(sc.cluster, sc.config);
+    ASSERT_EQ(PodStatus::kBinding, cycle->pod(b).status);
+    EXPECT_EQ("node1", testutil::NodeName(*cycle, b));
+  }
+  {
+    auto cycle = testutil::RunCycle(sc.cluster, testutil::Without(sc.config, "gpusharingorder"));
+    ASSERT_EQ(PodStatus::kBinding, cycle->pod(b).status);
+    EXPECT_EQ("node0", testutil::NodeName(*cycle, b));
+  }
+}
+
 // A gang that must wait for a releasing device: its pods that first fitted on the free device
 // are turned into pipelined ones too. Both devices are then spoken for (one by the pods that
 // were allocated first, one by the pod waiting for the release), so the node has no idle GPU

@@ -3,6 +3,8 @@
 // again without the plugin to show the outcome changes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -672,6 +674,40 @@ TEST_F(TaskOrderTest, RayHeadGoesFirst) {
   c_.pods[p1_].labels.Set("ray.io/node-type", "head");
   EXPECT_EQ(Winner(SchedulerConfig::Default()), "j-1");
   EXPECT_EQ(Winner(Without(SchedulerConfig::Default(), "ray")), "j-0");
+}
+
+// TasksToAllocate orders pods by their ranks in the pod set (TaskRank), ranked once per set: the
+// order must be TaskLess's, whatever labels mix priorities, roles and names, and however many
+// pods are taken.
+TEST(TaskRankTest, RanksFollowTaskOrder) {
+  Cluster c;
+  AddQueue(c, "q");
+  AddNode(c, "n", 8);
+  const JobId j = AddJob(c, "j", {.queue = "q", .pods = 23, .pod = kGpuPod, .min_available = 5});
+  const JobId k = AddJob(c, "k", {.queue = "q", .pods = 23, .pod = kGpuPod, .min_available = 23});
+  std::mt19937 rng(7);
+  for (JobId job : {j, k}) {
+    for (PodId p : c.jobs[job].pods) {
+      if (rng() % 2) c.pods[p].labels.Set("kai.scheduler/task-priority", std::to_string(rng() % 4));
+      if (rng() % 5 == 0) c.pods[p].labels.Set("training.kubeflow.org/job-role", "master");
+      if (rng() % 7 == 0) c.pods[p].labels.Set("ray.io/node-type", "head");
+    }
+  }
+  c.Finalize();
+  auto scheduler = testutil::MakeScheduler();
+  auto ssn = scheduler->OpenSession(c, testutil::kNowMs);
+  for (JobId job : {j, k}) {
+    std::vector<PodId> sorted = c.jobs[job].pods;
+    std::sort(sorted.begin(), sorted.end(), [&](PodId a, PodId b) { return ssn->TaskLess(a, b); });
+    for (size_t i = 0; i < sorted.size(); ++i) {
+      EXPECT_EQ(ssn->TaskRank(sorted[i]), static_cast<int32_t>(i)) << c.pods[sorted[i]].name;
+    }
+    std::vector<PodId> out;
+    ssn->TasksToAllocate(job, out, /*real=*/true, /*ordered=*/true);
+    const size_t want = job == j ? 5 : 23;
+    ASSERT_EQ(out.size(), want);
+    EXPECT_TRUE(std::equal(out.begin(), out.end(), sorted.begin()));
+  }
 }
 
 // --- subgrouporder ------------------------------------------------------------------------------
