@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds Gantry and runs every test: unit, conformance (the shared corpus next to the project,
-# when present) and e2e, then the unit tests again under AddressSanitizer + UBSan.
+# when present) and e2e, then the unit tests again under AddressSanitizer + UBSan, and a
+# profile-guided release build (scripts/build-pgo.sh) checked to decide as the plain one.
 # The perf label (benchmarks) is excluded; run it with `ctest --test-dir build -L perf -V`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,3 +38,17 @@ if [ -d "$corpus/lists" ]; then
 fi
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan -L unit --output-on-failure -j "$jobs"
+
+echo "== profile-guided release build (scripts/build-pgo.sh): the same decisions as the plain one"
+bash scripts/build-pgo.sh build-pgo
+for args in "--nodes 1000" "--nodes 2000 --seed 3" "--nodes 500 --variant sharing"; do
+  # shellcheck disable=SC2086
+  plain=$(./build/gantry-bench $args --runs 1 --only cycle | grep -o 'decisions digest [0-9a-f]*')
+  # shellcheck disable=SC2086
+  pgo=$(./build-pgo/gantry-bench $args --runs 1 --only cycle | grep -o 'decisions digest [0-9a-f]*')
+  echo "   $args: $plain / $pgo"
+  if [ -z "$plain" ] || [ "$plain" != "$pgo" ]; then
+    echo "the profile-guided build decided differently ($args)" >&2
+    exit 1
+  fi
+done
