@@ -152,6 +152,31 @@ RandomTree MakeRandomTree(uint32_t seed, bool uniform = false) {
 // One pop: the job and the pods of the view.
 using Pops = std::vector<std::pair<JobId, std::vector<PodId>>>;
 
+// The options of the tests' queues: every job queued; victim mode or job order.
+JobsOrderOptions AllJobs(bool victim_queue) {
+  JobsOrderOptions o;
+  o.filter_non_pending = false;
+  o.filter_unready = false;
+  o.victim_queue = victim_queue;
+  return o;
+}
+
+// Pops the next entry into `out` and pushes the rest of a job of more than one pod back as a
+// partial view, as the victim search does; returns the view.
+JobView PopAndPushRest(JobsByQueue& queue, const RandomTree& t, Pops& out) {
+  JobView v = queue.PopNextView();
+  const std::vector<PodId> pods = v.partial ? v.pods : t.c.jobs[v.job].pods;
+  out.emplace_back(v.job, pods);
+  if (pods.size() > 1) queue.PushView(JobView{v.job, true, {pods.begin() + 1, pods.end()}});
+  return v;
+}
+
+// A random pod of a random bystander (the job drawn first, then the pod).
+PodId RandomBystanderPod(const RandomTree& t, std::mt19937& rng) {
+  const JobId b = t.bystanders[rng() % t.bystanders.size()];
+  return t.c.jobs[b].pods[rng() % t.c.jobs[b].pods.size()];
+}
+
 // Pops the whole victims queue of `jobs` (pushed one by one, so both runs build the same heaps),
 // pushing the rest of every job of more than one pod back as a partial view, as the victim
 // search does; with `evict`, every few pops a bystander's pod is evicted (kept) or evicted and
@@ -159,22 +184,14 @@ using Pops = std::vector<std::pair<JobId, std::vector<PodId>>>;
 // pops.
 Pops PopAll(const RandomTree& t, Session& ssn, uint32_t seed, bool evict) {
   std::mt19937 rng(seed);
-  JobsOrderOptions o;
-  o.filter_non_pending = false;
-  o.filter_unready = false;
-  o.victim_queue = true;
-  JobsByQueue queue(ssn, o);
+  JobsByQueue queue(ssn, AllJobs(/*victim_queue=*/true));
   for (JobId j : t.victims) queue.Push(j);
   Statement kept(ssn);
   Pops out;
   while (!queue.empty()) {
-    JobView v = queue.PopNextView();
-    std::vector<PodId> pods = v.partial ? v.pods : t.c.jobs[v.job].pods;
-    out.emplace_back(v.job, pods);
-    if (pods.size() > 1) queue.PushView(JobView{v.job, true, {pods.begin() + 1, pods.end()}});
+    PopAndPushRest(queue, t, out);
     if (evict && !t.bystanders.empty() && rng() % 3 == 0) {
-      const JobId b = t.bystanders[rng() % t.bystanders.size()];
-      const PodId p = t.c.jobs[b].pods[rng() % t.c.jobs[b].pods.size()];
+      const PodId p = RandomBystanderPod(t, rng);
       if (!IsActiveAllocated(ssn.pod(p).status)) continue;
       if (rng() % 2 == 0) {
         kept.Evict(p, "test");
@@ -182,14 +199,7 @@ Pops PopAll(const RandomTree& t, Session& ssn, uint32_t seed, bool evict) {
         Statement discarded(ssn);
         discarded.Evict(p, "test");
         // Popped while the eviction holds, then popped again after it is undone.
-        if (!queue.empty()) {
-          v = queue.PopNextView();
-          pods = v.partial ? v.pods : t.c.jobs[v.job].pods;
-          out.emplace_back(v.job, pods);
-          if (pods.size() > 1) {
-            queue.PushView(JobView{v.job, true, {pods.begin() + 1, pods.end()}});
-          }
-        }
+        if (!queue.empty()) PopAndPushRest(queue, t, out);
         discarded.Discard();
       }
     }
@@ -203,21 +213,14 @@ Pops PopAll(const RandomTree& t, Session& ssn, uint32_t seed, bool evict) {
 // preemptor), bystanders' pods evicted between pops with `evict`.
 Pops PopAllJobOrder(const RandomTree& t, Session& ssn, uint32_t seed, bool evict) {
   std::mt19937 rng(seed);
-  JobsOrderOptions o;
-  o.filter_non_pending = false;
-  o.filter_unready = false;
-  JobsByQueue queue(ssn, o);
+  JobsByQueue queue(ssn, AllJobs(/*victim_queue=*/false));
   for (JobId j = 0; j < static_cast<JobId>(t.c.jobs.size()); ++j) queue.Push(j);
   Statement kept(ssn);
   Pops out;
   while (!queue.empty()) {
-    const JobView v = queue.PopNextView();
-    const std::vector<PodId> pods = v.partial ? v.pods : t.c.jobs[v.job].pods;
-    out.emplace_back(v.job, pods);
-    if (pods.size() > 1) queue.PushView(JobView{v.job, true, {pods.begin() + 1, pods.end()}});
+    PopAndPushRest(queue, t, out);
     if (evict && !t.bystanders.empty() && rng() % 3 == 0) {
-      const JobId b = t.bystanders[rng() % t.bystanders.size()];
-      const PodId p = t.c.jobs[b].pods[rng() % t.c.jobs[b].pods.size()];
+      const PodId p = RandomBystanderPod(t, rng);
       if (IsActiveAllocated(ssn.pod(p).status)) kept.Evict(p, "test");
     }
   }
@@ -430,10 +433,7 @@ TEST(VictimQueueKeyTest, LeafHeapCacheGivesThePopsOfAFreshBuild) {
         if (ssn->NumActiveAllocated(j) > 0) out.push_back(j);
       }
     };
-    JobsOrderOptions o;
-    o.filter_non_pending = false;
-    o.filter_unready = false;
-    o.victim_queue = true;
+    const JobsOrderOptions o = AllJobs(/*victim_queue=*/true);
     auto pop_all = [](JobsByQueue& queue) {
       std::vector<JobId> out;
       while (!queue.empty()) out.push_back(queue.PopNextView().job);
@@ -503,10 +503,7 @@ TEST(VictimQueueKeyTest, LeafHeapCacheUnusedWithoutShortcuts) {
       if (t.c.jobs[j].queue == q) out.push_back(j);
     }
   };
-  JobsOrderOptions o;
-  o.filter_non_pending = false;
-  o.filter_unready = false;
-  o.victim_queue = true;
+  const JobsOrderOptions o = AllJobs(/*victim_queue=*/true);
   std::vector<JobId> all = t.victims;
   std::sort(all.begin(), all.end());
   LeafHeapCache cache;
@@ -623,11 +620,7 @@ TEST(VictimQueueKeyTest, JobKeysOnlyReplaceComparisonsTheyDecide) {
 // choices do not depend on the pops.
 Pops PopWithPushesAnywhere(const RandomTree& t, Session& ssn, uint32_t seed, bool victims) {
   std::mt19937 rng(seed);
-  JobsOrderOptions o;
-  o.filter_non_pending = false;
-  o.filter_unready = false;
-  o.victim_queue = victims;
-  JobsByQueue queue(ssn, o);
+  JobsByQueue queue(ssn, AllJobs(victims));
   std::vector<JobId> jobs = t.victims;
   if (!victims) {
     jobs.resize(t.c.jobs.size());
@@ -640,14 +633,10 @@ Pops PopWithPushesAnywhere(const RandomTree& t, Session& ssn, uint32_t seed, boo
   Statement kept(ssn);
   Pops out;
   while (!queue.empty()) {
-    const JobView v = queue.PopNextView();
-    const std::vector<PodId> pods = v.partial ? v.pods : t.c.jobs[v.job].pods;
-    out.emplace_back(v.job, pods);
-    if (pods.size() > 1) queue.PushView(JobView{v.job, true, {pods.begin() + 1, pods.end()}});
+    PopAndPushRest(queue, t, out);
     for (uint32_t k = rng() % 4; k > 0 && next < jobs.size(); --k) queue.Push(jobs[next++]);
     if (!t.bystanders.empty() && rng() % 4 == 0) {
-      const JobId b = t.bystanders[rng() % t.bystanders.size()];
-      const PodId p = t.c.jobs[b].pods[rng() % t.c.jobs[b].pods.size()];
+      const PodId p = RandomBystanderPod(t, rng);
       if (IsActiveAllocated(ssn.pod(p).status)) kept.Evict(p, "test");
     }
   }
@@ -681,9 +670,7 @@ TEST(VictimQueueKeyTest, PushesIntoSeveralQueuesBetweenPopsKeepThePops) {
 // jobs pushed, pops as a fresh queue of the same entries asking the full queue order.
 Pops PopCopiesOfAFrozenBase(const RandomTree& t, Session& ssn, uint32_t seed) {
   std::mt19937 rng(seed);
-  JobsOrderOptions o;
-  o.filter_non_pending = false;
-  o.filter_unready = false;
+  const JobsOrderOptions o = AllJobs(/*victim_queue=*/false);
   std::vector<JobId> jobs(t.c.jobs.size());
   std::iota(jobs.begin(), jobs.end(), 0);
   std::shuffle(jobs.begin(), jobs.end(), rng);
@@ -695,8 +682,7 @@ Pops PopCopiesOfAFrozenBase(const RandomTree& t, Session& ssn, uint32_t seed) {
   for (int round = 0; round < 4; ++round) {
     Statement stmt(ssn);
     for (uint32_t k = rng() % 3; k > 0 && !t.bystanders.empty(); --k) {
-      const JobId b = t.bystanders[rng() % t.bystanders.size()];
-      const PodId p = t.c.jobs[b].pods[rng() % t.c.jobs[b].pods.size()];
+      const PodId p = RandomBystanderPod(t, rng);
       if (IsActiveAllocated(ssn.pod(p).status)) stmt.Evict(p, "test");
     }
     JobsByQueue copy(base);
