@@ -121,16 +121,22 @@ void Session::Close() {
 
 // --- State ----------------------------------------------------------------------------------
 
-void Session::CountPod(PodId p, int sign) {
-  const Pod& pod = cluster_.pods[p];
-  if (pod.job == kNone) return;
-  auto& c = pod_set_counters_[cluster_.jobs[pod.job].pod_set_base + pod.pod_set];
-  const PodStatus s = pods_[p].status;
+namespace {
+// Adds `sign` to the counters a pod of status s counts in.
+void CountStatus(PodSetCounters& c, PodStatus s, int sign) {
   if (IsActiveAllocated(s)) c.active_allocated += sign;
   if (IsActiveUsed(s)) c.active_used += sign;
   if (IsAlive(s)) c.alive += sign;
   if (s == PodStatus::kGated) c.gated += sign;
   if (s == PodStatus::kPending) c.pending += sign;
+}
+}  // namespace
+
+void Session::CountPod(PodId p, int sign) {
+  const Pod& pod = cluster_.pods[p];
+  if (pod.job == kNone) return;
+  CountStatus(pod_set_counters_[cluster_.jobs[pod.job].pod_set_base + pod.pod_set], pods_[p].status,
+              sign);
 }
 
 Session::VersionMark Session::Versions(PodId p) const {
@@ -168,13 +174,10 @@ void Session::SetPodStatus(PodId p, PodStatus s) {
   BumpVersions(p);
   pods_[p].status = s;
   if (pod.job == kNone) return;
-  // The pod-set counters move from the old status to the new one (as CountPod -1, then +1).
+  // The pod-set counters move from the old status to the new one.
   auto& c = pod_set_counters_[cluster_.jobs[pod.job].pod_set_base + pod.pod_set];
-  c.active_allocated += static_cast<int>(IsActiveAllocated(s)) - IsActiveAllocated(old);
-  c.active_used += static_cast<int>(IsActiveUsed(s)) - IsActiveUsed(old);
-  c.alive += static_cast<int>(IsAlive(s)) - IsAlive(old);
-  c.gated += static_cast<int>(s == PodStatus::kGated) - (old == PodStatus::kGated);
-  c.pending += static_cast<int>(s == PodStatus::kPending) - (old == PodStatus::kPending);
+  CountStatus(c, old, -1);
+  CountStatus(c, s, +1);
 }
 
 void Session::AddPodToNode(PodId p, NodeId n) {
@@ -843,10 +846,7 @@ void Session::BuildNodeClasses() {
 
 bool Session::NodeHasClassKey(NodeId n, int32_t c) const {
   if (c < 0) return false;
-  const ClassKey& k = *class_keys_[c];
-  const NodeState& st = nodes_[n];
-  return k.shape == cluster_.nodes[n].shape && k.state.idle == st.idle && k.state.used == st.used &&
-         k.state.releasing == st.releasing && k.shared == shared_[n];
+  return class_keys_[c]->Matches(cluster_.nodes[n].shape, nodes_[n], shared_[n]);
 }
 
 void Session::Reclassify(NodeId n) {

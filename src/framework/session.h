@@ -782,10 +782,11 @@ class Session {
     int32_t shape;
     NodeState state;
     NodeSharedGpus shared;  // device state (empty on nodes without shared GPUs)
-    bool operator==(const ClassKey& o) const {
-      return shape == o.shape && state.idle == o.state.idle && state.used == o.state.used &&
-             state.releasing == o.state.releasing && shared == o.shared;
+    bool Matches(int32_t o_shape, const NodeState& o_state, const NodeSharedGpus& o_shared) const {
+      return shape == o_shape && state.idle == o_state.idle && state.used == o_state.used &&
+             state.releasing == o_state.releasing && shared == o_shared;
     }
+    bool operator==(const ClassKey& o) const { return Matches(o.shape, o.state, o.shared); }
   };
   struct ClassKeyHash {
     size_t operator()(const ClassKey& k) const;
