@@ -1073,6 +1073,11 @@ class Solver {
   // per thread with the session and the job's version they were listed at (a pod changes node
   // only with a change of its status, which bumps its job's version).
   std::span<const NodeId> NodesOfJob(JobId j) {
+    // (A job of one pod: that pod's node, without the kept lists.)
+    if (const PodId p = ssn_.single_pod(j); p != kNone) {
+      single_job_node_ = ssn_.pod(p).node;
+      return std::span<const NodeId>(&single_job_node_, 1);
+    }
     struct Kept {
       uint64_t session = 0;
       std::vector<uint64_t> version;                     // per job; 0: not listed
@@ -2039,6 +2044,7 @@ class Solver {
   std::vector<PodId> base_seq_;
   PopStep step_;
   JobView own_next_;
+  NodeId single_job_node_ = kNone;  // NodesOfJob's answer for a job of one pod
   std::vector<PodId> own_victims_;
   // Scenario generation: the victim groups popped so far for the current prefix (every
   // scenario adds the next one), all their tasks in order, and the per-solve node capacities
