@@ -713,6 +713,58 @@ TEST(VictimQueueKeyTest, CopiesOfAFrozenJobOrderPopAsFreshQueues) {
   }
 }
 
+// A queue made again and again from a frozen base with JobsByQueue::AssignFrom (as the victim
+// search's simulations reuse their job order) pops as a fresh copy of the base: rounds that push
+// more partial views than a chunk of entries holds alternate with rounds that add whole jobs at
+// once, which must not find the earlier rounds' entries in the storage kept.
+TEST(VictimQueueKeyTest, QueueAssignedFromAFrozenBasePopsAsAFreshCopy) {
+  int rounds = 0;
+  for (uint32_t seed = 1; seed <= 12; ++seed) {
+    const RandomTree t = MakeRandomTree(seed, /*uniform=*/seed % 3 == 0);
+    auto scheduler = MakeScheduler(true);
+    auto ssn = scheduler->OpenSession(t.c, testutil::kNowMs);
+    std::mt19937 rng(seed);
+    std::vector<JobId> jobs(t.c.jobs.size());
+    std::iota(jobs.begin(), jobs.end(), 0);
+    std::shuffle(jobs.begin(), jobs.end(), rng);
+    const size_t half = jobs.size() / 2;
+    JobsByQueue base(*ssn, AllJobs(/*victim_queue=*/false));
+    for (size_t i = 0; i < half; ++i) base.Push(jobs[i]);
+    base.Freeze();
+    JobsByQueue reused(base);
+    for (int round = 0; round < 6; ++round) {
+      JobsByQueue fresh(base);
+      reused.AssignFrom(base);
+      if (round % 2 == 0) {
+        for (int k = 0; k < 150; ++k) {
+          const JobId j = jobs[rng() % jobs.size()];
+          const auto& pods = t.c.jobs[j].pods;
+          const JobView v{j, true, {pods.begin(), pods.begin() + (pods.empty() ? 0 : 1)}};
+          fresh.PushView(v);
+          reused.PushView(v);
+        }
+      } else {
+        std::vector<JobId> more;
+        for (size_t i = half; i < jobs.size(); ++i) {
+          if (rng() % 2 == 0) more.push_back(jobs[i]);
+        }
+        fresh.PushMany(more);
+        reused.PushMany(more);
+      }
+      ASSERT_EQ(fresh.size(), reused.size());
+      for (size_t n = round % 3 == 0 ? fresh.size() : 5; n > 0 && !fresh.empty(); --n) {
+        const JobView a = fresh.PopNextView();
+        const JobView b = reused.PopNextView();
+        ASSERT_EQ(a.job, b.job) << "seed " << seed << " round " << round;
+        EXPECT_EQ(a.partial, b.partial) << "seed " << seed << " round " << round;
+        EXPECT_EQ(a.pods, b.pods) << "seed " << seed << " round " << round;
+      }
+      ++rounds;
+    }
+  }
+  EXPECT_EQ(rounds, 72);
+}
+
 // Proportion's keys hold rule (5)'s and (6)'s dominant shares (fields 4 and 5) computed from the
 // queue's fixed denominators: bit for bit QueueShare::DominantShare of the queue's share (without
 // the victims' allocations, subtracted in list order, for rule 5), on random trees whose queues
