@@ -1831,6 +1831,9 @@ class Solver {
       if (!feasible_[n]) continue;
       const double f = free[n];
       if (!ExactlySummable(f)) return false;
+      // (Unchanged since counted, e.g. a node logged again after an earlier entry brought it up
+      // to date: every count would move by exactly 0.)
+      if (f == blocks_free_[n]) continue;
       for (auto& [size, value] : blocks_cache_) {
         value += NodeBlocks(f, size) - NodeBlocks(blocks_free_[n], size);
       }
