@@ -2,7 +2,9 @@
 // agrees with its queue order, and a victims queue comparing sibling queues by their kept keys
 // pops exactly the entries, in the same order, as one asking the full queue order every time.
 // Victims queues built from leaf queues kept in a LeafHeapCache pop as freshly built ones. The
-// same for job-order queue keys (Session::JobQueueOrderKeyed) in job-order queues.
+// same for job-order queue keys (Session::JobQueueOrderKeyed) in job-order queues. A job-order
+// queue reassigned from a frozen base pops as a fresh copy, and proportion's reclaim validator
+// answers in a later session of one scheduler as in a fresh one, on the same random trees.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -763,6 +765,70 @@ TEST(VictimQueueKeyTest, QueueAssignedFromAFrozenBasePopsAsAFreshCopy) {
     }
   }
   EXPECT_EQ(rounds, 72);
+}
+
+// Reclaim scenarios on a random tree: a pending job reclaiming from a few victim jobs, each
+// giving up the first pods of its list (some beyond their pod set's minimum).
+std::vector<ScenarioInfo> RandomReclaimScenarios(const RandomTree& t, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<JobId> pending;
+  for (JobId j = 0; j < static_cast<JobId>(t.c.jobs.size()); ++j) {
+    if (t.c.pods[t.c.jobs[j].pods.front()].node == kNone) pending.push_back(j);
+  }
+  std::vector<ScenarioInfo> out;
+  for (int k = 0; k < 20 && !pending.empty(); ++k) {
+    ScenarioInfo info;
+    info.preemptor = pending[rng() % pending.size()];
+    info.preemptor_tasks = t.c.jobs[info.preemptor].pods;
+    std::vector<JobId> victims = t.victims;
+    std::shuffle(victims.begin(), victims.end(), rng);
+    victims.resize(std::min<size_t>(victims.size(), 1 + rng() % 6));
+    for (JobId v : victims) {
+      const auto& pods = t.c.jobs[v].pods;
+      info.victims.emplace_back(v, std::vector<PodId>(pods.begin(),
+                                                      pods.begin() + 1 + rng() % pods.size()));
+    }
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+// The reclaim validators' answer with the scenario's victims evicted (they count only then).
+bool ValidWithVictimsEvicted(Session& ssn, const ScenarioInfo& info) {
+  Statement stmt(ssn);
+  for (const auto& [job, pods] : info.victims) {
+    for (PodId p : pods) stmt.Evict(p, "test");
+  }
+  const bool valid = ssn.ReclaimScenarioValid(info);
+  stmt.Discard();
+  return valid;
+}
+
+// Proportion's reclaim validator keeps facts of the cluster's pods and jobs per session
+// (VictimFacts): a scheduler whose earlier session had another cluster answers as a fresh one.
+TEST(VictimQueueKeyTest, ReclaimValidatorOfALaterSessionAnswersAsAFreshOne) {
+  int accepted = 0, rejected = 0;
+  for (uint32_t seed = 1; seed <= 12; ++seed) {
+    const RandomTree earlier_tree = MakeRandomTree(seed + 100);
+    const RandomTree t = MakeRandomTree(seed, /*uniform=*/seed % 3 == 0);
+    auto reused_scheduler = MakeScheduler(true);
+    {
+      auto earlier = reused_scheduler->OpenSession(earlier_tree.c, testutil::kNowMs);
+      for (const ScenarioInfo& info : RandomReclaimScenarios(earlier_tree, seed)) {
+        ValidWithVictimsEvicted(*earlier, info);
+      }
+    }
+    auto reused = reused_scheduler->OpenSession(t.c, testutil::kNowMs);
+    auto fresh_scheduler = MakeScheduler(true);
+    auto fresh = fresh_scheduler->OpenSession(t.c, testutil::kNowMs);
+    for (const ScenarioInfo& info : RandomReclaimScenarios(t, seed)) {
+      const bool valid = ValidWithVictimsEvicted(*fresh, info);
+      EXPECT_EQ(ValidWithVictimsEvicted(*reused, info), valid) << "seed " << seed;
+      ++(valid ? accepted : rejected);
+    }
+  }
+  EXPECT_GT(accepted, 0);
+  EXPECT_GT(rejected, 0);
 }
 
 // Proportion's keys hold rule (5)'s and (6)'s dominant shares (fields 4 and 5) computed from the
