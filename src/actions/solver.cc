@@ -1876,6 +1876,9 @@ class Solver {
       if (!feasible_[n]) continue;
       const double f = free[n];
       if (!ExactlySummable(f)) return false;
+      // (Unchanged since counted, e.g. a node logged again after an earlier entry brought it up
+      // to date: every count would move by exactly 0.)
+      if (f == blocks_free_[n]) continue;
       for (auto& [size, value] : blocks_cache_) {
         value += NodeBlocks(f, size) - NodeBlocks(blocks_free_[n], size);
       }
@@ -1948,7 +1951,19 @@ class Solver {
       order_base_->PushMany(base_jobs);
       order_base_->Freeze();  // copies share its entries
     }
-    JobsByQueue order = from_base ? JobsByQueue(*order_base_) : JobsByQueue(ssn_, options);
+    // (From the base, the order of the previous simulation is overwritten: its lists' storage is
+    // reused.)
+    std::optional<JobsByQueue> fresh;
+    if (from_base) {
+      if (order_) {
+        order_->AssignFrom(*order_base_);
+      } else {
+        order_ = std::make_unique<JobsByQueue>(*order_base_);
+      }
+    } else {
+      fresh.emplace(ssn_, options);
+    }
+    JobsByQueue& order = from_base ? *order_ : *fresh;
     std::vector<JobId>& to_order = to_order_scratch_;
     to_order.resize(pending_jobs_.size() + victim_jobs.size());
     size_t num_to_order = 0;
@@ -2203,6 +2218,7 @@ class Solver {
   bool pending_jobs_known_ = false;
   // The simulations' job order holding the pending jobs (see AllocatePreemptorAndVictims).
   std::unique_ptr<JobsByQueue> order_base_;
+  std::unique_ptr<JobsByQueue> order_;  // the last simulation's order (a copy of order_base_)
 };
 
 }  // namespace
