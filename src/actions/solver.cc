@@ -937,8 +937,6 @@ class Solver {
   };
   struct RecordedRules {
     uint64_t prefix = 0;
-    // The rule that last proved a scenario (see ProvenByRecordedRules).
-    mutable size_t last_holding = 0;
     std::vector<RecordedRule> rules;
     std::vector<JobId> shapes;
   };
@@ -947,7 +945,7 @@ class Solver {
     if (rr.prefix == prefix_serial_) return rr;
     rr.prefix = prefix_serial_;
     rr.rules.clear();
-    rr.last_holding = 0;
+    last_holding_rule_ = 0;
     rr.shapes.clear();
     const auto& c = ssn_.cluster();
     if (recorded_job_mark_.size() != c.jobs.size()) recorded_job_mark_.assign(c.jobs.size(), 0);
@@ -1098,7 +1096,7 @@ class Solver {
     };
     // Any rule that holds proves the scenario: the one that proved the previous scenario of the
     // prefix is tried first (consecutive scenarios differ in a few victims).
-    size_t& first = rr.last_holding;
+    size_t& first = last_holding_rule_;
     if (first < rr.rules.size() && holds(first)) return true;
     for (size_t r = 0; r < rr.rules.size(); ++r) {
       if (r != first && holds(r)) {
@@ -2155,6 +2153,8 @@ class Solver {
   std::vector<uint64_t>
       recorded_job_mark_;  // jobs with victims in recorded_rules_ (prefix_serial_)
   std::vector<int8_t> shape_fits_;  // per shape: 1 fits, 0 does not, -1 not decided yet
+  // The recorded rule that last proved a scenario of the prefix (see ProvenByRecordedRules).
+  size_t last_holding_rule_ = 0;
   std::vector<uint64_t> union_job_stamp_;  // UnionFailsPrecheck's jobs taken (union_stamp_)
   uint64_t union_stamp_ = 0;
   bool recorded_whole_ = false;
