@@ -845,9 +845,32 @@ void Session::BuildNodeClasses() {
   for (NodeId n = 0; n < static_cast<NodeId>(nodes_.size()); ++n) Reclassify(n);
 }
 
+namespace {
+// a == b on the four named resources and the first `num_scalars` scalars. (The scalars past the
+// cluster's resource names are never set, so this is a == b; comparing whole arrays dominated the
+// cost of re-filing a node.)
+bool SameResources(const Resources& a, const Resources& b, int num_scalars) {
+  if (a.cpu_millis != b.cpu_millis || a.memory_bytes != b.memory_bytes || a.gpus != b.gpus ||
+      a.pods != b.pods) {
+    return false;
+  }
+  for (int i = 0; i < num_scalars; ++i) {
+    if (a.scalars[i] != b.scalars[i]) return false;
+  }
+  return true;
+}
+}  // namespace
+
 bool Session::NodeHasClassKey(NodeId n, int32_t c) const {
   if (c < 0) return false;
-  return class_keys_[c]->Matches(cluster_.nodes[n].shape, nodes_[n], shared_[n]);
+  // ClassKey::Matches, with the unused scalars left out.
+  const ClassKey& key = *class_keys_[c];
+  const NodeState& st = nodes_[n];
+  const int num_scalars = cluster_.resource_names.size();
+  return key.shape == cluster_.nodes[n].shape &&
+         SameResources(key.state.idle, st.idle, num_scalars) &&
+         SameResources(key.state.used, st.used, num_scalars) &&
+         SameResources(key.state.releasing, st.releasing, num_scalars) && key.shared == shared_[n];
 }
 
 void Session::Reclassify(NodeId n) {
