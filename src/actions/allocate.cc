@@ -43,6 +43,7 @@ class JobAllocator {
     }
     const auto cp = stmt_.checkpoint();
     std::vector<PodId> all;
+    all.reserve(tasks_.size());
     TasksUnderGroup(0, all);
     if (AllocateGroup(0, all, nodes)) return true;
     stmt_.Rollback(cp);
@@ -85,6 +86,10 @@ class JobAllocator {
       TasksUnderGroup(child, child_tasks);
       if (!AllocateGroup(child, child_tasks, nodes)) return false;
     }
+    if (group.child_pod_sets.size() == 1) {
+      // (The common case: one pod set, nothing to order and no copy.)
+      return AllocatePodSet(group.child_pod_sets.front(), nodes);
+    }
     std::vector<int32_t> pod_sets = group.child_pod_sets;
     std::sort(pod_sets.begin(), pod_sets.end(),
               [&](int32_t a, int32_t b) { return ssn_.PodSetLess(j_, a, b); });
@@ -96,6 +101,7 @@ class JobAllocator {
 
   bool AllocatePodSet(int32_t s, std::span<const NodeId> nodes) {
     std::vector<PodId> tasks;
+    tasks.reserve(tasks_.size());
     for (PodId p : tasks_) {
       if (ssn_.cluster().pods[p].pod_set == s) tasks.push_back(p);
     }

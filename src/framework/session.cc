@@ -837,6 +837,7 @@ void Session::BuildNodeClasses() {
   class_keys_.clear();
   class_next_.clear();
   nonempty_classes_.clear();
+  class_reps_.clear();
   node_class_.assign(nodes_.size(), -1);
   node_prev_class_.assign(nodes_.size(), -1);
   class_dirty_.assign(nodes_.size(), 0);
@@ -844,9 +845,32 @@ void Session::BuildNodeClasses() {
   for (NodeId n = 0; n < static_cast<NodeId>(nodes_.size()); ++n) Reclassify(n);
 }
 
+namespace {
+// a == b on the four named resources and the first `num_scalars` scalars. (The scalars past the
+// cluster's resource names are never set, so this is a == b; comparing whole arrays dominated the
+// cost of re-filing a node.)
+bool SameResources(const Resources& a, const Resources& b, int num_scalars) {
+  if (a.cpu_millis != b.cpu_millis || a.memory_bytes != b.memory_bytes || a.gpus != b.gpus ||
+      a.pods != b.pods) {
+    return false;
+  }
+  for (int i = 0; i < num_scalars; ++i) {
+    if (a.scalars[i] != b.scalars[i]) return false;
+  }
+  return true;
+}
+}  // namespace
+
 bool Session::NodeHasClassKey(NodeId n, int32_t c) const {
   if (c < 0) return false;
-  return class_keys_[c]->Matches(cluster_.nodes[n].shape, nodes_[n], shared_[n]);
+  // ClassKey::Matches, with the unused scalars left out.
+  const ClassKey& key = *class_keys_[c];
+  const NodeState& st = nodes_[n];
+  const int num_scalars = cluster_.resource_names.size();
+  return key.shape == cluster_.nodes[n].shape &&
+         SameResources(key.state.idle, st.idle, num_scalars) &&
+         SameResources(key.state.used, st.used, num_scalars) &&
+         SameResources(key.state.releasing, st.releasing, num_scalars) && key.shared == shared_[n];
 }
 
 void Session::Reclassify(NodeId n) {
@@ -872,20 +896,27 @@ void Session::Reclassify(NodeId n) {
   const int32_t rank = cluster_.nodes[n].name_rank;
   if (old >= 0) {
     class_members_.Erase(old, rank);
+    const int32_t pos = class_pos_[old];
     if (class_members_.Size(old) == 0) {
       // Drop the class from the non-empty list (swap with the last entry).
-      const int32_t pos = class_pos_[old];
       const int32_t last = nonempty_classes_.back();
       nonempty_classes_[pos] = last;
+      class_reps_[pos] = class_reps_.back();
       class_pos_[last] = pos;
       nonempty_classes_.pop_back();
+      class_reps_.pop_back();
       class_pos_[old] = -1;
+    } else if (class_reps_[pos] == n) {
+      class_reps_[pos] = node_by_rank_[static_cast<size_t>(class_members_.Min(old))];
     }
     class_next_[old] = c;
   }
   if (class_members_.Size(c) == 0) {
     class_pos_[c] = static_cast<int32_t>(nonempty_classes_.size());
     nonempty_classes_.push_back(c);
+    class_reps_.push_back(n);
+  } else if (rank < class_members_.Min(c)) {
+    class_reps_[class_pos_[c]] = n;
   }
   class_members_.Insert(c, rank);
   node_prev_class_[n] = old;
@@ -988,11 +1019,6 @@ void Session::RankFittingNodes(PodId p, std::span<const NodeId> candidates, bool
 void Session::RankByClass(PodId p, bool record) {
   ++stats_.rankings_by_class;
   RefreshClasses();
-  // One representative per non-empty class: its smallest-named node.
-  class_reps_.clear();
-  for (int32_t c : nonempty_classes_) {
-    class_reps_.push_back(node_by_rank_[static_cast<size_t>(class_members_.Min(c))]);
-  }
   RankPerNode(p, class_reps_, /*record=*/false);
   if (ranked_.empty() && record) {
     const Pod& pod = cluster_.pods[p];

@@ -824,6 +824,8 @@ class Session {
   bool NodeHasClassKey(NodeId n, int32_t c) const;
   std::vector<char> class_dirty_;
   std::vector<NodeId> dirty_nodes_;
+  // Per entry of nonempty_classes_: the class's representative, its smallest-named node (kept
+  // by Reclassify as members come and go, so a ranking by class reads them as they are).
   std::vector<NodeId> class_reps_;
   bool any_anti_affinity_ = false;
   // State of the current ranking, for falling back to per-node order after the first node.

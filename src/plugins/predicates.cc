@@ -76,11 +76,13 @@ class PredicatesPlugin : public Plugin {
     }
     view_ = {};
     capacity_pod_ = kNone;
+    plain_pod_ = kNone;
     has_anti_affinity_known_ = false;
     has_any_anti_affinity_ = false;
     const Cluster& cl = ssn.cluster();
     mig_.assign(cl.nodes.size(), MigKind::kNone);
     mig_enabled_.assign(cl.nodes.size(), 0);
+    plain_node_.assign(cl.nodes.size(), 0);
     legacy_mig_pods_.assign(cl.nodes.size(), std::string());
     for (size_t n = 0; n < cl.nodes.size(); ++n) {
       const Node& node = cl.nodes[n];
@@ -91,6 +93,10 @@ class PredicatesPlugin : public Plugin {
                   : m == "single" ? MigKind::kSingle
                                   : MigKind::kNone;
       }
+      plain_node_[n] = !mig_enabled_[n] && node.dra_gpus <= 0 && !node.unschedulable &&
+                       std::none_of(node.taints.begin(), node.taints.end(), [](const Taint& t) {
+                         return t.effect == "NoSchedule" || t.effect == "NoExecute";
+                       });
     }
     // Legacy MIG pods mark their node for the whole session (KAI never unmarks it).
     for (PodId p = 0; p < static_cast<PodId>(cl.pods.size()); ++p) {
@@ -157,6 +163,12 @@ class PredicatesPlugin : public Plugin {
     if (!capacity_.schedulable) {
       return "node does not have enough capacity. Reason: " + capacity_.reason +
              ", Details: " + capacity_.message;
+    }
+    if (plain_node_[n] && IsPlainPod(c, p)) {
+      // Of the checks below only the pod slots can fail (see IsPlainPod and plain_node_).
+      const NodeState& st = s.node(n);
+      if (st.idle.pods + st.releasing.pods <= 0) return std::string(kPodNumberExceeded);
+      return std::nullopt;
     }
     if (auto reason = NodeTypeReason(c, pod, n)) return reason;
     if (pod.gpu_kind == GpuRequestKind::kMemory && node.gpu_memory_mib <= 0) {
@@ -235,16 +247,9 @@ class PredicatesPlugin : public Plugin {
   std::optional<std::string> InterPodAffinity(const Session& s, PodId p, NodeId n) {
     const Cluster& c = s.cluster();
     const Pod& pod = c.pods[p];
-    bool others_have_anti = false;
     if (pod.pod_affinity.empty() && pod.pod_anti_affinity.empty()) {
       // Only existing pods' anti-affinity can reject this pod; skip the scan when nobody has any.
-      if (!has_anti_affinity_known_) {
-        has_anti_affinity_known_ = true;
-        for (const Pod& o : c.pods)
-          has_any_anti_affinity_ = has_any_anti_affinity_ || !o.pod_anti_affinity.empty();
-      }
-      others_have_anti = has_any_anti_affinity_;
-      if (!others_have_anti) return std::nullopt;
+      if (!AnyAntiAffinity(c)) return std::nullopt;
     }
     RefreshView(s, p);
     const Labels& labels = c.nodes[n].labels;
@@ -274,8 +279,40 @@ class PredicatesPlugin : public Plugin {
     return std::nullopt;
   }
 
+  // Whether any pod of the cluster has anti-affinity terms (computed on first use).
+  bool AnyAntiAffinity(const Cluster& c) {
+    if (!has_anti_affinity_known_) {
+      has_anti_affinity_known_ = true;
+      for (const Pod& o : c.pods)
+        has_any_anti_affinity_ = has_any_anti_affinity_ || !o.pod_anti_affinity.empty();
+    }
+    return has_any_anti_affinity_;
+  }
+
+  // Whether pod p passes every check of Predicate after the capacity one on any plain node
+  // (plain_node_) with a free pod slot: not legacy MIG, no MIG or GPU-memory request (the
+  // node-type and GPU-memory rules), no node selector or affinity, no inter-pod affinity terms
+  // and no pod with anti-affinity. Kept for the last pod asked about (specs are fixed in a
+  // session).
+  bool IsPlainPod(const Cluster& c, PodId p) {
+    if (plain_pod_ != p) {
+      const Pod& pod = c.pods[p];
+      plain_pod_ = p;
+      plain_pod_answer_ = !pod.legacy_mig && pod.gpu_kind != GpuRequestKind::kMig &&
+                          pod.gpu_kind != GpuRequestKind::kMemory && pod.node_selector.empty() &&
+                          pod.required_node_affinity.empty() && pod.pod_affinity.empty() &&
+                          pod.pod_anti_affinity.empty() && !AnyAntiAffinity(c);
+    }
+    return plain_pod_answer_;
+  }
+
   Resources max_node_;
   std::vector<MigKind> mig_;
+  // Per node: not MIG-enabled, no DRA GPUs, schedulable and without NoSchedule / NoExecute
+  // taints (the node-type, unschedulable and taint checks pass there for a plain pod).
+  std::vector<char> plain_node_;
+  PodId plain_pod_ = kNone;
+  bool plain_pod_answer_ = false;
   std::vector<char> mig_enabled_;
   std::vector<std::string> legacy_mig_pods_;  // per node, space-separated "ns/name"
 
