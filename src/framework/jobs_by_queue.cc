@@ -65,6 +65,14 @@ bool JobsByQueue::Eligible(JobId j) const {
 }
 
 void JobsByQueue::InitializeWithAllJobs() {
+  if (options_.filter_non_pending) {
+    // Only jobs pending at the session's opening can have pending pods now: the same jobs, in
+    // the same (increasing) order, without a look at every job of the cluster.
+    for (JobId j : ssn_.jobs_pending_at_open()) {
+      if (Eligible(j)) Push(j);
+    }
+    return;
+  }
   for (JobId j = 0; j < static_cast<JobId>(ssn_.cluster().jobs.size()); ++j) {
     if (Eligible(j)) Push(j);
   }
