@@ -25,6 +25,16 @@ thread_local SolverStats g_stats;
 thread_local bool g_verify_proofs = false;
 thread_local uint64_t g_proof_violations = 0;
 
+// Appends `pods` to `out`. (Most victim groups hold one pod: a push is cheaper than a range
+// insert there, and this runs for every group of every scenario.)
+void AppendPods(std::vector<PodId>& out, std::span<const PodId> pods) {
+  if (pods.size() == 1) {
+    out.push_back(pods.front());
+  } else {
+    out.insert(out.end(), pods.begin(), pods.end());
+  }
+}
+
 // Groups of one victim job's pods taken together (KAI's job representative clones), in one
 // flat list.
 struct VictimGroups {
@@ -40,7 +50,7 @@ struct VictimGroups {
   }
   void Add(JobId job, std::span<const PodId> group) {
     jobs.push_back(job);
-    pods.insert(pods.end(), group.begin(), group.end());
+    AppendPods(pods, group);
     ends.push_back(pods.size());
   }
 };
@@ -169,7 +179,7 @@ class Scenario {
 
   void AddPotentialVictims(const Session& ssn, std::span<const PodId> tasks) {
     if (tasks.empty()) return;
-    potential_tasks_.insert(potential_tasks_.end(), tasks.begin(), tasks.end());
+    AppendPods(potential_tasks_, tasks);
     const JobId job = ssn.pod_briefs()[tasks.front()].job;
     AppendGroup(ssn, job, tasks, /*recorded=*/false);
     for (PodId p : tasks) {
@@ -198,7 +208,7 @@ class Scenario {
       for (int32_t g = index_.first_group_of_job[job]; g >= 0;
            g = groups_[static_cast<size_t>(g)].next) {
         const auto tasks = group_tasks(g);
-        out.insert(out.end(), tasks.begin(), tasks.end());
+        AppendPods(out, tasks);
       }
     }
   }
@@ -224,7 +234,31 @@ class Scenario {
     return std::span<const PodId>(group_pods_).subspan(group.begin, group.end - group.begin);
   }
 
-  const ScenarioInfo& Info() const { return index_.info; }
+  // What validators see. Its victim lists are brought up to date here, from the groups added
+  // since the last call (most scenarios are never validated).
+  const ScenarioInfo& Info() const {
+    auto& victims = index_.info.victims;
+    for (; info_groups_ < groups_.size(); ++info_groups_) {
+      const JobId job = groups_[info_groups_].job;
+      const auto tasks = group_tasks(static_cast<int32_t>(info_groups_));
+      int32_t& slot = index_.victim_slot[job];
+      if (slot < 0) {
+        slot = static_cast<int32_t>(victims.size());
+        std::vector<PodId> list;
+        if (!index_.spare_lists.empty()) {
+          list = std::move(index_.spare_lists.back());
+          index_.spare_lists.pop_back();
+          list.clear();
+        }
+        list.assign(tasks.begin(), tasks.end());
+        victims.emplace_back(job, std::move(list));
+      } else {
+        auto& v = victims[static_cast<size_t>(slot)].second;
+        v.insert(v.end(), tasks.begin(), tasks.end());
+      }
+    }
+    return index_.info;
+  }
   // Records which victims a simulation evicted (see ScenarioInfo::evicted_known).
   void SetEvicted(std::span<const PodId> potential) const {
     index_.info.evicted_known = true;
@@ -241,7 +275,7 @@ class Scenario {
   void AppendGroup(const Session& ssn, JobId job, std::span<const PodId> tasks, bool recorded) {
     const int32_t index = static_cast<int32_t>(groups_.size());
     groups_.push_back({job, group_pods_.size(), group_pods_.size() + tasks.size(), -1});
-    group_pods_.insert(group_pods_.end(), tasks.begin(), tasks.end());
+    AppendPods(group_pods_, tasks);
     if (recorded) {
       // (Evicted in the base state: never counted.)
       for (PodId p : tasks) group_frees_.push_back({ssn.pod(p).node, false, 0.0});
@@ -261,23 +295,10 @@ class Scenario {
         index_.touched_pods.push_back(p);
       }
     }
-    if (index_.victim_slot[job] < 0) {
-      index_.victim_slot[job] = static_cast<int32_t>(index_.info.victims.size());
-      index_.touched_jobs.push_back(job);
-      std::vector<PodId> list;
-      if (!index_.spare_lists.empty()) {
-        list = std::move(index_.spare_lists.back());
-        index_.spare_lists.pop_back();
-        list.clear();
-      }
-      list.assign(tasks.begin(), tasks.end());
-      index_.info.victims.emplace_back(job, std::move(list));
-    } else {
-      auto& v = index_.info.victims[static_cast<size_t>(index_.victim_slot[job])].second;
-      v.insert(v.end(), tasks.begin(), tasks.end());
-    }
+    // (Info lists the job's victims when asked.)
     int32_t& last = index_.last_group_of_job[job];
     if (last < 0) {
+      index_.touched_jobs.push_back(job);
       index_.first_group_of_job[job] = index;
     } else {
       groups_[static_cast<size_t>(last)].next = index;
@@ -293,6 +314,7 @@ class Scenario {
   std::vector<Group> groups_;
   std::vector<PodId> group_pods_;
   std::vector<PodFree> group_frees_;  // per entry of group_pods_
+  mutable size_t info_groups_ = 0;    // groups listed in the ScenarioInfo's victims (see Info)
 };
 
 struct PartialResult {
@@ -453,6 +475,7 @@ class Solver {
         EvictAll(*stmt, scenario.recorded_tasks());
       }
       const auto base = stmt->checkpoint();
+      PartialResult r;
       CountBaseBlocks();
       touched_.clear();
       touched_epoch_ = ssn_.placement_epoch();
@@ -461,8 +484,8 @@ class Solver {
           const auto tasks = planned_.tasks(added);
           scenario.AddPotentialVictims(ssn_, tasks);
         }
-        PartialResult r;
         ++stats_->scenarios;
+        // (A scenario fills `r` only when it solves the prefix.)
         if (SolveScenario(scenario, *stmt, base, r)) {
           r.statement = std::move(own_stmt);
           return r;
@@ -610,7 +633,7 @@ class Solver {
     if (step_.skip) return false;
     if (!victims.empty()) {
       planned_.Add(view->job, victims);
-      planned_tasks_.insert(planned_tasks_.end(), victims.begin(), victims.end());
+      AppendPods(planned_tasks_, victims);
     }
     return true;
   }
@@ -914,6 +937,8 @@ class Solver {
   };
   struct RecordedRules {
     uint64_t prefix = 0;
+    // The rule that last proved a scenario (see ProvenByRecordedRules).
+    mutable size_t last_holding = 0;
     std::vector<RecordedRule> rules;
     std::vector<JobId> shapes;
   };
@@ -922,6 +947,7 @@ class Solver {
     if (rr.prefix == prefix_serial_) return rr;
     rr.prefix = prefix_serial_;
     rr.rules.clear();
+    rr.last_holding = 0;
     rr.shapes.clear();
     const auto& c = ssn_.cluster();
     if (recorded_job_mark_.size() != c.jobs.size()) recorded_job_mark_.assign(c.jobs.size(), 0);
@@ -1050,21 +1076,35 @@ class Solver {
     }
     // (below_added_[k]: below the path's first k queues; summed from the deepest level up.)
     for (size_t k = depth; k-- > 0;) below_added_[k] += below_added_[k + 1];
-    shape_fits_.resize(rr.shapes.size());
-    for (size_t i = 0; i < rr.shapes.size(); ++i) {
-      shape_fits_[i] = FitsJoint(joint_fit_[rr.shapes[i]], free_after, blocks);
-    }
-    for (size_t r = 0; r < rr.rules.size(); ++r) {
+    // (Each shape's fit is decided when a rule first needs it: the first rule that holds ends
+    // the check.)
+    shape_fits_.assign(rr.shapes.size(), -1);
+    auto shape_fits = [&](uint32_t shape) {
+      int8_t& fits = shape_fits_[shape];
+      if (fits < 0) fits = FitsJoint(joint_fit_[rr.shapes[shape]], free_after, blocks) ? 1 : 0;
+      return fits != 0;
+    };
+    auto holds = [&](size_t r) {
       const RecordedRule& rule = rr.rules[r];
       double sure = rule.outside;
       double may_place = sibling_added_[r];
       for (const auto& [shape, gpus] : rule.by_shape)
-        (shape_fits_[shape] ? may_place : sure) += gpus;
+        (shape_fits(shape) ? may_place : sure) += gpus;
       const double left = sure + std::max(0.0, may_place - spare);
       // (A victim below the path's queue at `level` is below its first level + 1 queues.)
       const double below =
           rule.below + (rule.sibling != kNone ? below_added_[rule.level + 1] : below_added_[0]);
-      if (left >= 1 && rule.saturation.Rejects(left, below)) return true;
+      return left >= 1 && rule.saturation.Rejects(left, below);
+    };
+    // Any rule that holds proves the scenario: the one that proved the previous scenario of the
+    // prefix is tried first (consecutive scenarios differ in a few victims).
+    size_t& first = rr.last_holding;
+    if (first < rr.rules.size() && holds(first)) return true;
+    for (size_t r = 0; r < rr.rules.size(); ++r) {
+      if (r != first && holds(r)) {
+        first = r;
+        return true;
+      }
     }
     return false;
   }
@@ -1073,6 +1113,11 @@ class Solver {
   // per thread with the session and the job's version they were listed at (a pod changes node
   // only with a change of its status, which bumps its job's version).
   std::span<const NodeId> NodesOfJob(JobId j) {
+    // (A job of one pod: that pod's node, without the kept lists.)
+    if (const PodId p = ssn_.single_pod(j); p != kNone) {
+      single_job_node_ = ssn_.pod(p).node;
+      return std::span<const NodeId>(&single_job_node_, 1);
+    }
     struct Kept {
       uint64_t session = 0;
       std::vector<uint64_t> version;                     // per job; 0: not listed
@@ -1831,6 +1876,9 @@ class Solver {
       if (!feasible_[n]) continue;
       const double f = free[n];
       if (!ExactlySummable(f)) return false;
+      // (Unchanged since counted, e.g. a node logged again after an earlier entry brought it up
+      // to date: every count would move by exactly 0.)
+      if (f == blocks_free_[n]) continue;
       for (auto& [size, value] : blocks_cache_) {
         value += NodeBlocks(f, size) - NodeBlocks(blocks_free_[n], size);
       }
@@ -1903,7 +1951,19 @@ class Solver {
       order_base_->PushMany(base_jobs);
       order_base_->Freeze();  // copies share its entries
     }
-    JobsByQueue order = from_base ? JobsByQueue(*order_base_) : JobsByQueue(ssn_, options);
+    // (From the base, the order of the previous simulation is overwritten: its lists' storage is
+    // reused.)
+    std::optional<JobsByQueue> fresh;
+    if (from_base) {
+      if (order_) {
+        order_->AssignFrom(*order_base_);
+      } else {
+        order_ = std::make_unique<JobsByQueue>(*order_base_);
+      }
+    } else {
+      fresh.emplace(ssn_, options);
+    }
+    JobsByQueue& order = from_base ? *order_ : *fresh;
     std::vector<JobId>& to_order = to_order_scratch_;
     to_order.resize(pending_jobs_.size() + victim_jobs.size());
     size_t num_to_order = 0;
@@ -2039,6 +2099,7 @@ class Solver {
   std::vector<PodId> base_seq_;
   PopStep step_;
   JobView own_next_;
+  NodeId single_job_node_ = kNone;  // NodesOfJob's answer for a job of one pod
   std::vector<PodId> own_victims_;
   // Scenario generation: the victim groups popped so far for the current prefix (every
   // scenario adds the next one), all their tasks in order, and the per-solve node capacities
@@ -2093,7 +2154,7 @@ class Solver {
   std::vector<std::pair<size_t, QueueId>> parting_;
   std::vector<uint64_t>
       recorded_job_mark_;  // jobs with victims in recorded_rules_ (prefix_serial_)
-  std::vector<char> shape_fits_;
+  std::vector<int8_t> shape_fits_;  // per shape: 1 fits, 0 does not, -1 not decided yet
   std::vector<uint64_t> union_job_stamp_;  // UnionFailsPrecheck's jobs taken (union_stamp_)
   uint64_t union_stamp_ = 0;
   bool recorded_whole_ = false;
@@ -2157,6 +2218,7 @@ class Solver {
   bool pending_jobs_known_ = false;
   // The simulations' job order holding the pending jobs (see AllocatePreemptorAndVictims).
   std::unique_ptr<JobsByQueue> order_base_;
+  std::unique_ptr<JobsByQueue> order_;  // the last simulation's order (a copy of order_base_)
 };
 
 }  // namespace

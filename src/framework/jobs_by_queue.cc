@@ -192,6 +192,34 @@ JobsByQueue::JobsByQueue(const JobsByQueue& other)
   RebuildVictimViews();
 }
 
+void JobsByQueue::AssignFrom(const JobsByQueue& other) {
+  // (Member by member as the copy constructor; vectors assigned keep their storage.)
+  options_ = other.options_;
+  keyed_ = other.keyed_;
+  vkeyed_ = other.vkeyed_;
+  jkeyed_ = other.jkeyed_;
+  frozen_ = other.frozen_;
+  frozen_size_ = other.frozen_size_;
+  own_.AssignFrom(other.own_);
+  heaps_ = other.heaps_;
+  popped_ = other.popped_;
+  victims_.clear();
+  has_front_.clear();
+  active_jobs_ = other.active_jobs_;
+  roots_ = other.roots_;
+  size_ = other.size_;
+  serial_ = NextSerial();
+  changes_ = other.changes_;
+  last_child_ = other.last_child_;
+  child_at_ = other.child_at_;
+  best_memo_ = other.best_memo_;
+  steps_ = other.steps_;
+  lazy_ = other.lazy_;
+  unbuilt_ = other.unbuilt_;
+  lazy_best_ = other.lazy_best_;
+  RebuildVictimViews();
+}
+
 void JobsByQueue::NotePopped(QueueId leaf) {
   const auto& queues = ssn_.cluster().queues;
   for (QueueId a = leaf; a != kNone;) {

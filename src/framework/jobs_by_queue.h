@@ -64,6 +64,10 @@ class JobsByQueue {
   // scans `other` kept (see BestChildOf: they are checked against the copy's own changes).
   JobsByQueue(const JobsByQueue& other);
   JobsByQueue& operator=(const JobsByQueue&) = delete;
+  // Makes this queue what the copy constructor would make of `other` (a queue of the same
+  // session), keeping this queue's storage: for a queue copied again and again from one frozen
+  // queue, the copies then allocate nothing once their lists have grown.
+  void AssignFrom(const JobsByQueue& other);
 
   // Adds every eligible job of the session.
   void InitializeWithAllJobs();
@@ -189,6 +193,23 @@ class JobsByQueue {
     }
     Items(Items&&) = default;
     Items& operator=(const Items&) = delete;
+    // Becomes a copy of `other`, keeping its chunks (entries past the end are left as default
+    // ones, so that emplace_back and Append find them so: only their lists' storage is kept).
+    void AssignFrom(const Items& other) {
+      while (chunks_.size() < other.chunks_.size()) {
+        chunks_.push_back(std::make_unique<Item[]>(kChunk));
+      }
+      for (size_t i = other.size_; i < size_; ++i) {
+        Item& item = (*this)[i];
+        item.view.job = kNone;
+        item.view.partial = false;
+        item.view.pods.clear();
+        item.key = {};
+        item.key_version = 0;
+      }
+      for (size_t i = 0; i < other.size_; ++i) (*this)[i] = other[i];
+      size_ = other.size_;
+    }
     Item& emplace_back() {
       if (size_ == chunks_.size() * kChunk) chunks_.push_back(std::make_unique<Item[]>(kChunk));
       Item& item = (*this)[size_];
@@ -201,7 +222,7 @@ class JobsByQueue {
       chunks_.reserve((size_ + n + kChunk - 1) / kChunk);
       for (size_t k = 0; k < n;) {
         if (size_ == chunks_.size() * kChunk) chunks_.push_back(std::make_unique<Item[]>(kChunk));
-        Item* chunk = chunks_.back().get();
+        Item* chunk = chunks_[size_ >> kBits].get();  // (chunks past it are kept: AssignFrom)
         const size_t at = size_ & (kChunk - 1);
         const size_t m = std::min(kChunk - at, n - k);
         for (size_t i = 0; i < m; ++i) fill(chunk[at + i], k + i);

@@ -917,17 +917,14 @@ bool Session::PodRankableByClass(PodId p) const {
          pod.pod_anti_affinity.empty() && pod.nominated_node == kNone;
 }
 
-const std::vector<Session::PodBrief>& Session::pod_briefs() const {
-  if (pod_briefs_.size() != cluster_.pods.size()) {
-    pod_briefs_.resize(cluster_.pods.size());
-    for (size_t p = 0; p < cluster_.pods.size(); ++p) {
-      const Pod& pod = cluster_.pods[p];
-      const double g = pod.request.gpus;
-      const bool whole = !pod.IsSharedGpu() && pod.dra_gpus == 0 && g >= 0 && g == std::floor(g);
-      pod_briefs_[p] = {pod.job, pod.pod_set, whole ? g : std::numeric_limits<double>::quiet_NaN()};
-    }
+void Session::BuildPodBriefs() const {
+  pod_briefs_.resize(cluster_.pods.size());
+  for (size_t p = 0; p < cluster_.pods.size(); ++p) {
+    const Pod& pod = cluster_.pods[p];
+    const double g = pod.request.gpus;
+    const bool whole = !pod.IsSharedGpu() && pod.dra_gpus == 0 && g >= 0 && g == std::floor(g);
+    pod_briefs_[p] = {pod.job, pod.pod_set, whole ? g : std::numeric_limits<double>::quiet_NaN()};
   }
-  return pod_briefs_;
 }
 
 bool Session::AllPodsWholeGpuRankableByClass() const {

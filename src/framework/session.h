@@ -589,7 +589,11 @@ class Session {
     int32_t pod_set = 0;
     double whole_gpus = 0;
   };
-  const std::vector<PodBrief>& pod_briefs() const;
+  const std::vector<PodBrief>& pod_briefs() const {
+    // (Inline: the victim search asks for it for every scenario.)
+    if (pod_briefs_.size() != cluster_.pods.size()) BuildPodBriefs();
+    return pod_briefs_;
+  }
   // Every pod of the cluster asks for whole GPUs (more than zero) and is rankable by class
   // (computed once: both depend only on the pods' specs and the session's settings).
   bool AllPodsWholeGpuRankableByClass() const;
@@ -839,6 +843,7 @@ class Session {
   mutable bool job_allocated_filled_ = false;
   mutable std::vector<std::pair<uint64_t, Quantities>> job_quantities_cache_;
   mutable int8_t all_pods_whole_rankable_ = -1;  // AllPodsWholeGpuRankableByClass, -1: unknown
+  void BuildPodBriefs() const;
   mutable std::vector<PodBrief> pod_briefs_;     // (empty until first asked for)
   mutable std::vector<int32_t> task_rank_;       // per pod: TaskRank, -1 until its set is ranked
 };

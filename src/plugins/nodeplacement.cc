@@ -1,6 +1,8 @@
 // nodeplacement: binpack (prefer the fullest node) or spread (prefer the emptiest) for GPU pods and
 // CPU-only pods separately. Arguments: gpu, cpu = binpack | spread (default binpack).
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "framework/session.h"
 #include "plugins/builtin.h"
@@ -37,6 +39,14 @@ class NodePlacementPlugin : public Plugin {
   std::string_view name() const override { return "nodeplacement"; }
 
   void OnSessionOpen(Session& ssn) override {
+    // (Per node, fixed for the session: whether it has allocatable GPUs and CPU. Every ranking
+    // asks for its candidates, whose large Node records would be read for that one field.)
+    const auto num_nodes = static_cast<NodeId>(ssn.cluster().nodes.size());
+    allocatable_.resize(static_cast<size_t>(num_nodes));
+    for (NodeId n = 0; n < num_nodes; ++n) {
+      allocatable_[static_cast<size_t>(n)] = {Allocatable(ssn, n, true) != 0,
+                                              Allocatable(ssn, n, false) != 0};
+    }
     ssn.AddNodePreOrderFn([this](Session& s, PodId p, std::span<const NodeId> nodes) {
       const bool gpu = !s.cluster().pods[p].IsCpuOnly();
       if ((gpu ? gpu_ : cpu_) != Strategy::kBinpack) return;
@@ -44,15 +54,14 @@ class NodePlacementPlugin : public Plugin {
       double hi = 0;
       if (gpu) {
         const auto free = s.non_allocated_gpus();
-        const auto& cluster_nodes = s.cluster().nodes;
         for (NodeId n : nodes) {
-          if (cluster_nodes[n].allocatable.gpus == 0) continue;
+          if (!HasAllocatable(n, true)) continue;
           lo = std::min(lo, free[n]);
           hi = std::max(hi, free[n]);
         }
       } else {
         for (NodeId n : nodes) {
-          if (Allocatable(s, n, gpu) == 0) continue;
+          if (!HasAllocatable(n, gpu)) continue;
           const double cur = NonAllocated(s, n, gpu);
           lo = std::min(lo, cur);
           hi = std::max(hi, cur);
@@ -72,7 +81,7 @@ class NodePlacementPlugin : public Plugin {
   double Pack(const Session& s, PodId p, NodeId n, bool gpu) const {
     const double lo = range_pod_ == p ? min_ : 0;
     const double hi = range_pod_ == p ? max_ : 0;
-    if (Allocatable(s, n, gpu) == 0 || hi == 0) return 0;
+    if (!HasAllocatable(n, gpu) || hi == 0) return 0;
     if (lo == hi) return scores::kMaxHighDensity;
     return scores::kMaxHighDensity * (1 - (NonAllocated(s, n, gpu) - lo) / (hi - lo));
   }
@@ -85,8 +94,15 @@ class NodePlacementPlugin : public Plugin {
     return NonAllocated(s, n, gpu) / count;
   }
 
+  // Allocatable(s, n, gpu) != 0.
+  bool HasAllocatable(NodeId n, bool gpu) const {
+    const auto& a = allocatable_[static_cast<size_t>(n)];
+    return gpu ? a.first : a.second;
+  }
+
   Strategy gpu_;
   Strategy cpu_;
+  std::vector<std::pair<bool, bool>> allocatable_;  // per node: GPUs, CPU allocatable (not 0)
   PodId range_pod_ = kNone;
   double min_ = 0;
   double max_ = 0;

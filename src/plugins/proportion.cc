@@ -289,6 +289,7 @@ class ProportionPlugin : public Plugin {
 
   void OnSessionOpen(Session& ssn) override {
     const Cluster& c = ssn.cluster();
+    victim_facts_ = {};
     total_ = {};
     for (const Node& n : c.nodes) {
       total_[QueueResource::kCpu] += n.allocatable.cpu_millis;
@@ -862,36 +863,43 @@ class ProportionPlugin : public Plugin {
     // (Scratch buffers, so a validation allocates nothing per victim.)
     std::vector<std::pair<QueueId, Quantities>>& taken = taken_scratch_;
     taken.clear();
+    // (The pods' and jobs' facts from the compact copies: see VictimFacts.)
+    const VictimFacts& facts = VictimFactsOf(c);
     auto counted = [&](std::span<const PodId> group, Quantities& q) {
       bool any = false;
       for (PodId p : group) {
         if (consolidating && IsActiveAllocated(s.pod(p).status)) continue;
-        q += s.AcceptedQuantities(p);
+        // (s.AcceptedQuantities(p).)
+        Quantities accepted;
+        accepted[QueueResource::kCpu] = facts.pods[p].cpu;
+        accepted[QueueResource::kMemory] = facts.pods[p].memory;
+        accepted[QueueResource::kGpu] = s.AcceptedGpus(p);
+        q += accepted;
         any = true;
       }
       return any;
     };
     for (const auto& [victim_job, pods] : sc.victims) {
-      const Job& vj = c.jobs[victim_job];
+      const VictimFacts::Job& vj = facts.jobs[victim_job];
+      const auto set_of = [&](PodId p) { return facts.pods[p].pod_set; };
+      const auto min_of = [&](int32_t set) {
+        return static_cast<size_t>(facts.set_min[vj.sets_at + static_cast<size_t>(set)]);
+      };
       // The pods by pod set (ascending), in their order within a set; the first min_available
       // of a set are its core, the others elastic.
       std::span<const PodId> core;
       std::span<const PodId> elastic;
       bool one_set = true;
-      for (PodId p : pods) one_set = one_set && c.pods[p].pod_set == c.pods[pods.front()].pod_set;
+      for (PodId p : pods) one_set = one_set && set_of(p) == set_of(pods.front());
       if (one_set) {
         // (Usual: no reordering needed.)
-        const size_t min =
-            pods.empty() ? 0
-                         : static_cast<size_t>(std::max(
-                               0, vj.pod_sets[static_cast<size_t>(c.pods[pods.front()].pod_set)]
-                                      .min_available));
+        const size_t min = pods.empty() ? 0 : min_of(set_of(pods.front()));
         core = std::span<const PodId>(pods).first(std::min(min, pods.size()));
         elastic = std::span<const PodId>(pods).subspan(core.size());
       } else {
         std::vector<std::pair<int32_t, PodId>>& by_set = by_set_scratch_;
         by_set.clear();
-        for (PodId p : pods) by_set.emplace_back(c.pods[p].pod_set, p);
+        for (PodId p : pods) by_set.emplace_back(set_of(p), p);
         std::stable_sort(by_set.begin(), by_set.end(),
                          [](const auto& a, const auto& b) { return a.first < b.first; });
         std::vector<PodId>& core_list = core_scratch_;
@@ -900,7 +908,7 @@ class ProportionPlugin : public Plugin {
         elastic_list.clear();
         for (size_t i = 0; i < by_set.size();) {
           const int32_t set = by_set[i].first;
-          const size_t min = static_cast<size_t>(std::max(0, vj.pod_sets[set].min_available));
+          const size_t min = min_of(set);
           for (size_t k = 0; i < by_set.size() && by_set[i].first == set; ++i, ++k) {
             (k < min ? core_list : elastic_list).push_back(by_set[i].second);
           }
@@ -1401,6 +1409,46 @@ class ProportionPlugin : public Plugin {
     if (lq.creation_ms < rq.creation_ms) return -1;
     return 1;
   }
+
+  // Reclaimable's facts of the pods and jobs in compact arrays: a validation reads them for
+  // thousands of victims, whose own records (Pod, Job and its pod sets) are large and scattered.
+  // Fixed fields only: built once per session, when first asked for.
+  struct VictimFacts {
+    struct Pod {
+      double cpu = 0;     // its CPU and memory requests (as Pod::WithGpus takes them)
+      double memory = 0;
+      int32_t pod_set = 0;
+    };
+    struct Job {
+      QueueId queue = kNone;
+      size_t sets_at = 0;  // where its pod sets' minimums start in set_min
+    };
+    bool built = false;
+    std::vector<Pod> pods;
+    std::vector<Job> jobs;
+    std::vector<int32_t> set_min;  // per pod set: max(0, min_available)
+  };
+  const VictimFacts& VictimFactsOf(const Cluster& c) const {
+    if (!victim_facts_.built) {
+      VictimFacts& f = victim_facts_;
+      f.pods.resize(c.pods.size());
+      for (size_t p = 0; p < c.pods.size(); ++p) {
+        const gantry::Pod& pod = c.pods[p];
+        f.pods[p] = {pod.request.cpu_millis, pod.request.memory_bytes, pod.pod_set};
+      }
+      f.jobs.resize(c.jobs.size());
+      f.set_min.clear();
+      for (size_t j = 0; j < c.jobs.size(); ++j) {
+        f.jobs[j] = {c.jobs[j].queue, f.set_min.size()};
+        for (const PodSet& set : c.jobs[j].pod_sets) {
+          f.set_min.push_back(std::max(0, set.min_available));
+        }
+      }
+      f.built = true;
+    }
+    return victim_facts_;
+  }
+  mutable VictimFacts victim_facts_;
 
   double k_value_;
   double reclaimer_multiplier_;

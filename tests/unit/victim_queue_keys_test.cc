@@ -2,7 +2,9 @@
 // agrees with its queue order, and a victims queue comparing sibling queues by their kept keys
 // pops exactly the entries, in the same order, as one asking the full queue order every time.
 // Victims queues built from leaf queues kept in a LeafHeapCache pop as freshly built ones. The
-// same for job-order queue keys (Session::JobQueueOrderKeyed) in job-order queues.
+// same for job-order queue keys (Session::JobQueueOrderKeyed) in job-order queues. A job-order
+// queue reassigned from a frozen base pops as a fresh copy, and proportion's reclaim validator
+// answers in a later session of one scheduler as in a fresh one, on the same random trees.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -767,6 +769,122 @@ TEST(VictimQueueKeyTest, CopiesOfAFrozenJobOrderPopAsFreshQueues) {
     EXPECT_GT(with_keys.size(), t.c.jobs.size() / 2);
     EXPECT_EQ(with_keys, PopCopiesOfAFrozenBase(t, *plain, seed)) << "seed " << seed;
   }
+}
+
+// A queue made again and again from a frozen base with JobsByQueue::AssignFrom (as the victim
+// search's simulations reuse their job order) pops as a fresh copy of the base: rounds that push
+// more partial views than a chunk of entries holds alternate with rounds that add whole jobs at
+// once, which must not find the earlier rounds' entries in the storage kept.
+TEST(VictimQueueKeyTest, QueueAssignedFromAFrozenBasePopsAsAFreshCopy) {
+  int rounds = 0;
+  for (uint32_t seed = 1; seed <= 12; ++seed) {
+    const RandomTree t = MakeRandomTree(seed, /*uniform=*/seed % 3 == 0);
+    auto scheduler = MakeScheduler(true);
+    auto ssn = scheduler->OpenSession(t.c, testutil::kNowMs);
+    std::mt19937 rng(seed);
+    std::vector<JobId> jobs(t.c.jobs.size());
+    std::iota(jobs.begin(), jobs.end(), 0);
+    std::shuffle(jobs.begin(), jobs.end(), rng);
+    const size_t half = jobs.size() / 2;
+    JobsByQueue base(*ssn, AllJobs(/*victim_queue=*/false));
+    for (size_t i = 0; i < half; ++i) base.Push(jobs[i]);
+    base.Freeze();
+    JobsByQueue reused(base);
+    for (int round = 0; round < 6; ++round) {
+      JobsByQueue fresh(base);
+      reused.AssignFrom(base);
+      if (round % 2 == 0) {
+        for (int k = 0; k < 150; ++k) {
+          const JobId j = jobs[rng() % jobs.size()];
+          const auto& pods = t.c.jobs[j].pods;
+          const JobView v{j, true, {pods.begin(), pods.begin() + (pods.empty() ? 0 : 1)}};
+          fresh.PushView(v);
+          reused.PushView(v);
+        }
+      } else {
+        std::vector<JobId> more;
+        for (size_t i = half; i < jobs.size(); ++i) {
+          if (rng() % 2 == 0) more.push_back(jobs[i]);
+        }
+        fresh.PushMany(more);
+        reused.PushMany(more);
+      }
+      ASSERT_EQ(fresh.size(), reused.size());
+      for (size_t n = round % 3 == 0 ? fresh.size() : 5; n > 0 && !fresh.empty(); --n) {
+        const JobView a = fresh.PopNextView();
+        const JobView b = reused.PopNextView();
+        ASSERT_EQ(a.job, b.job) << "seed " << seed << " round " << round;
+        EXPECT_EQ(a.partial, b.partial) << "seed " << seed << " round " << round;
+        EXPECT_EQ(a.pods, b.pods) << "seed " << seed << " round " << round;
+      }
+      ++rounds;
+    }
+  }
+  EXPECT_EQ(rounds, 72);
+}
+
+// Reclaim scenarios on a random tree: a pending job reclaiming from a few victim jobs, each
+// giving up the first pods of its list (some beyond their pod set's minimum).
+std::vector<ScenarioInfo> RandomReclaimScenarios(const RandomTree& t, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<JobId> pending;
+  for (JobId j = 0; j < static_cast<JobId>(t.c.jobs.size()); ++j) {
+    if (t.c.pods[t.c.jobs[j].pods.front()].node == kNone) pending.push_back(j);
+  }
+  std::vector<ScenarioInfo> out;
+  for (int k = 0; k < 20 && !pending.empty(); ++k) {
+    ScenarioInfo info;
+    info.preemptor = pending[rng() % pending.size()];
+    info.preemptor_tasks = t.c.jobs[info.preemptor].pods;
+    std::vector<JobId> victims = t.victims;
+    std::shuffle(victims.begin(), victims.end(), rng);
+    victims.resize(std::min<size_t>(victims.size(), 1 + rng() % 6));
+    for (JobId v : victims) {
+      const auto& pods = t.c.jobs[v].pods;
+      info.victims.emplace_back(v, std::vector<PodId>(pods.begin(),
+                                                      pods.begin() + 1 + rng() % pods.size()));
+    }
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+// The reclaim validators' answer with the scenario's victims evicted (they count only then).
+bool ValidWithVictimsEvicted(Session& ssn, const ScenarioInfo& info) {
+  Statement stmt(ssn);
+  for (const auto& [job, pods] : info.victims) {
+    for (PodId p : pods) stmt.Evict(p, "test");
+  }
+  const bool valid = ssn.ReclaimScenarioValid(info);
+  stmt.Discard();
+  return valid;
+}
+
+// Proportion's reclaim validator keeps facts of the cluster's pods and jobs per session
+// (VictimFacts): a scheduler whose earlier session had another cluster answers as a fresh one.
+TEST(VictimQueueKeyTest, ReclaimValidatorOfALaterSessionAnswersAsAFreshOne) {
+  int accepted = 0, rejected = 0;
+  for (uint32_t seed = 1; seed <= 12; ++seed) {
+    const RandomTree earlier_tree = MakeRandomTree(seed + 100);
+    const RandomTree t = MakeRandomTree(seed, /*uniform=*/seed % 3 == 0);
+    auto reused_scheduler = MakeScheduler(true);
+    {
+      auto earlier = reused_scheduler->OpenSession(earlier_tree.c, testutil::kNowMs);
+      for (const ScenarioInfo& info : RandomReclaimScenarios(earlier_tree, seed)) {
+        ValidWithVictimsEvicted(*earlier, info);
+      }
+    }
+    auto reused = reused_scheduler->OpenSession(t.c, testutil::kNowMs);
+    auto fresh_scheduler = MakeScheduler(true);
+    auto fresh = fresh_scheduler->OpenSession(t.c, testutil::kNowMs);
+    for (const ScenarioInfo& info : RandomReclaimScenarios(t, seed)) {
+      const bool valid = ValidWithVictimsEvicted(*fresh, info);
+      EXPECT_EQ(ValidWithVictimsEvicted(*reused, info), valid) << "seed " << seed;
+      ++(valid ? accepted : rejected);
+    }
+  }
+  EXPECT_GT(accepted, 0);
+  EXPECT_GT(rejected, 0);
 }
 
 // Proportion's keys hold rule (5)'s and (6)'s dominant shares (fields 4 and 5) computed from the
