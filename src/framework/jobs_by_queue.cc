@@ -196,6 +196,8 @@ void JobsByQueue::AssignFrom(const JobsByQueue& other) {
   // (Member by member as the copy constructor; vectors assigned keep their storage.)
   options_ = other.options_;
   keyed_ = other.keyed_;
+  keys_at_state_ = other.keys_at_state_;
+  keys_state_ = other.keys_state_;
   vkeyed_ = other.vkeyed_;
   jkeyed_ = other.jkeyed_;
   frozen_ = other.frozen_;
