@@ -269,13 +269,11 @@ class JobsByQueue {
   // answers).
   template <typename F>
   void WithHeapLess(const F& f) const {
-    const bool current = KeysCurrent();
-    if (keyed_ && options_.victim_queue && current) {
+    // (Victims queues, used on one session state, are the ones whose keys are known current.)
+    if (keyed_ && options_.victim_queue && KeysCurrent()) {
       f([this](int32_t a, int32_t b) { return KeyedHeapLess<true, true>(a, b); });
     } else if (keyed_ && options_.victim_queue) {
       f([this](int32_t a, int32_t b) { return KeyedHeapLess<true, false>(a, b); });
-    } else if (keyed_ && current) {
-      f([this](int32_t a, int32_t b) { return KeyedHeapLess<false, true>(a, b); });
     } else if (keyed_) {
       f([this](int32_t a, int32_t b) { return KeyedHeapLess<false, false>(a, b); });
     } else {
