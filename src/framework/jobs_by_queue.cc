@@ -65,6 +65,14 @@ bool JobsByQueue::Eligible(JobId j) const {
 }
 
 void JobsByQueue::InitializeWithAllJobs() {
+  if (options_.filter_non_pending) {
+    // Only jobs pending at the session's opening can have pending pods now: the same jobs, in
+    // the same (increasing) order, without a look at every job of the cluster.
+    for (JobId j : ssn_.jobs_pending_at_open()) {
+      if (Eligible(j)) Push(j);
+    }
+    return;
+  }
   for (JobId j = 0; j < static_cast<JobId>(ssn_.cluster().jobs.size()); ++j) {
     if (Eligible(j)) Push(j);
   }
@@ -116,12 +124,14 @@ void JobsByQueue::InitializeFromLeaves(
     if (leaf.valid && leaf.version == version) {
       // The same pods' states: the same jobs pass, with the same keys (current at the jobs'
       // versions now), in an order that is a heap.
+      // (Their job versions are not read: the keys are known current at this state version
+      // only, which is when the victims queue is used.)
       const auto& entries = leaf.entries;
       const auto first = static_cast<int32_t>(frozen_size_ + own_.size());
+      NoteKeysAddedNow();
       own_.Append(entries.size(), [&](Item& item, size_t k) {
         item.view.job = entries[k].first;
         item.key = entries[k].second;
-        item.key_version = ssn_.job_version(entries[k].first);
       });
       heap.resize(entries.size());
       for (size_t k = 0; k < heap.size(); ++k) heap[k] = first + static_cast<int32_t>(k);
@@ -158,6 +168,8 @@ JobsByQueue::JobsByQueue(const JobsByQueue& other)
     : ssn_(other.ssn_),
       options_(other.options_),
       keyed_(other.keyed_),
+      keys_at_state_(other.keys_at_state_),
+      keys_state_(other.keys_state_),
       vkeyed_(other.vkeyed_),
       jkeyed_(other.jkeyed_),
       frozen_(other.frozen_),
@@ -184,6 +196,8 @@ void JobsByQueue::AssignFrom(const JobsByQueue& other) {
   // (Member by member as the copy constructor; vectors assigned keep their storage.)
   options_ = other.options_;
   keyed_ = other.keyed_;
+  keys_at_state_ = other.keys_at_state_;
+  keys_state_ = other.keys_state_;
   vkeyed_ = other.vkeyed_;
   jkeyed_ = other.jkeyed_;
   frozen_ = other.frozen_;
@@ -430,6 +444,7 @@ void JobsByQueue::RefreshFront(QueueId q) {
 }
 
 int32_t JobsByQueue::AddEntry(JobView v) {
+  NoteKeysAddedNow();
   Item& item = own_.emplace_back();
   item.view = std::move(v);
   SetKey(item);
@@ -523,6 +538,7 @@ void JobsByQueue::PushMany(const std::vector<JobId>& jobs) {
   }
   for (const auto& [q, count] : touched) heaps_[q].reserve(heaps_[q].size() + count);
   const auto first = static_cast<int32_t>(frozen_size_ + own_.size());
+  if (!added.empty()) NoteKeysAddedNow();
   own_.Append(added.size(), [&](Item& item, size_t k) {
     item.view.job = added[k].first;
     SetKey(item);

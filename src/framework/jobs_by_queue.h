@@ -131,7 +131,8 @@ class JobsByQueue {
   QueueId NextLeaf() const;
   bool HasJobs(QueueId q) const { return active_jobs_[q] > 0; }
   // An entry: the view, and with job order keys (keyed_) its key and the job version it was
-  // computed at.
+  // computed at (0: not known; the key is then known current only at keys_state_, see
+  // KeysCurrent).
   struct Item {
     JobView view;
     JobOrderKey key;
@@ -142,6 +143,25 @@ class JobsByQueue {
     if (!keyed_) return;
     item.key_version = ssn_.job_version(item.view.job);
     item.key = ssn_.JobOrderKeyOf(item.view);
+  }
+  // With job order keys (keyed_), before entries whose keys are current now are added: notes
+  // whether every entry's key is current at the session's state version now.
+  void NoteKeysAddedNow() {
+    if (!keyed_) return;
+    const uint64_t version = ssn_.state_version();
+    if (frozen_size_ + own_.size() == 0) {
+      keys_at_state_ = true;
+      keys_state_ = version;
+    } else if (keys_state_ != version) {
+      keys_at_state_ = false;
+    }
+  }
+  // Whether every entry's key is its view's key now without asking the job versions: the keys
+  // were all current at the session's state version of now. (A view's key depends only on the
+  // statuses and virtual flags of its job's pods, and two moments with the same state version
+  // have the same ones; a rollback gives the version back, while the job versions only grow.)
+  bool KeysCurrent() const {
+    return keyed_ && keys_at_state_ && keys_state_ == ssn_.state_version();
   }
   bool EntryLess(const Item& a, const Item& b) const {
     // A kept key is the view's key now while its job's version is the same (see
@@ -233,13 +253,14 @@ class JobsByQueue {
   int32_t AddEntry(JobView v);
   bool HeapLess(int32_t a, int32_t b) const { return EntryLess(ItemAt(b), ItemAt(a)); }
   // HeapLess with job order keys (keyed_) in victim mode (kVictims) or not: the same answers,
-  // the mode known at compile time.
-  template <bool kVictims>
+  // the mode known at compile time. kCurrent: every entry's key is known current (KeysCurrent),
+  // so the job versions are not read.
+  template <bool kVictims, bool kCurrent>
   bool KeyedHeapLess(int32_t a, int32_t b) const {
     const Item& x = ItemAt(b);
     const Item& y = ItemAt(a);
-    if (x.key_version == ssn_.job_version(x.view.job) &&
-        y.key_version == ssn_.job_version(y.view.job)) {
+    if (kCurrent || (x.key_version == ssn_.job_version(x.view.job) &&
+                     y.key_version == ssn_.job_version(y.view.job))) {
       return kVictims ? y.key < x.key : x.key < y.key;
     }
     return EntryLessSlow(x, y);
@@ -248,10 +269,13 @@ class JobsByQueue {
   // answers).
   template <typename F>
   void WithHeapLess(const F& f) const {
-    if (keyed_ && options_.victim_queue) {
-      f([this](int32_t a, int32_t b) { return KeyedHeapLess<true>(a, b); });
+    // (Victims queues, used on one session state, are the ones whose keys are known current.)
+    if (keyed_ && options_.victim_queue && KeysCurrent()) {
+      f([this](int32_t a, int32_t b) { return KeyedHeapLess<true, true>(a, b); });
+    } else if (keyed_ && options_.victim_queue) {
+      f([this](int32_t a, int32_t b) { return KeyedHeapLess<true, false>(a, b); });
     } else if (keyed_) {
-      f([this](int32_t a, int32_t b) { return KeyedHeapLess<false>(a, b); });
+      f([this](int32_t a, int32_t b) { return KeyedHeapLess<false, false>(a, b); });
     } else {
       f([this](int32_t a, int32_t b) { return HeapLess(a, b); });
     }
@@ -262,6 +286,10 @@ class JobsByQueue {
   // With the solver shortcuts on and a keyed job order (Session::JobOrderKeyed), entries carry
   // their job order keys and are compared by them while their jobs' versions are unchanged.
   bool keyed_ = false;
+  // With keyed_: every entry's key was current at the session's state version keys_state_ (see
+  // NoteKeysAddedNow, KeysCurrent).
+  bool keys_at_state_ = false;
+  uint64_t keys_state_ = 0;
   // Victim mode with the shortcuts on, a queue order depending only on pod states and keyed
   // (Session::VictimQueueOrderKeyed): sibling queues are compared by their keys, kept per
   // candidate in BestChildOf's scan steps.

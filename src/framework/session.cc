@@ -575,6 +575,23 @@ Quantities Session::ViewAllocated(const JobView& v) const {
   // again while comparing queues.
   auto& cached = job_allocated_cache_[v.job];
   if (cached.first == job_version_[v.job]) return cached.second;
+  if (cached.first == 0 && !job_allocated_filled_) {
+    // The first sum asked for: the victim searches go on to ask for almost every running job's,
+    // in an order that jumps across the jobs and pods (a few cache misses per job). Summing every
+    // job now, in id order, reads them in the order they are stored, at a fraction of the cost.
+    // (The same sums: the jobs' versions are kept with them.)
+    job_allocated_filled_ = true;
+    for (JobId j = 0; j < static_cast<JobId>(cluster_.jobs.size()); ++j) {
+      auto& memo = job_allocated_cache_[j];
+      if (memo.first != 0) continue;
+      Quantities sum;
+      for (PodId p : cluster_.jobs[j].pods) {
+        if (IsAllocatedLike(pods_[p].status)) sum += AcceptedQuantities(p);
+      }
+      memo = {job_version_[j], sum};
+    }
+    return cached.second;
+  }
   for (PodId p : cluster_.jobs[v.job].pods) add(p);
   cached = {job_version_[v.job], q};
   return q;

@@ -841,6 +841,8 @@ class Session {
   uint64_t serial_ = 0;
   // ViewAllocated of whole jobs, with the job version it was summed at (0: none).
   mutable std::vector<std::pair<uint64_t, Quantities>> job_allocated_cache_;
+  // Whether every job's ViewAllocated was summed at once (see ViewAllocated).
+  mutable bool job_allocated_filled_ = false;
   mutable std::vector<std::pair<uint64_t, Quantities>> job_quantities_cache_;
   mutable int8_t all_pods_whole_rankable_ = -1;  // AllPodsWholeGpuRankableByClass, -1: unknown
   void BuildPodBriefs() const;

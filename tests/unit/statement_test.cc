@@ -207,6 +207,28 @@ TEST_F(StatementTest, WholeJobAllocatedFollowsOperationsAndRollbacks) {
   EXPECT_EQ(ssn().ViewAllocated(JobView{a_, false, {}})[QueueResource::kGpu], 0);
 }
 
+// The first whole-job sum asked for sums every job at once (Session::ViewAllocated): a job whose
+// pods changed after that, and that was not asked for in between, must still get its new sum.
+TEST_F(StatementTest, WholeJobAllocatedOfJobsSummedAtOnceFollowsLaterOperations) {
+  auto expect_fresh = [&](JobId j, const std::string& when) {
+    const Job& job = cluster_.jobs[j];
+    const Quantities kept = ssn().ViewAllocated(JobView{j, false, {}});
+    const Quantities fresh = ssn().ViewAllocated(JobView{j, true, job.pods});
+    for (auto res : kQueueResources) EXPECT_EQ(kept[res], fresh[res]) << job.name << " " << when;
+  };
+  Statement stmt(ssn());
+  // (The first sum: b's and r's are summed with it.)
+  expect_fresh(a_, "at the start");
+  stmt.Evict(r0_, "make room");
+  stmt.Allocate(b0_, n0_);
+  expect_fresh(r_, "after r's pod was evicted");
+  expect_fresh(b_, "after b's pod was allocated");
+  EXPECT_GT(ssn().ViewAllocated(JobView{b_, false, {}})[QueueResource::kGpu], 0);
+  stmt.Discard();
+  expect_fresh(b_, "after the discard");
+  expect_fresh(r_, "after the discard");
+}
+
 TEST_F(StatementTest, RollbackRestoresEachCheckpointExactly) {
   const Snapshot s0 = Take(ssn());
   Statement stmt(ssn());

@@ -488,6 +488,62 @@ TEST(VictimQueueKeyTest, LeafHeapCacheGivesThePopsOfAFreshBuild) {
   EXPECT_LT(asked * 2, offered);
 }
 
+// Entries taken from a LeafHeapCache carry no job versions: their keys are known current only at
+// the session's state version of their build (JobsByQueue::KeysCurrent). Popped after a pod of a
+// queued victim was evicted (another state version), such a queue compares its entries as the
+// job order does now, as a fresh queue does for the evicted victim's entries; popped after the
+// eviction was discarded (the same state version, a new job version), it compares the kept keys.
+// Either way it pops as a queue built from all the jobs at once, built and popped at the same
+// moments.
+TEST(VictimQueueKeyTest, LeafHeapCacheEntriesPopAsFreshOnesAfterTheStateMoves) {
+  for (uint32_t seed = 1; seed <= 32; ++seed) {
+    const RandomTree t = MakeRandomTree(seed, /*uniform=*/seed % 3 == 0);
+    auto scheduler = MakeScheduler(true);
+    auto ssn = scheduler->OpenSession(t.c, testutil::kNowMs);
+    std::mt19937 rng(seed * 17);
+    std::vector<QueueId> leaves;
+    for (QueueId q = 0; q < static_cast<QueueId>(t.c.queues.size()); ++q) {
+      if (t.c.queues[q].IsLeaf()) leaves.push_back(q);
+    }
+    auto eligible = [&](QueueId q, std::vector<JobId>& out) {
+      for (JobId j : t.victims) {
+        if (t.c.jobs[j].queue == q && ssn->NumActiveAllocated(j) > 0) out.push_back(j);
+      }
+    };
+    const JobsOrderOptions o = AllJobs(/*victim_queue=*/true);
+    LeafHeapCache cache;
+    {
+      JobsByQueue first(*ssn, o);
+      first.InitializeFromLeaves(leaves, eligible, &cache);
+    }
+    for (const bool discard : {false, true}) {
+      std::vector<JobId> all;
+      for (QueueId q : leaves) eligible(q, all);
+      std::sort(all.begin(), all.end());
+      JobsByQueue fresh(*ssn, o);
+      fresh.InitializeWithJobs(all);
+      JobsByQueue cached(*ssn, o);
+      cached.InitializeFromLeaves(leaves, eligible, &cache);
+      ASSERT_EQ(cached.size(), fresh.size());
+      // Evict the active pods of a few random victims (their job versions and the state version
+      // move).
+      Statement stmt(*ssn);
+      for (int k = 0; k < 4; ++k) {
+        const JobId j = all[rng() % all.size()];
+        for (PodId p : t.c.jobs[j].pods) {
+          if (IsActiveAllocated(ssn->pod(p).status)) stmt.Evict(p, "test");
+        }
+      }
+      if (discard) stmt.Discard();
+      while (!fresh.empty()) {
+        EXPECT_EQ(cached.PopNextView().job, fresh.PopNextView().job)
+            << "seed " << seed << (discard ? " discarded" : " kept");
+      }
+      if (!discard) stmt.Discard();
+    }
+  }
+}
+
 // Without the solver shortcuts the cache is not used: every leaf is asked for its jobs, and the
 // pops are those of InitializeWithJobs.
 TEST(VictimQueueKeyTest, LeafHeapCacheUnusedWithoutShortcuts) {
