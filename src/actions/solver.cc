@@ -855,8 +855,10 @@ class Solver {
   }
   void EndTouch(bool exact) {
     exact = exact && base_exact_;
+    // (With `exact`, only whole GPUs were added to each base count: a whole base count stays
+    // whole, so ExactlySummable of the sum is its magnitude check.)
     for (size_t i = 0; exact && i < touched_.size(); ++i) {
-      exact = ExactlySummable(touched_[i].base_free) && ExactlySummable(hypothetical_free_[i]);
+      exact = ExactlySummable(touched_[i].base_free) && std::abs(hypothetical_free_[i]) < 1e12;
     }
     hypothetical_exact_ = exact;
   }
