@@ -539,6 +539,7 @@ class Solver {
     size_t victims_end = 0;
     bool has_more = false;
     bool pushed = false;
+    bool skipped = false;  // the prefix that made or last changed the record skipped the entry
     std::vector<PodId> rest;
   };
 
@@ -592,11 +593,24 @@ class Solver {
       victims = own_victims_;
     } else if (cursor_ < pops_.size()) {
       PopRecord& r = pops_[cursor_];
-      DecideStep(r.view, RecordVictims(r), r.has_more, scenario, step_);
-      if (step_.push != r.pushed || (step_.push && step_.rest != r.rest)) {
+      const auto recorded_victims = RecordVictims(r);
+      bool differs = false;
+      if (!r.skipped && std::none_of(recorded_victims.begin(), recorded_victims.end(),
+                                     [&](PodId p) { return scenario.IsRecorded(p); })) {
+        // None of the entry's victims is recorded, as when the record was made or last changed
+        // (then it pushed the entry's other pods when it had more): DecideStep would take that
+        // same step, so the record holds.
+        step_.skip = false;
+        step_.push = r.pushed;
+      } else {
+        DecideStep(r.view, recorded_victims, r.has_more, scenario, step_);
+        differs = step_.push != r.pushed || (step_.push && step_.rest != r.rest);
+      }
+      if (differs) {
         // This prefix leaves the queue differently: continue live from here.
         RebuildLive(cursor_);
         r.pushed = step_.push;
+        r.skipped = step_.skip;
         r.rest = step_.rest;
         if (r.pushed) live_->PushView(JobView{r.view.job, true, r.rest});
         pops_.resize(cursor_ + 1);
@@ -624,6 +638,7 @@ class Solver {
         r.victims_end = pop_victims_.size();
         DecideStep(r.view, RecordVictims(r), r.has_more, scenario, step_);
         r.pushed = step_.push;
+        r.skipped = step_.skip;
         r.rest = step_.rest;
         if (r.pushed) live_->PushView(JobView{r.view.job, true, r.rest});
         pops_.push_back(std::move(r));
