@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "framework/chunk_pool.h"
 #include "framework/session.h"
 #include "model/cluster.h"
 
@@ -182,37 +183,41 @@ class JobsByQueue {
   // Entries in chunks of a fixed size: views of entries stay where they are while entries are
   // added, and an index is a shift and a mask.
   class Items {
+    static constexpr size_t kBits = 6;
+    static constexpr size_t kChunk = size_t{1} << kBits;
+    // The chunks come from and go back to a per-thread pool: victims queues are built and dropped
+    // for every reclaim, preempt and consolidation job, with the same few hundred chunks.
+    using Pool = ChunkPool<Item, kChunk, 2048>;
+
    public:
     Items() = default;
     Items(const Items& other) : size_(other.size_) {
       for (size_t c = 0; c < other.chunks_.size(); ++c) {
-        chunks_.push_back(std::make_unique<Item[]>(kChunk));
+        chunks_.push_back(Pool::Take());
         const size_t n = std::min(kChunk, other.size_ - c * kChunk);
         std::copy(other.chunks_[c].get(), other.chunks_[c].get() + n, chunks_[c].get());
       }
     }
-    Items(Items&&) = default;
+    Items(Items&& other) noexcept : chunks_(std::move(other.chunks_)), size_(other.size_) {
+      other.chunks_.clear();
+      other.size_ = 0;
+    }
     Items& operator=(const Items&) = delete;
-    // Becomes a copy of `other`, keeping its chunks (entries past the end are left as default
-    // ones, so that emplace_back and Append find them so: only their lists' storage is kept).
+    ~Items() { Release(); }
+    // Becomes a copy of `other`, keeping its chunks (entries past the end are left over: see
+    // Reset).
     void AssignFrom(const Items& other) {
       while (chunks_.size() < other.chunks_.size()) {
-        chunks_.push_back(std::make_unique<Item[]>(kChunk));
-      }
-      for (size_t i = other.size_; i < size_; ++i) {
-        Item& item = (*this)[i];
-        item.view.job = kNone;
-        item.view.partial = false;
-        item.view.pods.clear();
-        item.key = {};
-        item.key_version = 0;
+        chunks_.push_back(Pool::Take());
       }
       for (size_t i = 0; i < other.size_; ++i) (*this)[i] = other[i];
       size_ = other.size_;
     }
+    // Appends a default entry.
     Item& emplace_back() {
-      if (size_ == chunks_.size() * kChunk) chunks_.push_back(std::make_unique<Item[]>(kChunk));
+      if (size_ == chunks_.size() * kChunk) chunks_.push_back(Pool::Take());
       Item& item = (*this)[size_];
+      Reset(item);
       ++size_;
       return item;
     }
@@ -221,11 +226,14 @@ class JobsByQueue {
     void Append(size_t n, const Fill& fill) {
       chunks_.reserve((size_ + n + kChunk - 1) / kChunk);
       for (size_t k = 0; k < n;) {
-        if (size_ == chunks_.size() * kChunk) chunks_.push_back(std::make_unique<Item[]>(kChunk));
+        if (size_ == chunks_.size() * kChunk) chunks_.push_back(Pool::Take());
         Item* chunk = chunks_[size_ >> kBits].get();  // (chunks past it are kept: AssignFrom)
         const size_t at = size_ & (kChunk - 1);
         const size_t m = std::min(kChunk - at, n - k);
-        for (size_t i = 0; i < m; ++i) fill(chunk[at + i], k + i);
+        for (size_t i = 0; i < m; ++i) {
+          Reset(chunk[at + i]);
+          fill(chunk[at + i], k + i);
+        }
         size_ += m;
         k += m;
       }
@@ -234,14 +242,25 @@ class JobsByQueue {
     const Item& operator[](size_t i) const { return chunks_[i >> kBits][i & (kChunk - 1)]; }
     size_t size() const { return size_; }
     bool empty() const { return size_ == 0; }
-    void clear() {
+    void clear() { Release(); }
+
+   private:
+    // Makes a left-over entry a default one, keeping its list's storage. (Entries past size_,
+    // in chunks kept by AssignFrom or taken from the pool, hold whatever they held: each is reset
+    // when appended, while its memory is being written anyway.)
+    static void Reset(Item& item) {
+      item.view.job = kNone;
+      item.view.partial = false;
+      item.view.pods.clear();
+      item.key = {};
+      item.key_version = 0;
+    }
+    // Gives every chunk back to the pool.
+    void Release() {
+      for (auto& chunk : chunks_) Pool::Give(std::move(chunk));
       chunks_.clear();
       size_ = 0;
     }
-
-   private:
-    static constexpr size_t kBits = 6;
-    static constexpr size_t kChunk = size_t{1} << kBits;
     std::vector<std::unique_ptr<Item[]>> chunks_;
     size_t size_ = 0;
   };
