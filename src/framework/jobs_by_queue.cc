@@ -164,36 +164,12 @@ bool JobsByQueue::EntryLessSlow(const Item& a, const Item& b) const {
                                : ssn_.JobViewLess(a.view, b.view);
 }
 
-JobsByQueue::JobsByQueue(const JobsByQueue& other)
-    : ssn_(other.ssn_),
-      options_(other.options_),
-      keyed_(other.keyed_),
-      keys_at_state_(other.keys_at_state_),
-      keys_state_(other.keys_state_),
-      vkeyed_(other.vkeyed_),
-      jkeyed_(other.jkeyed_),
-      frozen_(other.frozen_),
-      frozen_size_(other.frozen_size_),
-      own_(other.own_),
-      heaps_(other.heaps_),
-      popped_(other.popped_),
-      active_jobs_(other.active_jobs_),
-      roots_(other.roots_),
-      size_(other.size_),
-      serial_(NextSerial()),
-      changes_(other.changes_),
-      last_child_(other.last_child_),
-      child_at_(other.child_at_),
-      best_memo_(other.best_memo_),
-      steps_(other.steps_),
-      lazy_(other.lazy_),
-      unbuilt_(other.unbuilt_),
-      lazy_best_(other.lazy_best_) {
-  RebuildVictimViews();
-}
+// (The copy is AssignFrom on a new queue: one list of the members copied, for both.)
+JobsByQueue::JobsByQueue(const JobsByQueue& other) : ssn_(other.ssn_) { AssignFrom(other); }
 
 void JobsByQueue::AssignFrom(const JobsByQueue& other) {
-  // (Member by member as the copy constructor; vectors assigned keep their storage.)
+  // (Member by member; vectors assigned keep their storage. The copy constructor is this on a
+  // new queue.)
   options_ = other.options_;
   keyed_ = other.keyed_;
   keys_at_state_ = other.keys_at_state_;
