@@ -561,15 +561,14 @@ PodSetCounters Session::ViewCounters(const JobView& v, int32_t pod_set) const {
 }
 
 Quantities Session::ViewAllocated(const JobView& v) const {
-  Quantities q;
-  auto add = [&](PodId p) {
-    if (!IsAllocatedLike(pods_[p].status)) return;
-    q += AcceptedQuantities(p);
-  };
-  if (v.partial) {
-    for (PodId p : v.pods) add(p);
+  auto sum = [&](std::span<const PodId> pods) {
+    Quantities q;
+    for (PodId p : pods) {
+      if (IsAllocatedLike(pods_[p].status)) q += AcceptedQuantities(p);
+    }
     return q;
-  }
+  };
+  if (v.partial) return sum(v.pods);
   // A whole job's sum is kept while its version holds (a pod's status, and so its placement and
   // accepted GPUs, change only with a new version): the victims queue asks for it again and
   // again while comparing queues.
@@ -583,18 +582,12 @@ Quantities Session::ViewAllocated(const JobView& v) const {
     job_allocated_filled_ = true;
     for (JobId j = 0; j < static_cast<JobId>(cluster_.jobs.size()); ++j) {
       auto& memo = job_allocated_cache_[j];
-      if (memo.first != 0) continue;
-      Quantities sum;
-      for (PodId p : cluster_.jobs[j].pods) {
-        if (IsAllocatedLike(pods_[p].status)) sum += AcceptedQuantities(p);
-      }
-      memo = {job_version_[j], sum};
+      if (memo.first == 0) memo = {job_version_[j], sum(cluster_.jobs[j].pods)};
     }
     return cached.second;
   }
-  for (PodId p : cluster_.jobs[v.job].pods) add(p);
-  cached = {job_version_[v.job], q};
-  return q;
+  cached = {job_version_[v.job], sum(cluster_.jobs[v.job].pods)};
+  return cached.second;
 }
 
 bool Session::JobTieBreakersDistinct() const {
@@ -862,11 +855,7 @@ void Session::BuildNodeClasses() {
   for (NodeId n = 0; n < static_cast<NodeId>(nodes_.size()); ++n) Reclassify(n);
 }
 
-namespace {
-// a == b on the four named resources and the first `num_scalars` scalars. (The scalars past the
-// cluster's resource names are never set, so this is a == b; comparing whole arrays dominated the
-// cost of re-filing a node.)
-bool SameResources(const Resources& a, const Resources& b, int num_scalars) {
+bool Session::SameResources(const Resources& a, const Resources& b, int num_scalars) {
   if (a.cpu_millis != b.cpu_millis || a.memory_bytes != b.memory_bytes || a.gpus != b.gpus ||
       a.pods != b.pods) {
     return false;
@@ -876,18 +865,11 @@ bool SameResources(const Resources& a, const Resources& b, int num_scalars) {
   }
   return true;
 }
-}  // namespace
 
 bool Session::NodeHasClassKey(NodeId n, int32_t c) const {
   if (c < 0) return false;
-  // ClassKey::Matches, with the unused scalars left out.
-  const ClassKey& key = *class_keys_[c];
-  const NodeState& st = nodes_[n];
-  const int num_scalars = cluster_.resource_names.size();
-  return key.shape == cluster_.nodes[n].shape &&
-         SameResources(key.state.idle, st.idle, num_scalars) &&
-         SameResources(key.state.used, st.used, num_scalars) &&
-         SameResources(key.state.releasing, st.releasing, num_scalars) && key.shared == shared_[n];
+  return class_keys_[c]->Matches(cluster_.nodes[n].shape, nodes_[n], shared_[n],
+                                 static_cast<int>(cluster_.resource_names.size()));
 }
 
 void Session::Reclassify(NodeId n) {

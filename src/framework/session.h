@@ -786,12 +786,19 @@ class Session {
     int32_t shape;
     NodeState state;
     NodeSharedGpus shared;  // device state (empty on nodes without shared GPUs)
-    bool Matches(int32_t o_shape, const NodeState& o_state, const NodeSharedGpus& o_shared) const {
-      return shape == o_shape && state.idle == o_state.idle && state.used == o_state.used &&
-             state.releasing == o_state.releasing && shared == o_shared;
+    // Equality with a node's shape, state and devices, comparing the first `num_scalars`
+    // scalar resources (the cluster's resource names: the others are never set).
+    bool Matches(int32_t o_shape, const NodeState& o_state, const NodeSharedGpus& o_shared,
+                 int num_scalars = kMaxScalarResources) const {
+      return shape == o_shape && SameResources(state.idle, o_state.idle, num_scalars) &&
+             SameResources(state.used, o_state.used, num_scalars) &&
+             SameResources(state.releasing, o_state.releasing, num_scalars) && shared == o_shared;
     }
     bool operator==(const ClassKey& o) const { return Matches(o.shape, o.state, o.shared); }
   };
+  // a == b on the four named resources and the first `num_scalars` scalars. (Comparing whole
+  // arrays dominated the cost of re-filing a node.)
+  static bool SameResources(const Resources& a, const Resources& b, int num_scalars);
   struct ClassKeyHash {
     size_t operator()(const ClassKey& k) const;
   };
