@@ -1,7 +1,8 @@
 # Gantry's container image: `gantry scheduler` and `gantry binder` (see deploy/).
 #   docker build -t gantry:latest .
 # The build stage installs what scripts/setup.sh installs (less valgrind, for benchmarks only)
-# plus libcurl, OpenSSL, zlib and simdjson for the Kubernetes client; the runtime stage holds the binary, its
+# plus libcurl, OpenSSL, zlib and simdjson for the Kubernetes client and jemalloc (the heap on
+# transparent huge pages, src/util/allocator.h); the runtime stage holds the binary, its
 # shared libraries and CA certificates, and runs as an unprivileged user (uid 65532, as deploy/
 # expects).
 
@@ -10,7 +11,7 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config \
       nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libgtest-dev \
-      libcurl4-openssl-dev libssl-dev zlib1g-dev libsimdjson-dev \
+      libcurl4-openssl-dev libssl-dev zlib1g-dev libsimdjson-dev libjemalloc-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .

@@ -40,6 +40,7 @@
 #include "framework/session.h"
 #include "scenario/runner.h"
 #include "scenario/scenario.h"
+#include "util/allocator.h"
 
 namespace fs = std::filesystem;
 
@@ -436,9 +437,10 @@ int main(int argc, char** argv) {
     remove_dir = true;
   }
 
-  std::printf("# gantry-bench: runs=%d, predicates %s, stage %s; times are min/median ms\n",
-              args.runs, args.predicates ? "on" : "off",
-              args.only.empty() ? "all" : args.only.c_str());
+  std::printf(
+      "# gantry-bench: runs=%d, predicates %s, stage %s, allocator %s; times are min/median ms\n",
+      args.runs, args.predicates ? "on" : "off", args.only.empty() ? "all" : args.only.c_str(),
+      gantry::AllocatorDescription().c_str());
   int status = 0;
   for (int nodes : args.nodes) {
     SizeResult r;

@@ -6,6 +6,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build pkg-config
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libgtest-dev libcurl4-openssl-dev libssl-dev zlib1g-dev libsimdjson-dev
+  libjemalloc-dev
   valgrind
 )
 

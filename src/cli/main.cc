@@ -5,10 +5,15 @@
 #include "binder/binder.h"
 #include "cli/commands.h"
 #include "cli/scheduler_command.h"
+#include "util/allocator.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"gantry - a fast, KAI-compatible scheduler for GPU batch workloads"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", [] {
+    return std::string("gantry ") + GANTRY_VERSION + " (allocator: " +
+           gantry::AllocatorDescription() + ")";
+  });
 
   gantry::cli::CycleOptions cycle;
   auto* cycle_cmd = app.add_subcommand(
