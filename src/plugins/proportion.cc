@@ -1289,18 +1289,31 @@ class ProportionPlugin : public Plugin {
     return QueueOrderTail(s, l, r);
   }
 
-  // VictimQueueOrder's rules (1) to (6) as a key (Session's QueueOrderKey): each rule is a
-  // field, smaller goes first, compared with < then > as the rule does. Rules (7) (allocatable
-  // shares, a partial order of vectors) and (8) are no key: equal keys leave them to QueueOrder.
+  // Rules (1) to (4) of a side as one key field: the rules' own fields (each smaller first)
+  //   (1) over the fair share: last, (2) within the deserved quota: first,
+  //   (3) higher queue priority first, (4) uses a resource without allocatable share: last
+  // as the digits of one whole number, (1) the most significant. They are whole numbers without
+  // NaNs, so the first rule where two sides differ decides as it would alone, and the number
+  // (below 2^36) is exact in a double. (One field instead of four: the keys' comparisons, most
+  // of which are decided by rule (5), look at two fields instead of five.)
+  static double RulesOneToFour(const VictimSide& side, int priority) {
+    const double high = (side.over ? 2.0 : 0.0) + (side.starved ? 0.0 : 1.0);
+    // -priority + 2^31 is in [1, 2^32]: a digit below 2^33.
+    const double rank = -static_cast<double>(priority) + 0x1p31;
+    return (high * 0x1p33 + rank) * 2 + (side.violates ? 1.0 : 0.0);
+  }
+
+  // VictimQueueOrder's rules (1) to (6) as a key (Session's QueueOrderKey): rules (1) to (4) in
+  // the first field (RulesOneToFour), then (5) and (6), smaller first, compared with < then > as
+  // the rules do. Rules (7) (allocatable shares, a partial order of vectors) and (8) are no key:
+  // equal keys leave them to QueueOrder.
   QueueOrderKey VictimQueueKey(const Session& s, QueueId q, const VictimList& victims) const {
     const VictimSide side = VictimSideOf(s, q, victims);
     QueueOrderKey key;
-    key.k = {side.over ? 1.0 : 0.0,     // (1) over the fair share: last
-             side.starved ? 0.0 : 1.0,  // (2) within the deserved quota: first
-             -static_cast<double>(s.cluster().queues[q].priority),  // (3) higher first
-             side.violates ? 1.0 : 0.0,  // (4) uses a resource without allocatable share: last
-             side.share,                 // (5) dominant share without the victims
-             side.share0};               // (6) dominant share
+    key.k = {RulesOneToFour(side, s.cluster().queues[q].priority),
+             side.share,   // (5) dominant share without the victims
+             side.share0,  // (6) dominant share
+             0.0, 0.0, 0.0};
     return key;
   }
 
@@ -1310,12 +1323,8 @@ class ProportionPlugin : public Plugin {
   QueueOrderKey JobQueueKey(const Session& s, QueueId q, const JobView& job) const {
     const VictimSide side = job.partial ? MakeJobSide(s, q, &job) : JobSideOf(s, q, &job);
     QueueOrderKey key;
-    key.k = {side.over ? 1.0 : 0.0,
-             side.starved ? 0.0 : 1.0,
-             -static_cast<double>(s.cluster().queues[q].priority),
-             side.violates ? 1.0 : 0.0,
-             side.share,
-             side.share0};
+    key.k = {RulesOneToFour(side, s.cluster().queues[q].priority), side.share, side.share0,
+             0.0, 0.0, 0.0};
     return key;
   }
 
