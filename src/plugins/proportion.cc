@@ -1111,8 +1111,9 @@ class ProportionPlugin : public Plugin {
     bool over, starved, violates;
     double share, share0;
   };
-  // Per queue: the last VictimSide with what it was made of (the allocation bits and the victim
-  // list as AllocatedWithoutVictims keeps it: name, stable part, next entry, state version).
+  // Per queue and list name's place: the last VictimSide with what it was made of (the
+  // allocation bits and the victim list as AllocatedWithoutVictims keeps it: name, stable part,
+  // next entry, state version).
   struct VictimSideMemo {
     bool valid = false;
     uint64_t list = 0;
@@ -1122,6 +1123,9 @@ class ProportionPlugin : public Plugin {
     uint64_t version = 0;
     std::array<uint64_t, 3> allocated{};
     VictimSide side{};
+    // With a tail: the queue's allocation without all the list's views, tail included (what
+    // AllocatedWithoutVictims answered), so that the list grown by its tail continues from it.
+    Quantities without;
   };
 
   static bool Violates(const QueueShare& sh, const Quantities& with) {
@@ -1166,6 +1170,15 @@ class ProportionPlugin : public Plugin {
     for (auto res : kQueueResources) start[res] = sh[res].allocated + 0.0;
     return DominantShareOf(q, AllocatedWithoutVictims(s, q, start, victims));
   }
+  // VictimShare, keeping the allocation without the victims in `memo` (see VictimSideMemo).
+  double VictimShareKeeping(const Session& s, QueueId q, const VictimList& victims,
+                            VictimSideMemo& memo) const {
+    const QueueShare& sh = shares_[q];
+    Quantities start;
+    for (auto res : kQueueResources) start[res] = sh[res].allocated + 0.0;
+    memo.without = AllocatedWithoutVictims(s, q, start, victims);
+    return DominantShareOf(q, memo.without);
+  }
 
   // MakeVictimSide, kept per queue while its inputs are the same (shortcuts on, named list).
   VictimSide VictimSideOf(const Session& s, QueueId q, const VictimList& victims) const {
@@ -1177,20 +1190,45 @@ class ProportionPlugin : public Plugin {
           std::bit_cast<uint64_t>(sh.r[static_cast<size_t>(k)].allocated);
     const JobView* tail =
         victims.views.size() == victims.stable + 1 ? victims.views[victims.stable] : nullptr;
-    VictimSideMemo& memo = victim_sides_[q];
+    // (One per list name's place, as VictimSumSlot: a queue above the leaves is compared
+    // through the lists of its leaves in turn.)
+    std::vector<VictimSideMemo>& memos = victim_sides_[q];
+    if (memos.empty()) memos.resize(kVictimSumsPerQueue);
+    VictimSideMemo& memo = memos[victims.list % kVictimSumsPerQueue];
     const bool same_share = memo.valid && SameBits(memo.allocated, allocated);
-    if (same_share && memo.list == victims.list && memo.stable == victims.stable &&
-        memo.size == victims.views.size() && memo.tail == tail &&
-        memo.version == s.state_version()) {
+    const bool same_list =
+        same_share && memo.list == victims.list && memo.version == s.state_version();
+    if (same_list && memo.stable == victims.stable && memo.size == victims.views.size() &&
+        memo.tail == tail) {
+      return memo.side;
+    }
+    if (same_list && tail != nullptr && memo.tail != nullptr && victims.stable == memo.size &&
+        victims.views[memo.stable] == memo.tail) {
+      // The list has grown by its kept tail, now taken, and has a new one (the usual step after
+      // a pop): the allocation without the victims continues from the kept one, as
+      // AllocatedWithoutVictims would continue it (the same subtractions in the same order from
+      // the same start, so the same bits), without looking up its own memo.
+      const Quantities va = s.ViewAllocated(*tail);
+      for (auto res : kQueueResources) memo.without[res] -= va[res];
+      memo.side.share = DominantShareOf(q, memo.without);
+      memo.stable = victims.stable;
+      memo.size = victims.views.size();
+      memo.tail = tail;
       return memo.side;
     }
     // Rules (1), (2), (4) and (6) depend only on the queue's share, whose allocations are the
     // same (deserved and fair shares are fixed for the session): only rule (5)'s share is
     // computed again.
     if (same_share) {
-      memo.side.share = VictimShare(s, q, victims);
+      memo.side.share = VictimShareKeeping(s, q, victims, memo);
     } else {
       memo.side = MakeVictimSide(s, q, victims);
+      if (tail != nullptr) {
+        // (Its memo answers at once: MakeVictimSide has just asked for the same.)
+        Quantities start;
+        for (auto res : kQueueResources) start[res] = sh[res].allocated + 0.0;
+        memo.without = AllocatedWithoutVictims(s, q, start, victims);
+      }
       memo.allocated = allocated;
       memo.valid = true;
     }
@@ -1500,7 +1538,7 @@ class ProportionPlugin : public Plugin {
   mutable uint64_t validation_stamp_ = 0;
   // Per queue: the last victim-list sums QueueOrder computed for it (one per list).
   mutable std::vector<VictimSums> victim_sums_;
-  mutable std::vector<VictimSideMemo> victim_sides_;
+  mutable std::vector<std::vector<VictimSideMemo>> victim_sides_;
   mutable std::vector<JobSideMemos> job_sides_;
   // Queue shares frozen when a reclaim solution search starts (KAI validates against these).
   std::vector<QueueShare> simulation_shares_;
