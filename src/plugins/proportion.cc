@@ -1110,6 +1110,7 @@ class ProportionPlugin : public Plugin {
   struct VictimSide {
     bool over, starved, violates;
     double share, share0;
+    double rules;  // over, starved and violates with the queue's priority (RulesOneToFour)
   };
   // Per queue and list name's place: the last VictimSide with what it was made of (the
   // allocation bits and the victim list as AllocatedWithoutVictims keeps it: name, stable part,
@@ -1147,6 +1148,7 @@ class ProportionPlugin : public Plugin {
     side.violates = Violates(sh, with);
     side.share = VictimShare(s, q, victims);
     side.share0 = DominantShareOf(q, sh.Allocated());
+    side.rules = RulesOneToFour(side, s.cluster().queues[q].priority);
     return side;
   }
 
@@ -1259,6 +1261,7 @@ class ProportionPlugin : public Plugin {
     side.violates = Violates(sh, with);
     side.share = DominantShareOf(q, with);
     side.share0 = DominantShareOf(q, sh.Allocated());
+    side.rules = RulesOneToFour(side, s.cluster().queues[q].priority);
     return side;
   }
 
@@ -1348,7 +1351,7 @@ class ProportionPlugin : public Plugin {
   QueueOrderKey VictimQueueKey(const Session& s, QueueId q, const VictimList& victims) const {
     const VictimSide side = VictimSideOf(s, q, victims);
     QueueOrderKey key;
-    key.k = {RulesOneToFour(side, s.cluster().queues[q].priority),
+    key.k = {side.rules,   // (1) to (4)
              side.share,   // (5) dominant share without the victims
              side.share0,  // (6) dominant share
              0.0, 0.0, 0.0};
@@ -1361,8 +1364,7 @@ class ProportionPlugin : public Plugin {
   QueueOrderKey JobQueueKey(const Session& s, QueueId q, const JobView& job) const {
     const VictimSide side = job.partial ? MakeJobSide(s, q, &job) : JobSideOf(s, q, &job);
     QueueOrderKey key;
-    key.k = {RulesOneToFour(side, s.cluster().queues[q].priority), side.share, side.share0,
-             0.0, 0.0, 0.0};
+    key.k = {side.rules, side.share, side.share0, 0.0, 0.0, 0.0};
     return key;
   }
 
