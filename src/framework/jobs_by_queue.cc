@@ -366,13 +366,15 @@ QueueId JobsByQueue::ScanKeyedFromIn(const std::vector<QueueId>& candidates, siz
     step.version = version;
   };
   // Candidate i's comparison with the best so far, from its (current) step.
+  // (The best's key, kept at hand: read once per change of the best, not per comparison.)
+  const QueueOrderKey* best_key = best_at < 0 ? nullptr : &steps[best_at].key;
   auto compare = [&](size_t i) {
     ScanStep& step = steps[i];
     if (step.has_key) {
       const QueueId q = candidates[i];
       bool take = best == kNone;
       if (!take) {
-        const int c = step.key.Compare(steps[static_cast<size_t>(best_at)].key);
+        const int c = step.key.Compare(*best_key);
         if constexpr (kVictims) {
           take = c > 0 || (c == 0 && !ssn_.QueueLess(q, best, nullptr, nullptr, VictimsOf(q),
                                                      VictimsOf(best)));
@@ -383,6 +385,7 @@ QueueId JobsByQueue::ScanKeyedFromIn(const std::vector<QueueId>& candidates, siz
       if (take) {
         best = q;
         best_at = static_cast<int32_t>(i);
+        best_key = &step.key;
       }
     }
     step.best = best;

@@ -591,17 +591,53 @@ Quantities Session::ViewAllocated(const JobView& v) const {
 }
 
 bool Session::JobTieBreakersDistinct() const {
-  if (job_tie_breakers_distinct_ < 0) {
-    // (Names compared by hash: a collision only makes the answer a false "no".)
-    std::vector<std::pair<int64_t, size_t>> keys;
-    keys.reserve(cluster_.jobs.size());
-    for (const Job& job : cluster_.jobs) {
-      keys.emplace_back(job.creation_ms, std::hash<std::string>{}(job.name));
-    }
-    std::sort(keys.begin(), keys.end());
-    job_tie_breakers_distinct_ = std::adjacent_find(keys.begin(), keys.end()) == keys.end();
-  }
+  if (job_tie_breakers_distinct_ < 0) RankJobTieBreakers();
   return job_tie_breakers_distinct_ > 0;
+}
+
+void Session::RankJobTieBreakers() const {
+  // Jobs by (creation time, name), each name's first 16 bytes as two big-endian numbers (zero
+  // bytes past its end) beside the time: unequal numbers order two names as their first
+  // difference does (a byte, or the end of the shorter name, which is then a prefix of the
+  // other and goes first), so the names themselves are compared only when their first 16 bytes
+  // are the same. (The sort read both jobs' names for every comparison.)
+  struct Entry {
+    int64_t creation_ms;
+    uint64_t hi, lo;
+    JobId job;
+  };
+  auto prefix = [](const std::string& name, size_t from) {
+    unsigned char bytes[8] = {};
+    if (from < name.size()) {
+      std::memcpy(bytes, name.data() + from, std::min<size_t>(8, name.size() - from));
+    }
+    uint64_t v = 0;
+    for (unsigned char b : bytes) v = (v << 8) | b;
+    return v;
+  };
+  std::vector<Entry> order;
+  order.reserve(cluster_.jobs.size());
+  for (JobId j = 0; j < static_cast<JobId>(cluster_.jobs.size()); ++j) {
+    const Job& job = cluster_.jobs[j];
+    order.push_back({job.creation_ms, prefix(job.name, 0), prefix(job.name, 8), j});
+  }
+  // Negative, zero or positive as a goes before, with or after b.
+  auto compare = [this](const Entry& a, const Entry& b) {
+    if (a.creation_ms != b.creation_ms) return a.creation_ms < b.creation_ms ? -1 : 1;
+    if (a.hi != b.hi) return a.hi < b.hi ? -1 : 1;
+    if (a.lo != b.lo) return a.lo < b.lo ? -1 : 1;
+    return cluster_.jobs[a.job].name.compare(cluster_.jobs[b.job].name);
+  };
+  std::sort(order.begin(), order.end(),
+            [&](const Entry& a, const Entry& b) { return compare(a, b) < 0; });
+  job_tie_rank_.assign(cluster_.jobs.size(), 0);
+  int64_t rank = 0;
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (i > 0 && compare(order[i - 1], order[i]) < 0) ++rank;
+    job_tie_rank_[order[i].job] = rank;
+  }
+  // Distinct pairs have distinct ranks.
+  job_tie_breakers_distinct_ = order.empty() || rank == static_cast<int64_t>(order.size()) - 1;
 }
 
 void Session::AddJobOrderKeyFn(JobOrderKeyFn key, bool own_pods_only) {
@@ -621,22 +657,8 @@ void Session::AddJobOrderKeyFn(JobOrderKeyFn key, bool own_pods_only) {
 // jobs as their (creation, name) pairs (equal pairs, equal ranks). Unused slots are 0 on both
 // sides.
 JobOrderKey Session::ComputeJobOrderKey(const JobView& v) const {
-  if (job_tie_rank_.empty() && !cluster_.jobs.empty()) {
-    std::vector<JobId> order(cluster_.jobs.size());
-    std::iota(order.begin(), order.end(), 0);
-    auto less = [this](JobId a, JobId b) {
-      const Job& ja = cluster_.jobs[a];
-      const Job& jb = cluster_.jobs[b];
-      if (ja.creation_ms != jb.creation_ms) return ja.creation_ms < jb.creation_ms;
-      return ja.name < jb.name;
-    };
-    std::sort(order.begin(), order.end(), less);
-    job_tie_rank_.assign(cluster_.jobs.size(), 0);
-    int64_t rank = 0;
-    for (size_t i = 0; i < order.size(); ++i) {
-      if (i > 0 && less(order[i - 1], order[i])) ++rank;
-      job_tie_rank_[order[i]] = rank;
-    }
+  if (job_key_cache_.empty() && !cluster_.jobs.empty()) {
+    if (job_tie_breakers_distinct_ < 0) RankJobTieBreakers();
     job_key_cache_.assign(cluster_.jobs.size(), {0, JobOrderKey{}});
   }
   auto compute = [&] {

@@ -744,7 +744,7 @@ class Session {
   QueueOrderKeyFn victim_queue_key_;  // the first queue order function's key, if given
   JobQueueOrderKeyFn job_queue_key_;  // its job-order key, if given
   bool job_order_own_pods_only_ = true;
-  mutable int8_t job_tie_breakers_distinct_ = -1;  // -1: not computed yet
+  mutable int8_t job_tie_breakers_distinct_ = -1;  // -1: not computed yet (nor the ranks)
   // Job order keys (JobOrderKeyed): the key functions, each job's rank by the last tie-breakers
   // (creation time, then name; equal pairs share a rank; computed on first use) and the kept
   // whole-job keys with the job version they were computed at (0: none).
@@ -754,6 +754,8 @@ class Session {
   mutable std::vector<std::pair<uint64_t, JobOrderKey>> job_key_cache_;
   // JobOrderKeyOf without a kept key (keeps whole-job keys).
   JobOrderKey ComputeJobOrderKey(const JobView& v) const;
+  // Computes job_tie_rank_ and job_tie_breakers_distinct_ (one sort of the jobs).
+  void RankJobTieBreakers() const;
   std::vector<NodePreOrderFn> node_pre_order_fns_;
   std::vector<NodeOrderFn> node_order_fns_;
   std::vector<NodeOrderPodFilter> node_order_filters_;  // per node_order_fns_ entry, or null

@@ -1110,9 +1110,11 @@ class ProportionPlugin : public Plugin {
   struct VictimSide {
     bool over, starved, violates;
     double share, share0;
+    double rules;  // over, starved and violates with the queue's priority (RulesOneToFour)
   };
-  // Per queue: the last VictimSide with what it was made of (the allocation bits and the victim
-  // list as AllocatedWithoutVictims keeps it: name, stable part, next entry, state version).
+  // Per queue and list name's place: the last VictimSide with what it was made of (the
+  // allocation bits and the victim list as AllocatedWithoutVictims keeps it: name, stable part,
+  // next entry, state version).
   struct VictimSideMemo {
     bool valid = false;
     uint64_t list = 0;
@@ -1122,6 +1124,9 @@ class ProportionPlugin : public Plugin {
     uint64_t version = 0;
     std::array<uint64_t, 3> allocated{};
     VictimSide side{};
+    // With a tail: the queue's allocation without all the list's views, tail included (what
+    // AllocatedWithoutVictims answered), so that the list grown by its tail continues from it.
+    Quantities without;
   };
 
   static bool Violates(const QueueShare& sh, const Quantities& with) {
@@ -1143,6 +1148,7 @@ class ProportionPlugin : public Plugin {
     side.violates = Violates(sh, with);
     side.share = VictimShare(s, q, victims);
     side.share0 = DominantShareOf(q, sh.Allocated());
+    side.rules = RulesOneToFour(side, s.cluster().queues[q].priority);
     return side;
   }
 
@@ -1166,6 +1172,15 @@ class ProportionPlugin : public Plugin {
     for (auto res : kQueueResources) start[res] = sh[res].allocated + 0.0;
     return DominantShareOf(q, AllocatedWithoutVictims(s, q, start, victims));
   }
+  // VictimShare, keeping the allocation without the victims in `memo` (see VictimSideMemo).
+  double VictimShareKeeping(const Session& s, QueueId q, const VictimList& victims,
+                            VictimSideMemo& memo) const {
+    const QueueShare& sh = shares_[q];
+    Quantities start;
+    for (auto res : kQueueResources) start[res] = sh[res].allocated + 0.0;
+    memo.without = AllocatedWithoutVictims(s, q, start, victims);
+    return DominantShareOf(q, memo.without);
+  }
 
   // MakeVictimSide, kept per queue while its inputs are the same (shortcuts on, named list).
   VictimSide VictimSideOf(const Session& s, QueueId q, const VictimList& victims) const {
@@ -1177,20 +1192,45 @@ class ProportionPlugin : public Plugin {
           std::bit_cast<uint64_t>(sh.r[static_cast<size_t>(k)].allocated);
     const JobView* tail =
         victims.views.size() == victims.stable + 1 ? victims.views[victims.stable] : nullptr;
-    VictimSideMemo& memo = victim_sides_[q];
+    // (One per list name's place, as VictimSumSlot: a queue above the leaves is compared
+    // through the lists of its leaves in turn.)
+    std::vector<VictimSideMemo>& memos = victim_sides_[q];
+    if (memos.empty()) memos.resize(kVictimSumsPerQueue);
+    VictimSideMemo& memo = memos[victims.list % kVictimSumsPerQueue];
     const bool same_share = memo.valid && SameBits(memo.allocated, allocated);
-    if (same_share && memo.list == victims.list && memo.stable == victims.stable &&
-        memo.size == victims.views.size() && memo.tail == tail &&
-        memo.version == s.state_version()) {
+    const bool same_list =
+        same_share && memo.list == victims.list && memo.version == s.state_version();
+    if (same_list && memo.stable == victims.stable && memo.size == victims.views.size() &&
+        memo.tail == tail) {
+      return memo.side;
+    }
+    if (same_list && tail != nullptr && memo.tail != nullptr && victims.stable == memo.size &&
+        victims.views[memo.stable] == memo.tail) {
+      // The list has grown by its kept tail, now taken, and has a new one (the usual step after
+      // a pop): the allocation without the victims continues from the kept one, as
+      // AllocatedWithoutVictims would continue it (the same subtractions in the same order from
+      // the same start, so the same bits), without looking up its own memo.
+      const Quantities va = s.ViewAllocated(*tail);
+      for (auto res : kQueueResources) memo.without[res] -= va[res];
+      memo.side.share = DominantShareOf(q, memo.without);
+      memo.stable = victims.stable;
+      memo.size = victims.views.size();
+      memo.tail = tail;
       return memo.side;
     }
     // Rules (1), (2), (4) and (6) depend only on the queue's share, whose allocations are the
     // same (deserved and fair shares are fixed for the session): only rule (5)'s share is
     // computed again.
     if (same_share) {
-      memo.side.share = VictimShare(s, q, victims);
+      memo.side.share = VictimShareKeeping(s, q, victims, memo);
     } else {
       memo.side = MakeVictimSide(s, q, victims);
+      if (tail != nullptr) {
+        // (Its memo answers at once: MakeVictimSide has just asked for the same.)
+        Quantities start;
+        for (auto res : kQueueResources) start[res] = sh[res].allocated + 0.0;
+        memo.without = AllocatedWithoutVictims(s, q, start, victims);
+      }
       memo.allocated = allocated;
       memo.valid = true;
     }
@@ -1221,6 +1261,7 @@ class ProportionPlugin : public Plugin {
     side.violates = Violates(sh, with);
     side.share = DominantShareOf(q, with);
     side.share0 = DominantShareOf(q, sh.Allocated());
+    side.rules = RulesOneToFour(side, s.cluster().queues[q].priority);
     return side;
   }
 
@@ -1289,18 +1330,31 @@ class ProportionPlugin : public Plugin {
     return QueueOrderTail(s, l, r);
   }
 
-  // VictimQueueOrder's rules (1) to (6) as a key (Session's QueueOrderKey): each rule is a
-  // field, smaller goes first, compared with < then > as the rule does. Rules (7) (allocatable
-  // shares, a partial order of vectors) and (8) are no key: equal keys leave them to QueueOrder.
+  // Rules (1) to (4) of a side as one key field: the rules' own fields (each smaller first)
+  //   (1) over the fair share: last, (2) within the deserved quota: first,
+  //   (3) higher queue priority first, (4) uses a resource without allocatable share: last
+  // as the digits of one whole number, (1) the most significant. They are whole numbers without
+  // NaNs, so the first rule where two sides differ decides as it would alone, and the number
+  // (below 2^36) is exact in a double. (One field instead of four: the keys' comparisons, most
+  // of which are decided by rule (5), look at two fields instead of five.)
+  static double RulesOneToFour(const VictimSide& side, int priority) {
+    const double high = (side.over ? 2.0 : 0.0) + (side.starved ? 0.0 : 1.0);
+    // -priority + 2^31 is in [1, 2^32]: a digit below 2^33.
+    const double rank = -static_cast<double>(priority) + 0x1p31;
+    return (high * 0x1p33 + rank) * 2 + (side.violates ? 1.0 : 0.0);
+  }
+
+  // VictimQueueOrder's rules (1) to (6) as a key (Session's QueueOrderKey): rules (1) to (4) in
+  // the first field (RulesOneToFour), then (5) and (6), smaller first, compared with < then > as
+  // the rules do. Rules (7) (allocatable shares, a partial order of vectors) and (8) are no key:
+  // equal keys leave them to QueueOrder.
   QueueOrderKey VictimQueueKey(const Session& s, QueueId q, const VictimList& victims) const {
     const VictimSide side = VictimSideOf(s, q, victims);
     QueueOrderKey key;
-    key.k = {side.over ? 1.0 : 0.0,     // (1) over the fair share: last
-             side.starved ? 0.0 : 1.0,  // (2) within the deserved quota: first
-             -static_cast<double>(s.cluster().queues[q].priority),  // (3) higher first
-             side.violates ? 1.0 : 0.0,  // (4) uses a resource without allocatable share: last
-             side.share,                 // (5) dominant share without the victims
-             side.share0};               // (6) dominant share
+    key.k = {side.rules,   // (1) to (4)
+             side.share,   // (5) dominant share without the victims
+             side.share0,  // (6) dominant share
+             0.0, 0.0, 0.0};
     return key;
   }
 
@@ -1310,12 +1364,7 @@ class ProportionPlugin : public Plugin {
   QueueOrderKey JobQueueKey(const Session& s, QueueId q, const JobView& job) const {
     const VictimSide side = job.partial ? MakeJobSide(s, q, &job) : JobSideOf(s, q, &job);
     QueueOrderKey key;
-    key.k = {side.over ? 1.0 : 0.0,
-             side.starved ? 0.0 : 1.0,
-             -static_cast<double>(s.cluster().queues[q].priority),
-             side.violates ? 1.0 : 0.0,
-             side.share,
-             side.share0};
+    key.k = {side.rules, side.share, side.share0, 0.0, 0.0, 0.0};
     return key;
   }
 
@@ -1491,7 +1540,7 @@ class ProportionPlugin : public Plugin {
   mutable uint64_t validation_stamp_ = 0;
   // Per queue: the last victim-list sums QueueOrder computed for it (one per list).
   mutable std::vector<VictimSums> victim_sums_;
-  mutable std::vector<VictimSideMemo> victim_sides_;
+  mutable std::vector<std::vector<VictimSideMemo>> victim_sides_;
   mutable std::vector<JobSideMemos> job_sides_;
   // Queue shares frozen when a reclaim solution search starts (KAI validates against these).
   std::vector<QueueShare> simulation_shares_;

@@ -198,6 +198,49 @@ TEST(JobOrderKeyTest, KeysCompareAsTheJobOrder) {
   check_all();
 }
 
+// The tie-breaker ranks order jobs by name byte by byte as std::string does (the ranks compare
+// names by their first 16 bytes as numbers first): names that share 8 or 16 bytes, are prefixes
+// of one another, end in zero bytes or hold bytes above 0x7f; and equal (creation, name) pairs,
+// which share a rank and make the tie-breakers not distinct.
+TEST(JobOrderKeyTest, TieRanksOrderNamesAsStrings) {
+  const std::vector<std::string> names = {
+      "a", std::string("a\0", 2), std::string("a\0\0", 3), "ab", "abcdefgh", "abcdefgg",
+      "abcdefghi", "abcdefghijklmno", "abcdefghijklmnop", "abcdefghijklmnopq",
+      "abcdefghijklmnopa", "abcdefghijklmnopqrstuvwxyz", "abcdefghijklmnoq", "abcdefg\xff",
+      "abcdefg\x01", "\x80x", "\x7fx", "zz", "", "run-0001", "run-0010", "run-01"};
+  for (const bool duplicates : {false, true}) {
+    Cluster c;
+    AddNode(c, "n0", 8);
+    AddQueue(c, "q", {});
+    for (size_t i = 0; i < names.size(); ++i) {
+      AddJob(c, names[i], {.queue = "q", .pod = kGpuPod, .creation_ms = 5, .ns = "ns"});
+      // (The same name in another namespace: the same (creation, name) pair.)
+      if (duplicates && i % 4 == 0) {
+        AddJob(c, names[i], {.queue = "q", .pod = kGpuPod, .creation_ms = 5, .ns = "other"});
+      }
+    }
+    // Other creation times come first or last whatever the names.
+    AddJob(c, "zzz", {.queue = "q", .pod = kGpuPod, .creation_ms = 1, .ns = "ns"});
+    AddJob(c, "", {.queue = "q", .pod = kGpuPod, .creation_ms = 9, .ns = "ns"});
+    c.Finalize();
+    auto scheduler = testutil::MakeScheduler();
+    auto ssn = scheduler->OpenSession(c, testutil::kNowMs);
+    ASSERT_TRUE(ssn->JobOrderKeyed());
+    EXPECT_EQ(ssn->JobTieBreakersDistinct(), !duplicates);
+    int less = 0;
+    for (JobId l = 0; l < static_cast<JobId>(c.jobs.size()); ++l) {
+      for (JobId r = 0; r < static_cast<JobId>(c.jobs.size()); ++r) {
+        const JobView lv{l, false, {}};
+        const JobView rv{r, false, {}};
+        const bool by_keys = ssn->JobOrderKeyOf(lv) < ssn->JobOrderKeyOf(rv);
+        ASSERT_EQ(ssn->JobViewLess(lv, rv), by_keys) << l << " vs " << r;
+        less += by_keys;
+      }
+    }
+    EXPECT_GT(less, 0);
+  }
+}
+
 // A victims queue (reversed orders, queues compared by their victims) pops the same entries with
 // the solver shortcuts on (keyed entries, one heap build per queue) as with them off (the job
 // order's callbacks, one push per job), parts of jobs pushed back included.
