@@ -684,21 +684,22 @@ bool Session::JobViewLess(const JobView& lv, const JobView& rv) const {
   return lj.name < rj.name;
 }
 
-bool Session::TaskLess(PodId l, PodId r) const {
+bool Session::TaskLessByFunctions(PodId l, PodId r) const {
   for (const auto& fn : task_order_fns_) {
     if (int c = fn(*this, l, r); c != 0) return c < 0;
   }
   return cluster_.pods[l].name < cluster_.pods[r].name;
 }
 
-int32_t Session::TaskRank(PodId p) const {
+int32_t Session::RankPodSetOf(PodId p) const {
   if (task_rank_.size() != cluster_.pods.size()) task_rank_.assign(cluster_.pods.size(), -1);
   if (task_rank_[p] < 0) {
     // Rank the pod's whole set at once (task order is total on a job's pods: its last tie-break
     // is the pod's name, unique in a namespace).
     const Pod& pod = cluster_.pods[p];
     std::vector<PodId> sorted = cluster_.jobs[pod.job].pod_sets[pod.pod_set].pods;
-    std::sort(sorted.begin(), sorted.end(), [&](PodId a, PodId b) { return TaskLess(a, b); });
+    std::sort(sorted.begin(), sorted.end(),
+              [&](PodId a, PodId b) { return TaskLessByFunctions(a, b); });
     for (size_t i = 0; i < sorted.size(); ++i) task_rank_[sorted[i]] = static_cast<int32_t>(i);
   }
   return task_rank_[p];

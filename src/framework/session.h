@@ -553,10 +553,23 @@ class Session {
   PodSetCounters ViewCounters(const JobView& v, int32_t pod_set) const;
   // Resources of the view's allocated-like pods, as queue quantities (KAI's job Allocated).
   Quantities ViewAllocated(const JobView& v) const;
-  bool TaskLess(PodId l, PodId r) const;
+  // (Inline: the victim search sorts pods by it for every victim job.) Two pods of one pod set
+  // compare by their ranks there: the order is total on a job's pods (see TaskRank), so the
+  // ranks answer as the task-order functions would, without calling them again.
+  bool TaskLess(PodId l, PodId r) const {
+    const Pod& lp = cluster_.pods[l];
+    const Pod& rp = cluster_.pods[r];
+    if (lp.job == rp.job && lp.job != kNone && lp.pod_set == rp.pod_set) {
+      return TaskRank(l) < TaskRank(r);
+    }
+    return TaskLessByFunctions(l, r);
+  }
   // The place of pod p among the pods of its pod set in TaskLess order (0 first), ranked once per
   // pod set and session.
-  int32_t TaskRank(PodId p) const;
+  int32_t TaskRank(PodId p) const {
+    if (static_cast<size_t>(p) < task_rank_.size() && task_rank_[p] >= 0) return task_rank_[p];
+    return RankPodSetOf(p);
+  }
   bool PodSetLess(JobId j, int32_t l, int32_t r) const;
   bool PodSetViewLess(const JobView& v, int32_t l, int32_t r) const;
   bool QueueLess(QueueId l, QueueId r, const JobView* l_job, const JobView* r_job,
@@ -756,6 +769,10 @@ class Session {
   JobOrderKey ComputeJobOrderKey(const JobView& v) const;
   // Computes job_tie_rank_ and job_tie_breakers_distinct_ (one sort of the jobs).
   void RankJobTieBreakers() const;
+  // TaskLess by the task-order functions and the pods' names (what TaskRank ranks by).
+  bool TaskLessByFunctions(PodId l, PodId r) const;
+  // Ranks the pod set of pod p (TaskRank) and returns p's rank.
+  int32_t RankPodSetOf(PodId p) const;
   std::vector<NodePreOrderFn> node_pre_order_fns_;
   std::vector<NodeOrderFn> node_order_fns_;
   std::vector<NodeOrderPodFilter> node_order_filters_;  // per node_order_fns_ entry, or null

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -696,9 +697,31 @@ TEST(TaskRankTest, RanksFollowTaskOrder) {
   c.Finalize();
   auto scheduler = testutil::MakeScheduler();
   auto ssn = scheduler->OpenSession(c, testutil::kNowMs);
+  // The default task order spelled out (kubeflow, ray, then taskorder, then the name): TaskLess
+  // answers pairs of one pod set from the ranks, which must agree with it, as must the
+  // functions it asks for pods of two jobs.
+  auto expected_key = [&](PodId p) {
+    const Pod& pod = c.pods[p];
+    const std::string* role = pod.labels.Get("training.kubeflow.org/job-role");
+    const std::string* type = pod.labels.Get("ray.io/node-type");
+    const std::string* priority = pod.labels.Get("kai.scheduler/task-priority");
+    return std::make_tuple(!(role && *role == "master"), !(type && *type == "head"), !priority,
+                           priority ? -std::stol(*priority) : 0L, pod.name);
+  };
+  for (PodId a : c.jobs[j].pods) {
+    for (JobId job : {j, k}) {
+      for (PodId b : c.jobs[job].pods) {
+        EXPECT_EQ(ssn->TaskLess(a, b), expected_key(a) < expected_key(b))
+            << c.pods[a].name << " " << c.pods[b].name;
+        EXPECT_EQ(ssn->TaskLess(b, a), expected_key(b) < expected_key(a))
+            << c.pods[b].name << " " << c.pods[a].name;
+      }
+    }
+  }
   for (JobId job : {j, k}) {
     std::vector<PodId> sorted = c.jobs[job].pods;
-    std::sort(sorted.begin(), sorted.end(), [&](PodId a, PodId b) { return ssn->TaskLess(a, b); });
+    std::sort(sorted.begin(), sorted.end(),
+              [&](PodId a, PodId b) { return expected_key(a) < expected_key(b); });
     for (size_t i = 0; i < sorted.size(); ++i) {
       EXPECT_EQ(ssn->TaskRank(sorted[i]), static_cast<int32_t>(i)) << c.pods[sorted[i]].name;
     }
