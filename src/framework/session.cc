@@ -1001,19 +1001,35 @@ void Session::RankPerNode(PodId p, std::span<const NodeId> candidates, bool reco
   // (Functions that score 0 for this pod are left out: adding 0 changes no score.)
   pod_order_fns_.clear();
   for (size_t i = 0; i < node_order_fns_.size(); ++i) {
-    if (!node_order_filters_[i] || node_order_filters_[i](pod)) {
-      pod_order_fns_.push_back(&node_order_fns_[i]);
-    }
+    if (!node_order_filters_[i] || node_order_filters_[i](pod)) pod_order_fns_.push_back(i);
   }
-  // Whole-GPU pods skip nodes without enough unallocated GPUs before anything else.
+  // The checks of FittingNode and the scores, each stage for all candidates at once (batch
+  // functions where given): a node passes the same checks in the same order, and its score is
+  // the same sum, made in the same order. Whole-GPU pods skip nodes without enough unallocated
+  // GPUs before anything else.
   const double need_gpus = pod.IsSharedGpu() ? 0 : pod.request.gpus + pod.dra_gpus;
+  fitting_.clear();
   for (NodeId n : candidates) {
     if (non_allocated_gpus_[n] < need_gpus) continue;
     ++stats_.nodes_checked;
-    if (!FittingNode(p, n, nullptr)) continue;
-    double score = 0;
-    for (const NodeOrderFn* fn : pod_order_fns_) score += (*fn)(*this, p, n);
-    ranked_.emplace_back(score, n);
+    if (FitsIdleOrReleasing(p, n)) fitting_.push_back(n);
+  }
+  for (size_t i = 0; i < predicate_fns_.size() && !fitting_.empty(); ++i) {
+    if (predicate_batch_fns_[i]) {
+      predicate_batch_fns_[i](*this, p, fitting_);
+      continue;
+    }
+    const PredicateFn& fn = predicate_fns_[i];
+    std::erase_if(fitting_, [&](NodeId n) { return fn(*this, p, n).has_value(); });
+  }
+  for (NodeId n : fitting_) ranked_.emplace_back(0.0, n);
+  for (size_t i : pod_order_fns_) {
+    if (node_order_batch_fns_[i]) {
+      node_order_batch_fns_[i](*this, p, ranked_);
+      continue;
+    }
+    const NodeOrderFn& fn = node_order_fns_[i];
+    for (auto& [score, n] : ranked_) score += fn(*this, p, n);
   }
   if (ranked_.empty() && record) {
     // Nothing fits: explain why, node by node. Failures are the only readers of these reasons,

@@ -185,12 +185,20 @@ using JobQueueOrderKeyFn = std::function<QueueOrderKey(const Session&, QueueId, 
 // Called once per pod before its nodes are scored, with the candidate node set.
 using NodePreOrderFn = std::function<void(Session&, PodId, std::span<const NodeId>)>;
 using NodeOrderFn = std::function<double(const Session&, PodId, NodeId)>;
+// A node order function for many nodes at once: adds its score of each entry's node (second) to
+// the entry's score (first). Given with a NodeOrderFn, it must add exactly what that returns.
+using NodeOrderBatchFn =
+    std::function<void(const Session&, PodId, std::span<std::pair<double, NodeId>>)>;
 // Whether a node-order function can score anything but 0 for a pod, by the pod's spec alone.
 using NodeOrderPodFilter = bool (*)(const Pod&);
 // Returns an error message when the pod cannot be scheduled anywhere.
 using PrePredicateFn = std::function<std::optional<std::string>(Session&, PodId)>;
 // Returns a short reason when the pod cannot go on the node.
 using PredicateFn = std::function<std::optional<std::string>(Session&, PodId, NodeId)>;
+// A predicate for many nodes at once, where no reason is wanted: removes from the list the nodes
+// the pod cannot go on, keeping the others in order. Given with a PredicateFn, it must remove
+// exactly the nodes that gives a reason for.
+using PredicateBatchFn = std::function<void(Session&, PodId, std::vector<NodeId>&)>;
 using JobCapacityFn =
     std::function<SchedulableResult(const Session&, JobId, std::span<const PodId>)>;
 using TaskCapacityFn = std::function<SchedulableResult(const Session&, PodId, NodeId)>;
@@ -501,14 +509,20 @@ class Session {
   }
   void AddNodePreOrderFn(NodePreOrderFn fn) { node_pre_order_fns_.push_back(std::move(fn)); }
   // With `scores_pod`, fn is only called for pods it says yes to (it scores 0 for the others).
-  void AddNodeOrderFn(NodeOrderFn fn, NodeOrderPodFilter scores_pod = nullptr) {
+  // With `batch`, rankings score their fitting nodes with it (one call instead of one per node).
+  void AddNodeOrderFn(NodeOrderFn fn, NodeOrderPodFilter scores_pod = nullptr,
+                      NodeOrderBatchFn batch = nullptr) {
     if (Disabled("node_order")) return;
     node_order_fns_.push_back(std::move(fn));
     node_order_filters_.push_back(scores_pod);
+    node_order_batch_fns_.push_back(std::move(batch));
   }
   void AddPrePredicateFn(PrePredicateFn fn) { pre_predicate_fns_.push_back(std::move(fn)); }
-  void AddPredicateFn(PredicateFn fn) {
-    if (!Disabled("predicate")) predicate_fns_.push_back(std::move(fn));
+  // With `batch`, rankings filter their candidates with it (one call instead of one per node).
+  void AddPredicateFn(PredicateFn fn, PredicateBatchFn batch = nullptr) {
+    if (Disabled("predicate")) return;
+    predicate_fns_.push_back(std::move(fn));
+    predicate_batch_fns_.push_back(std::move(batch));
   }
   void AddJobCapacityFn(JobCapacityFn fn) { job_capacity_fns_.push_back(std::move(fn)); }
   void AddTaskCapacityFn(TaskCapacityFn fn) { task_capacity_fns_.push_back(std::move(fn)); }
@@ -776,9 +790,11 @@ class Session {
   std::vector<NodePreOrderFn> node_pre_order_fns_;
   std::vector<NodeOrderFn> node_order_fns_;
   std::vector<NodeOrderPodFilter> node_order_filters_;  // per node_order_fns_ entry, or null
-  std::vector<const NodeOrderFn*> pod_order_fns_;       // those scoring the pod being ranked
+  std::vector<NodeOrderBatchFn> node_order_batch_fns_;  // per node_order_fns_ entry, or null
+  std::vector<size_t> pod_order_fns_;  // indices of those scoring the pod being ranked
   std::vector<PrePredicateFn> pre_predicate_fns_;
   std::vector<PredicateFn> predicate_fns_;
+  std::vector<PredicateBatchFn> predicate_batch_fns_;  // per predicate_fns_ entry, or null
   std::vector<JobCapacityFn> job_capacity_fns_;
   std::vector<TaskCapacityFn> task_capacity_fns_;
   std::vector<EventHandler> event_handlers_;
@@ -796,6 +812,7 @@ class Session {
 
   // Scratch buffers reused across calls (no allocation per candidate node).
   std::vector<std::pair<double, NodeId>> ranked_;
+  std::vector<NodeId> fitting_;  // RankPerNode: candidates passing the checks so far
   bool ranked_heap_ = false;
 
   // Classes of equivalent nodes: same shape and same NodeState. Nodes of a class pass the same

@@ -15,9 +15,14 @@ class NodeAvailabilityPlugin : public Plugin {
   bool NodeChecksDependOnlyOnShapeAndState() const override { return true; }
   std::string_view name() const override { return "nodeavailability"; }
   void OnSessionOpen(Session& ssn) override {
-    ssn.AddNodeOrderFn([](const Session& s, PodId p, NodeId n) {
-      return s.FitsIdle(p, n) ? scores::kAvailability : 0.0;
-    });
+    ssn.AddNodeOrderFn(
+        [](const Session& s, PodId p, NodeId n) {
+          return s.FitsIdle(p, n) ? scores::kAvailability : 0.0;
+        },
+        nullptr,
+        [](const Session& s, PodId p, std::span<std::pair<double, NodeId>> scored) {
+          for (auto& [score, n] : scored) score += s.FitsIdle(p, n) ? scores::kAvailability : 0.0;
+        });
   }
 };
 

@@ -71,10 +71,21 @@ class NodePlacementPlugin : public Plugin {
       min_ = lo;
       max_ = hi;
     });
-    ssn.AddNodeOrderFn([this](const Session& s, PodId p, NodeId n) {
-      const bool gpu = !s.cluster().pods[p].IsCpuOnly();
-      return (gpu ? gpu_ : cpu_) == Strategy::kBinpack ? Pack(s, p, n, gpu) : Spread(s, n, gpu);
-    });
+    ssn.AddNodeOrderFn(
+        [this](const Session& s, PodId p, NodeId n) {
+          const bool gpu = !s.cluster().pods[p].IsCpuOnly();
+          return (gpu ? gpu_ : cpu_) == Strategy::kBinpack ? Pack(s, p, n, gpu)
+                                                            : Spread(s, n, gpu);
+        },
+        nullptr,
+        [this](const Session& s, PodId p, std::span<std::pair<double, NodeId>> scored) {
+          const bool gpu = !s.cluster().pods[p].IsCpuOnly();
+          if ((gpu ? gpu_ : cpu_) == Strategy::kBinpack) {
+            for (auto& [score, n] : scored) score += Pack(s, p, n, gpu);
+          } else {
+            for (auto& [score, n] : scored) score += Spread(s, n, gpu);
+          }
+        });
   }
 
  private:

@@ -107,7 +107,10 @@ class PredicatesPlugin : public Plugin {
       list += (list.empty() ? "" : " ") + pod.namespace_ + "/" + pod.name;
     }
     ssn.AddPrePredicateFn([this](Session& s, PodId p) { return PrePredicate(s, p); });
-    ssn.AddPredicateFn([this](Session& s, PodId p, NodeId n) { return Predicate(s, p, n); });
+    ssn.AddPredicateFn([this](Session& s, PodId p, NodeId n) { return Predicate(s, p, n); },
+                       [this](Session& s, PodId p, std::vector<NodeId>& nodes) {
+                         Filter(s, p, nodes);
+                       });
   }
 
  private:
@@ -147,19 +150,45 @@ class PredicatesPlugin : public Plugin {
            ":\nMaxNodeResources: " + message + ".\n";
   }
 
-  std::optional<std::string> Predicate(Session& s, PodId p, NodeId n) {
+  // Predicate on every node of `nodes`, removing those it gives a reason for. For a plain pod
+  // (IsPlainPod) the queue capacity is the same on every node and, on plain nodes, only the pod
+  // slots are left to check: both are read here without the rest of Predicate.
+  void Filter(Session& s, PodId p, std::vector<NodeId>& nodes) {
     const Cluster& c = s.cluster();
-    const Pod& pod = c.pods[p];
-    const Node& node = c.nodes[n];
+    if (nodes.empty()) return;
+    if (!IsPlainPod(c, p)) {
+      std::erase_if(nodes, [&](NodeId n) { return Predicate(s, p, n).has_value(); });
+      return;
+    }
+    RefreshCapacity(s, c.pods[p], p, nodes.front());
+    if (!capacity_.schedulable) {
+      nodes.clear();
+      return;
+    }
+    std::erase_if(nodes, [&](NodeId n) {
+      if (!plain_node_[n]) return Predicate(s, p, n).has_value();
+      const NodeState& st = s.node(n);
+      return st.idle.pods + st.releasing.pods <= 0;
+    });
+  }
 
-    // The queue capacity for a pod changes only when something is placed or removed (and, for
-    // GPU-memory requests, with the node's device memory).
+  // The queue capacity for a pod changes only when something is placed or removed (and, for
+  // GPU-memory requests, with the node's device memory).
+  void RefreshCapacity(const Session& s, const Pod& pod, PodId p, NodeId n) {
     if (capacity_pod_ != p || capacity_epoch_ != s.placement_epoch() ||
         pod.gpu_kind == GpuRequestKind::kMemory) {
       capacity_pod_ = p;
       capacity_epoch_ = s.placement_epoch();
       capacity_ = s.IsTaskAllocationOverCapacity(p, n);
     }
+  }
+
+  std::optional<std::string> Predicate(Session& s, PodId p, NodeId n) {
+    const Cluster& c = s.cluster();
+    const Pod& pod = c.pods[p];
+    const Node& node = c.nodes[n];
+
+    RefreshCapacity(s, pod, p, n);
     if (!capacity_.schedulable) {
       return "node does not have enough capacity. Reason: " + capacity_.reason +
              ", Details: " + capacity_.message;

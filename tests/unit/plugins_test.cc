@@ -253,6 +253,111 @@ TEST_F(PredicatesTest, MaxNodeResourcesRejectsPodBiggerThanEveryNode) {
                        "is topped at 16 cores"));
 }
 
+// The predicates' fast path answers only the pod-slot check for a plain pod on a plain node.
+// Pods that the node-type and GPU-memory rules apply to (MIG, GPU-memory requests) and nodes with
+// DRA GPUs must go through the full checks: each case below fits the node's resources, so only
+// those rules can reject it (a fast path taking them would accept).
+TEST_F(PredicatesTest, FastPathLeavesMigGpuMemoryAndDraCasesToTheFullChecks) {
+  const int mig_slot = c_.resource_names.Intern("nvidia.com/mig-1g.10gb");
+  ASSERT_GE(mig_slot, 0);
+  // Not MIG-enabled (its label says so) although it offers a MIG resource: a plain node.
+  const NodeId mig_off = AddNode(c_, "n-mig-off", 2);
+  c_.nodes[mig_off].labels.Set("node-role.kubernetes.io/mig-enabled", "false");
+  c_.nodes[mig_off].allocatable.scalars[mig_slot] = 4;
+  // Whole GPUs but no known GPU memory: a plain node too.
+  const NodeId no_memory = AddNode(c_, "n-no-memory", 2);
+  // Device-plugin GPUs next to DRA GPUs: not plain (device-plugin requests are kept off it).
+  const NodeId dra = AddNode(c_, "n-dra", 2);
+  c_.nodes[dra].dra_gpus = 2;
+  const NodeId plain = AddNode(c_, "n-plain", 2);
+  c_.nodes[plain].gpu_memory_mib = 40000;
+
+  const PodId mig = Pending("mig", {.gpus = 0});
+  c_.pods[mig].request.scalars[mig_slot] = 1;
+  c_.pods[mig].gpu_kind = GpuRequestKind::kMig;
+  const PodId memory = Pending("memory", {.gpus = 0});
+  c_.pods[memory].gpu_memory_mib = 100;
+  c_.pods[memory].gpu_kind = GpuRequestKind::kMemory;
+  const PodId whole = Pending("whole");
+  c_.pods[whole].gpu_kind = GpuRequestKind::kWhole;
+  c_.Finalize();
+  auto scheduler = testutil::MakeScheduler();
+  auto ssn = scheduler->OpenSession(c_, testutil::kNowMs);
+  ASSERT_EQ(c_.nodes[no_memory].gpu_memory_mib, 0);
+
+  // FittingNode checks node by node; rankings filter with the predicates' batch form: both
+  // must agree.
+  auto reason = [&](PodId p, NodeId n) {
+    TaskFitErrors errors;
+    const bool fits = ssn->FittingNode(p, n, &errors);
+    const std::vector<NodeId> candidates{n};
+    ssn->RankFittingNodes(p, candidates, /*record=*/false);
+    EXPECT_EQ(ssn->NextRankedNode(), fits ? n : kNone) << c_.pods[p].name << " on " << n;
+    return fits ? std::string("fits") : errors.Render();
+  };
+  // Control: the same pods where the rules allow them, and the whole-GPU pod on a plain node.
+  EXPECT_EQ(reason(memory, plain), "fits");
+  EXPECT_EQ(reason(whole, plain), "fits");
+  EXPECT_EQ(reason(whole, mig_off), "fits");
+  EXPECT_EQ(reason(whole, no_memory), "fits");
+  EXPECT_TRUE(Contains(reason(mig, mig_off), "MIG job cannot be scheduled on non-MIG node"));
+  EXPECT_TRUE(Contains(reason(memory, no_memory),
+                       "node is not a gpu node or the gpu memory count on the node was not "
+                       "synced yet"));
+  EXPECT_TRUE(Contains(reason(whole, dra),
+                       "device-plugin GPU requests cannot be scheduled on DRA-only nodes"));
+}
+
+// Rankings check and score their candidates with the plugins' batch functions (predicates,
+// nodeplacement, nodeavailability): the nodes they keep must be those FittingNode accepts one by
+// one, and their order that of the per-node scores (binpack and availability, spelled out here).
+TEST_F(PredicatesTest, RankingsKeepAndOrderNodesAsTheNodeByNodeChecks) {
+  const NodeId empty = AddNode(c_, "n-0", 8);
+  const NodeId full_two = AddNode(c_, "n-1", 8);
+  const NodeId full_five = AddNode(c_, "n-2", 8);
+  const NodeId releasing = AddNode(c_, "n-3", 4);
+  const NodeId tainted = AddNode(c_, "n-4", 8);
+  const NodeId no_slot = AddNode(c_, "n-5", 8, 16000, 64e9, /*max_pods=*/1);
+  const NodeId unschedulable = AddNode(c_, "n-6", 8);
+  const NodeId no_gpu = AddNode(c_, "n-7", 4);
+  Fill("six", full_two, 6, kGpuPod);
+  Fill("three", full_five, 3, kGpuPod);
+  Fill("going", releasing, 4, kGpuPod, PodStatus::kReleasing);
+  c_.nodes[tainted].taints.push_back({"k", "v", "NoSchedule"});
+  Fill("cpu", no_slot, 1, kCpuPod);
+  c_.nodes[unschedulable].unschedulable = true;
+  Fill("four", no_gpu, 4, kGpuPod);
+  const PodId plain = Pending("plain");
+  const PodId selective = Pending("selective");
+  for (NodeId n : {empty, full_five, tainted}) c_.nodes[n].labels.Set("zone", "a");
+  c_.pods[selective].node_selector.Set("zone", "a");
+  c_.Finalize();
+  auto scheduler = testutil::MakeScheduler();
+  auto ssn = scheduler->OpenSession(c_, testutil::kNowMs);
+  // (A copy of the node list: ranked node by node, not by class.)
+  const std::vector<NodeId> all(ssn->all_nodes().begin(), ssn->all_nodes().end());
+  auto ranked = [&](PodId p) {
+    std::vector<NodeId> out;
+    ssn->RankFittingNodes(p, all, /*record=*/false);
+    for (NodeId n = ssn->NextRankedNode(); n != kNone; n = ssn->NextRankedNode()) out.push_back(n);
+    return out;
+  };
+  for (PodId p : {plain, selective}) {
+    std::vector<NodeId> got = ranked(p);
+    std::sort(got.begin(), got.end());
+    std::vector<NodeId> want;
+    for (NodeId n : all) {
+      if (ssn->FittingNode(p, n, /*record=*/false)) want.push_back(n);
+    }
+    EXPECT_EQ(got, want) << c_.pods[p].name;
+  }
+  // Binpack over the candidates' unallocated GPUs (0 to 8): 9 * (1 - free / 8); nodes where the
+  // pod fits without waiting for releasing GPUs get 100 more. n-1 (2 free): 106.75, n-2 (5 free):
+  // 103.375, n-0 (8 free): 100, n-3 (4 releasing): 4.5.
+  EXPECT_EQ(ranked(plain), (std::vector<NodeId>{full_two, full_five, empty, releasing}));
+  EXPECT_EQ(ranked(selective), (std::vector<NodeId>{full_five, empty}));
+}
+
 // Nodes n-a (zone a) and n-b (zone b), 4 GPUs each. n-a runs a 2-GPU pod, so binpack prefers it
 // for a 1-GPU pod (score 9 against 0).
 class InterPodAffinityTest : public PluginTestBase {
