@@ -1007,12 +1007,20 @@ void Session::RankPerNode(PodId p, std::span<const NodeId> candidates, bool reco
   // functions where given): a node passes the same checks in the same order, and its score is
   // the same sum, made in the same order. Whole-GPU pods skip nodes without enough unallocated
   // GPUs before anything else.
-  const double need_gpus = pod.IsSharedGpu() ? 0 : pod.request.gpus + pod.dra_gpus;
+  const bool shared = pod.IsSharedGpu();
+  const double need_gpus = shared ? 0 : pod.request.gpus + pod.dra_gpus;
+  // FitsIdleOrReleasing, with what depends only on the pod read once.
+  const Resources footprint = pod.dra_gpus > 0 ? NodeFootprint(pod) : pod.request;
+  const int num_scalars = cluster_.resource_names.size();
   fitting_.clear();
   for (NodeId n : candidates) {
     if (non_allocated_gpus_[n] < need_gpus) continue;
     ++stats_.nodes_checked;
-    if (FitsIdleOrReleasing(p, n)) fitting_.push_back(n);
+    const NodeState& ns = nodes_[n];
+    if (shared ? SharedFits(p, n, /*with_releasing=*/true)
+               : footprint.FitsInSum(ns.idle, ns.releasing, num_scalars)) {
+      fitting_.push_back(n);
+    }
   }
   for (size_t i = 0; i < predicate_fns_.size() && !fitting_.empty(); ++i) {
     if (predicate_batch_fns_[i]) {

@@ -329,6 +329,10 @@ TEST_F(PredicatesTest, RankingsKeepAndOrderNodesAsTheNodeByNodeChecks) {
   Fill("four", no_gpu, 4, kGpuPod);
   const PodId plain = Pending("plain");
   const PodId selective = Pending("selective");
+  const PodId fraction = Pending("fraction", {.gpus = 0});  // fits where a device is free
+  c_.pods[fraction].gpu_kind = GpuRequestKind::kFraction;
+  c_.pods[fraction].gpu_fraction = 0.5;
+  c_.pods[fraction].gpu_devices = 1;
   for (NodeId n : {empty, full_five, tainted}) c_.nodes[n].labels.Set("zone", "a");
   c_.pods[selective].node_selector.Set("zone", "a");
   c_.Finalize();
@@ -342,7 +346,7 @@ TEST_F(PredicatesTest, RankingsKeepAndOrderNodesAsTheNodeByNodeChecks) {
     for (NodeId n = ssn->NextRankedNode(); n != kNone; n = ssn->NextRankedNode()) out.push_back(n);
     return out;
   };
-  for (PodId p : {plain, selective}) {
+  for (PodId p : {plain, selective, fraction}) {
     std::vector<NodeId> got = ranked(p);
     std::sort(got.begin(), got.end());
     std::vector<NodeId> want;
