@@ -344,7 +344,11 @@ class Solver {
   SolverResult Solve() {
     stats_ = &g_stats.by_action[static_cast<int>(spec_.action)];
     // The session reports the nodes it changes while this search runs (see FreeBlocks).
-    blocks_free_.assign(ssn_.cluster().nodes.size(), 0.0);
+    // (Shared by the searches of the thread: an entry is read only for a node written since the
+    // counts were last synced in this search, see FreeBlocks.)
+    if (blocks_free_.size() != ssn_.cluster().nodes.size()) {
+      blocks_free_.assign(ssn_.cluster().nodes.size(), 0.0);
+    }
     ssn_.SetNodeChangeLog(&node_log_);
     // Keeping the recorded victims evicted between prefixes (see AcquireBase) relies on undo
     // giving back exactly the state before: queue and node sums of whole numbers only, and no
@@ -853,7 +857,7 @@ class Solver {
     touched_.clear();
     hypothetical_free_.clear();
     hypothetical_blocks_.clear();
-    ++touched_stamp_;
+    touched_stamp_ = NextTouchStamp();
     const size_t nodes = ssn_.cluster().nodes.size();
     if (touched_at_.size() != nodes) touched_at_.assign(nodes, {0, 0});
   }
@@ -2139,8 +2143,19 @@ class Solver {
   std::vector<TouchedNode> touched_;
   // Per node: where it is in touched_ (valid where the stamp is touched_stamp_); per pod: seen
   // in the current potential list (where equal to pod_seen_stamp_).
-  std::vector<std::pair<uint64_t, uint32_t>> touched_at_;
+  // (touched_at_ is shared by the searches of the thread, which do not nest, and sized once
+  // instead of filled for every search: the stamps are unique per thread, so an entry a previous
+  // search left never matches.)
+  std::vector<std::pair<uint64_t, uint32_t>>& touched_at_ = SharedTouchedAt();
   uint64_t touched_stamp_ = 0;
+  static std::vector<std::pair<uint64_t, uint32_t>>& SharedTouchedAt() {
+    thread_local std::vector<std::pair<uint64_t, uint32_t>> at;
+    return at;
+  }
+  static uint64_t NextTouchStamp() {
+    thread_local uint64_t next = 0;
+    return ++next;
+  }
   std::vector<uint64_t> pod_seen_;
   uint64_t pod_seen_stamp_ = 0;
   std::vector<double> hypothetical_free_;
@@ -2186,7 +2201,11 @@ class Solver {
   mutable std::vector<std::pair<double, double>> blocks_cache_;
   // Free GPUs of each feasible node when the cached counts were last brought up to date, and
   // whether they are (then the node-change log is followed).
-  mutable std::vector<double> blocks_free_;
+  std::vector<double>& blocks_free_ = SharedBlocksFree();  // (per thread, see Solve)
+  static std::vector<double>& SharedBlocksFree() {
+    thread_local std::vector<double> free;
+    return free;
+  }
   mutable bool blocks_synced_ = false;
   mutable std::vector<NodeId> node_log_;
   mutable uint64_t blocks_epoch_ = ~0ULL;
