@@ -99,8 +99,9 @@ void JobsByQueue::InitializeFromLeaves(
     const std::function<void(QueueId, std::vector<JobId>&)>& eligible, LeafHeapCache* cache) {
   const auto& queues = ssn_.cluster().queues;
   std::vector<JobId> jobs;
-  const bool reuse = cache != nullptr && options_.victim_queue && keyed_ && size_ == 0 &&
-                     ssn_.params().solver_shortcuts && ssn_.JobTieBreakersDistinct();
+  const bool reuse = cache != nullptr && options_.victim_queue && keyed_ &&
+                     frozen_size_ + own_.size() == 0 && ssn_.params().solver_shortcuts &&
+                     ssn_.JobTieBreakersDistinct();
   if (!reuse) {
     std::vector<JobId> all;
     for (QueueId q : leaves) {
@@ -116,47 +117,63 @@ void JobsByQueue::InitializeFromLeaves(
     cache->session_ = ssn_.serial();
     cache->leaves_.assign(queues.size(), {});
   }
+  // Every leaf's entries are the cache's, shared: they become this queue's frozen entries.
+  auto frozen = std::make_shared<Frozen>();
+  frozen->lists.reserve(leaves.size());
+  frozen_ = frozen;
+  struct Built {
+    JobOrderKey key;
+    JobId job;
+    uint64_t key_version;
+  };
+  std::vector<Built> built;
   for (QueueId q : leaves) {
     if (!AcceptsQueue(q)) continue;
     LeafHeapCache::Leaf& leaf = cache->leaves_[q];
     const uint64_t version = ssn_.queue_version(q);
-    auto& heap = heaps_[q];
-    if (leaf.valid && leaf.version == version) {
-      // The same pods' states: the same jobs pass, with the same keys (current at the jobs'
-      // versions now), in an order that is a heap.
-      // (Their job versions are not read: the keys are known current at this state version
-      // only, which is when the victims queue is used.)
-      const auto& entries = leaf.entries;
-      const auto first = static_cast<int32_t>(frozen_size_ + own_.size());
-      NoteKeysAddedNow();
-      own_.Append(entries.size(), [&](Item& item, size_t k) {
-        item.view.job = entries[k].first;
-        item.key = entries[k].second;
-      });
-      heap.resize(entries.size());
-      for (size_t k = 0; k < heap.size(); ++k) heap[k] = first + static_cast<int32_t>(k);
-    } else {
+    if (!leaf.valid || leaf.version != version) {
+      // Built again: its entries in the order std::make_heap gives their numbers under the
+      // queue's comparison, which compares their keys (just computed, so current) in reverse
+      // (victim mode).
       jobs.clear();
       eligible(q, jobs);
-      heap.reserve(jobs.size());
+      built.clear();
       for (JobId j : jobs) {
         if (ssn_.cluster().jobs[j].queue == q && Eligible(j)) {
-          heap.push_back(AddEntry(JobView{j, false, {}}));
+          const JobView view{j, false, {}};
+          built.push_back(Built{ssn_.JobOrderKeyOf(view), j, ssn_.job_version(j)});
         }
       }
       // (With no two entries equivalent every pop takes the unique best entry: see
       // InitializeWithJobs.)
-      WithHeapLess([&](const auto& less) { std::make_heap(heap.begin(), heap.end(), less); });
-      leaf.entries.clear();
-      leaf.entries.reserve(heap.size());
-      for (int32_t e : heap) leaf.entries.emplace_back(Entry(e).job, ItemAt(e).key);
+      std::make_heap(built.begin(), built.end(),
+                     [](const Built& a, const Built& b) { return a.key < b.key; });
+      auto entries = std::make_shared<Items>();
+      entries->Append(built.size(), [&](Item& item, size_t k) {
+        item.view.job = built[k].job;
+        item.key = built[k].key;
+        item.key_version = built[k].key_version;
+      });
+      leaf.entries = std::move(entries);
       leaf.valid = true;
       leaf.version = version;
     }
-    if (heap.empty()) continue;
+    // Otherwise the same pods' states: the same jobs pass, with the same keys (current now; an
+    // entry's job version is that of its build: its key is current while it holds), in an
+    // order that is a heap.
+    const size_t n = leaf.entries->size();
+    if (n == 0) continue;
+    NoteKeysAddedNow();
+    const auto first = static_cast<int32_t>(frozen_size_);
+    frozen->Add(leaf.entries);
+    frozen_size_ = frozen->numbers();
+    auto& heap = heaps_[q];
+    heap.resize(n);
+    for (size_t k = 0; k < n; ++k) heap[k] = first + static_cast<int32_t>(k);
     RefreshFront(q);
-    NoteAdded(q, heap.size());
+    NoteAdded(q, n);
   }
+  if (frozen_size_ == 0) frozen_.reset();
 }
 
 bool JobsByQueue::EntryLessSlow(const Item& a, const Item& b) const {
@@ -432,17 +449,12 @@ int32_t JobsByQueue::AddEntry(JobView v) {
 
 void JobsByQueue::Freeze() {
   if (own_.empty()) return;
-  // (The first time the entries' chunks are handed over as they are: entries keep their
-  // places.)
-  std::shared_ptr<Items> all;
-  if (!frozen_) {
-    all = std::make_shared<Items>(std::move(own_));
-  } else {
-    all = std::make_shared<Items>(*frozen_);
-    for (size_t i = 0; i < own_.size(); ++i) all->emplace_back() = std::move(own_[i]);
-  }
+  // (The entries' chunks are handed over as they are, after the frozen ones: entries keep their
+  // numbers and places.)
+  auto all = frozen_ ? std::make_shared<Frozen>(*frozen_) : std::make_shared<Frozen>();
+  all->Add(std::make_shared<const Items>(std::move(own_)));
   own_.clear();
-  frozen_size_ = all->size();
+  frozen_size_ = all->numbers();
   frozen_ = std::move(all);
   RebuildVictimViews();
   // With job-order queue keys, the scans are done once here, so that copies start from them and

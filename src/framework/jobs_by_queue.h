@@ -43,20 +43,7 @@ struct JobsOrderOptions {
   bool lazy_heaps = false;
 };
 
-// The leaf queues' entries of the victims queues built one after another on one session (see
-// JobsByQueue::InitializeFromLeaves): per leaf queue, its entries in heap order with their job
-// order keys, and the leaf's queue version they were built at.
-class LeafHeapCache {
- private:
-  friend class JobsByQueue;
-  struct Leaf {
-    bool valid = false;
-    uint64_t version = 0;
-    std::vector<std::pair<JobId, JobOrderKey>> entries;
-  };
-  uint64_t session_ = 0;  // the session's serial (0: none yet)
-  std::vector<Leaf> leaves_;
-};
+class LeafHeapCache;
 
 class JobsByQueue {
  public:
@@ -85,7 +72,8 @@ class JobsByQueue {
   // whose pods have the same states as when `cache` last received its entries (the same queue
   // version; the job order keys are then the same too) takes them from there, already
   // heap-ordered, without asking `eligible`: its answer for q must then depend only on fixed
-  // fields and the states of the pods of q's jobs. A cache serves one session.
+  // fields and the states of the pods of q's jobs. A cache serves one session. The entries
+  // are the cache's, shared (this queue's frozen entries, see Freeze), not copied.
   void InitializeFromLeaves(std::span<const QueueId> leaves,
                             const std::function<void(QueueId, std::vector<JobId>&)>& eligible,
                             LeafHeapCache* cache);
@@ -107,6 +95,7 @@ class JobsByQueue {
   void Freeze();
 
  private:
+  friend class LeafHeapCache;
   bool Eligible(JobId j) const;
   // Best entry of a queue subtree, or nullptr.
   const JobView* Best(QueueId q) const;
@@ -179,25 +168,16 @@ class JobsByQueue {
   // Victim mode: keeps victims_[q] = popped entries + the heap's front.
   void RefreshFront(QueueId q);
   void RebuildVictimViews();
-  // Entries are numbered in push order: first the frozen (shared) ones, then this queue's own.
-  // Entries in chunks of a fixed size: views of entries stay where they are while entries are
-  // added, and an index is a shift and a mask.
+  // Entries are numbered first the frozen (shared) ones (see Frozen), then this queue's own in
+  // push order. Entries in chunks of a fixed size: views of entries stay where they are while
+  // entries are added, and an index is a shift and a mask.
   class Items {
+   public:
     static constexpr size_t kBits = 6;
     static constexpr size_t kChunk = size_t{1} << kBits;
-    // The chunks come from and go back to a per-thread pool: victims queues are built and dropped
-    // for every reclaim, preempt and consolidation job, with the same few hundred chunks.
-    using Pool = ChunkPool<Item, kChunk, 2048>;
 
-   public:
     Items() = default;
-    Items(const Items& other) : size_(other.size_) {
-      for (size_t c = 0; c < other.chunks_.size(); ++c) {
-        chunks_.push_back(Pool::Take());
-        const size_t n = std::min(kChunk, other.size_ - c * kChunk);
-        std::copy(other.chunks_[c].get(), other.chunks_[c].get() + n, chunks_[c].get());
-      }
-    }
+    Items(const Items&) = delete;
     Items(Items&& other) noexcept : chunks_(std::move(other.chunks_)), size_(other.size_) {
       other.chunks_.clear();
       other.size_ = 0;
@@ -243,8 +223,14 @@ class JobsByQueue {
     size_t size() const { return size_; }
     bool empty() const { return size_ == 0; }
     void clear() { Release(); }
+    // The c-th chunk: entries c * kChunk on (those past size() unused).
+    size_t chunk_count() const { return chunks_.size(); }
+    const Item* chunk(size_t c) const { return chunks_[c].get(); }
 
    private:
+    // The chunks come from and go back to a per-thread pool: victims queues are built and dropped
+    // for every reclaim, preempt and consolidation job, with the same few hundred chunks.
+    using Pool = ChunkPool<Item, kChunk, 2048>;
     // Makes a left-over entry a default one, keeping its list's storage. (Entries past size_,
     // in chunks kept by AssignFrom or taken from the pool, hold whatever they held: each is reset
     // when appended, while its memory is being written anyway.)
@@ -264,9 +250,23 @@ class JobsByQueue {
     std::vector<std::unique_ptr<Item[]>> chunks_;
     size_t size_ = 0;
   };
+  // Shared, immutable entries: whole chunks of lists of entries, entry i in chunk i / kChunk
+  // (entries past the end of their list are never numbered), and the lists that own them.
+  struct Frozen {
+    std::vector<const Item*> chunks;
+    std::vector<std::shared_ptr<const Items>> lists;
+    // Appends the chunks of `list` (not empty), whose entries are then numbered from the first
+    // number past the chunks so far.
+    void Add(std::shared_ptr<const Items> list) {
+      for (size_t c = 0; c < list->chunk_count(); ++c) chunks.push_back(list->chunk(c));
+      lists.push_back(std::move(list));
+    }
+    size_t numbers() const { return chunks.size() * Items::kChunk; }
+  };
   const Item& ItemAt(int32_t e) const {
     const size_t i = static_cast<size_t>(e);
-    return i < frozen_size_ ? (*frozen_)[i] : own_[i - frozen_size_];
+    return i < frozen_size_ ? frozen_->chunks[i >> Items::kBits][i & (Items::kChunk - 1)]
+                            : own_[i - frozen_size_];
   }
   const JobView& Entry(int32_t e) const { return ItemAt(e).view; }
   int32_t AddEntry(JobView v);
@@ -317,8 +317,8 @@ class JobsByQueue {
   // states and keyed in job order (Session::JobQueueOrderKeyed): the same, with each candidate's
   // key computed from its best entry.
   bool jkeyed_ = false;
-  std::shared_ptr<const Items> frozen_;
-  size_t frozen_size_ = 0;
+  std::shared_ptr<const Frozen> frozen_;
+  size_t frozen_size_ = 0;  // frozen_'s numbers (0: none); own entries are numbered from it
   Items own_;
   // Per leaf queue: a heap of entry numbers (front = next).
   std::vector<std::vector<int32_t>> heaps_;
@@ -386,6 +386,22 @@ class JobsByQueue {
   bool lazy_ = false;
   std::vector<char> unbuilt_;
   mutable std::vector<int32_t> lazy_best_;
+};
+
+// The leaf queues' entries of the victims queues built one after another on one session (see
+// JobsByQueue::InitializeFromLeaves): per leaf queue, its entries in heap order with their job
+// order keys, and the leaf's queue version they were built at. The entries are shared with the
+// queues built from them (immutable, like a frozen queue's).
+class LeafHeapCache {
+ private:
+  friend class JobsByQueue;
+  struct Leaf {
+    bool valid = false;
+    uint64_t version = 0;
+    std::shared_ptr<const JobsByQueue::Items> entries;
+  };
+  uint64_t session_ = 0;  // the session's serial (0: none yet)
+  std::vector<Leaf> leaves_;
 };
 
 }  // namespace gantry

@@ -546,6 +546,82 @@ TEST(VictimQueueKeyTest, LeafHeapCacheEntriesPopAsFreshOnesAfterTheStateMoves) {
   }
 }
 
+// A victims queue built from a LeafHeapCache shares the cache's entries (numbered by whole
+// chunks, one leaf after another): frozen, copied, given back the rests of popped victims (more
+// than a chunk of its own entries), frozen again and copied again, as the victim search does, it
+// pops the same views as a queue built from all the jobs at once going through the same steps,
+// whether its leaves were built again or taken from the cache.
+TEST(VictimQueueKeyTest, FrozenCopiesOfALeafHeapCacheQueuePopAsFreshOnes) {
+  size_t pushed_most = 0;
+  for (uint32_t seed = 1; seed <= 16; ++seed) {
+    const RandomTree t = MakeRandomTree(seed, /*uniform=*/seed % 3 == 0);
+    auto scheduler = MakeScheduler(true);
+    auto ssn = scheduler->OpenSession(t.c, testutil::kNowMs);
+    std::mt19937 rng(seed * 13);
+    std::vector<QueueId> leaves;
+    for (QueueId q = 0; q < static_cast<QueueId>(t.c.queues.size()); ++q) {
+      if (t.c.queues[q].IsLeaf()) leaves.push_back(q);
+    }
+    auto eligible = [&](QueueId q, std::vector<JobId>& out) {
+      for (JobId j : t.victims) {
+        if (t.c.jobs[j].queue == q && ssn->NumActiveAllocated(j) > 0) out.push_back(j);
+      }
+    };
+    const JobsOrderOptions o = AllJobs(/*victim_queue=*/true);
+    LeafHeapCache cache;
+    Statement kept(*ssn);
+    for (int round = 0; round < 3; ++round) {
+      std::vector<JobId> all;
+      for (QueueId q : leaves) eligible(q, all);
+      std::sort(all.begin(), all.end());
+      JobsByQueue fresh_base(*ssn, o);
+      fresh_base.InitializeWithJobs(all);
+      fresh_base.Freeze();
+      JobsByQueue cached_base(*ssn, o);
+      cached_base.InitializeFromLeaves(leaves, eligible, &cache);
+      cached_base.Freeze();
+      ASSERT_EQ(cached_base.size(), fresh_base.size());
+      JobsByQueue fresh(fresh_base);
+      JobsByQueue cached(cached_base);
+      // Pops, each victim with more than one pod given back without its first pod, up to
+      // `limit` pushes.
+      size_t pushed = 0;
+      auto pop_some = [&](JobsByQueue& f, JobsByQueue& c, size_t pops, size_t limit) {
+        for (; pops > 0 && !f.empty(); --pops) {
+          const JobView a = f.PopNextView();
+          const JobView b = c.PopNextView();
+          ASSERT_EQ(a.job, b.job) << "seed " << seed << " round " << round;
+          ASSERT_EQ(a.partial, b.partial) << "seed " << seed << " round " << round;
+          ASSERT_EQ(a.pods, b.pods) << "seed " << seed << " round " << round;
+          const auto& pods = a.partial ? a.pods : t.c.jobs[a.job].pods;
+          if (pushed < limit && pods.size() > 1) {
+            const JobView rest{a.job, true, {pods.begin() + 1, pods.end()}};
+            f.PushView(rest);
+            c.PushView(rest);
+            ++pushed;
+          }
+        }
+        ASSERT_EQ(f.size(), c.size()) << "seed " << seed << " round " << round;
+      };
+      pop_some(fresh, cached, 200, 100);
+      fresh.Freeze();
+      cached.Freeze();
+      JobsByQueue fresh_again(fresh);
+      JobsByQueue cached_again(cached);
+      pop_some(fresh_again, cached_again, all.size() * 8, 200);
+      EXPECT_TRUE(cached_again.empty());
+      pushed_most = std::max(pushed_most, pushed);
+      // Evict the active pods of a random victim: its leaf is built again next round.
+      const JobId j = t.victims[rng() % t.victims.size()];
+      for (PodId p : t.c.jobs[j].pods) {
+        if (IsActiveAllocated(ssn->pod(p).status)) kept.Evict(p, "test");
+      }
+    }
+    kept.Discard();
+  }
+  EXPECT_GT(pushed_most, 64U);
+}
+
 // Without the solver shortcuts the cache is not used: every leaf is asked for its jobs, and the
 // pops are those of InitializeWithJobs.
 TEST(VictimQueueKeyTest, LeafHeapCacheUnusedWithoutShortcuts) {
