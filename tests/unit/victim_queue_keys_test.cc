@@ -152,6 +152,25 @@ RandomTree MakeRandomTree(uint32_t seed, bool uniform = false) {
   return t;
 }
 
+// The leaf queues of a cluster, in id order.
+std::vector<QueueId> LeafQueues(const Cluster& c) {
+  std::vector<QueueId> leaves;
+  for (QueueId q = 0; q < static_cast<QueueId>(c.queues.size()); ++q) {
+    if (c.queues[q].IsLeaf()) leaves.push_back(q);
+  }
+  return leaves;
+}
+
+// A leaf queue's victims for InitializeFromLeaves: the tree's victims of leaf q with active
+// allocated pods in the session as it is when asked.
+auto ActiveVictimsOf(const RandomTree& t, const Session& ssn) {
+  return [&t, &ssn](QueueId q, std::vector<JobId>& out) {
+    for (JobId j : t.victims) {
+      if (t.c.jobs[j].queue == q && ssn.NumActiveAllocated(j) > 0) out.push_back(j);
+    }
+  };
+}
+
 // One pop: the job and the pods of the view.
 using Pops = std::vector<std::pair<JobId, std::vector<PodId>>>;
 
@@ -422,10 +441,7 @@ TEST(VictimQueueKeyTest, LeafHeapCacheGivesThePopsOfAFreshBuild) {
     ASSERT_TRUE(ssn->JobOrderKeyed());
     ASSERT_TRUE(ssn->JobTieBreakersDistinct());
     std::mt19937 rng(seed * 31);
-    std::vector<QueueId> leaves;
-    for (QueueId q = 0; q < static_cast<QueueId>(t.c.queues.size()); ++q) {
-      if (t.c.queues[q].IsLeaf()) leaves.push_back(q);
-    }
+    const std::vector<QueueId> leaves = LeafQueues(t.c);
     std::vector<std::vector<JobId>> leaf_jobs(t.c.queues.size());
     for (JobId j : t.victims) leaf_jobs[t.c.jobs[j].queue].push_back(j);
     for (auto& jobs : leaf_jobs) std::sort(jobs.begin(), jobs.end());
@@ -503,15 +519,8 @@ TEST(VictimQueueKeyTest, LeafHeapCacheEntriesPopAsFreshOnesAfterTheStateMoves) {
     auto scheduler = MakeScheduler(true);
     auto ssn = scheduler->OpenSession(t.c, testutil::kNowMs);
     std::mt19937 rng(seed * 17);
-    std::vector<QueueId> leaves;
-    for (QueueId q = 0; q < static_cast<QueueId>(t.c.queues.size()); ++q) {
-      if (t.c.queues[q].IsLeaf()) leaves.push_back(q);
-    }
-    auto eligible = [&](QueueId q, std::vector<JobId>& out) {
-      for (JobId j : t.victims) {
-        if (t.c.jobs[j].queue == q && ssn->NumActiveAllocated(j) > 0) out.push_back(j);
-      }
-    };
+    const std::vector<QueueId> leaves = LeafQueues(t.c);
+    const auto eligible = ActiveVictimsOf(t, *ssn);
     const JobsOrderOptions o = AllJobs(/*victim_queue=*/true);
     LeafHeapCache cache;
     {
@@ -558,15 +567,8 @@ TEST(VictimQueueKeyTest, FrozenCopiesOfALeafHeapCacheQueuePopAsFreshOnes) {
     auto scheduler = MakeScheduler(true);
     auto ssn = scheduler->OpenSession(t.c, testutil::kNowMs);
     std::mt19937 rng(seed * 13);
-    std::vector<QueueId> leaves;
-    for (QueueId q = 0; q < static_cast<QueueId>(t.c.queues.size()); ++q) {
-      if (t.c.queues[q].IsLeaf()) leaves.push_back(q);
-    }
-    auto eligible = [&](QueueId q, std::vector<JobId>& out) {
-      for (JobId j : t.victims) {
-        if (t.c.jobs[j].queue == q && ssn->NumActiveAllocated(j) > 0) out.push_back(j);
-      }
-    };
+    const std::vector<QueueId> leaves = LeafQueues(t.c);
+    const auto eligible = ActiveVictimsOf(t, *ssn);
     const JobsOrderOptions o = AllJobs(/*victim_queue=*/true);
     LeafHeapCache cache;
     Statement kept(*ssn);
@@ -628,10 +630,7 @@ TEST(VictimQueueKeyTest, LeafHeapCacheUnusedWithoutShortcuts) {
   const RandomTree t = MakeRandomTree(5);
   auto scheduler = MakeScheduler(false);
   auto ssn = scheduler->OpenSession(t.c, testutil::kNowMs);
-  std::vector<QueueId> leaves;
-  for (QueueId q = 0; q < static_cast<QueueId>(t.c.queues.size()); ++q) {
-    if (t.c.queues[q].IsLeaf()) leaves.push_back(q);
-  }
+  const std::vector<QueueId> leaves = LeafQueues(t.c);
   size_t calls = 0;
   auto eligible = [&](QueueId q, std::vector<JobId>& out) {
     ++calls;
