@@ -730,25 +730,24 @@ bool Session::QueueLess(QueueId l, QueueId r, const JobView* l_job, const JobVie
 
 // --- Feasibility ----------------------------------------------------------------------------
 
+bool Session::FootprintFitsInSum(const Pod& pod, const Resources& a, const Resources& b) const {
+  const int num_scalars = cluster_.resource_names.size();
+  if (pod.dra_gpus > 0) return NodeFootprint(pod).FitsInSum(a, b, num_scalars);
+  return pod.request.FitsInSum(a, b, num_scalars);
+}
+
 bool Session::FitsIdle(PodId p, NodeId n) const {
   const Pod& pod = cluster_.pods[p];
   if (pod.IsSharedGpu()) return SharedFits(p, n, /*with_releasing=*/false);
   if (pod.IsBestEffort()) return true;
   static const Resources kZero{};
-  if (pod.dra_gpus > 0) {
-    return NodeFootprint(pod).FitsInSum(nodes_[n].idle, kZero, cluster_.resource_names.size());
-  }
-  return pod.request.FitsInSum(nodes_[n].idle, kZero, cluster_.resource_names.size());
+  return FootprintFitsInSum(pod, nodes_[n].idle, kZero);
 }
 
 bool Session::FitsIdleOrReleasing(PodId p, NodeId n) const {
   const Pod& pod = cluster_.pods[p];
   if (pod.IsSharedGpu()) return SharedFits(p, n, /*with_releasing=*/true);
-  if (pod.dra_gpus > 0) {
-    return NodeFootprint(pod).FitsInSum(nodes_[n].idle, nodes_[n].releasing,
-                                        cluster_.resource_names.size());
-  }
-  return pod.request.FitsInSum(nodes_[n].idle, nodes_[n].releasing, cluster_.resource_names.size());
+  return FootprintFitsInSum(pod, nodes_[n].idle, nodes_[n].releasing);
 }
 
 namespace {

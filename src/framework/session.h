@@ -660,6 +660,9 @@ class Session {
   // Whether the pod fits the node's idle resources alone (no waiting for releasing pods).
   bool FitsIdle(PodId p, NodeId n) const;
   bool FitsIdleOrReleasing(PodId p, NodeId n) const;
+  // Whether a pod that shares no GPU fits in a + b with its node footprint (its request plus
+  // its DRA GPUs, NodeFootprint).
+  bool FootprintFitsInSum(const Pod& pod, const Resources& a, const Resources& b) const;
 
   // The pods one allocation attempt of `j` takes (KAI's GetTasksToAllocate), in order. With
   // `real` false, pods this session evicted count as pending (simulations re-place them).

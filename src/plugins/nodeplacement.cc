@@ -73,22 +73,21 @@ class NodePlacementPlugin : public Plugin {
     });
     ssn.AddNodeOrderFn(
         [this](const Session& s, PodId p, NodeId n) {
-          const bool gpu = !s.cluster().pods[p].IsCpuOnly();
-          return (gpu ? gpu_ : cpu_) == Strategy::kBinpack ? Pack(s, p, n, gpu)
-                                                            : Spread(s, n, gpu);
+          return Score(s, p, n, !s.cluster().pods[p].IsCpuOnly());
         },
         nullptr,
         [this](const Session& s, PodId p, std::span<std::pair<double, NodeId>> scored) {
           const bool gpu = !s.cluster().pods[p].IsCpuOnly();
-          if ((gpu ? gpu_ : cpu_) == Strategy::kBinpack) {
-            for (auto& [score, n] : scored) score += Pack(s, p, n, gpu);
-          } else {
-            for (auto& [score, n] : scored) score += Spread(s, n, gpu);
-          }
+          for (auto& [score, n] : scored) score += Score(s, p, n, gpu);
         });
   }
 
  private:
+  // The pod's score on node n by the strategy for its kind (GPU or CPU-only pods).
+  double Score(const Session& s, PodId p, NodeId n, bool gpu) const {
+    return (gpu ? gpu_ : cpu_) == Strategy::kBinpack ? Pack(s, p, n, gpu) : Spread(s, n, gpu);
+  }
+
   double Pack(const Session& s, PodId p, NodeId n, bool gpu) const {
     const double lo = range_pod_ == p ? min_ : 0;
     const double hi = range_pod_ == p ? max_ : 0;

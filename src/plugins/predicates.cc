@@ -166,11 +166,12 @@ class PredicatesPlugin : public Plugin {
       return;
     }
     std::erase_if(nodes, [&](NodeId n) {
-      if (!plain_node_[n]) return Predicate(s, p, n).has_value();
-      const NodeState& st = s.node(n);
-      return st.idle.pods + st.releasing.pods <= 0;
+      return plain_node_[n] ? NoPodSlot(s.node(n)) : Predicate(s, p, n).has_value();
     });
   }
+
+  // No free pod slot on the node, counting those of releasing pods.
+  static bool NoPodSlot(const NodeState& st) { return st.idle.pods + st.releasing.pods <= 0; }
 
   // The queue capacity for a pod changes only when something is placed or removed (and, for
   // GPU-memory requests, with the node's device memory).
@@ -195,8 +196,7 @@ class PredicatesPlugin : public Plugin {
     }
     if (plain_node_[n] && IsPlainPod(c, p)) {
       // Of the checks below only the pod slots can fail (see IsPlainPod and plain_node_).
-      const NodeState& st = s.node(n);
-      if (st.idle.pods + st.releasing.pods <= 0) return std::string(kPodNumberExceeded);
+      if (NoPodSlot(s.node(n))) return std::string(kPodNumberExceeded);
       return std::nullopt;
     }
     if (auto reason = NodeTypeReason(c, pod, n)) return reason;
@@ -205,8 +205,7 @@ class PredicatesPlugin : public Plugin {
           "node is not a gpu node or the gpu memory count on the node was not "
           "synced yet");
     }
-    const NodeState& st = s.node(n);
-    if (st.idle.pods + st.releasing.pods <= 0) return std::string(kPodNumberExceeded);
+    if (NoPodSlot(s.node(n))) return std::string(kPodNumberExceeded);
     if (node.unschedulable) return std::string(kUnschedulable);
     for (const Taint& taint : node.taints) {
       if (taint.effect != "NoSchedule" && taint.effect != "NoExecute") continue;
