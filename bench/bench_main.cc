@@ -1,11 +1,11 @@
 // gantry-bench: times the scheduler's hot path on synthetic clusters (see README.md).
 //
 //   gantry-bench [--nodes 100,1000,5000] [--runs 7] [--keep DIR] [--no-predicates]
-//                [--only load|snapshot|allocate|cycle] [--seed N] [--variant whole|sharing]
+//                [--only load|snapshot|allocate|cycle] [--seed N] [--shape NAME]
 //
-// `--variant sharing` generates the GPU-sharing and topology variant of the cluster: 30% of the
-// pods ask for a fraction of a GPU and pending gangs carry zone/block/rack topology constraints
-// (cluster_gen.h).
+// `--shape NAME` picks one cluster shape of the benchmark family (README.md, "The shapes"):
+// default, sharing (30% fractional pods and topology-constrained gangs; `--variant sharing` is
+// the same), kai-layout, busy, fractional, topology, hero.
 //
 // For each size it writes one scenario file (cluster_gen.h), then measures, each as min and median
 // of --runs runs:
@@ -23,23 +23,25 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "actions/allocate.h"
-#include "actions/solver.h"
+#include "actions/allocate/allocate.h"
+#include "actions/victim_search/solver.h"
 #include "cluster_gen.h"
-#include "framework/scheduler.h"
 #include "framework/session.h"
 #include "scenario/runner.h"
 #include "scenario/scenario.h"
+#include "scheduler/registry.h"
+#include "scheduler/scheduler.h"
 #include "util/allocator.h"
 
 namespace fs = std::filesystem;
@@ -96,13 +98,43 @@ struct Args {
   std::string only;  // "", "load", "snapshot" or "allocate"
   bool predicates = true;
   std::optional<uint64_t> seed;
-  std::string variant = "whole";  // "whole" or "sharing" (fractions + topology)
+  std::string shape = "default";  // one of kShapes
 };
+
+// The benchmark family's shapes (README.md, "The shapes").
+constexpr std::string_view kShapes[] = {"default",    "sharing",  "kai-layout", "busy",
+                                        "fractional", "topology", "hero"};
+
+bool KnownShape(const std::string& name) {
+  return std::find(std::begin(kShapes), std::end(kShapes), name) != std::end(kShapes);
+}
+
+// The generator's options for a shape of `nodes` nodes.
+gantry::bench::ClusterGenOptions ShapeOptions(const std::string& shape, int nodes) {
+  gantry::bench::ClusterGenOptions gen;
+  gen.nodes = nodes;
+  if (shape == "sharing") {
+    gen.fractional_share = 0.3;
+    gen.topology = true;
+  } else if (shape == "kai-layout") {
+    gen.round_robin = true;
+  } else if (shape == "busy") {
+    gen.busy_shared = true;
+  } else if (shape == "fractional") {
+    gen.fractional_share = 0.8;
+  } else if (shape == "topology") {
+    gen.topology = true;
+  } else if (shape == "hero") {
+    gen.hero_gang_pods = std::max(2, nodes / 16);
+  }
+  return gen;
+}
 
 void Usage(FILE* out) {
   std::fprintf(out,
                "usage: gantry-bench [--nodes 100,1000,5000] [--runs 7] [--keep DIR]\n"
-               "                    [--no-predicates] [--only load|snapshot|allocate] [--seed N]\n"
+               "                    [--no-predicates] [--only load|snapshot|allocate|cycle]\n"
+               "                    [--seed N] [--shape NAME]\n"
                "  --nodes          comma-separated cluster sizes (nodes of 8 GPUs)\n"
                "  --runs           runs per measurement; min and median are reported\n"
                "  --keep DIR       write the generated scenarios to DIR and keep them\n"
@@ -110,8 +142,12 @@ void Usage(FILE* out) {
                "  --only STAGE     measure one stage; `--only allocate` times session build +\n"
                "                   allocate in gantry_bench_measured_region (for callgrind)\n"
                "  --seed N         generator seed (default: a fixed constant)\n"
-               "  --variant V      whole (default) or sharing: 30%% fractional pods and a\n"
-               "                   zone/block/rack topology with constrained gangs\n");
+               "  --shape NAME     cluster shape: default, sharing (30%% fractional pods and\n"
+               "                   topology-constrained gangs), kai-layout (running pods\n"
+               "                   round-robin over the nodes), busy (a busy shared cluster),\n"
+               "                   fractional (80%% fractional pods), topology, hero (one gang\n"
+               "                   of nodes/16 8-GPU pods)\n"
+               "  --variant V      whole (= --shape default) or sharing (= --shape sharing)\n");
 }
 
 bool ParseInt(const std::string& s, long long min, long long& out) {
@@ -170,8 +206,15 @@ std::optional<Args> ParseArgs(int argc, char** argv) {
     } else if (arg == "--predicates") {
       a.predicates = true;
     } else if (arg == "--variant") {
-      if (!value(a.variant) || (a.variant != "whole" && a.variant != "sharing")) {
+      if (!value(v) || (v != "whole" && v != "sharing")) {
         return fail("--variant needs whole or sharing");
+      }
+      a.shape = v == "whole" ? "default" : "sharing";
+    } else if (arg == "--shape") {
+      if (!value(a.shape) || !KnownShape(a.shape)) {
+        return fail(
+            "--shape needs default, sharing, kai-layout, busy, fractional, topology or "
+            "hero");
       }
     } else if (arg == "--seed") {
       long long n = 0;
@@ -239,8 +282,11 @@ struct SizeResult {
   Stats snapshot_plus_allocate;
   size_t binds = 0;
   size_t pipelined = 0;
-  Stats cycle;      // full five-action cycle
-  Stats cycle_cpu;  // its thread CPU time
+  Stats cycle;                            // full five-action cycle
+  Stats cycle_cpu;                        // its thread CPU time
+  Stats open_cpu;                         // thread CPU of the cycle's session build
+  std::vector<std::string> action_names;  // the cycle's actions, in order
+  std::vector<Stats> action_cpu;          // thread CPU of each action
   size_t cycle_binds = 0;
   size_t cycle_evictions = 0;
   size_t cycle_pipelined = 0;
@@ -256,15 +302,11 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
   const double peak_before = PeakRssMib();
   const double rss_before = CurrentRssMib();
 
-  gantry::bench::ClusterGenOptions gen;
-  gen.nodes = nodes;
+  gantry::bench::ClusterGenOptions gen = ShapeOptions(args.shape, nodes);
   gen.with_predicates = args.predicates;
-  if (args.variant == "sharing") {
-    gen.fractional_share = 0.3;
-    gen.topology = true;
-  }
   if (args.seed) gen.seed = *args.seed;
-  const fs::path file = dir / ("bench-" + std::to_string(nodes) + "-nodes.json");
+  const std::string prefix = args.shape == "default" ? "bench-" : "bench-" + args.shape + "-";
+  const fs::path file = dir / (prefix + std::to_string(nodes) + "-nodes.json");
   gantry::bench::ClusterGenSummary summary;
   std::string error;
   const auto gen_start = Clock::now();
@@ -277,14 +319,14 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
   std::printf(
       "# nodes=%d: generated %s in %.0f ms (%ju bytes): %d queues, %d jobs, %d pods "
       "(%d running, %d pending in %d gangs); GPUs %jd total, %jd free, %jd requested by pending "
-      "pods; %d full nodes, %d empty nodes; predicates %s; variant %s (%d fractional pods, %d "
-      "constrained gangs)\n",
+      "pods; %d full nodes, %d empty nodes; predicates %s; shape %s (%d fractional pods, %d "
+      "constrained gangs, %d non-preemptible jobs)\n",
       nodes, file.c_str(), gen_ms, static_cast<uintmax_t>(fs::file_size(file)), summary.queues,
       summary.jobs, summary.pods, summary.running_pods, summary.pending_pods, summary.pending_jobs,
       static_cast<intmax_t>(summary.total_gpus), static_cast<intmax_t>(summary.free_gpus),
       static_cast<intmax_t>(summary.pending_gpus), summary.full_nodes, summary.empty_nodes,
-      args.predicates ? "on" : "off", args.variant.c_str(), summary.fractional_pods,
-      summary.constrained_jobs);
+      args.predicates ? "on" : "off", args.shape.c_str(), summary.fractional_pods,
+      summary.constrained_jobs, summary.non_preemptible_jobs);
   std::printf("# nodes=%d: RSS before: current %.1f MiB, peak %.1f MiB\n", nodes, rss_before,
               peak_before);
   std::fflush(stdout);
@@ -379,13 +421,27 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
       std::fprintf(stderr, "gantry-bench: config: %s\n", full_created.error().c_str());
       return false;
     }
-    std::vector<double> times, cpu_times;
+    std::vector<double> times, cpu_times, open_cpu_times;
+    std::vector<std::vector<double>> action_cpu_times;
     for (int r = 0; r < args.runs; ++r) {
       gantry::ResetSolverStats();
       const auto start = Clock::now();
       const double cpu_start = ThreadCpuMs();
       auto ssn = full_created.value()->OpenSession(sc.cluster, now);
-      full_created.value()->RunActions(*ssn);
+      // Each action's thread CPU: the time since the previous action ended (or the session was
+      // built), read when the scheduler reports the action done.
+      double mark = ThreadCpuMs();
+      open_cpu_times.push_back(mark - cpu_start);
+      size_t action = 0;
+      full_created.value()->RunActions(*ssn, [&](std::string_view name, double /*wall_ms*/) {
+        const double cpu_now = ThreadCpuMs();
+        if (action == action_cpu_times.size()) {
+          action_cpu_times.emplace_back();
+          result.action_names.emplace_back(name);
+        }
+        action_cpu_times[action++].push_back(cpu_now - mark);
+        mark = ThreadCpuMs();
+      });
       times.push_back(MsSince(start));
       cpu_times.push_back(ThreadCpuMs() - cpu_start);
       result.cycle_solver = gantry::GetSolverStats();
@@ -401,6 +457,8 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
     }
     result.cycle = Summarize(times);
     result.cycle_cpu = Summarize(cpu_times);
+    result.open_cpu = Summarize(open_cpu_times);
+    for (const std::vector<double>& t : action_cpu_times) result.action_cpu.push_back(Summarize(t));
   }
 
   scenario.reset();
@@ -461,6 +519,12 @@ int main(int argc, char** argv) {
           r.nodes, HumanStats("cycle", r.cycle).c_str(),
           HumanStats("thread-cpu", r.cycle_cpu).c_str(), r.cycle_binds, r.cycle_evictions,
           r.cycle_pipelined, static_cast<unsigned long long>(r.cycle_digest));
+      std::printf("nodes=%d shape %s thread-cpu median ms | session %.2f", r.nodes,
+                  args.shape.c_str(), r.open_cpu.median);
+      for (size_t a = 0; a < r.action_cpu.size(); ++a) {
+        std::printf(" | %s %.2f", r.action_names[a].c_str(), r.action_cpu[a].median);
+      }
+      std::printf(" | cycle %.2f\n", r.cycle_cpu.median);
       const char* action_names[] = {"reclaim", "preempt", "consolidation"};
       for (int a = 0; a < 3; ++a) {
         const gantry::SolverActionStats& st = r.cycle_solver.by_action[a];
@@ -487,17 +551,32 @@ int main(int argc, char** argv) {
       }
     }
     const bool allocated = r.allocate.measured;
+    std::string cycle_json;  // the cycle's thread CPU, per action, and digest (--only cycle)
+    if (r.cycle.measured) {
+      char buf[128];
+      std::snprintf(buf, sizeof(buf), ",\"cycle_cpu_ms\":%.3f,\"session_cpu_ms\":%.3f",
+                    r.cycle_cpu.median, r.open_cpu.median);
+      cycle_json = buf;
+      for (size_t a = 0; a < r.action_cpu.size(); ++a) {
+        std::snprintf(buf, sizeof(buf), ",\"%s_cpu_ms\":%.3f", r.action_names[a].c_str(),
+                      r.action_cpu[a].median);
+        cycle_json += buf;
+      }
+      std::snprintf(buf, sizeof(buf), ",\"decisions_digest\":\"%016llx\"",
+                    static_cast<unsigned long long>(r.cycle_digest));
+      cycle_json += buf;
+    }
     std::printf(
-        "{\"variant\":\"%s\",\"nodes\":%d,\"pods\":%d,\"load_ms\":%s,\"snapshot_ms\":%s,\"allocate_"
+        "{\"shape\":\"%s\",\"nodes\":%d,\"pods\":%d,\"load_ms\":%s,\"snapshot_ms\":%s,\"allocate_"
         "ms\":%s,"
         "\"snapshot_plus_allocate_ms\":%s,\"binds\":%s,\"pipelined\":%s,"
-        "\"cycle_ms\":%s,\"peak_rss_mib\":%.1f}\n",
-        args.variant.c_str(), r.nodes, r.pods, JsonNumber(r.load).c_str(),
+        "\"cycle_ms\":%s%s,\"peak_rss_mib\":%.1f}\n",
+        args.shape.c_str(), r.nodes, r.pods, JsonNumber(r.load).c_str(),
         JsonNumber(r.snapshot).c_str(), JsonNumber(r.allocate).c_str(),
         JsonNumber(r.snapshot_plus_allocate).c_str(),
         allocated ? std::to_string(r.binds).c_str() : "null",
         allocated ? std::to_string(r.pipelined).c_str() : "null", JsonNumber(r.cycle).c_str(),
-        r.peak_rss_mib);
+        cycle_json.c_str(), r.peak_rss_mib);
     std::fflush(stdout);
   }
   if (remove_dir) fs::remove_all(dir, ec);

@@ -73,9 +73,9 @@ Json QueueResource(double quota, double limit, double weight) {
   return r;
 }
 
-Json QueueResources(double gpu_quota) {
+Json QueueResources(double gpu_quota, double gpu_over_quota_weight = 1) {
   Json r;
-  r["gpu"] = QueueResource(gpu_quota, -1, 1);
+  r["gpu"] = QueueResource(gpu_quota, -1, gpu_over_quota_weight);
   r["cpu"] = QueueResource(-1, -1, 1);
   r["memory"] = QueueResource(-1, -1, 1);
   return r;
@@ -95,7 +95,11 @@ Json Config(bool with_predicates) {
   }
   plugins.push_back(
       Json{{"name", "nodeplacement"}, {"arguments", Json{{"cpu", "binpack"}, {"gpu", "binpack"}}}});
-  for (const char* name : {"minruntime", "topology", "snapshot"}) add(name);
+  // KAI v0.17's default list ends with the victim search's scenario generators.
+  for (const char* name :
+       {"minruntime", "topology", "snapshot", "sg-nodelocalgreedy", "sg-multinodegang"}) {
+    add(name);
+  }
   c["plugins"] = std::move(plugins);
   c["session"] = Json{{"max_consolidation_preemptees", -1},
                       {"allow_consolidating_reclaim", true},
@@ -166,26 +170,9 @@ double DrawFraction(Rng& rng) {
   return kFractions[static_cast<size_t>(rng.Below(3))];
 }
 
-}  // namespace
-
-bool WriteClusterScenario(const ClusterGenOptions& options, const std::string& path,
-                          ClusterGenSummary& summary, std::string& error) {
-  Rng rng(options.seed);
-  summary = ClusterGenSummary{};
-  const int n = options.nodes;
-  const int g = options.gpus_per_node;
-  summary.nodes = n;
-  summary.total_gpus = static_cast<int64_t>(n) * g;
-  const auto used_gpus = static_cast<int64_t>(
-      std::llround(static_cast<double>(summary.total_gpus) * options.running_gpu_fraction));
-  summary.free_gpus = summary.total_gpus - used_gpus;
-
-  Json doc;
-  doc["format_version"] = 1;
-  doc["name"] = "gantry-bench: " + std::to_string(n) + " nodes x " + std::to_string(g) + " GPUs";
-  doc["config"] = Config(options.with_predicates);
-
-  // Nodes.
+// Writes `n` nodes of `g` GPUs into doc["nodes"] (and the topology, if asked); returns their
+// names.
+std::vector<std::string> AddNodes(Json& doc, int n, int g, bool topology) {
   const int node_digits = DigitsFor(n);
   std::vector<std::string> node_names;
   node_names.reserve(static_cast<size_t>(n));
@@ -206,7 +193,7 @@ bool WriteClusterScenario(const ClusterGenOptions& options, const std::string& p
                           {"nvidia.com/gpu.count", std::to_string(g)},
                           {"nvidia.com/gpu.memory", std::to_string(kGpuMemoryMib)},
                           {"nvidia.com/mig.strategy", ""}};
-    if (options.topology) {
+    if (topology) {
       const int rack = i / kNodesPerRack;
       const int block = rack / kRacksPerBlock;
       const int zone = block / kBlocksPerZone;
@@ -217,10 +204,204 @@ bool WriteClusterScenario(const ClusterGenOptions& options, const std::string& p
     nodes.push_back(std::move(node));
   }
   doc["nodes"] = std::move(nodes);
-  if (options.topology) {
+  if (topology) {
     doc["topologies"] = Json::array({Json{
         {"name", "bench"}, {"levels", Json::array({"bench/zone", "bench/block", "bench/rack"})}}});
   }
+  return node_names;
+}
+
+// The node of each running job, in job order: each node's jobs one after the other, or
+// round-robin (the k-th job of a round on the k-th node that still has one to take).
+std::vector<int> RunningJobNodes(const std::vector<int>& used, bool round_robin) {
+  std::vector<int> out;
+  if (!round_robin) {
+    for (size_t i = 0; i < used.size(); ++i) out.insert(out.end(), used[i], static_cast<int>(i));
+    return out;
+  }
+  const int rounds = used.empty() ? 0 : *std::max_element(used.begin(), used.end());
+  for (int r = 0; r < rounds; ++r) {
+    for (size_t i = 0; i < used.size(); ++i) {
+      if (used[i] > r) out.push_back(static_cast<int>(i));
+    }
+  }
+  return out;
+}
+
+bool WriteJson(const Json& doc, const std::string& path, std::string& error) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) {
+    error = path + ": cannot open for writing";
+    return false;
+  }
+  out << doc.dump() << '\n';
+  out.close();
+  if (!out) {
+    error = path + ": write failed";
+    return false;
+  }
+  return true;
+}
+
+// The busy shared cluster (ClusterGenOptions::busy_shared).
+bool WriteBusyShared(const ClusterGenOptions& options, const std::string& path,
+                     ClusterGenSummary& summary, std::string& error) {
+  // Leaf queues: GPU quota as a share of the cluster (90% in all, the rest split by the
+  // over-quota weights) and the weight itself; queues 0-2 are the small ones most running jobs
+  // are in.
+  constexpr int kLeaves = 10;
+  constexpr std::array<double, kLeaves> kQuotaShare = {0.02, 0.03, 0.05, 0.08, 0.09,
+                                                       0.10, 0.12, 0.13, 0.13, 0.15};
+  constexpr std::array<double, kLeaves> kWeight = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  constexpr int kOverQuotaQueues = 3;
+  // Free GPUs per node (0-3) and GPUs per running job (1-4).
+  constexpr std::array<double, 4> kFreeWeights = {0.80, 0.12, 0.05, 0.03};
+  constexpr std::array<double, 4> kRunningGpuWeights = {0.70, 0.20, 0.05, 0.05};
+  // Pending jobs: GPUs per pod 1, 2, 4, 8; priorities 50, 75, 100.
+  constexpr std::array<double, 4> kPendingGpuWeights = {0.4, 0.3, 0.2, 0.1};
+  constexpr std::array<int, 4> kPendingGpus = {1, 2, 4, 8};
+  constexpr std::array<double, 3> kPriorityWeights = {0.5, 0.3, 0.2};
+  constexpr std::array<int, 3> kPriorities = {50, 75, 100};
+  constexpr int kPendingJobsPerNode = 10;
+
+  Rng rng(options.seed);
+  summary = ClusterGenSummary{};
+  const int n = options.nodes;
+  const int g = options.gpus_per_node;
+  summary.nodes = n;
+  summary.total_gpus = static_cast<int64_t>(n) * g;
+
+  Json doc;
+  doc["format_version"] = 1;
+  doc["name"] = "gantry-bench busy shared cluster: " + std::to_string(n) + " nodes x " +
+                std::to_string(g) + " GPUs";
+  doc["config"] = Config(options.with_predicates);
+  const std::vector<std::string> node_names = AddNodes(doc, n, g, /*topology=*/false);
+
+  const auto total = static_cast<double>(summary.total_gpus);
+  Json queues = Json::array();
+  queues.push_back(Json{
+      {"name", "shared"}, {"creation_offset_minutes", 0}, {"resources", QueueResources(total)}});
+  std::vector<std::string> leaves;
+  for (int l = 0; l < kLeaves; ++l) {
+    leaves.push_back(Padded("shared-team-", l, 2));
+    const auto li = static_cast<size_t>(l);
+    queues.push_back(
+        Json{{"name", leaves.back()},
+             {"parent", "shared"},
+             {"creation_offset_minutes", l + 1},
+             {"resources", QueueResources(std::floor(total * kQuotaShare[li]), kWeight[li])}});
+  }
+  summary.queues = static_cast<int>(queues.size());
+  doc["queues"] = std::move(queues);
+
+  struct Running {
+    int node = 0;
+    int gpus = 0;
+    int queue = 0;
+    int priority = 0;
+  };
+  std::vector<Running> running;
+  for (int i = 0; i < n; ++i) {
+    const int free = std::min(rng.Weighted(kFreeWeights), g);
+    summary.free_gpus += free;
+    if (free == 0) ++summary.full_nodes;
+    if (free == g) ++summary.empty_nodes;
+    for (int left = g - free; left > 0;) {
+      Running r;
+      r.node = i;
+      r.gpus = std::min(rng.Weighted(kRunningGpuWeights) + 1, left);
+      r.queue = rng.Unit() < 0.75 ? rng.Below(kOverQuotaQueues)
+                                  : kOverQuotaQueues + rng.Below(kLeaves - kOverQuotaQueues);
+      // Non-preemptible running jobs only in the queues under their quota.
+      if (r.queue >= kOverQuotaQueues && rng.Unit() < 0.15) {
+        r.priority = 100;
+      } else {
+        r.priority = rng.Unit() < 0.7 ? 50 : 75;
+      }
+      left -= r.gpus;
+      running.push_back(r);
+    }
+  }
+  struct Pending {
+    int pods = 0;
+    int gpus_per_pod = 0;
+    int queue = 0;
+    int priority = 0;
+  };
+  std::vector<Pending> pending(static_cast<size_t>(n) * kPendingJobsPerNode);
+  for (Pending& p : pending) {
+    p.pods = 1 + rng.Below(4);
+    p.gpus_per_pod = kPendingGpus[static_cast<size_t>(rng.Weighted(kPendingGpuWeights))];
+    p.queue = rng.Below(kLeaves);
+    p.priority = kPriorities[static_cast<size_t>(rng.Weighted(kPriorityWeights))];
+    summary.pending_pods += p.pods;
+    summary.pending_gpus += static_cast<int64_t>(p.pods) * p.gpus_per_pod;
+  }
+  summary.running_pods = static_cast<int>(running.size());
+  summary.pending_jobs = static_cast<int>(pending.size());
+  summary.jobs = summary.running_pods + summary.pending_jobs;
+  summary.pods = summary.running_pods + summary.pending_pods;
+
+  // Jobs: running ones first (older), then the pending ones; distinct ages.
+  Json jobs = Json::array();
+  const int total_jobs = summary.jobs;
+  int job_index = 0;
+  auto add_job = [&](const std::string& name, int queue, int priority, Json tasks) {
+    if (priority >= 100) ++summary.non_preemptible_jobs;
+    jobs.push_back(Json{{"name", name},
+                        {"namespace", "bench"},
+                        {"queue", leaves[static_cast<size_t>(queue)]},
+                        {"priority", priority},
+                        {"preemptibility", priority >= 100 ? "non-preemptible" : "preemptible"},
+                        {"age_minutes", total_jobs - job_index},
+                        {"min_available", static_cast<int>(tasks.size())},
+                        {"tasks", std::move(tasks)}});
+    ++job_index;
+  };
+  const int run_digits = DigitsFor(summary.running_pods);
+  for (const Running& r : running) {
+    const std::string name = Padded("run-", job_index, run_digits);
+    add_job(name, r.queue, r.priority,
+            Json::array(
+                {Task(name + "-0", "running", &node_names[static_cast<size_t>(r.node)], r.gpus)}));
+  }
+  const int pending_digits = DigitsFor(summary.pending_jobs);
+  for (size_t k = 0; k < pending.size(); ++k) {
+    const Pending& p = pending[k];
+    const std::string name = Padded("job-", static_cast<int>(k), pending_digits);
+    Json tasks = Json::array();
+    for (int t = 0; t < p.pods; ++t) {
+      tasks.push_back(Task(name + "-" + std::to_string(t), "pending", nullptr, p.gpus_per_pod));
+    }
+    add_job(name, p.queue, p.priority, std::move(tasks));
+  }
+  doc["jobs"] = std::move(jobs);
+  return WriteJson(doc, path, error);
+}
+
+}  // namespace
+
+bool WriteClusterScenario(const ClusterGenOptions& options, const std::string& path,
+                          ClusterGenSummary& summary, std::string& error) {
+  if (options.busy_shared) return WriteBusyShared(options, path, summary, error);
+  Rng rng(options.seed);
+  summary = ClusterGenSummary{};
+  const int n = options.nodes;
+  const int g = options.gpus_per_node;
+  summary.nodes = n;
+  summary.total_gpus = static_cast<int64_t>(n) * g;
+  const auto used_gpus = static_cast<int64_t>(
+      std::llround(static_cast<double>(summary.total_gpus) * options.running_gpu_fraction));
+  summary.free_gpus = summary.total_gpus - used_gpus;
+
+  Json doc;
+  doc["format_version"] = 1;
+  doc["name"] = "gantry-bench: " + std::to_string(n) + " nodes x " + std::to_string(g) + " GPUs";
+  doc["config"] = Config(options.with_predicates);
+
+  // Nodes.
+  const std::vector<std::string> node_names = AddNodes(doc, n, g, options.topology);
 
   // Queues: departments first, then their leaf queues. GPU quotas add up to the cluster.
   const double department_quota = static_cast<double>(summary.total_gpus) / options.departments;
@@ -281,6 +462,15 @@ bool WriteClusterScenario(const ClusterGenOptions& options, const std::string& p
     summary.pending_pods += gang.pods;
     gangs.push_back(gang);
   }
+  if (options.hero_gang_pods > 0) {
+    // The hero gang goes first: the oldest pending job, in the first leaf queue.
+    PendingGang hero;
+    hero.pods = options.hero_gang_pods;
+    hero.gpus_per_pod = g;
+    summary.pending_gpus += static_cast<int64_t>(hero.pods) * hero.gpus_per_pod;
+    summary.pending_pods += hero.pods;
+    gangs.insert(gangs.begin(), hero);
+  }
   for (int f : free) {
     if (f == 0) ++summary.full_nodes;
     if (f == g) ++summary.empty_nodes;
@@ -296,27 +486,27 @@ bool WriteClusterScenario(const ClusterGenOptions& options, const std::string& p
   const int total_jobs = summary.jobs;
   int job_index = 0;
   const int run_digits = DigitsFor(summary.running_pods);
-  for (int i = 0; i < n; ++i) {
-    for (int k = 0; k < g - free[static_cast<size_t>(i)]; ++k) {
-      const std::string name = Padded("run-", job_index, run_digits);
-      Json job;
-      job["name"] = name;
-      job["namespace"] = "bench";
-      job["queue"] = leaves[static_cast<size_t>(rng.Below(static_cast<int>(leaves.size())))];
-      job["priority"] = 50;
-      job["preemptibility"] = "preemptible";
-      job["age_minutes"] = total_jobs - job_index;
-      job["min_available"] = 1;
-      double fraction = 0;
-      if (options.fractional_share > 0 && rng.Unit() < options.fractional_share) {
-        fraction = DrawFraction(rng);
-        ++summary.fractional_pods;
-      }
-      job["tasks"] = Json::array(
-          {Task(name + "-0", "running", &node_names[static_cast<size_t>(i)], 1, fraction)});
-      jobs.push_back(std::move(job));
-      ++job_index;
+  std::vector<int> used(free.size());
+  for (size_t i = 0; i < free.size(); ++i) used[i] = g - free[i];
+  for (const int i : RunningJobNodes(used, options.round_robin)) {
+    const std::string name = Padded("run-", job_index, run_digits);
+    Json job;
+    job["name"] = name;
+    job["namespace"] = "bench";
+    job["queue"] = leaves[static_cast<size_t>(rng.Below(static_cast<int>(leaves.size())))];
+    job["priority"] = 50;
+    job["preemptibility"] = "preemptible";
+    job["age_minutes"] = total_jobs - job_index;
+    job["min_available"] = 1;
+    double fraction = 0;
+    if (options.fractional_share > 0 && rng.Unit() < options.fractional_share) {
+      fraction = DrawFraction(rng);
+      ++summary.fractional_pods;
     }
+    job["tasks"] = Json::array(
+        {Task(name + "-0", "running", &node_names[static_cast<size_t>(i)], 1, fraction)});
+    jobs.push_back(std::move(job));
+    ++job_index;
   }
   const int gang_digits = DigitsFor(summary.pending_jobs);
   for (size_t k = 0; k < gangs.size(); ++k) {
@@ -349,19 +539,7 @@ bool WriteClusterScenario(const ClusterGenOptions& options, const std::string& p
     ++job_index;
   }
   doc["jobs"] = std::move(jobs);
-
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) {
-    error = path + ": cannot open for writing";
-    return false;
-  }
-  out << doc.dump() << '\n';
-  out.close();
-  if (!out) {
-    error = path + ": write failed";
-    return false;
-  }
-  return true;
+  return WriteJson(doc, path, error);
 }
 
 }  // namespace gantry::bench

@@ -6,7 +6,9 @@
 // are left with varying free GPUs; pending gangs of 1-32 pods of 1-8 GPUs each (min_available =
 // pod count) in random leaf queues, asking for about twice the free GPUs in total.
 //
-// Variants (fractional pods, topology) are described with ClusterGenOptions.
+// Shapes of the benchmark family (bench/README.md, "The shapes") are ClusterGenOptions settings:
+// fractional pods, topology, round-robin placement of the running pods (KAI's benchmark layouts),
+// a hero gang; the busy shared cluster (`busy_shared`) has a generator of its own.
 //
 // The same options always produce the same file, byte for byte (std::mt19937_64, fixed seed).
 #pragma once
@@ -31,6 +33,20 @@ struct ClusterGenOptions {
   // 4 blocks per zone); pending gangs of several pods require their zone or block and prefer a
   // rack.
   bool topology = false;
+  // Variant: the running one-GPU pods are placed round-robin, the i-th running job on the i-th
+  // node (mod N) among the nodes that still have a running pod to take, as KAI's benchmarks lay
+  // out their jobs, instead of each node's running jobs one after the other.
+  bool round_robin = false;
+  // Variant: > 0 adds one pending gang of this many 8-GPU pods (the oldest pending job, in the
+  // first leaf queue) beside the usual ones.
+  int hero_gang_pods = 0;
+  // The busy shared cluster: one parent queue over 10 leaf queues of different quotas and
+  // over-quota weights; about 97% of the GPUs held by running jobs of 1-4 GPUs (priorities 50,
+  // 75 and a few non-preemptible 100), three quarters of them in the three queues of smallest
+  // quota (far over their shares, the others under); 10 pending jobs per node of 1-4 pods x
+  // 1-8 GPUs at priorities 50, 75 and 100 (non-preemptible) in every queue. The fields above
+  // other than nodes, with_predicates and seed do not apply.
+  bool busy_shared = false;
   uint64_t seed = 0x6a616e7472794245;  // fixed: the file only depends on the options
 };
 
@@ -43,12 +59,13 @@ struct ClusterGenSummary {
   int pending_jobs = 0;
   int pending_pods = 0;
   int64_t total_gpus = 0;
-  int64_t free_gpus = 0;     // after the running pods
-  int64_t pending_gpus = 0;  // sum of the pending pods' requests
-  int full_nodes = 0;        // nodes with no free GPU
-  int empty_nodes = 0;       // nodes with every GPU free
-  int fractional_pods = 0;   // running + pending pods asking for a fraction
-  int constrained_jobs = 0;  // pending gangs with a topology constraint
+  int64_t free_gpus = 0;         // after the running pods
+  int64_t pending_gpus = 0;      // sum of the pending pods' requests
+  int full_nodes = 0;            // nodes with no free GPU
+  int empty_nodes = 0;           // nodes with every GPU free
+  int fractional_pods = 0;       // running + pending pods asking for a fraction
+  int constrained_jobs = 0;      // pending gangs with a topology constraint
+  int non_preemptible_jobs = 0;  // jobs at priority 100 (busy shared cluster)
 };
 
 // Writes the scenario to `path` (overwriting it). Returns false with `error` set when the file

@@ -9,9 +9,16 @@ PACKAGES=(
   libjemalloc-dev
   valgrind
 )
+# Tools the tests and checks use, not the build (the Dockerfile's build stage leaves them out).
+TEST_PACKAGES=(
+  clang-format-16 clang-tidy-16
+  clang-16 libclang-rt-16-dev  # the libFuzzer targets (fuzz/)
+  chromium                     # headless rendering test of `gantry simulate --out` reports
+  prometheus                   # e2e: the usage database of time-based fairshare
+)
 
 missing=()
-for p in "${PACKAGES[@]}"; do
+for p in "${PACKAGES[@]}" "${TEST_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then

@@ -1,54 +1,193 @@
 #!/usr/bin/env bash
-# Builds Gantry and runs every test: unit, conformance (the shared corpus next to the project,
-# when present) and e2e, then the unit tests again under AddressSanitizer + UBSan, and a
-# profile-guided release build (scripts/build-pgo.sh) checked to decide as the plain one.
-# The perf label (benchmarks) is excluded; run it with `ctest --test-dir build -L perf -V`.
-set -euo pipefail
+# Builds Gantry and runs every test, in stages:
+#   setup, release build, lint (scripts/lint.sh: clang-format on every C++ file, clang-tidy on
+#   those the change touches), e2e tools (the Go test driver and kube-apiserver/etcd, built before
+#   CTest so that no test timeout has to cover a cold build), tests (unit, conformance, e2e),
+#   conformance counts, fuzz (short runs, when clang-16 is installed), ASan + UBSan build and
+#   tests, ThreadSanitizer build and the threaded tests, and a profile-guided release build
+#   checked to decide as the plain one.
+# Every stage runs even when an earlier one failed (a later stage that needs an earlier one's
+# output then fails too, and says so); the end lists each stage's result and the script exits
+# non-zero if any failed. The perf label (benchmarks) is excluded; run it with
+# `ctest --test-dir build -L perf -V`.
+#
+# Environment: GANTRY_REQUIRE_CORPUS=1 makes an absent ../shared/conformance a failure instead of
+# a note (CI sets it); GANTRY_FUZZ_SECONDS (default 20) is each fuzz target's time.
+set -uo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
 jobs=$(nproc 2>/dev/null || echo 2)
-
 corpus="$(pwd)/../shared/conformance"
-if [ ! -d "$corpus/lists" ]; then
-  echo "note: the conformance corpus ($corpus) is absent: conformance lists are skipped"
-fi
+script_start=$(date +%s)
 
-echo "== release build"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-ninja -C build -j "$jobs"
-echo "== tests (unit, conformance, e2e)"
-ctest --test-dir build -LE perf --output-on-failure -j "$jobs"
-if [ -d "$corpus/lists" ]; then
-  echo "== conformance counts per list"
+declare -a stage_names=() stage_results=()
+
+# run_stage NAME FUNCTION: runs FUNCTION (under set -e in a subshell), records its result.
+run_stage() {
+  local name="$1" fn="$2" start rc
+  start=$(date +%s)
+  echo
+  echo "== $name"
+  (set -e; "$fn")
+  rc=$?
+  local took=$(($(date +%s) - start))
+  if [ "$rc" -eq 0 ]; then
+    stage_results+=("passed (${took}s)")
+  else
+    stage_results+=("FAILED, exit $rc (${took}s)")
+    echo "== $name: FAILED (exit $rc)" >&2
+  fi
+  stage_names+=("$name")
+}
+
+# Runs a long step, printing a line every minute while it runs (the step runs in the background
+# and is waited for here, so nothing is left running).
+with_progress() {
+  local what="$1" start cmd rc=0 next=60
+  shift
+  start=$(date +%s)
+  "$@" &
+  cmd=$!
+  while kill -0 "$cmd" 2>/dev/null; do
+    sleep 2
+    if [ $(($(date +%s) - start)) -ge "$next" ]; then
+      echo "   ... $what: ${next}s"
+      next=$((next + 60))
+    fi
+  done
+  wait "$cmd" || rc=$?
+  echo "   $what: $(($(date +%s) - start))s"
+  return "$rc"
+}
+
+stage_setup() { bash scripts/setup.sh; }
+
+stage_corpus() {
+  if [ -d "$corpus/lists" ]; then
+    echo "conformance corpus: $corpus"
+  elif [ "${GANTRY_REQUIRE_CORPUS:-0}" = 1 ]; then
+    echo "the conformance corpus ($corpus) is absent and GANTRY_REQUIRE_CORPUS=1" >&2
+    return 1
+  else
+    echo "note: the conformance corpus ($corpus) is absent: conformance lists are skipped"
+  fi
+}
+
+stage_release_build() {
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  with_progress "release build" ninja -C build -j "$jobs"
+}
+
+stage_lint() {
+  # compile_commands.json of the release build (CMAKE_EXPORT_COMPILE_COMMANDS is on).
+  BUILD_DIR=build with_progress "lint" bash scripts/lint.sh
+}
+
+stage_e2e_tools() {
+  if ! command -v go >/dev/null; then
+    echo "go is not installed: the e2e tests are not registered (see tests/CMakeLists.txt)"
+    return 0
+  fi
+  with_progress "Go test driver (test/e2e/run.sh build)" bash test/e2e/run.sh build >/dev/null
+  with_progress "kube-apiserver and etcd (test/e2e/control-plane.sh build)" \
+    bash test/e2e/control-plane.sh build >/dev/null
+}
+
+stage_tests() {
+  [ -x build/gantry ] || { echo "no build/gantry: the release build failed" >&2; return 1; }
+  ctest --test-dir build -LE perf --output-on-failure -j "$jobs"
+}
+
+stage_conformance_counts() {
+  [ -d "$corpus/lists" ] || { echo "corpus absent: nothing to count"; return 0; }
+  [ -x build/gantry ] || { echo "no build/gantry: the release build failed" >&2; return 1; }
   for list in "$corpus"/lists/*.txt; do
     printf '%s: ' "$(basename "$list" .txt)"
     ./build/gantry conformance --list "$list" --report-only | tail -n 1
   done
-fi
+}
 
-echo "== sanitizer build (ASan + UBSan), unit tests"
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGANTRY_SANITIZE=ON \
-  -DGANTRY_BUILD_BENCH=OFF >/dev/null
-ninja -C build-asan -j "$jobs" gantry_unit_tests gantry
-if [ -d "$corpus/lists" ]; then
-  echo "== gating conformance lists under the sanitizers"
-  grep -v '^#' tests/conformance/gating.txt | while read -r list; do
-    [ -n "$list" ] && ./build-asan/gantry conformance --list "$corpus/lists/$list.txt"
-  done
-fi
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build-asan -L unit --output-on-failure -j "$jobs"
-
-echo "== profile-guided release build (scripts/build-pgo.sh): the same decisions as the plain one"
-bash scripts/build-pgo.sh build-pgo
-for args in "--nodes 1000" "--nodes 2000 --seed 3" "--nodes 500 --variant sharing"; do
-  # shellcheck disable=SC2086
-  plain=$(./build/gantry-bench $args --runs 1 --only cycle | grep -o 'decisions digest [0-9a-f]*')
-  # shellcheck disable=SC2086
-  pgo=$(./build-pgo/gantry-bench $args --runs 1 --only cycle | grep -o 'decisions digest [0-9a-f]*')
-  echo "   $args: $plain / $pgo"
-  if [ -z "$plain" ] || [ "$plain" != "$pgo" ]; then
-    echo "the profile-guided build decided differently ($args)" >&2
-    exit 1
+stage_fuzz() {
+  if ! command -v clang++-16 >/dev/null; then
+    echo "note: clang++-16 is not installed (scripts/setup.sh installs it): fuzzing skipped"
+    return 0
   fi
+  if [ ! -f fuzz/CMakeLists.txt ]; then
+    echo "note: no fuzz/ folder"
+    return 0
+  fi
+  bash fuzz/run.sh build-fuzz "${GANTRY_FUZZ_SECONDS:-20}"
+}
+
+stage_asan() {
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGANTRY_SANITIZE=ON \
+    -DGANTRY_BUILD_BENCH=OFF >/dev/null
+  with_progress "ASan + UBSan build" ninja -C build-asan -j "$jobs" gantry_unit_tests gantry
+  local failed=0
+  if [ -d "$corpus/lists" ]; then
+    echo "-- gating conformance lists under the sanitizers"
+    while read -r list; do
+      [ -n "$list" ] || continue
+      ./build-asan/gantry conformance --list "$corpus/lists/$list.txt" || failed=1
+    done < <(grep -v '^#' tests/conformance/gating.txt)
+  fi
+  echo "-- unit tests under the sanitizers"
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --test-dir build-asan -L unit --output-on-failure -j "$jobs" || failed=1
+  return "$failed"
+}
+
+stage_tsan() {
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGANTRY_TSAN=ON \
+    -DGANTRY_BUILD_BENCH=OFF >/dev/null
+  with_progress "ThreadSanitizer build" ninja -C build-tsan -j "$jobs" gantry_threaded_tests
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ./build-tsan/tests/unit/gantry_threaded_tests
+}
+
+stage_pgo() {
+  [ -x build/gantry-bench ] || { echo "no build/gantry-bench: the release build failed" >&2; return 1; }
+  bash scripts/build-pgo.sh build-pgo
+  for args in "--nodes 1000" "--nodes 2000 --seed 3" "--nodes 500 --variant sharing"; do
+    # shellcheck disable=SC2086
+    plain=$(./build/gantry-bench $args --runs 1 --only cycle | grep -o 'decisions digest [0-9a-f]*')
+    # shellcheck disable=SC2086
+    pgo=$(./build-pgo/gantry-bench $args --runs 1 --only cycle | grep -o 'decisions digest [0-9a-f]*')
+    echo "   $args: $plain / $pgo"
+    if [ -z "$plain" ] || [ "$plain" != "$pgo" ]; then
+      echo "the profile-guided build decided differently ($args)" >&2
+      return 1
+    fi
+  done
+}
+
+run_stage "setup (scripts/setup.sh)" stage_setup
+run_stage "conformance corpus present" stage_corpus
+run_stage "release build" stage_release_build
+run_stage "lint (clang-format on all files, clang-tidy on changed ones)" stage_lint
+run_stage "e2e tools (Go driver, kube-apiserver, etcd)" stage_e2e_tools
+run_stage "tests (unit, conformance, e2e)" stage_tests
+run_stage "conformance counts per list" stage_conformance_counts
+run_stage "fuzz targets (short runs)" stage_fuzz
+run_stage "sanitizer build (ASan + UBSan), unit tests and gating lists" stage_asan
+run_stage "ThreadSanitizer build, threaded unit tests" stage_tsan
+run_stage "profile-guided release build: the same decisions as the plain one" stage_pgo
+
+echo
+echo "== stages ($(($(date +%s) - script_start))s in all)"
+status=0
+passed=0
+failed=0
+for i in "${!stage_names[@]}"; do
+  printf '   %-70s %s\n' "${stage_names[$i]}" "${stage_results[$i]}"
+  case "${stage_results[$i]}" in
+    FAILED*) status=1; failed=$((failed + 1)) ;;
+    *) passed=$((passed + 1)) ;;
+  esac
 done
+echo "stages: $passed passed, $failed failed"
+# Details a failed stage left for the end of the log (a CI log is often read from its end).
+if [ -s build-fuzz/fuzz/failures.txt ]; then
+  echo
+  echo "== why the fuzz stage failed (build-fuzz/fuzz/failures.txt)"
+  cat build-fuzz/fuzz/failures.txt
+fi
+exit "$status"

@@ -1,13 +1,15 @@
-// Registration of the built-in actions.
+// The registration function of every in-tree action, one per action folder (src/actions/<name>/);
+// scheduler/registry.cc calls them all.
 #pragma once
 
 #include "framework/plugin.h"
 
 namespace gantry {
 
-void RegisterBuiltinActions(ActionRegistry& registry);
-
+void RegisterAllocateAction(ActionRegistry& registry);
 void RegisterStaleGangEvictionAction(ActionRegistry& registry);
-void RegisterEvictionActions(ActionRegistry& registry);  // reclaim, preempt, consolidation
+void RegisterReclaimAction(ActionRegistry& registry);        // reclaim/
+void RegisterPreemptAction(ActionRegistry& registry);        // preempt/
+void RegisterConsolidationAction(ActionRegistry& registry);  // consolidation/
 
 }  // namespace gantry

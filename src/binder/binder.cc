@@ -47,8 +47,7 @@ int RunBinder(const BinderOptions& options, std::ostream& err) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  auto config =
-      options.kubeconfig.empty() ? kube::DefaultConfig() : kube::LoadKubeconfig(options.kubeconfig);
+  auto config = kube::ConfigForFlag(options.kubeconfig);
   if (!config.ok()) {
     err << "binder: " << config.error() << "\n";
     return 1;
@@ -88,8 +87,7 @@ int RunBinder(const BinderOptions& options, std::ostream& err) {
   };
   std::mutex mu;
   std::unique_ptr<Term> term;
-  obs::HttpServer server({.address = options.metrics_address});
-  obs::ServeObservability(server, registry, [&]() -> obs::Readiness {
+  auto readiness = [&]() -> obs::Readiness {
     if (elector.holder().empty()) return {false, "no leader known yet"};
     if (!elector.IsLeader()) return {true, ""};
     std::lock_guard<std::mutex> lock(mu);
@@ -97,14 +95,34 @@ int RunBinder(const BinderOptions& options, std::ostream& err) {
       return {false, "BindRequests, pods and nodes not listed yet"};
     }
     return {true, ""};
-  });
+  };
+  obs::HttpServer server({.address = options.metrics_address});
+  obs::ServeObservability(server, registry, readiness);
   if (auto started = server.Start(); !started.ok()) {
     err << "binder: " << started.error() << "\n";
     return 1;
   }
+  // KAI's --health-probe-bind-address: the probes on a port of their own as well (unless it is
+  // the metrics address; port 0 picks a free port each time, so it never is).
+  std::unique_ptr<obs::HttpServer> probes;
+  const bool any_port = options.probe_address.ends_with(":0");
+  if (!options.probe_address.empty() &&
+      (options.probe_address != options.metrics_address || any_port)) {
+    probes =
+        std::make_unique<obs::HttpServer>(obs::HttpServerOptions{.address = options.probe_address});
+    obs::ServeProbes(*probes, readiness);
+    if (auto started = probes->Start(); !started.ok()) {
+      err << "binder: --health-probe-bind-address: " << started.error() << "\n";
+      server.Stop();
+      return 1;
+    }
+  }
   Log("binder: serving /metrics, /healthz, /readyz on port " + std::to_string(server.port()) +
       "; campaigning for lease " + lease.lease_namespace + "/" + lease.lease_name + " as " +
       lease.identity);
+  if (probes != nullptr) {
+    Log("binder: serving /healthz, /readyz on probe port " + std::to_string(probes->port()));
+  }
   std::ostringstream limit_line;
   limit_line << "binder: API client limit " << options.qps << " requests/s, burst " << options.burst
              << "; " << options.workers << " workers when leading";
@@ -173,10 +191,13 @@ int RunBinder(const BinderOptions& options, std::ostream& err) {
   Log("binder: API requests: " + counted->Summary() + "; events sent " +
       std::to_string(events.sent()) + ", failed " + std::to_string(events.failed()) + ", dropped " +
       std::to_string(events.dropped()));
+  if (probes != nullptr) probes->Stop();
   server.Stop();
   bool by_signal = signalled.load();
   if (!stop.stopped()) stop.Stop();
-  pthread_kill(signal_thread.native_handle(), SIGTERM);  // wakes its sigwait if still waiting
+  // Wakes the sigwait of our own signal thread (which then returns), if it still waits.
+  // NOLINTNEXTLINE(bugprone-bad-signal-to-kill-thread)
+  pthread_kill(signal_thread.native_handle(), SIGTERM);
   signal_thread.join();
   if (by_signal) {
     Log("binder: stopped");

@@ -1,6 +1,5 @@
 #include "binder/controller.h"
 
-#include <cmath>
 #include <iostream>
 
 #include "binder/log.h"
@@ -16,7 +15,9 @@ Controller::Controller(std::shared_ptr<kube::Client> client, BinderCache& cache,
       options_(std::move(options)),
       metrics_(metrics),
       clock_(std::move(clock)),
-      queue_(clock_) {}
+      queue_(clock_) {
+  if (metrics_ != nullptr) queue_.SetMetrics(&metrics_->workqueue);
+}
 
 Controller::~Controller() { Stop(); }
 
@@ -84,10 +85,9 @@ void Controller::Work() {
     if (r.next == Next::kRetryAfter) {
       retry = r.after;
     } else if (r.next == Next::kRequeue) {
-      const auto& p = options_.requeue_backoff;
-      double factor = std::pow(p.factor, std::min(requeues - 1, 30));
-      auto base = std::chrono::duration_cast<kube::Clock::Duration>(p.initial * factor);
-      retry = std::min<kube::Clock::Duration>(base, p.max);
+      // An error requeue is a rate-limited add in controller-runtime: a workqueue retry.
+      retry = kube::BackoffDelay(options_.requeue_backoff, requeues);
+      if (metrics_ != nullptr) metrics_->workqueue.retries.Inc();
     }
     queue_.Done(*key, retry);
   }

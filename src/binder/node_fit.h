@@ -18,22 +18,26 @@
 #include <unordered_map>
 #include <vector>
 
+#include "util/status.h"
+
 namespace gantry::binder {
 
 // Resource name -> amount (millicores for "cpu", whole units otherwise).
 using ResourceAmounts = std::map<std::string, int64_t>;
 
-// Parses a quantity into units of 1/`scale` (scale 1000 for millicores, 1 otherwise), rounded up
-// and saturated at INT64_MAX. nullopt when the text is not a quantity.
+// Parses a quantity (kube/quantity.h) into units of 1/`scale` (scale 1000 for millicores, 1
+// otherwise), rounded up and saturated at INT64_MAX. nullopt when the text is not a quantity.
 std::optional<int64_t> ParseQuantity(std::string_view text, int64_t scale = 1);
 
 // A resource list ({"cpu": "2", "memory": "1Gi"}) in amounts; unparsable entries are skipped.
 ResourceAmounts AmountsOf(const nlohmann::json& resource_list);
 
-// The pod's effective requests: the larger of (sum of app containers + restartable init
-// containers) and each init container's (with the restartable ones started before it), plus
-// spec.overhead.
-ResourceAmounts PodRequests(const nlohmann::json& pod);
+// The pod's effective requests (kube::PodSpecRequests: containers, init containers and sidecars,
+// overhead), each rounded up to amounts; an error names the malformed field.
+Result<ResourceAmounts> PodRequests(const nlohmann::json& pod);
+
+// PodRequests of a pod already bound to a node; nothing when its requests do not parse.
+ResourceAmounts RequestsOfBoundPod(const nlohmann::json& pod);
 
 // Whether a pod on a node still counts against its capacity (not Succeeded or Failed).
 bool PodOccupiesNode(const nlohmann::json& pod);

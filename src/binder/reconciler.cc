@@ -4,6 +4,7 @@
 
 #include "binder/gpu_sharing_step.h"
 #include "kube/events.h"
+#include "kube/rate_limiter.h"
 #include "kube/time_format.h"
 
 namespace gantry::binder {
@@ -232,9 +233,8 @@ ReconcileResult Reconciler::Finish(const kube::Object& cached, const BindRequest
     } else {
       status.phase = kPhasePending;
       status.failed_attempts = failed;
-      auto delay = options_.retry_base * (int64_t{1} << std::min(failed - 1, 30));
-      result = {Next::kRetryAfter, std::min<kube::Clock::Duration>(delay, options_.retry_max),
-                "error",
+      const kube::BackoffPolicy retries{options_.retry_base, options_.retry_max, 2.0, 0.0};
+      result = {Next::kRetryAfter, kube::BackoffDelay(retries, failed), "error",
                 "attempt " + std::to_string(failed) + " failed, retrying: " + attempt.message};
     }
   }

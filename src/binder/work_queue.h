@@ -8,6 +8,9 @@
 // Time comes from a kube::Clock (a FakeClock in tests: a scheduled key becomes due when the test
 // advances it; Get() re-checks at least every 50 ms of real time).
 //
+// With metrics (SetMetrics), it keeps client-go's workqueue_* figures: depth, adds, time queued,
+// time in progress, and the unfinished work (refreshed by every Get and Done).
+//
 // Thread-safe.
 #pragma once
 
@@ -20,12 +23,15 @@
 #include <string>
 
 #include "kube/clock.h"
+#include "observability/kai_metrics.h"
 
 namespace gantry::binder {
 
 class WorkQueue {
  public:
   explicit WorkQueue(kube::ClockPtr clock) : clock_(std::move(clock)) {}
+  // Keeps `metrics` (may be null; must outlive the queue) up to date. Call before any Add.
+  void SetMetrics(obs::WorkqueueMetrics* metrics) { metrics_ = metrics; }
 
   // Queues `key` now, unless it is queued or scheduled already.
   void Add(const std::string& key);
@@ -50,13 +56,18 @@ class WorkQueue {
   std::optional<kube::Clock::TimePoint> PromoteDue();
   void Enqueue(const std::string& key);
 
+  // Sets the depth and the unfinished work gauges (mu_ held).
+  void UpdateGauges();
+
   kube::ClockPtr clock_;
+  obs::WorkqueueMetrics* metrics_ = nullptr;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::string> queue_;
   std::set<std::string> queued_;
-  std::set<std::string> processing_;
-  std::set<std::string> dirty_;  // added while processing
+  std::map<std::string, kube::Clock::TimePoint> processing_;  // key -> when it was handed out
+  std::map<std::string, kube::Clock::TimePoint> queued_at_;   // key -> when it was queued
+  std::set<std::string> dirty_;                               // added while processing
   std::map<std::string, kube::Clock::TimePoint> scheduled_;
   bool shut_down_ = false;
 };

@@ -1,103 +1,47 @@
 #include "cache/convert.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <limits>
 #include <map>
 #include <set>
 
-#include "cache/quantity.h"
+#include "cache/convert_fields.h"
+#include "kube/quantity.h"
 #include "kube/time_format.h"
+#include "util/checked_number.h"
+#include "util/duration.h"
 
 namespace gantry::cache {
 
 namespace {
 
-// Thrown inside this file only; converted to an Error by the public functions.
-struct BadField {
-  std::string message;
-};
-
-[[noreturn]] void Fail(const std::string& field, const std::string& problem) {
-  throw BadField{field + ": " + problem};
-}
-
-const Object* At(const Object& o, std::initializer_list<const char*> path) {
-  const Object* cur = &o;
-  for (const char* key : path) {
-    if (!cur->is_object()) return nullptr;
-    auto it = cur->find(key);
-    if (it == cur->end() || it->is_null()) return nullptr;
-    cur = &*it;
-  }
-  return cur;
-}
-
-std::string Str(const Object& o, std::initializer_list<const char*> path) {
-  const Object* v = At(o, path);
-  return v && v->is_string() ? v->get<std::string>() : std::string();
-}
-
-// A string-to-string map such as metadata.labels; absent -> empty.
-Labels StrMap(const Object& o, std::initializer_list<const char*> path, const std::string& field) {
-  Labels out;
-  const Object* m = At(o, path);
-  if (!m) return out;
-  if (!m->is_object()) Fail(field, "must be a map of strings");
-  for (auto it = m->begin(); it != m->end(); ++it) {
-    if (!it.value().is_string()) Fail(field + "." + it.key(), "must be a string");
-    out.Set(it.key(), it.value().get<std::string>());
-  }
-  return out;
-}
-
-const Object& List(const Object& o, std::initializer_list<const char*> path,
-                   const std::string& field) {
-  static const Object empty = Object::array();
-  const Object* v = At(o, path);
-  if (!v) return empty;
-  if (!v->is_array()) Fail(field, "must be a list");
-  return *v;
-}
-
-// A number that may be a JSON number or (as CRD float fields sometimes arrive) a string.
-std::optional<double> Number(const Object& o, std::initializer_list<const char*> path,
-                             const std::string& field) {
-  const Object* v = At(o, path);
-  if (!v) return std::nullopt;
-  if (v->is_number()) return v->get<double>();
-  if (v->is_string()) {
-    auto q = ParseQuantity(v->get<std::string>());
-    if (q) return q;
-  }
-  Fail(field, "must be a number");
-}
-
-double Quantity(const Object& value, const std::string& field) {
-  if (value.is_number()) return value.get<double>();
-  if (!value.is_string()) Fail(field, "must be a quantity");
-  auto q = ParseQuantity(value.get<std::string>());
-  if (!q) Fail(field, "malformed quantity \"" + value.get<std::string>() + "\"");
-  if (*q < 0) Fail(field, "must not be negative");
-  return *q;
-}
-
-// A resource list (requests, allocatable, overhead) into named quantities.
-std::map<std::string, double> ResourceList(const Object* list, const std::string& field) {
-  std::map<std::string, double> out;
-  if (!list) return out;
-  if (!list->is_object()) Fail(field, "must be a map of quantities");
-  for (auto it = list->begin(); it != list->end(); ++it) {
-    out[it.key()] = Quantity(it.value(), field + "." + it.key());
-  }
-  return out;
-}
+using convert_detail::At;
+using convert_detail::BadField;
+using convert_detail::Fail;
+using convert_detail::Guard;
+using convert_detail::IntField;
+using convert_detail::List;
+using convert_detail::Number;
+using convert_detail::ParseQuantity;
+using convert_detail::ResourceList;
+using convert_detail::Shown;
+using convert_detail::Str;
+using convert_detail::StrMap;
 
 bool IsMigResource(const std::string& name) {
   int g = 0, m = 0;
   return ParseMigProfile(name, g, m);
 }
+
+// AMD's device plugin resource: KAI counts it as GPUs too.
+constexpr std::string_view kAmdGpuResourceName = "amd.com/gpu";
 
 // Splits named quantities into the fixed model fields and the extended (MIG) ones.
 void Distribute(const std::map<std::string, double>& named, Resources& r, NamedQuantities& ext,
@@ -107,8 +51,8 @@ void Distribute(const std::map<std::string, double>& named, Resources& r, NamedQ
       r.cpu_millis = std::round(v * 1000);
     } else if (name == "memory") {
       r.memory_bytes = v;
-    } else if (name == kGpuResourceName) {
-      r.gpus = v;
+    } else if (name == kGpuResourceName || name == kAmdGpuResourceName) {
+      r.gpus += v;  // KAI counts AMD's GPUs as GPUs too
     } else if (name == "pods") {
       if (include_pods) r.pods = v;
     } else if (IsMigResource(name) && v > 0) {
@@ -182,17 +126,6 @@ int64_t ToMs(std::chrono::system_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
 }
 
-template <typename T, typename Fn>
-Result<T> Guard(Fn&& fn) {
-  try {
-    return fn();
-  } catch (const BadField& e) {
-    return Error{e.message};
-  } catch (const nlohmann::json::exception& e) {
-    return Error{std::string("malformed object: ") + e.what()};
-  }
-}
-
 // The shared-GPU groups a pod was bound into: the binder's labels (KAI's runai-gpu-group, and
 // runai-gpu-group/<group> on pods spanning several devices).
 std::vector<std::string> PodGpuGroups(const Labels& labels) {
@@ -206,45 +139,13 @@ std::vector<std::string> PodGpuGroups(const Labels& labels) {
   return groups;
 }
 
-// The effective pod request of every named resource, as Kubernetes computes it.
+// The effective pod request of every named resource, as Kubernetes computes it (kube/quantity.h).
 std::map<std::string, double> PodRequests(const Object& spec) {
-  auto container_requests = [](const Object& c, const std::string& field) {
-    // Requests default to limits (the API server does this for new pods; kept for objects
-    // created before defaulting or served by other sources).
-    std::map<std::string, double> r =
-        ResourceList(At(c, {"resources", "limits"}), field + ".resources.limits");
-    for (auto& [k, v] :
-         ResourceList(At(c, {"resources", "requests"}), field + ".resources.requests")) {
-      r[k] = v;
-    }
-    return r;
-  };
-  auto add = [](std::map<std::string, double>& into, const std::map<std::string, double>& r) {
-    for (const auto& [k, v] : r) into[k] += v;
-  };
-  std::map<std::string, double> total;
-  const Object& containers = List(spec, {"containers"}, "spec.containers");
-  for (size_t i = 0; i < containers.size(); ++i) {
-    add(total, container_requests(containers[i], "spec.containers[" + std::to_string(i) + "]"));
-  }
-  std::map<std::string, double> sidecars;  // restartable init containers started so far
-  std::map<std::string, double> init_peak;
-  const Object& inits = List(spec, {"initContainers"}, "spec.initContainers");
-  for (size_t i = 0; i < inits.size(); ++i) {
-    const auto r = container_requests(inits[i], "spec.initContainers[" + std::to_string(i) + "]");
-    if (Str(inits[i], {"restartPolicy"}) == "Always") {
-      add(sidecars, r);
-      for (const auto& [k, v] : sidecars) init_peak[k] = std::max(init_peak[k], v);
-      continue;
-    }
-    std::map<std::string, double> during = sidecars;
-    add(during, r);
-    for (const auto& [k, v] : during) init_peak[k] = std::max(init_peak[k], v);
-  }
-  add(total, sidecars);
-  for (const auto& [k, v] : init_peak) total[k] = std::max(total[k], v);
-  add(total, ResourceList(At(spec, {"overhead"}), "spec.overhead"));
-  return total;
+  auto requests = kube::PodSpecRequests(spec);
+  if (!requests.ok()) throw BadField{requests.error()};
+  std::map<std::string, double> out;
+  for (const auto& [name, q] : requests.value()) out.emplace(name, q.Value());
+  return out;
 }
 
 double MigGpuEquivalents(const NamedQuantities& ext) {
@@ -275,42 +176,6 @@ void CheckQuota(const Object& spec, const char* res, double scale, QueueQuota& q
   if (q.over_quota_weight < 0 && q.over_quota_weight != -1) {
     Fail(field + ".overQuotaWeight", "must be -1 or >= 0");
   }
-}
-
-std::optional<double> DurationSeconds(const std::string& s) {
-  // Go durations as metav1.Duration serialises them: "1h2m3.5s", "90s", "500ms".
-  if (s.empty()) return std::nullopt;
-  double total = 0;
-  size_t pos = 0;
-  while (pos < s.size()) {
-    size_t end = pos;
-    while (end < s.size() && (std::isdigit(static_cast<unsigned char>(s[end])) || s[end] == '.')) {
-      ++end;
-    }
-    if (end == pos) return std::nullopt;
-    const double v = std::strtod(s.substr(pos, end - pos).c_str(), nullptr);
-    size_t unit_end = end;
-    while (unit_end < s.size() && std::isalpha(static_cast<unsigned char>(s[unit_end]))) ++unit_end;
-    const std::string unit = s.substr(end, unit_end - end);
-    double scale = 0;
-    if (unit == "h")
-      scale = 3600;
-    else if (unit == "m")
-      scale = 60;
-    else if (unit == "s")
-      scale = 1;
-    else if (unit == "ms")
-      scale = 1e-3;
-    else if (unit == "us" || unit == "µs")
-      scale = 1e-6;
-    else if (unit == "ns")
-      scale = 1e-9;
-    else
-      return std::nullopt;
-    total += v * scale;
-    pos = unit_end;
-  }
-  return total;
 }
 
 }  // namespace
@@ -349,17 +214,25 @@ Result<NodeRecord> ConvertNode(const Object& node) {
     n.unschedulable = u && u->is_boolean() && u->get<bool>();
     Distribute(ResourceList(At(node, {"status", "allocatable"}), "status.allocatable"),
                n.allocatable, rec.extended, /*include_pods=*/true);
-    n.gpu_count = static_cast<int>(n.allocatable.gpus);
+    // Allocatable GPUs are whole devices; fractions of a device are not a Kubernetes quantity
+    // a device plugin reports, so they are floored (as a count of devices).
+    n.gpu_count = IntField<int32_t>(std::floor(n.allocatable.gpus),
+                                    "status.allocatable." + std::string(kGpuResourceName), 0,
+                                    kMaxGpusPerNode);
     if (const std::string* c = n.labels.Get(kGpuCountLabel)) {
+      const std::string field = std::string("metadata.labels.") + kGpuCountLabel;
       auto v = ParseQuantity(*c);
-      if (!v || *v < 0) Fail(std::string("metadata.labels.") + kGpuCountLabel, "must be a count");
-      n.gpu_count = static_cast<int>(*v);
+      if (!v || *v < 0) Fail(field, "must be a count");
+      n.gpu_count = IntField<int32_t>(*v, field, 0, kMaxGpusPerNode);
     }
     // KAI floors the GPU memory label (MiB) to a multiple of 100 MiB.
     n.gpu_memory_mib = 100;
     if (const std::string* m = n.labels.Get(kGpuMemoryLabel)) {
       auto v = ParseQuantity(*m);
-      if (!v || *v < 0) Fail(std::string("metadata.labels.") + kGpuMemoryLabel, "must be MiB");
+      if (!v || *v < 0 || *v > kMaxGpuMemoryMib) {
+        Fail(std::string("metadata.labels.") + kGpuMemoryLabel,
+             "must be MiB from 0 to " + Shown(kMaxGpuMemoryMib) + " (got \"" + *m + "\")");
+      }
       n.gpu_memory_mib = std::floor(*v / 100) * 100;
     }
     if (const std::string* s = n.labels.Get(kMigStrategyLabel)) {
@@ -412,13 +285,21 @@ Result<PodRecord> ConvertPod(const Object& pod) {
       if (f->empty() || *end != '\0' || !(v > 0 && v <= 1)) {
         Fail(field, "must be a number in (0, 1] (got \"" + *f + "\")");
       }
+      if (v < kMinGpuFraction) {
+        Fail(field,
+             "must be at least 0.005, or a BindRequest's two-decimal portion would be "
+             "0.00 (got \"" +
+                 *f + "\")");
+      }
       if (whole > 0) Fail(field, "cannot be combined with an nvidia.com/gpu request");
       int devices = 1;
       if (const std::string* d = annotations.Get(kGpuFractionDevicesAnnotation)) {
-        const long n = std::strtol(d->c_str(), &end, 10);
-        if (d->empty() || *end != '\0' || n < 1) {
+        errno = 0;
+        const long long n = std::strtoll(d->c_str(), &end, 10);
+        if (d->empty() || *end != '\0' || errno == ERANGE || n < 1 || n > kMaxGpuDevicesPerPod) {
           Fail(std::string("metadata.annotations.") + kGpuFractionDevicesAnnotation,
-               "must be a positive integer (got \"" + *d + "\")");
+               "must be an integer from 1 to " + std::to_string(kMaxGpuDevicesPerPod) + " (got \"" +
+                   *d + "\")");
         }
         devices = static_cast<int>(n);
       }
@@ -435,8 +316,9 @@ Result<PodRecord> ConvertPod(const Object& pod) {
       const std::string field = std::string("metadata.annotations.") + kGpuMemoryAnnotation;
       char* end = nullptr;
       const double v = std::strtod(m->c_str(), &end);
-      if (m->empty() || *end != '\0' || !(v > 0)) {
-        Fail(field, "must be a positive number of MiB (got \"" + *m + "\")");
+      if (m->empty() || *end != '\0' || !(v > 0 && v <= kMaxGpuMemoryMib)) {
+        Fail(field, "must be a positive number of MiB up to " + Shown(kMaxGpuMemoryMib) +
+                        " (got \"" + *m + "\")");
       }
       if (p.gpu_kind == GpuRequestKind::kNoGpu) {
         p.gpu_kind = GpuRequestKind::kMemory;
@@ -477,6 +359,15 @@ Result<PodRecord> ConvertPod(const Object& pod) {
       p.tolerations.push_back(std::move(tol));
     }
 
+    // KAI's numa plugin reads the QoS class the API server assigned (never derives it).
+    rec.qos_guaranteed = Str(pod, {"status", "qosClass"}) == "Guaranteed";
+    if (const std::string* placed = annotations.Get(kNumaPlacementObservedAnnotation)) {
+      auto zones = ConvertNumaPlacement(
+          *placed, std::string("metadata.annotations.") + kNumaPlacementObservedAnnotation);
+      if (!zones.ok()) throw BadField{zones.error()};
+      p.numa_observed = std::move(zones).value();
+    }
+
     const bool terminating = At(pod, {"metadata", "deletionTimestamp"}) != nullptr;
     const bool gated = !List(spec, {"schedulingGates"}, "spec.schedulingGates").empty();
     p.status =
@@ -500,8 +391,12 @@ Result<Queue> ConvertQueue(const Object& queue) {
     const Object* spec_ptr = At(queue, {"spec"});
     const Object& spec = spec_ptr ? *spec_ptr : empty;
     q.parent_name = Str(spec, {"parentQueue"});
+    q.display_name = Str(spec, {"displayName"});
     if (q.parent_name == q.name) Fail("spec.parentQueue", "a queue cannot be its own parent");
-    if (auto pr = Number(spec, {"priority"}, "spec.priority")) q.priority = static_cast<int>(*pr);
+    if (auto pr = Number(spec, {"priority"}, "spec.priority")) {
+      q.priority = IntField<int32_t>(*pr, "spec.priority", std::numeric_limits<int32_t>::min(),
+                                     std::numeric_limits<int32_t>::max());
+    }
     if (!At(spec, {"resources"})) {
       // No resource spec: zero quota, limit and weight (KAI's reading of a legacy queue).
       q.cpu = q.memory = q.gpu = QueueQuota{0, 0, 0};
@@ -513,13 +408,66 @@ Result<Queue> ConvertQueue(const Object& queue) {
     for (const char* key : {"preemptMinRuntime", "reclaimMinRuntime"}) {
       const std::string s = Str(spec, {key});
       if (s.empty()) continue;
-      auto d = DurationSeconds(s);
-      if (!d) Fail(std::string("spec.") + key, "malformed duration \"" + s + "\"");
+      auto d = ParseGoDurationSeconds(s);
+      if (!d.ok() || d.value() < 0) {
+        Fail(std::string("spec.") + key, "malformed duration \"" + s + "\"");
+      }
       (std::string(key) == "preemptMinRuntime" ? q.preempt_min_runtime_seconds
-                                               : q.reclaim_min_runtime_seconds) = *d;
+                                               : q.reclaim_min_runtime_seconds) = d.value();
     }
     return q;
   });
+}
+
+namespace {
+
+// Every parent exists, the parents form no cycle and no chain is deeper than kMaxSubGroupDepth.
+// Linear in the number of sub-groups: each one's depth is computed once and remembered.
+void CheckSubGroupTree(const std::vector<SubGroupSpec>& groups) {
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < groups.size(); ++i) index.emplace(groups[i].name, i);
+  constexpr int kUnknown = -1, kOnPath = -2;
+  std::vector<int> depth(groups.size(), kUnknown);
+  std::vector<size_t> path;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    // Walk up from i until the root or a sub-group whose depth is known.
+    path.clear();
+    size_t cur = i;
+    int base = 0;
+    while (depth[cur] == kUnknown) {
+      depth[cur] = kOnPath;
+      path.push_back(cur);
+      const std::string& parent = groups[cur].parent;
+      if (parent.empty()) break;
+      auto it = index.find(parent);
+      const std::string field = "spec.subGroups[" + std::to_string(cur) + "].parent";
+      if (it == index.end()) Fail(field, "unknown sub-group \"" + parent + "\"");
+      if (depth[it->second] == kOnPath) {
+        Fail(field, "the sub-group tree has a cycle through \"" + parent + "\"");
+      }
+      cur = it->second;
+      if (depth[cur] >= 0) base = depth[cur];
+    }
+    // path holds i ... top; the top's parent is the root (base 0) or has depth `base`.
+    for (size_t k = path.size(); k-- > 0;) {
+      depth[path[k]] = ++base;
+      if (base > kMaxSubGroupDepth) {
+        Fail("spec.subGroups[" + std::to_string(path[k]) + "].parent",
+             "the sub-group tree is deeper than " + std::to_string(kMaxSubGroupDepth) + " levels");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool PodGroupRecord::BackedOff(std::string_view nodepool_label_key) const {
+  if (scheduling_backoff == -1 || !last_condition_node_pool) return false;
+  std::string pool = "default";
+  for (const auto& [key, value] : labels) {
+    if (key == nodepool_label_key && !value.empty()) pool = value;
+  }
+  return *last_condition_node_pool == pool;
 }
 
 Result<PodGroupRecord> ConvertPodGroup(const Object& pg) {
@@ -550,8 +498,26 @@ Result<PodGroupRecord> ConvertPodGroup(const Object& pg) {
            "must be preemptible or non-preemptible (got \"" + r.preemptibility + "\")");
     }
     if (auto m = Number(spec, {"minMember"}, "spec.minMember")) {
-      if (*m < 0 || *m != std::floor(*m)) Fail("spec.minMember", "must be a non-negative integer");
-      r.min_member = static_cast<int32_t>(*m);
+      r.min_member = IntField<int32_t>(*m, "spec.minMember", 0, kMaxCount);
+    }
+    if (auto m = Number(spec, {"minSubGroup"}, "spec.minSubGroup")) {
+      r.min_sub_group = IntField<int32_t>(*m, "spec.minSubGroup", 0, kMaxCount);
+    }
+    for (auto [field, target] :
+         {std::pair<const char*, std::optional<double>*>{"preemptionDelay", nullptr},
+          std::pair<const char*, std::optional<double>*>{"stalenessGracePeriod",
+                                                         &r.staleness_grace_period_seconds}}) {
+      const std::string text = Str(spec, {field});
+      if (text.empty()) continue;
+      const auto seconds = ParseGoDurationSeconds(text);
+      if (!seconds.ok()) {
+        Fail(std::string("spec.") + field, "not a duration (got \"" + text + "\", e.g. 10m)");
+      }
+      if (target != nullptr) {
+        *target = seconds.value();
+      } else {
+        r.preemption_delay_seconds = seconds.value();
+      }
     }
     r.topology = Constraint(At(spec, {"topologyConstraint"}));
     std::set<std::string> names;
@@ -563,30 +529,40 @@ Result<PodGroupRecord> ConvertPodGroup(const Object& pg) {
       if (s.name.empty()) Fail(f + ".name", "missing");
       if (!names.insert(s.name).second) Fail(f + ".name", "duplicate sub-group \"" + s.name + "\"");
       if (auto m = Number(subs[i], {"minMember"}, f + ".minMember")) {
+        s.min_member = IntField<int32_t>(*m, f + ".minMember", 0, kMaxCount);
+      }
+      if (auto m = Number(subs[i], {"minSubGroup"}, f + ".minSubGroup")) {
         if (*m < 0 || *m != std::floor(*m))
-          Fail(f + ".minMember", "must be a non-negative integer");
-        s.min_member = static_cast<int32_t>(*m);
+          Fail(f + ".minSubGroup", "must be a non-negative integer");
+        s.min_sub_group = static_cast<int32_t>(*m);
       }
       s.parent = Str(subs[i], {"parent"});
       s.topology = Constraint(At(subs[i], {"topologyConstraint"}));
       r.sub_groups.push_back(std::move(s));
     }
-    for (size_t i = 0; i < r.sub_groups.size(); ++i) {
-      // Every parent exists and following parents ends at the root.
-      std::set<std::string> seen;
-      std::string cur = r.sub_groups[i].name;
-      while (!cur.empty()) {
-        if (!seen.insert(cur).second) {
-          Fail("spec.subGroups[" + std::to_string(i) + "].parent",
-               "the sub-group tree has a cycle through \"" + cur + "\"");
+    CheckSubGroupTree(r.sub_groups);
+    if (auto b = Number(spec, {"schedulingBackoff"}, "spec.schedulingBackoff")) {
+      r.scheduling_backoff =
+          IntField<int32_t>(*b, "spec.schedulingBackoff", std::numeric_limits<int32_t>::min(),
+                            std::numeric_limits<int32_t>::max());
+    }
+    if (r.scheduling_backoff != -1) {
+      r.labels = StrMap(pg, {"metadata", "labels"}, "metadata.labels").items();
+      // KAI's GetLastSchedulingCondition: the highest transitionID (one that is not a number
+      // counts as -1), the first of equals.
+      const Object& conditions =
+          List(pg, {"status", "schedulingConditions"}, "status.schedulingConditions");
+      int64_t last_id = 0;
+      for (const Object& c : conditions) {
+        if (!c.is_object()) continue;
+        const std::string text = Str(c, {"transitionID"});
+        int64_t id = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+        if (text.empty() || ec != std::errc() || end != text.data() + text.size()) id = -1;
+        if (!r.last_condition_node_pool || id > last_id) {
+          r.last_condition_node_pool = Str(c, {"nodePool"});
+          last_id = id;
         }
-        auto it = std::find_if(r.sub_groups.begin(), r.sub_groups.end(),
-                               [&](const SubGroupSpec& s) { return s.name == cur; });
-        if (it == r.sub_groups.end()) {
-          Fail("spec.subGroups[" + std::to_string(i) + "].parent",
-               "unknown sub-group \"" + cur + "\"");
-        }
-        cur = it->parent;
       }
     }
     const Labels annotations = StrMap(pg, {"metadata", "annotations"}, "metadata.annotations");
@@ -630,10 +606,10 @@ Result<BindRequestRecord> ConvertBindRequest(const Object& br) {
     if (r.pod_name.empty()) Fail("spec.podName", "missing");
     if (r.selected_node.empty()) Fail("spec.selectedNode", "missing");
     if (auto a = Number(br, {"status", "failedAttempts"}, "status.failedAttempts")) {
-      r.failed_attempts = static_cast<int32_t>(*a);
+      r.failed_attempts = IntField<int32_t>(*a, "status.failedAttempts", 0, kMaxCount);
     }
     if (auto b = Number(br, {"spec", "backoffLimit"}, "spec.backoffLimit")) {
-      r.backoff_limit = static_cast<int32_t>(*b);
+      r.backoff_limit = IntField<int32_t>(*b, "spec.backoffLimit", 0, kMaxCount);
     }
     for (const auto& o : List(br, {"metadata", "ownerReferences"}, "metadata.ownerReferences")) {
       if (Str(o, {"kind"}) == "Pod" && Str(o, {"name"}) == r.pod_name) r.pod_uid = Str(o, {"uid"});
@@ -664,186 +640,17 @@ Result<PriorityClassRecord> ConvertPriorityClass(const Object& pc) {
     r.name = Str(pc, {"metadata", "name"});
     const Object* v = At(pc, {"value"});
     if (!v || !v->is_number_integer()) Fail("value", "must be an integer");
-    r.value = v->get<int32_t>();
+    // Kubernetes priorities are int32; a wider integer would wrap.
+    auto value = v->is_number_unsigned()
+                     ? NarrowIn<int32_t>(v->get<uint64_t>(), std::numeric_limits<int32_t>::min(),
+                                         std::numeric_limits<int32_t>::max())
+                     : NarrowIn<int32_t>(v->get<int64_t>(), std::numeric_limits<int32_t>::min(),
+                                         std::numeric_limits<int32_t>::max());
+    if (!value) Fail("value", "must be a 32-bit integer (got " + v->dump() + ")");
+    r.value = *value;
     const Object* d = At(pc, {"globalDefault"});
     r.global_default = d && d->is_boolean() && d->get<bool>();
     return r;
-  });
-}
-
-// ---- DRA (resource.k8s.io/v1) ----
-
-namespace {
-
-// The driver a CEL selector pins: `device.driver == "x"` (or 'x'), nothing else.
-std::string DriverOfSelector(const std::string& expression) {
-  std::string e;
-  for (char c : expression) {
-    if (c != ' ' && c != '\t' && c != '\n') e += c;
-  }
-  const std::string prefix = "device.driver==";
-  if (!e.starts_with(prefix) || e.size() < prefix.size() + 2) return "";
-  const char quote = e[prefix.size()];
-  if ((quote != '"' && quote != '\'') || e.back() != quote) return "";
-  std::string driver = e.substr(prefix.size() + 1, e.size() - prefix.size() - 2);
-  if (driver.find_first_of("\"'\\") != std::string::npos) return "";
-  return driver;
-}
-
-}  // namespace
-
-Result<DeviceClassRecord> ConvertDeviceClass(const Object& device_class) {
-  return Guard<DeviceClassRecord>([&] {
-    DeviceClassRecord r;
-    r.name = Str(device_class, {"metadata", "name"});
-    if (r.name.empty()) Fail("metadata.name", "missing");
-    const Object& selectors = List(device_class, {"spec", "selectors"}, "spec.selectors");
-    for (const auto& sel : selectors) {
-      const std::string driver = DriverOfSelector(Str(sel, {"cel", "expression"}));
-      if (!driver.empty() && r.driver.empty()) r.driver = driver;
-    }
-    return r;
-  });
-}
-
-Result<ResourceSliceRecord> ConvertResourceSlice(const Object& slice) {
-  return Guard<ResourceSliceRecord>([&] {
-    ResourceSliceRecord r;
-    r.name = Str(slice, {"metadata", "name"});
-    if (r.name.empty()) Fail("metadata.name", "missing");
-    r.driver = Str(slice, {"spec", "driver"});
-    if (r.driver.empty()) Fail("spec.driver", "missing");
-    r.pool = Str(slice, {"spec", "pool", "name"});
-    if (r.pool.empty()) Fail("spec.pool.name", "missing");
-    r.node_name = Str(slice, {"spec", "nodeName"});
-    const Object* all = At(slice, {"spec", "allNodes"});
-    r.all_nodes = all && all->is_boolean() && all->get<bool>();
-    if (At(slice, {"spec", "nodeSelector"})) {
-      Fail("spec.nodeSelector", "slices limited by a node selector are not supported");
-    }
-    const Object* per_device = At(slice, {"spec", "perDeviceNodeSelection"});
-    if (per_device && per_device->is_boolean() && per_device->get<bool>()) {
-      Fail("spec.perDeviceNodeSelection", "per-device node selection is not supported");
-    }
-    if (r.node_name.empty() && !r.all_nodes) {
-      Fail("spec.nodeName", "a slice needs spec.nodeName or spec.allNodes");
-    }
-    const Object& devices = List(slice, {"spec", "devices"}, "spec.devices");
-    std::set<std::string> seen;
-    for (size_t i = 0; i < devices.size(); ++i) {
-      const std::string name = Str(devices[i], {"name"});
-      const std::string f = "spec.devices[" + std::to_string(i) + "].name";
-      if (name.empty()) Fail(f, "missing");
-      if (!seen.insert(name).second) Fail(f, "device \"" + name + "\" listed twice");
-      r.devices.push_back(name);
-    }
-    return r;
-  });
-}
-
-Result<std::vector<DeviceResult>> ConvertDeviceResults(const Object& results,
-                                                       const std::string& field) {
-  return Guard<std::vector<DeviceResult>>([&] {
-    if (!results.is_array()) Fail(field, "must be a list");
-    std::vector<DeviceResult> out;
-    for (size_t i = 0; i < results.size(); ++i) {
-      const std::string f = field + "[" + std::to_string(i) + "]";
-      DeviceResult d{Str(results[i], {"request"}), Str(results[i], {"driver"}),
-                     Str(results[i], {"pool"}), Str(results[i], {"device"})};
-      if (d.driver.empty()) Fail(f + ".driver", "missing");
-      if (d.pool.empty()) Fail(f + ".pool", "missing");
-      if (d.device.empty()) Fail(f + ".device", "missing");
-      out.push_back(std::move(d));
-    }
-    return out;
-  });
-}
-
-Result<ResourceClaimRecord> ConvertResourceClaim(const Object& claim) {
-  return Guard<ResourceClaimRecord>([&] {
-    ResourceClaimRecord r;
-    ResourceClaim& rc = r.claim;
-    rc.name = Str(claim, {"metadata", "name"});
-    rc.namespace_ = Str(claim, {"metadata", "namespace"});
-    if (rc.name.empty()) Fail("metadata.name", "missing");
-    r.uid = Str(claim, {"metadata", "uid"});
-    rc.labels = StrMap(claim, {"metadata", "labels"}, "metadata.labels");
-    const Object& requests = List(claim, {"spec", "devices", "requests"}, "spec.devices.requests");
-    for (size_t i = 0; i < requests.size(); ++i) {
-      const Object& req = requests[i];
-      const std::string f = "spec.devices.requests[" + std::to_string(i) + "]";
-      const std::string name = Str(req, {"name"});
-      if (name.empty()) Fail(f + ".name", "missing");
-      if (At(req, {"firstAvailable"})) {
-        Fail(f + ".firstAvailable", "prioritized lists of devices are not supported");
-      }
-      const Object* exactly = At(req, {"exactly"});
-      if (!exactly) Fail(f + ".exactly", "missing");
-      const std::string cls = Str(*exactly, {"deviceClassName"});
-      if (cls.empty()) Fail(f + ".exactly.deviceClassName", "missing");
-      if (!List(*exactly, {"selectors"}, f + ".exactly.selectors").empty()) {
-        Fail(f + ".exactly.selectors", "device selectors are not supported");
-      }
-      const std::string mode = Str(*exactly, {"allocationMode"});
-      if (!mode.empty() && mode != "ExactCount") {
-        Fail(f + ".exactly.allocationMode", "only ExactCount is supported (got \"" + mode + "\")");
-      }
-      int32_t count = 1;
-      if (auto c = Number(*exactly, {"count"}, f + ".exactly.count")) {
-        if (*c < 1 || *c != std::floor(*c))
-          Fail(f + ".exactly.count", "must be a positive integer");
-        count = static_cast<int32_t>(*c);
-      }
-      if (!rc.device_class.empty() && rc.device_class != cls) {
-        Fail(f + ".exactly.deviceClassName",
-             "requests of more than one device class in a claim are not supported (\"" +
-                 rc.device_class + "\" and \"" + cls + "\")");
-      }
-      rc.device_class = cls;
-      rc.count += count;
-      for (int32_t k = 0; k < count; ++k) rc.device_requests.push_back(name);
-    }
-    if (rc.count == 0) Fail("spec.devices.requests", "no device requests");
-    if (const Object* alloc = At(claim, {"status", "allocation"})) {
-      r.allocated = true;
-      const Object* results = At(*alloc, {"devices", "results"});
-      auto devices = ConvertDeviceResults(results ? *results : Object::array(),
-                                          "status.allocation.devices.results");
-      if (!devices.ok()) throw BadField{devices.error()};
-      r.results = std::move(devices).value();
-    }
-    const Object& reserved = List(claim, {"status", "reservedFor"}, "status.reservedFor");
-    for (const auto& ref : reserved) {
-      r.reserved_for.push_back({Str(ref, {"resource"}), Str(ref, {"name"}), Str(ref, {"uid"})});
-    }
-    return r;
-  });
-}
-
-Result<std::vector<PodClaimRef>> ConvertPodClaims(const Object& pod) {
-  return Guard<std::vector<PodClaimRef>>([&] {
-    std::vector<PodClaimRef> out;
-    const Object& claims = List(pod, {"spec", "resourceClaims"}, "spec.resourceClaims");
-    const Object& statuses =
-        List(pod, {"status", "resourceClaimStatuses"}, "status.resourceClaimStatuses");
-    for (size_t i = 0; i < claims.size(); ++i) {
-      const std::string f = "spec.resourceClaims[" + std::to_string(i) + "]";
-      PodClaimRef ref;
-      ref.name = Str(claims[i], {"name"});
-      if (ref.name.empty()) Fail(f + ".name", "missing");
-      ref.claim_name = Str(claims[i], {"resourceClaimName"});
-      if (ref.claim_name.empty()) {
-        if (Str(claims[i], {"resourceClaimTemplateName"}).empty()) {
-          Fail(f, "names neither resourceClaimName nor resourceClaimTemplateName");
-        }
-        ref.from_template = true;
-        for (const auto& st : statuses) {
-          if (Str(st, {"name"}) == ref.name) ref.claim_name = Str(st, {"resourceClaimName"});
-        }
-      }
-      out.push_back(std::move(ref));
-    }
-    return out;
   });
 }
 

@@ -12,7 +12,8 @@
 //    (plus restartable init containers, "sidecars") and the largest init container (plus the
 //    sidecars started before it), plus spec.overhead.
 //  - GPUs: whole devices from the nvidia.com/gpu request; a share of a device from the
-//    `gpu-fraction` annotation (with `gpu-fraction-num-devices` devices); GPU memory in MiB from
+//    `gpu-fraction` annotation (at least kMinGpuFraction; with `gpu-fraction-num-devices`
+//    devices); GPU memory in MiB from
 //    the `gpu-memory` annotation; MIG instances from nvidia.com/mig-<g>g.<m>gb requests.
 //  - Pod status from phase, node, deletion timestamp and scheduling gates (ModelPodStatus).
 #pragma once
@@ -21,6 +22,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -37,6 +39,10 @@ inline constexpr const char* kPodGroupAnnotation = "pod-group-name";
 inline constexpr const char* kSubGroupLabel = "kai.scheduler/subgroup-name";
 inline constexpr const char* kGpuFractionAnnotation = "gpu-fraction";
 inline constexpr const char* kGpuFractionDevicesAnnotation = "gpu-fraction-num-devices";
+// The smallest `gpu-fraction` accepted: a BindRequest carries the portion with two decimals
+// (spec.receivedGPU.portion), and a smaller fraction would be written as "0.00", which the binder
+// refuses, so the pod would be placed and fail to bind every cycle.
+inline constexpr double kMinGpuFraction = 0.005;
 inline constexpr const char* kGpuMemoryAnnotation = "gpu-memory";
 inline constexpr const char* kLastStartAnnotation = "kai.scheduler/last-start-timestamp";
 inline constexpr const char* kStaleSinceAnnotation = "kai.scheduler/stale-podgroup-timestamp";
@@ -49,6 +55,10 @@ inline constexpr const char* kGpuGroupLabel = "runai-gpu-group";
 // The label of KAI's GPU reservation pods (the binder's, in namespace kai-resource-reservation).
 inline constexpr const char* kAppLabel = "app";
 inline constexpr const char* kReservationAppValue = "kai-resource-reservation";
+// Where a running pod's resources sit on its node's NUMA zones (a JSON list of {zone, amount},
+// written by KAI's NUMA placement exporter).
+inline constexpr const char* kNumaPlacementObservedAnnotation =
+    "kai.scheduler/numa-placement-observed";
 
 // Extended resources by name (MIG profiles and other vendor devices). They are interned into a
 // Cluster's ResourceNames when the cluster is assembled.
@@ -90,6 +100,9 @@ struct PodRecord {
   std::string subgroup;   // the kai.scheduler/subgroup-name label
   int64_t creation_ms = 0;
   std::vector<PodClaimRef> claims;  // spec.resourceClaims (DRA)
+  // status.qosClass is Guaranteed (set by the API server at creation, never changed). A job is
+  // Guaranteed (Job::qos_class, what the numa plugin reads) when all its pods are.
+  bool qos_guaranteed = false;
 };
 
 struct SubGroupSpec {
@@ -97,6 +110,7 @@ struct SubGroupSpec {
   int32_t min_member = 1;
   std::string parent;  // empty: under the PodGroup itself
   std::optional<TopologyConstraint> topology;
+  std::optional<int32_t> min_sub_group;  // direct child sub-groups required (0 allowed)
   bool operator==(const SubGroupSpec&) const = default;
 };
 
@@ -112,8 +126,22 @@ struct PodGroupRecord {
   bool deleting = false;
   std::optional<TopologyConstraint> topology;
   std::vector<SubGroupSpec> sub_groups;  // validated: unique names, known parents, no cycle
+  std::optional<int32_t> min_sub_group;  // spec.minSubGroup (direct sub-groups)
+  double preemption_delay_seconds = 0;   // spec.preemptionDelay (Go duration)
+  std::optional<double> staleness_grace_period_seconds;  // spec.stalenessGracePeriod
   std::optional<int64_t> last_start_ms;
   std::optional<int64_t> stale_since_ms;
+  // spec.schedulingBackoff: -1 (KAI's default, also when unset) has the PodGroup scheduled every
+  // cycle; any other value has a scheduler try it once per node pool: while its last scheduling
+  // condition (highest transitionID) names the PodGroup's node pool, the scheduler leaves it out
+  // (KAI v0.17's isPodGroupUpForScheduler). Read only when a backoff is set: that condition's
+  // node pool and the PodGroup's labels (the node-pool label's key is the scheduler's flag).
+  int32_t scheduling_backoff = -1;
+  std::optional<std::string> last_condition_node_pool;
+  std::vector<std::pair<std::string, std::string>> labels;
+  // Whether the scheduler leaves this PodGroup out (see scheduling_backoff). The PodGroup's node
+  // pool is its `nodepool_label_key` label, "default" when absent or empty.
+  bool BackedOff(std::string_view nodepool_label_key) const;
   bool operator==(const PodGroupRecord&) const = default;
 };
 
@@ -179,6 +207,26 @@ struct ResourceClaimRecord {
   std::vector<Consumer> reserved_for;  // status.reservedFor
 };
 
+// A NodeResourceTopology (topology.node.k8s.io/v1alpha2): the NUMA layout of the node of the same
+// name. Read as KAI's numa support reads it:
+//  - zones of type "Node" (NUMA nodes) only; other zone types (sockets, dies, ...) are skipped.
+//    Zones are ordered by the number their name ends with ("node-0" < "node-1" < "node-10"),
+//    numbered before unnumbered ones, then by name: a zone's index is its place in that order;
+//  - per zone, each resource's allocatable and available amounts (cpu in millicores, others in
+//    base units, rounded up);
+//  - the Topology Manager policy and scope from the attributes topologyManagerPolicy /
+//    topologyManagerScope (scope defaults to container), else from the deprecated
+//    topologyPolicies[0] ("SingleNUMANodePodLevel", ...); neither: policy none.
+// Refused, naming the field: a missing name or zone type, a zone without a name or with one
+// used twice, a resource without a name or listed twice in a zone, a malformed or negative
+// amount, a policy or scope the kubelet does not have. KAI reads an unknown policy as none;
+// Gantry reports it, since a misspelt policy would silently turn NUMA placement off for the
+// node.
+struct NodeTopologyRecord {
+  std::string node_name;             // metadata.name
+  std::optional<NumaTopology> numa;  // empty: the object lists no zone of type "Node"
+};
+
 // The model status of a pod (KAI's pod status rules):
 //   Succeeded / Failed / Unknown phases map to themselves;
 //   terminating (deletionTimestamp) on a node -> Releasing; terminating and never placed ->
@@ -196,6 +244,11 @@ Result<PodRecord> ConvertPod(const Object& pod);
 Result<Queue> ConvertQueue(const Object& queue);
 Result<PodGroupRecord> ConvertPodGroup(const Object& pod_group);
 Result<Topology> ConvertTopology(const Object& topology);
+Result<NodeTopologyRecord> ConvertNodeResourceTopology(const Object& nrt);
+// The observed-placement annotation's value (kNumaPlacementObservedAnnotation): zones by id with
+// their amounts (units as in NodeTopologyRecord); `field` prefixes error messages.
+Result<std::vector<NumaZonePlacement>> ConvertNumaPlacement(const std::string& value,
+                                                            const std::string& field);
 Result<BindRequestRecord> ConvertBindRequest(const Object& bind_request);
 Result<PriorityClassRecord> ConvertPriorityClass(const Object& priority_class);
 // DRA objects (resource.k8s.io/v1).

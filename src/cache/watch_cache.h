@@ -34,6 +34,9 @@
 //    claim not there yet stands in as one that cannot be allocated, and the pod is reported); a
 //    pod being bound holds the devices its BindRequest names. Bound pods carry the shared-GPU
 //    groups of their runai-gpu-group labels.
+//  - NodeResourceTopology objects give the node of the same name its NUMA layout (Node::numa;
+//    convert.h says how it is read). One for a node that does not exist is kept and used once
+//    the node appears.
 //  - Objects that cannot be used are left out and reported in Snapshot::errors, each naming the
 //    object and field: a malformed field, a PodGroup naming a missing or non-leaf queue, a queue
 //    whose parent is missing or that sits on a cycle, a pod naming an unknown sub-group. Everything
@@ -62,6 +65,9 @@
 
 namespace gantry::cache {
 
+// The watched kinds. Everything the cache does per kind (API resource, conversion, store,
+// deletion, lookup) is one row of the table in watch_cache.cc: a kind added here without its row
+// does not compile (the table is checked against kNumKinds, row by row).
 enum class Kind : int {
   kNode,
   kPod,
@@ -70,12 +76,27 @@ enum class Kind : int {
   kBindRequest,
   kPriorityClass,
   kTopology,
+  kNodeResourceTopology,  // topology.node.k8s.io/v1alpha2: NUMA zones per node
   // DRA (resource.k8s.io/v1).
   kDeviceClass,
   kResourceSlice,
   kResourceClaim,
+  kCount,  // not a kind: the number of kinds (new kinds go above it)
 };
-inline constexpr int kNumKinds = 10;
+inline constexpr int kNumKinds = static_cast<int>(Kind::kCount);
+
+// What a kind is, from its row of the table.
+struct KindInfo {
+  Kind kind;
+  const char* name;                    // the API kind: "PodGroup" (in ObjectError texts)
+  const kube::ResourceType* resource;  // what its ListWatcher lists and watches
+  // A cluster may not serve it (an optional CRD or API group): a 404 on the first list counts as
+  // no objects, so scheduling does not wait for it.
+  bool optional_api;
+  bool dra;  // resource.k8s.io: DRA is off while one of these is not served
+};
+// The row of `kind`; a value outside the enum is a programming error (aborts, naming it).
+const KindInfo& InfoOf(Kind kind);
 
 // The API resource of a kind.
 const kube::ResourceType& ResourceOf(Kind kind);
@@ -128,7 +149,11 @@ struct CacheStats {
 class WatchCache {
  public:
   // `scheduler_name`: pods with this spec.schedulerName are scheduled; others only occupy nodes.
-  explicit WatchCache(std::string scheduler_name);
+  // `nodepool_label_key`: the PodGroup label naming its node pool (a PodGroup with a
+  // spec.schedulingBackoff whose last scheduling condition is for its pool is left out, as KAI
+  // does; its running pods only occupy nodes).
+  explicit WatchCache(std::string scheduler_name,
+                      std::string nodepool_label_key = "kai.scheduler/node-pool");
   WatchCache(const WatchCache&) = delete;
   WatchCache& operator=(const WatchCache&) = delete;
 
@@ -136,10 +161,11 @@ class WatchCache {
   kube::WatchHandler& handler(Kind kind);
 
   // Called (from the watchers' threads) with every list or watch failure, for logging. A cluster
-  // that does not serve Topology objects (no such CRD: 404) counts as having none, so scheduling
-  // does not wait for it; the watcher keeps retrying and picks them up once served. The same
-  // holds for the DRA kinds (resource.k8s.io/v1 not served); while one of them is not served,
-  // DRA counts as off (Cluster::dra_enabled), so pods with resource claims are not placed.
+  // that does not serve Topology or NodeResourceTopology objects (no such CRD: 404) counts as
+  // having none, so scheduling does not wait for it; the watcher keeps retrying and picks them up
+  // once served. The same holds for the DRA kinds (resource.k8s.io/v1 not served); while one of
+  // them is not served, DRA counts as off (Cluster::dra_enabled), so pods with resource claims are
+  // not placed.
   void SetErrorHandler(std::function<void(Kind, const kube::ApiError&)> on_error);
 
   // Replace every object of `kind` (a relist). Marks the kind synced.
@@ -192,12 +218,19 @@ class WatchCache {
   template <typename T>
   using Store = std::map<std::string, Entry<T>>;  // by "namespace/name" or "name"
 
+  // The per-kind operations (one row per kind, in watch_cache.cc).
+  struct KindOps;
+  static const KindOps& OpsOf(Kind kind);
+  friend const KindInfo& InfoOf(Kind kind);
+
   // All with mu_ held.
   // Whether a pod, BindRequest or PodGroup is held at `object`'s (non-empty) resourceVersion.
   bool HeldAtVersion(Kind kind, const Object& object) const;
   void Put(Kind kind, Object object);
   void Remove(Kind kind, const Object& object);
   void ClearKind(Kind kind);
+  // An ObjectError for each object, of every kind, whose conversion failed.
+  void ConversionErrors(std::vector<ObjectError>& out) const;
   void IndexBindRequest(const std::string& key, const BindRequestRecord& r, bool add);
   // A full assembly into model_; fills the indexes below.
   void Assemble(std::vector<ObjectError>& errors);
@@ -223,6 +256,7 @@ class WatchCache {
   void AssembleDra(Cluster& cl, std::vector<ObjectError>& errors) const;
 
   const std::string scheduler_name_;
+  const std::string nodepool_label_key_;
   std::vector<std::unique_ptr<KindHandler>> handlers_;
 
   mutable std::mutex mu_;
@@ -235,6 +269,7 @@ class WatchCache {
   Store<BindRequestRecord> bind_requests_;
   Store<PriorityClassRecord> priority_classes_;
   Store<Topology> topologies_;
+  Store<NodeTopologyRecord> node_topologies_;
   // DRA.
   Store<DeviceClassRecord> device_classes_;
   Store<ResourceSliceRecord> resource_slices_;

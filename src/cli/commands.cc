@@ -12,10 +12,12 @@
 #include <ostream>
 #include <sstream>
 
-#include "framework/scheduler.h"
 #include "scenario/runner.h"
 #include "scenario/scenario.h"
+#include "scheduler/registry.h"
+#include "scheduler/scheduler.h"
 #include "sim/synthetic.h"
+#include "util/read_file.h"
 
 namespace gantry::cli {
 
@@ -24,11 +26,9 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string ReadFile(const std::string& path, bool& ok) {
-  std::ifstream in(path, std::ios::binary);
-  ok = static_cast<bool>(in);
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
+  auto text = ReadInputFile(path);
+  ok = text.ok();
+  return ok ? std::move(text).value() : std::string();
 }
 
 bool IsScenarioFile(const fs::path& p) {
@@ -66,7 +66,7 @@ int RunCycle(const CycleOptions& options, std::ostream& out, std::ostream& err) 
     bool ok = false;
     const std::string text = ReadFile(options.config, ok);
     if (!ok) {
-      err << "error: " << options.config << ": cannot open file\n";
+      err << "error: " << options.config << ": cannot open file (or is a directory)\n";
       return 1;
     }
     auto cfg = ParseSchedulerConfig(text, options.config);
@@ -80,6 +80,10 @@ int RunCycle(const CycleOptions& options, std::ostream& out, std::ostream& err) 
   if (!scheduler.ok()) {
     err << "error: " << sc.origin << ": config: " << scheduler.error() << "\n";
     return 1;
+  }
+  for (const auto& w : sc.config.warnings) err << "warning: " << w << "\n";
+  for (const auto& w : scheduler.value()->warnings()) {
+    err << "warning: " << sc.origin << ": config: " << w << "\n";
   }
   Scheduler& sched = *scheduler.value();
   Cluster cluster = sc.cluster;
@@ -144,7 +148,9 @@ int RunCycle(const CycleOptions& options, std::ostream& out, std::ostream& err) 
     out << "  binds (" << list("binds").size() << ")\n";
     for (const auto& b : list("binds")) {
       out << "    " << b["pod"].get<std::string>() << " -> " << b["node"].get<std::string>();
-      if (!b["gpu_groups"].empty()) out << " gpu-groups " << b["gpu_groups"].dump();
+      if (!b["gpu_groups"].empty())
+        out << " gpu-groups "
+            << b["gpu_groups"].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       out << "\n";
     }
     out << "  evictions (" << list("evictions").size() << ")\n";
@@ -180,7 +186,9 @@ int RunCycle(const CycleOptions& options, std::ostream& out, std::ostream& err) 
           << " pods): " << reason << "\n";
     }
   }
-  if (options.json) out << doc.dump(2) << "\n";
+  // Names come from user input and may hold invalid UTF-8: replace it rather than throw.
+  if (options.json)
+    out << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   return 0;
 }
 
@@ -221,6 +229,10 @@ int RunConformance(const ConformanceOptions& options, std::ostream& out, std::os
     }
   }
 
+  if (files.empty()) {
+    err << "error: no scenario files (.json, .yaml, .yml) found in the given paths and lists\n";
+    return 2;
+  }
   int passed = 0, failed = 0;
   for (const auto& file : files) {
     auto sc = LoadScenarioFile(file);
@@ -231,6 +243,7 @@ int RunConformance(const ConformanceOptions& options, std::ostream& out, std::os
     }
     if (options.do_nothing) sc.value().config.actions.clear();
     const ScenarioOutcome outcome = RunScenario(sc.value(), BuiltinPlugins(), BuiltinActions());
+    for (const std::string& note : outcome.notes) err << "note " << file << ": " << note << "\n";
     if (outcome.passed) {
       ++passed;
       if (options.verbose) out << "ok   " << file << "\n";
@@ -307,7 +320,7 @@ int RunBench(const BenchOptions& options, std::ostream& out, std::ostream& err) 
                       {"pipelined", pipelined},
                       {"decisions_digest", DigestHex(digest)},
                       {"runs", action_ms.size()}};
-  out << line.dump() << "\n";
+  out << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   return 0;
 }
 

@@ -4,7 +4,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <chrono>
 #include <fstream>
 #include <ostream>
@@ -14,70 +13,94 @@
 #include "kube/client.h"
 #include "kube/config.h"
 #include "live/scheduler_loop.h"
+#include "observability/metrics.h"
+#include "util/duration.h"
+#include "util/read_file.h"
 
 namespace gantry::cli {
-
-namespace {
-
-// "1s", "500ms", "2m", "1m30s" -> milliseconds; -1 when malformed.
-int64_t ParseDurationMs(const std::string& s) {
-  if (s.empty()) return -1;
-  int64_t total = 0;
-  size_t pos = 0;
-  while (pos < s.size()) {
-    size_t end = pos;
-    while (end < s.size() && std::isdigit(static_cast<unsigned char>(s[end]))) ++end;
-    if (end == pos) return -1;
-    const int64_t v = std::stoll(s.substr(pos, end - pos));
-    size_t unit_end = end;
-    while (unit_end < s.size() && std::isalpha(static_cast<unsigned char>(s[unit_end]))) ++unit_end;
-    const std::string unit = s.substr(end, unit_end - end);
-    if (unit == "ms") {
-      total += v;
-    } else if (unit == "s") {
-      total += v * 1000;
-    } else if (unit == "m") {
-      total += v * 60'000;
-    } else if (unit == "h") {
-      total += v * 3'600'000;
-    } else {
-      return -1;
-    }
-    pos = unit_end;
-  }
-  return total;
-}
-
-}  // namespace
 
 int RunScheduler(const SchedulerOptions& options, std::ostream& out, std::ostream& err) {
   live::LiveSchedulerOptions live;
   live.scheduler_name = options.scheduler_name;
   live.lease_namespace = options.lease_namespace;
   live.metrics_address = options.metrics_address;
+  if (!options.metrics_namespace.empty() &&
+      !obs::IsValidMetricName(options.metrics_namespace + "_x")) {
+    err << "error: --metrics-namespace: \"" << options.metrics_namespace
+        << "\" is not a valid metric name prefix (letters, digits, _ and :, not starting with a "
+           "digit)\n";
+    return 2;
+  }
+  live.metrics_namespace = options.metrics_namespace;
+  live.nodepool_label_key = options.nodepool_label_key;
   live.bind_request_workers = options.bind_request_workers;
   live.status_recording_workers = options.status_recording_workers;
-  const int64_t period = ParseDurationMs(options.period);
+  // Whole milliseconds of a Go duration ("1s", "500ms", "1m30s").
+  const Result<int64_t> period_ns = ParseGoDuration(options.period);
+  const int64_t period = period_ns.ok() ? period_ns.value() / 1'000'000 : -1;
   if (period <= 0) {
     err << "error: --period: expected a positive duration such as 1s or 500ms, got \""
         << options.period << "\"\n";
     return 2;
   }
   live.period = std::chrono::milliseconds(period);
+  live.update_pod_eviction_condition = options.update_pod_eviction_condition;
+  if (!options.partition_label_value.empty()) {
+    err << "error: --partition-label-value=" << options.partition_label_value
+        << ": node pools are not supported; Gantry schedules the whole cluster (the default, "
+           "empty, partition)\n";
+    return 2;
+  }
+  for (const auto& w : options.warnings) err << "warning: " << w << "\n";
   if (!options.config.empty()) {
-    std::ifstream in(options.config, std::ios::binary);
-    if (!in) {
-      err << "error: " << options.config << ": cannot open file\n";
+    auto text = ReadInputFile(options.config);
+    if (!text.ok()) {
+      err << "error: " << text.error() << "\n";
       return 2;
     }
-    std::stringstream buf;
-    buf << in.rdbuf();
-    auto cfg = ParseSchedulerConfig(buf.str(), options.config);
+    auto cfg = ParseSchedulerConfig(text.value(), options.config);
     if (!cfg.ok()) {
       err << "error: " << cfg.error() << "\n";
       return 2;
     }
     live.config = cfg.value();
+  }
+  // Flags given on the command line take precedence over the configuration file.
+  SchedulerParams& params = live.config.params;
+  if (!options.queue_label_key.empty()) params.queue_label_key = options.queue_label_key;
+  if (options.max_consolidation_preemptees != -2) {
+    if (options.max_consolidation_preemptees < -1) {
+      err << "error: --max-consolidation-preemptees: expected -1 (no limit) or more\n";
+      return 2;
+    }
+    params.max_consolidation_preemptees = options.max_consolidation_preemptees;
+  }
+  if (!options.default_staleness_grace_period.empty()) {
+    // (Negative: never evicted for staleness.)
+    const Result<double> seconds = ParseGoDurationSeconds(options.default_staleness_grace_period);
+    if (!seconds.ok()) {
+      err << "error: --default-staleness-grace-period: expected a duration such as 60s, got \""
+          << options.default_staleness_grace_period << "\"\n";
+      return 2;
+    }
+    params.staleness_grace_period_seconds = seconds.value();
+  }
+  if (!options.stuck_in_releasing_threshold.empty()) {
+    const Result<double> seconds = ParseGoDurationSeconds(options.stuck_in_releasing_threshold);
+    if (!seconds.ok() || seconds.value() < 0) {
+      err << "error: --stuck-in-releasing-threshold: expected a duration such as 2m, got \""
+          << options.stuck_in_releasing_threshold << "\"\n";
+      return 2;
+    }
+    params.stuck_in_releasing_threshold_seconds = seconds.value();
+  }
+  if (!options.allow_consolidating_reclaim.empty()) {
+    const std::string& v = options.allow_consolidating_reclaim;
+    if (v != "true" && v != "false") {
+      err << "error: --allow-consolidating-reclaim: expected true or false, got \"" << v << "\"\n";
+      return 2;
+    }
+    params.allow_consolidating_reclaim = v == "true";
   }
   auto cfg =
       options.kubeconfig.empty() ? kube::DefaultConfig() : kube::LoadKubeconfig(options.kubeconfig);
@@ -85,7 +108,8 @@ int RunScheduler(const SchedulerOptions& options, std::ostream& out, std::ostrea
     err << "error: " << cfg.error() << "\n";
     return 2;
   }
-  auto client = kube::Client::FromConfig(cfg.value(), {.qps = 200, .burst = 400});
+  auto client = kube::Client::FromConfig(
+      cfg.value(), {.qps = static_cast<double>(options.qps), .burst = options.burst});
   if (!client.ok()) {
     err << "error: " << client.error().ToString() << "\n";
     return 2;

@@ -3,6 +3,7 @@
 
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 namespace gantry::cli {
 
@@ -13,8 +14,21 @@ struct SchedulerOptions {
   std::string config;         // scheduler configuration (YAML); empty: the defaults
   std::string lease_namespace = "gantry-system";
   std::string metrics_address = ":8080";
-  int bind_request_workers = 8;      // BindRequests created at once
-  int status_recording_workers = 5;  // PodGroup annotation patches sent at once
+  std::string metrics_namespace = "kai";  // prefix of the KAI metric names
+  int bind_request_workers = 8;           // BindRequests created at once
+  int status_recording_workers = 5;       // PodGroup annotation patches sent at once
+  // KAI's scheduler flags (cmd/scheduler options), with KAI's defaults.
+  int qps = 50;                                // client-side limit of API requests per second
+  int burst = 300;                             // requests allowed at once above qps
+  std::string queue_label_key;                 // empty: the configuration's (kai.scheduler/queue)
+  int max_consolidation_preemptees = -2;       // -2: the configuration's (16); -1: no limit
+  std::string default_staleness_grace_period;  // empty: the configuration's (60s); negative: never
+  std::string stuck_in_releasing_threshold;    // empty: the configuration's (2m)
+  std::string allow_consolidating_reclaim;     // empty: the configuration's (true)
+  bool update_pod_eviction_condition = false;  // write DisruptionTarget before evicting
+  std::string partition_label_value;           // node pools: only the default (empty) one
+  std::string nodepool_label_key = "kai.scheduler/node-pool";  // PodGroup label naming its pool
+  std::vector<std::string> warnings;  // flags accepted without effect (compat_flags.h)
 };
 
 // Runs until SIGTERM or SIGINT (exit 0) or until leadership is lost (exit 1).

@@ -11,7 +11,9 @@
 // (a top-level `plugins:` list is accepted too), plus the scheduler parameters below.
 #pragma once
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,24 +32,101 @@ struct PluginConfig {
 struct SchedulerParams {
   std::string scheduler_name = "kai-scheduler";
   std::string queue_label_key = "kai.scheduler/queue";
-  int max_consolidation_preemptees = -1;  // -1: no limit
+  int max_consolidation_preemptees = 16;  // -1: no limit; KAI's --max-consolidation-preemptees
   bool allow_consolidating_reclaim = true;
   double staleness_grace_period_seconds = 60;  // negative: never evict stale gangs
+  // A terminating pod whose deletion timestamp is older than this is stuck in releasing.
+  double stuck_in_releasing_threshold_seconds = 120;
   // Victim search shortcuts that give the same result with less work (off only to verify that).
   bool solver_shortcuts = true;
+};
+
+// KAI's `usageDBConfig`: where the scheduler reads the queues' historical usage (time-based
+// fairshare), and how that usage is computed. Durations are Go durations ("10m", "1h30m"); the
+// window size a Prometheus duration ("1w", "7d", "2h").
+struct UsageParams {
+  enum class WindowType { kSliding, kTumbling, kCron };
+  // Weight of a sample of age t: 0.5^(t / half life); unset (or <= 0): no decay.
+  std::optional<double> half_life_seconds;
+  double window_size_seconds = 7 * 24 * 3600.0;  // KAI's default "1w"
+  WindowType window_type = WindowType::kSliding;
+  // Tumbling windows start here and repeat every window size (Unix milliseconds).
+  std::optional<int64_t> tumbling_window_start_ms;
+  // Cron windows restart at each time this five-field cron expression names (UTC).
+  std::string cron_string;
+  double fetch_interval_seconds = 60;
+  double staleness_period_seconds = 300;
+  double wait_timeout_seconds = 60;
+  // Client-specific settings (KAI's extraParams), e.g. the Prometheus client's
+  // usageQueryTimeout, queryResolution, gpuAllocationMetric, gpuCapacityMetric.
+  std::map<std::string, std::string> extra_params;
+};
+
+struct UsageDbConfig {
+  std::string client_type;  // "prometheus" or "embedded"
+  std::string connection_string;
+  std::string connection_string_env_var;
+  UsageParams usage_params;
+};
+
+// KAI's `scenarioSearchBudgets` (alpha in KAI v0.17): wall-clock limits on the victim search of
+// reclaim, preempt and consolidation. Durations are Go durations ("5m", "750ms"), kept here in
+// nanoseconds; for a maximum, 0 means unlimited. Unset entries take KAI's defaults (the
+// accessors below): action 5m, job 4m, minimum per job 0s, generator 2m, NodeLocalGreedy 30s,
+// MultiNodeGang 2m.
+//
+//   scenarioSearchBudgets:
+//     maxActionSearchDuration: {default: 5m, reclaim: 1m}   # keys: default, reclaim, preempt,
+//                                                          # consolidation
+//     maxJobSearchDuration: 4m
+//     minJobSearchDuration: 0s      # must be below maxJobSearchDuration unless that is 0
+//     maxGeneratorSearchDuration: {default: 2m, NodeLocalGreedy: 30s, MultiNodeGang: 2m}
+//
+// The victim search (actions/victim_search/search_budget.h) applies them.
+struct ScenarioSearchBudgets {
+  std::map<std::string, int64_t> max_action_ns;     // as configured, by action key
+  std::optional<int64_t> max_job_ns;                // as configured
+  std::optional<int64_t> min_job_ns;                // as configured
+  std::map<std::string, int64_t> max_generator_ns;  // as configured, by generator key
+
+  // The action's limit: its own key, else "default", else 5m. `action` is an action's name.
+  int64_t ActionLimitNs(const std::string& action) const;
+  int64_t JobLimitNs() const;  // configured, else 4m
+  int64_t MinJobNs() const;    // configured, else 0
+  // Every generator's limit by name, "default" included (KAI's parseGeneratorLimits): a named
+  // generator's own entry, else the configured "default", else its built-in default
+  // (NodeLocalGreedy 30s, MultiNodeGang 2m, any other 2m).
+  std::map<std::string, int64_t> GeneratorLimitsNs() const;
+  int64_t GeneratorLimitNs(const std::string& generator) const;
 };
 
 struct SchedulerConfig {
   std::vector<std::string> actions;
   std::vector<PluginConfig> plugins;
   SchedulerParams params;
+  // Time-based fairshare: absent, queues have no historical usage.
+  std::optional<UsageDbConfig> usage_db;
+  // KAI's queueDepthPerAction: at most this many jobs of each leaf queue are tried by the named
+  // action in a cycle (the best by the job order); an action not named tries them all.
+  std::map<std::string, int> queue_depth_per_action;
+  ScenarioSearchBudgets search_budgets;
+  // What the parser skipped, one message each (unknown keys, parts not implemented), as KAI
+  // skips what it does not know; callers log them.
+  std::vector<std::string> warnings;
+
+  // The queue depth of `action`, or -1 (no limit).
+  int QueueDepth(const std::string& action) const {
+    auto it = queue_depth_per_action.find(action);
+    return it == queue_depth_per_action.end() ? -1 : it->second;
+  }
 
   // KAI's defaults: the five actions and the default plugin list.
   static SchedulerConfig Default();
 };
 
-// Parses a configuration document (YAML or JSON). Unspecified parts keep their defaults; an
-// unknown key is an error naming it.
+// Parses a configuration document (YAML or JSON). Unspecified parts keep their defaults. As KAI,
+// an unknown key (top level or in a plugin entry) is skipped with a warning naming it
+// (SchedulerConfig::warnings); a known key with a bad value is an error naming it.
 Result<SchedulerConfig> ParseSchedulerConfig(const std::string& text, const std::string& origin);
 
 }  // namespace gantry

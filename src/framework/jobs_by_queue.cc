@@ -4,6 +4,8 @@
 #include <atomic>
 #include <utility>
 
+#include "framework/preemption_delay.h"
+
 namespace gantry {
 
 namespace {
@@ -61,10 +63,41 @@ bool JobsByQueue::Eligible(JobId j) const {
   if (options_.filter_non_pending && !ssn_.HasPendingPods(j)) return false;
   if (options_.filter_non_preemptible && !cluster.jobs[j].preemptible) return false;
   if (options_.filter_non_active_allocated && ssn_.NumActiveAllocated(j) == 0) return false;
+  if (options_.filter_within_preemption_delay && WithinPreemptionDelay(ssn_, j)) return false;
   return true;
 }
 
 void JobsByQueue::InitializeWithAllJobs() {
+  if (options_.max_jobs_per_queue >= 0) {
+    // The depth limit: pop every eligible job from an unlimited queue of the same options (within
+    // a leaf queue, pops come in the job order) and keep the first ones of each leaf.
+    std::vector<JobId> eligible;
+    const std::vector<JobId>& candidates = ssn_.jobs_pending_at_open();
+    if (options_.filter_non_pending) {
+      for (JobId j : candidates) {
+        if (Eligible(j)) eligible.push_back(j);
+      }
+    } else {
+      for (JobId j = 0; j < static_cast<JobId>(ssn_.cluster().jobs.size()); ++j) {
+        if (Eligible(j)) eligible.push_back(j);
+      }
+    }
+    JobsOrderOptions unlimited = options_;
+    unlimited.max_jobs_per_queue = -1;
+    JobsByQueue all(ssn_, unlimited);
+    all.InitializeWithJobs(eligible);
+    std::vector<int> taken(ssn_.cluster().queues.size(), 0);
+    std::vector<JobId> kept;
+    while (!all.empty()) {
+      const JobId j = all.PopNext();
+      if (j == kNone) break;
+      const QueueId q = ssn_.cluster().jobs[j].queue;
+      if (taken[q]++ < options_.max_jobs_per_queue) kept.push_back(j);
+    }
+    std::sort(kept.begin(), kept.end());
+    for (JobId j : kept) Push(j);
+    return;
+  }
   if (options_.filter_non_pending) {
     // Only jobs pending at the session's opening can have pending pods now: the same jobs, in
     // the same (increasing) order, without a look at every job of the cluster.

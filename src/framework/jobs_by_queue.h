@@ -32,6 +32,8 @@ struct JobsOrderOptions {
   bool filter_unready = true;      // skip jobs whose pod sets cannot reach their minimum
   bool filter_non_preemptible = false;
   bool filter_non_active_allocated = false;
+  // skip jobs still inside their preemption delay (for the actions that evict)
+  bool filter_within_preemption_delay = false;
   bool victim_queue = false;  // reversed orders, queues compared by their victims
   // The caller queues at most one entry per job at a time. Then, with the solver shortcuts on,
   // a job order that depends only on each job's own pods and distinct tie-breakers (see
@@ -41,6 +43,9 @@ struct JobsOrderOptions {
   // entry is found by a scan until then (cheaper when only the front is looked at). Not for
   // victim queues.
   bool lazy_heaps = false;
+  // KAI's queueDepthPerAction: InitializeWithAllJobs queues at most this many jobs of each leaf
+  // queue, the first ones by the job order; -1: all.
+  int max_jobs_per_queue = -1;
 };
 
 class LeafHeapCache;
@@ -94,9 +99,11 @@ class JobsByQueue {
   // from kept scans and compute keys only for the queues whose entries or pods' states differ.
   void Freeze();
 
+  // Whether job j passes the options' filters (would be queued).
+  bool Eligible(JobId j) const;
+
  private:
   friend class LeafHeapCache;
-  bool Eligible(JobId j) const;
   // Best entry of a queue subtree, or nullptr.
   const JobView* Best(QueueId q) const;
   QueueId BestChild(const std::vector<QueueId>& candidates) const;

@@ -3,7 +3,7 @@
 // A plugin contributes behaviour by registering callbacks on the session when it opens (ordering,
 // scoring, predicates, fair-share bookkeeping). An action is one step of the cycle (allocate,
 // reclaim, ...) that drives the session through statements. Both are created from a registry
-// filled by explicit registration functions (see plugins/builtin.h, actions/builtin.h) rather
+// filled by explicit registration functions (see scheduler/registry.h) rather
 // than static initialisers.
 #pragma once
 
@@ -29,12 +29,6 @@ class Plugin {
   virtual void OnSessionOpen(Session& ssn) = 0;
   // Called once when the session closes, in configuration order.
   virtual void OnSessionClose(Session& /*ssn*/) {}
-  // True when every node predicate and score the plugin registers depends only on the pod, the
-  // node's shape (Node::shape) and the node's session counters (NodeState) - not on the node's
-  // name, labels or the pods on it - for pods without node selectors, affinities or a nominated
-  // node. When every plugin says so, the session evaluates one node per class of equivalent
-  // nodes instead of every node (same result, far less work on large uniform clusters).
-  virtual bool NodeChecksDependOnlyOnShapeAndState() const { return false; }
 };
 using PluginPtr = std::unique_ptr<Plugin>;
 

@@ -21,9 +21,27 @@ std::string Serialize(const Object& o) {
 // A request refused before sending it.
 ApiError LocalError(std::string message) { return ApiError{0, "Invalid", std::move(message)}; }
 
-// A name used as a path segment must be non-empty and free of '/', '?', '#' and '%'.
+// An object name as Kubernetes allows it before it reaches a URL: 1 to 253 characters of
+// letters, digits, '-', '.', '_' and ':' (DNS subdomains, plus the ':' of RBAC names and the
+// upper case some custom resources use), and not "." or ".." (apimachinery's path-segment rule).
+// Anything else, CR/LF above all, is refused here; ResourceType also percent-encodes every
+// segment, so a name can never add to the request line or headers.
 bool ValidSegment(std::string_view s) {
-  return !s.empty() && s != "." && s != ".." && s.find_first_of("/?#%") == std::string_view::npos;
+  if (s.empty() || s.size() > 253 || s == "." || s == "..") return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == ':';
+  });
+}
+
+// A namespace is a DNS label (RFC 1123): 1 to 63 of [a-z0-9-], starting and ending alphanumeric.
+// Empty means cluster-wide (or a cluster-scoped type).
+bool ValidNamespace(std::string_view s) {
+  if (s.empty()) return true;
+  if (s.size() > 63 || s.front() == '-' || s.back() == '-') return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+  });
 }
 
 const char* PatchContentType(PatchType t) {
@@ -124,11 +142,13 @@ ApiResult<Object> Client::Send(std::string method, std::string path, std::string
 ApiResult<Object> Client::Get(const ResourceType& type, std::string_view ns, std::string_view name,
                               std::string_view subresource) {
   if (!ValidSegment(name)) return LocalError("get " + type.Describe() + ": invalid name");
+  if (!ValidNamespace(ns)) return LocalError("get " + type.Describe() + ": invalid namespace");
   return Send("GET", type.ObjectPath(ns, name, subresource), "", "");
 }
 
 ApiResult<Object> Client::List(const ResourceType& type, std::string_view ns,
                                const ListOptions& options) {
+  if (!ValidNamespace(ns)) return LocalError("list " + type.Describe() + ": invalid namespace");
   if (options.filter == nullptr) {
     return Send("GET", type.CollectionPath(ns) + Query(options, false), "", "");
   }
@@ -177,6 +197,7 @@ ApiResult<Object> Client::Create(const ResourceType& type, std::string_view ns,
   if (type.namespaced && ns.empty()) {
     return LocalError("create " + type.Describe() + " " + NameOf(object) + ": namespace missing");
   }
+  if (!ValidNamespace(ns)) return LocalError("create " + type.Describe() + ": invalid namespace");
   return Send("POST", type.CollectionPath(ns), "application/json", Serialize(object), response);
 }
 
@@ -186,6 +207,7 @@ ApiResult<Object> Client::Update(const ResourceType& type, std::string_view ns,
   if (!ValidSegment(name)) {
     return LocalError("update " + type.Describe() + ": metadata.name missing or invalid");
   }
+  if (!ValidNamespace(ns)) return LocalError("update " + type.Describe() + ": invalid namespace");
   return Send("PUT", type.ObjectPath(ns, name), "application/json", Serialize(object));
 }
 
@@ -195,6 +217,9 @@ ApiResult<Object> Client::UpdateStatus(const ResourceType& type, std::string_vie
   if (!ValidSegment(name)) {
     return LocalError("update status of " + type.Describe() + ": metadata.name missing or invalid");
   }
+  if (!ValidNamespace(ns)) {
+    return LocalError("update status of " + type.Describe() + ": invalid namespace");
+  }
   return Send("PUT", type.ObjectPath(ns, name, "status"), "application/json", Serialize(object),
               response);
 }
@@ -203,6 +228,7 @@ ApiResult<Object> Client::Patch(const ResourceType& type, std::string_view ns,
                                 std::string_view name, PatchType patch_type, const Object& patch,
                                 std::string_view subresource, const FieldFilter* response) {
   if (!ValidSegment(name)) return LocalError("patch " + type.Describe() + ": invalid name");
+  if (!ValidNamespace(ns)) return LocalError("patch " + type.Describe() + ": invalid namespace");
   if (patch_type == PatchType::kJson ? !patch.is_array() : !patch.is_object()) {
     return LocalError("patch " + type.Describe() + " " + std::string(name) +
                       (patch_type == PatchType::kJson ? ": a JSON patch must be an array"
@@ -215,6 +241,7 @@ ApiResult<Object> Client::Patch(const ResourceType& type, std::string_view ns,
 ApiResult<Object> Client::Delete(const ResourceType& type, std::string_view ns,
                                  std::string_view name, const DeleteOptions& options) {
   if (!ValidSegment(name)) return LocalError("delete " + type.Describe() + ": invalid name");
+  if (!ValidNamespace(ns)) return LocalError("delete " + type.Describe() + ": invalid namespace");
   Object body = {{"kind", "DeleteOptions"}, {"apiVersion", "v1"}};
   if (options.grace_period_seconds) body["gracePeriodSeconds"] = *options.grace_period_seconds;
   if (!options.precondition_uid.empty()) body["preconditions"]["uid"] = options.precondition_uid;
@@ -228,7 +255,9 @@ ApiResult<Object> Client::Delete(const ResourceType& type, std::string_view ns,
 ApiResult<Object> Client::BindPod(std::string_view ns, std::string_view pod, std::string_view node,
                                   std::string_view pod_uid, const Object& annotations) {
   if (!ValidSegment(pod)) return LocalError("bind pod: invalid pod name");
-  if (node.empty()) return LocalError("bind pod " + std::string(pod) + ": node name missing");
+  if (!ValidNamespace(ns)) return LocalError("bind pod: invalid namespace");
+  if (!ValidSegment(node))
+    return LocalError("bind pod " + std::string(pod) + ": invalid node name");
   Object binding = {
       {"apiVersion", "v1"},
       {"kind", "Binding"},
@@ -252,6 +281,7 @@ ApiResult<WatchEnd> Client::Watch(const ResourceType& type, std::string_view ns,
                                   const ListOptions& options,
                                   const std::function<bool(WatchEvent&&)>& on_event,
                                   const std::atomic<bool>& cancel) {
+  if (!ValidNamespace(ns)) return LocalError("watch " + type.Describe() + ": invalid namespace");
   limiter_.Accept();
   HttpRequest req{"GET", type.CollectionPath(ns) + Query(options, true), "", "",
                   std::chrono::milliseconds(0)};

@@ -8,17 +8,42 @@
 #include <sstream>
 #include <vector>
 
+#include "util/read_file.h"
+
 namespace gantry::kube {
 
 namespace {
 
+// Kubeconfigs, certificates and tokens are small; the cap keeps a runaway file from reading until
+// memory runs out.
+constexpr size_t kMaxKubeFileBytes = size_t{16} << 20;
+
 std::optional<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return std::nullopt;
-  return ss.str();
+  auto r = ReadInputFile(path, kMaxKubeFileBytes);
+  if (!r.ok()) return std::nullopt;
+  return std::move(r).value();
+}
+
+// Certificates, keys and tokens named by a kubeconfig or mounted in a pod are regular files (a
+// mounted service-account token is a symlink to one). A device, FIFO or socket is refused:
+// /dev/zero would read up to the cap, a FIFO or a terminal would block the process forever.
+std::optional<std::string> ReadCredentialFile(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;
+  return ReadFile(path);
+}
+
+// True for http(s)://localhost, 127.0.0.0/8 and [::1], with or without a port.
+bool IsLoopbackUrl(const std::string& url) {
+  const size_t scheme = url.find("://");
+  if (scheme == std::string::npos) return false;
+  std::string host = url.substr(scheme + 3);
+  host = host.substr(0, host.find('/'));
+  if (host.rfind("[::1]", 0) == 0) return host.size() == 5 || host[5] == ':';
+  host = host.substr(0, host.find(':'));
+  if (host == "localhost") return true;
+  if (host.rfind("127.", 0) != 0) return false;
+  return host.find_first_not_of("0123456789.") == std::string::npos;
 }
 
 std::string Resolve(const std::string& base_dir, const std::string& path) {
@@ -91,8 +116,11 @@ class Reader {
     }
     if (!file.value().empty()) {
       std::string resolved = Resolve(base_dir, file.value());
-      std::optional<std::string> content = ReadFile(resolved);
-      if (!content) return Fail(path + "." + file_key, "cannot read " + resolved);
+      std::optional<std::string> content = ReadCredentialFile(resolved);
+      if (!content) {
+        return Fail(path + "." + file_key,
+                    "cannot read " + resolved + " (missing, or not a regular file)");
+      }
       if (content->empty()) return Fail(path + "." + file_key, resolved + " is empty");
       return *content;
     }
@@ -152,6 +180,12 @@ Result<Config> ParseKubeconfigRoot(const YAML::Node& root, const std::string& so
                                  "certificate-authority-data", cl_path, base_dir);
   if (!ca.ok()) return Error{ca.error()};
   cfg.tls.ca_pem = ca.value();
+  if (cfg.tls.insecure_skip_verify && !cfg.tls.ca_pem.empty()) {
+    // As kubectl (client-go): the two contradict each other, and dropping the CA silently would
+    // turn verification off behind the user's back.
+    return r.Fail(cl_path + ".insecure-skip-tls-verify",
+                  "specifying a root certificates file with the insecure flag is not allowed");
+  }
 
   if (!user_name.value().empty()) {
     std::string u_path;
@@ -170,8 +204,11 @@ Result<Config> ParseKubeconfigRoot(const YAML::Node& root, const std::string& so
     if (!token_file.ok()) return Error{token_file.error()};
     if (cfg.token.empty() && !token_file.value().empty()) {
       cfg.token_file = Resolve(base_dir, token_file.value());
-      std::optional<std::string> content = ReadFile(cfg.token_file);
-      if (!content) return r.Fail(u_path + ".tokenFile", "cannot read " + cfg.token_file);
+      std::optional<std::string> content = ReadCredentialFile(cfg.token_file);
+      if (!content) {
+        return r.Fail(u_path + ".tokenFile",
+                      "cannot read " + cfg.token_file + " (missing, or not a regular file)");
+      }
     }
     Result<std::string> cert =
         r.Pem(u, "client-certificate", "client-certificate-data", u_path, base_dir);
@@ -184,6 +221,14 @@ Result<Config> ParseKubeconfigRoot(const YAML::Node& root, const std::string& so
     }
     cfg.tls.client_cert_pem = cert.value();
     cfg.tls.client_key_pem = key.value();
+    const bool has_token = !cfg.token.empty() || !cfg.token_file.empty();
+    if (has_token && cfg.server.rfind("http://", 0) == 0 && !IsLoopbackUrl(cfg.server)) {
+      // client-go would send it; a bearer token in clear text over a network is a credential
+      // leak, so Gantry refuses (a loopback address never leaves the machine and stays allowed).
+      return r.Fail(
+          u_path + (cfg.token.empty() ? ".tokenFile" : ".token"),
+          "a bearer token is not sent over plain http:// to " + cfg.server + " (use https://)");
+    }
   }
   return cfg;
 }
@@ -263,10 +308,10 @@ Result<Config> InClusterConfig(const GetEnvFn& getenv, const InClusterPaths& pat
   cfg.source = "in-cluster";
   bool ipv6 = host->find(':') != std::string::npos;
   cfg.server = "https://" + (ipv6 ? "[" + *host + "]" : *host) + ":" + *port;
-  std::optional<std::string> token = ReadFile(paths.token_file);
+  std::optional<std::string> token = ReadCredentialFile(paths.token_file);
   if (!token) return Error{"in-cluster config: cannot read the token " + paths.token_file};
   cfg.token_file = paths.token_file;
-  std::optional<std::string> ca = ReadFile(paths.ca_file);
+  std::optional<std::string> ca = ReadCredentialFile(paths.ca_file);
   if (!ca || ca->empty()) return Error{"in-cluster config: cannot read the CA " + paths.ca_file};
   cfg.tls.ca_pem = *ca;
   if (std::optional<std::string> ns = ReadFile(paths.namespace_file)) {
@@ -288,6 +333,10 @@ Result<Config> DefaultConfig(const GetEnvFn& getenv) {
     return Error{"no Kubernetes configuration: KUBECONFIG, KUBERNETES_SERVICE_HOST and HOME unset"};
   }
   return LoadKubeconfig(*home + "/.kube/config");
+}
+
+Result<Config> ConfigForFlag(const std::string& kubeconfig) {
+  return kubeconfig.empty() ? DefaultConfig() : LoadKubeconfig(kubeconfig);
 }
 
 }  // namespace gantry::kube

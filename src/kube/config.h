@@ -62,6 +62,10 @@ Result<Config> InClusterConfig(const GetEnvFn& getenv = ProcessEnv,
 // KUBERNETES_SERVICE_HOST is set, then ~/.kube/config.
 Result<Config> DefaultConfig(const GetEnvFn& getenv = ProcessEnv);
 
+// The configuration a component's --kubeconfig flag names: that file, or DefaultConfig() when the
+// flag is empty.
+Result<Config> ConfigForFlag(const std::string& kubeconfig);
+
 // Decodes standard base64 (with or without padding; whitespace ignored). nullopt when invalid.
 std::optional<std::string> DecodeBase64(std::string_view in);
 

@@ -49,9 +49,13 @@ size_t HeaderCallback(char* data, size_t size, size_t n, void* user) {
   return len;
 }
 
+// A whole (not streamed) body after decompression: the same cap as the HTTP/1.1 transport.
+constexpr size_t kMaxBodyBytes = size_t{1} << 30;
+
 size_t WriteCallback(char* data, size_t size, size_t n, void* user) {
   auto* st = static_cast<StreamState*>(user);
   size_t len = size * n;
+  if (st->error_body.size() + len > kMaxBodyBytes) return 0;  // CURLE_WRITE_ERROR
   if (st->sink == nullptr) {
     st->error_body.append(data, len);
     return len;

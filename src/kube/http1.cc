@@ -74,6 +74,7 @@ std::string ParseResponseHead(std::string_view head, ResponseHead& out) {
     status = status * 10 + (c - '0');
   }
   if (status_line.size() > 12 && status_line[12] != ' ') return "malformed status code";
+  if (status < 100) return "malformed status code";  // RFC 9110: 100-999 (a leading 0 is not one)
   out.status = status;
   bool keep_alive = false;
   std::string_view rest = eol == std::string_view::npos ? "" : head.substr(eol + 1);

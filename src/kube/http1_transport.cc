@@ -26,6 +26,7 @@
 #include <unordered_map>
 
 #include "kube/http1.h"
+#include "kube/http1_tls.h"
 #include "kube/token_source.h"
 #include "kube/transport.h"
 
@@ -33,327 +34,24 @@ namespace gantry::kube {
 
 namespace {
 
-using SteadyClock = std::chrono::steady_clock;
-constexpr SteadyClock::time_point kNoDeadline = SteadyClock::time_point::max();
+using namespace http1_detail;
+
 constexpr auto kConnectTimeout = std::chrono::seconds(10);
 // A pooled connection idle for longer is checked (one poll) before reuse: the server may have
 // closed it meanwhile.
 constexpr auto kIdleCheckAfter = std::chrono::seconds(2);
 constexpr size_t kMaxHeadBytes = 1 << 20;
 
-std::string OpenSslErrors() {
-  std::string out;
-  while (unsigned long e = ERR_get_error()) {  // NOLINT(google-runtime-int): OpenSSL's type
-    char buf[256];
-    ERR_error_string_n(e, buf, sizeof(buf));
-    if (!out.empty()) out += "; ";
-    out += buf;
-  }
-  return out;
-}
-
-// A socket BIO that sends with MSG_NOSIGNAL (a peer that closed must not raise SIGPIPE).
-int BioWrite(BIO* b, const char* data, int len) {
-  int fd = static_cast<int>(reinterpret_cast<intptr_t>(BIO_get_data(b)));
-  BIO_clear_retry_flags(b);
-  ssize_t n = ::send(fd, data, static_cast<size_t>(len), MSG_NOSIGNAL);
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) BIO_set_retry_write(b);
-  return static_cast<int>(n);
-}
-
-int BioRead(BIO* b, char* data, int len) {
-  int fd = static_cast<int>(reinterpret_cast<intptr_t>(BIO_get_data(b)));
-  BIO_clear_retry_flags(b);
-  ssize_t n = ::recv(fd, data, static_cast<size_t>(len), 0);
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) BIO_set_retry_read(b);
-  return static_cast<int>(n);
-}
-
-long BioCtrl(BIO*, int cmd, long, void*) {  // NOLINT(google-runtime-int): OpenSSL's type
-  return cmd == BIO_CTRL_FLUSH ? 1 : 0;
-}
-
-int BioCreate(BIO* b) {
-  BIO_set_init(b, 1);
-  return 1;
-}
-
-BIO_METHOD* SocketBioMethod() {
-  static BIO_METHOD* method = [] {
-    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "gantry-socket");
-    BIO_meth_set_write(m, BioWrite);
-    BIO_meth_set_read(m, BioRead);
-    BIO_meth_set_ctrl(m, BioCtrl);
-    BIO_meth_set_create(m, BioCreate);
-    return m;
-  }();
-  return method;
-}
-
-// The server URL, split.
-struct Target {
-  bool tls = true;
-  std::string host;  // without brackets
-  std::string port;
-  std::string authority;  // host[:port] as written, for the Host header
-  std::string base_path;  // a path prefix of the server URL ("" usually)
-  bool host_is_ip = false;
-};
-
-std::string ParseServer(const std::string& server, Target& t) {
-  std::string_view s = server;
-  if (s.substr(0, 8) == "https://") {
-    t.tls = true;
-    s.remove_prefix(8);
-  } else if (s.substr(0, 7) == "http://") {
-    t.tls = false;
-    s.remove_prefix(7);
-  } else {
-    return "server " + server + ": not an http(s) URL";
-  }
-  size_t slash = s.find('/');
-  t.authority = std::string(s.substr(0, slash));
-  if (slash != std::string_view::npos) {
-    t.base_path = std::string(s.substr(slash));
-    while (!t.base_path.empty() && t.base_path.back() == '/') t.base_path.pop_back();
-  }
-  std::string_view a = t.authority;
-  if (a.empty()) return "server " + server + ": no host";
-  std::string_view port;
-  if (a.front() == '[') {
-    size_t close = a.find(']');
-    if (close == std::string_view::npos) return "server " + server + ": malformed IPv6 host";
-    t.host = std::string(a.substr(1, close - 1));
-    if (close + 1 < a.size()) {
-      if (a[close + 1] != ':') return "server " + server + ": malformed port";
-      port = a.substr(close + 2);
-    }
-  } else {
-    size_t colon = a.rfind(':');
-    t.host = std::string(a.substr(0, colon));
-    if (colon != std::string_view::npos) port = a.substr(colon + 1);
-  }
-  t.port = port.empty() ? (t.tls ? "443" : "80") : std::string(port);
-  unsigned char buf[sizeof(in6_addr)];
-  t.host_is_ip =
-      inet_pton(AF_INET, t.host.c_str(), buf) == 1 || inet_pton(AF_INET6, t.host.c_str(), buf) == 1;
-  return "";
-}
-
-// The TLS configuration shared by every connection of a transport, with the last TLS session
-// for resumption by new connections.
-class TlsContext {
- public:
-  TlsContext(const TlsConfig& tls, bool share_sessions) {
-    ctx_ = SSL_CTX_new(TLS_client_method());
-    if (ctx_ == nullptr) {
-      error_ = "TLS: " + OpenSslErrors();
-      return;
-    }
-    SSL_CTX_set_min_proto_version(ctx_, TLS1_2_VERSION);
-    SSL_CTX_set_options(ctx_, SSL_OP_IGNORE_UNEXPECTED_EOF);
-    SSL_CTX_set_mode(ctx_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-    SSL_CTX_set_read_ahead(ctx_, 1);
-    SSL_CTX_set_default_read_buffer_len(ctx_, 64 * 1024);
-    if (tls.insecure_skip_verify) {
-      SSL_CTX_set_verify(ctx_, SSL_VERIFY_NONE, nullptr);
-    } else {
-      SSL_CTX_set_verify(ctx_, SSL_VERIFY_PEER, nullptr);
-      if (tls.ca_pem.empty()) {
-        SSL_CTX_set_default_verify_paths(ctx_);
-      } else if (std::string e = LoadCa(tls.ca_pem); !e.empty()) {
-        error_ = "TLS: certificate authority data: " + e;
-        return;
-      }
-    }
-    if (!tls.client_cert_pem.empty()) {
-      if (std::string e = LoadClientCert(tls.client_cert_pem, tls.client_key_pem); !e.empty()) {
-        error_ = "TLS: client certificate: " + e;
-        return;
-      }
-    }
-    if (share_sessions) {
-      SSL_CTX_set_session_cache_mode(ctx_,
-                                     SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
-      SSL_CTX_set_app_data(ctx_, this);
-      SSL_CTX_sess_set_new_cb(ctx_, NewSession);
-    }
-  }
-  ~TlsContext() {
-    if (session_ != nullptr) SSL_SESSION_free(session_);
-    if (ctx_ != nullptr) SSL_CTX_free(ctx_);
-  }
-  TlsContext(const TlsContext&) = delete;
-  TlsContext& operator=(const TlsContext&) = delete;
-
-  SSL_CTX* get() const { return ctx_; }
-  const std::string& error() const { return error_; }
-
-  // The last session a connection received (a reference the caller frees), or null.
-  SSL_SESSION* Session() {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (session_ != nullptr) SSL_SESSION_up_ref(session_);
-    return session_;
-  }
-
- private:
-  static int NewSession(SSL* ssl, SSL_SESSION* session) {
-    auto* self = static_cast<TlsContext*>(SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl)));
-    std::lock_guard<std::mutex> lock(self->mu_);
-    if (self->session_ != nullptr) SSL_SESSION_free(self->session_);
-    self->session_ = session;
-    return 1;  // keeps the reference
-  }
-
-  std::string LoadCa(const std::string& pem) {
-    BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
-    STACK_OF(X509_INFO)* infos = PEM_X509_INFO_read_bio(bio, nullptr, nullptr, nullptr);
-    BIO_free(bio);
-    if (infos == nullptr) return OpenSslErrors();
-    X509_STORE* store = SSL_CTX_get_cert_store(ctx_);
-    int added = 0;
-    for (int i = 0; i < sk_X509_INFO_num(infos); ++i) {
-      X509_INFO* info = sk_X509_INFO_value(infos, i);
-      if (info->x509 != nullptr && X509_STORE_add_cert(store, info->x509) == 1) ++added;
-    }
-    sk_X509_INFO_pop_free(infos, X509_INFO_free);
-    ERR_clear_error();
-    return added > 0 ? "" : "no certificate in it";
-  }
-
-  std::string LoadClientCert(const std::string& cert_pem, const std::string& key_pem) {
-    BIO* bio = BIO_new_mem_buf(cert_pem.data(), static_cast<int>(cert_pem.size()));
-    X509* leaf = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
-    if (leaf == nullptr) {
-      BIO_free(bio);
-      return OpenSslErrors();
-    }
-    int ok = SSL_CTX_use_certificate(ctx_, leaf);
-    X509_free(leaf);
-    while (ok == 1) {  // the rest of the chain, if any
-      X509* extra = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
-      if (extra == nullptr) break;
-      if (SSL_CTX_add0_chain_cert(ctx_, extra) != 1) X509_free(extra);
-    }
-    BIO_free(bio);
-    ERR_clear_error();
-    if (ok != 1) return OpenSslErrors();
-    bio = BIO_new_mem_buf(key_pem.data(), static_cast<int>(key_pem.size()));
-    EVP_PKEY* key = PEM_read_bio_PrivateKey(bio, nullptr, nullptr, nullptr);
-    BIO_free(bio);
-    if (key == nullptr) return "key: " + OpenSslErrors();
-    ok = SSL_CTX_use_PrivateKey(ctx_, key);
-    EVP_PKEY_free(key);
-    if (ok != 1 || SSL_CTX_check_private_key(ctx_) != 1) return "key: " + OpenSslErrors();
-    return "";
-  }
-
-  SSL_CTX* ctx_ = nullptr;
-  std::string error_;
-  std::mutex mu_;
-  SSL_SESSION* session_ = nullptr;
-};
-
-// One connection to the server.
-struct Conn {
-  int fd = -1;
-  int wake = -1;  // eventfd: Wake() cuts a stream's wait short
-  SSL* ssl = nullptr;
-  std::string in;  // bytes read and not yet consumed
-  SteadyClock::time_point idle_since{};
-
-  Conn() = default;
-  Conn(const Conn&) = delete;
-  Conn& operator=(const Conn&) = delete;
-  ~Conn() {
-    if (ssl != nullptr) SSL_free(ssl);
-    if (fd >= 0) ::close(fd);
-    if (wake >= 0) ::close(wake);
-  }
-};
-
-enum class Wait { kReady, kTimeout, kCancelled, kError };
-
-// Waits until `fd` has `events` (or an error: the next read or write reports it), the deadline
-// passes, or `cancel` is set (looked at every second and when `wake` is signalled).
-Wait WaitFor(int fd, int wake, short events, SteadyClock::time_point deadline,
-             const std::atomic<bool>* cancel) {
-  for (;;) {
-    if (cancel != nullptr && cancel->load()) return Wait::kCancelled;
-    int timeout = -1;
-    if (deadline != kNoDeadline) {
-      auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - SteadyClock::now());
-      if (left.count() <= 0) return Wait::kTimeout;
-      timeout = static_cast<int>(std::min<int64_t>(left.count(), 1 << 30));
-    }
-    if (cancel != nullptr) timeout = timeout < 0 ? 1000 : std::min(timeout, 1000);
-    pollfd p[2] = {{fd, events, 0}, {wake, POLLIN, 0}};
-    nfds_t n = (cancel != nullptr && wake >= 0) ? 2 : 1;
-    int r = ::poll(p, n, timeout);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return Wait::kError;
-    }
-    if (r > 0 && p[0].revents != 0) return Wait::kReady;
-    if (r > 0 && n == 2 && p[1].revents != 0) {
-      uint64_t v = 0;
-      [[maybe_unused]] ssize_t ignored = ::read(wake, &v, sizeof(v));
-    }
-  }
-}
-
 // How an exchange on a connection ended.
 struct Outcome {
   bool ok = false;
   bool reusable = false;
+  bool sent = false;          // the whole request was written
   bool received_any = false;  // some byte of the response arrived
   bool cancelled = false;
   bool timed_out = false;
   std::string error;
   HttpResponse response;
-};
-
-// Incremental gzip decoding (Content-Encoding: gzip).
-class Gunzip {
- public:
-  Gunzip() { ok_ = inflateInit2(&zs_, 16 + MAX_WBITS) == Z_OK; }
-  ~Gunzip() {
-    if (ok_) inflateEnd(&zs_);
-  }
-  Gunzip(const Gunzip&) = delete;
-  Gunzip& operator=(const Gunzip&) = delete;
-
-  // Decodes `in`, handing the output to `out` piece by piece; false on corrupt data or when
-  // `out` returns false (then `error` stays empty).
-  template <typename Out>
-  bool Feed(std::string_view in, const Out& out, std::string& error) {
-    if (!ok_) {
-      error = "gzip: inflateInit failed";
-      return false;
-    }
-    zs_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-    zs_.avail_in = static_cast<uInt>(in.size());
-    char buf[16384];
-    while (zs_.avail_in > 0 && !ended_) {
-      zs_.next_out = reinterpret_cast<Bytef*>(buf);
-      zs_.avail_out = sizeof(buf);
-      int r = inflate(&zs_, Z_NO_FLUSH);
-      if (r == Z_STREAM_END) ended_ = true;
-      if (r != Z_OK && r != Z_STREAM_END && r != Z_BUF_ERROR) {
-        error = std::string("gzip: ") + (zs_.msg != nullptr ? zs_.msg : "corrupt data");
-        return false;
-      }
-      size_t produced = sizeof(buf) - zs_.avail_out;
-      if (produced > 0 && !out(std::string_view(buf, produced))) return false;
-      if (r == Z_BUF_ERROR && produced == 0) break;
-    }
-    return true;
-  }
-
- private:
-  z_stream zs_{};
-  bool ok_ = false;
-  bool ended_ = false;
 };
 
 class Http1Transport : public Transport {
@@ -412,7 +110,9 @@ class Http1Transport : public Transport {
   }
 
   // An idle pooled connection, or null.
-  std::unique_ptr<Conn> TakeIdle() {
+  // A pooled connection, or null. `verify`: checked whatever its idle time (for a request that
+  // is not sent twice, see Perform).
+  std::unique_ptr<Conn> TakeIdle(bool verify) {
     for (;;) {
       std::unique_ptr<Conn> c;
       {
@@ -421,7 +121,7 @@ class Http1Transport : public Transport {
         c = std::move(pool_.back());
         pool_.pop_back();
       }
-      if (SteadyClock::now() - c->idle_since < kIdleCheckAfter) return c;
+      if (!verify && SteadyClock::now() - c->idle_since < kIdleCheckAfter) return c;
       // Long idle: readable now means the server closed it, unless what arrived is a TLS record
       // without data (a late session ticket), which a read consumes.
       pollfd p{c->fd, POLLIN, 0};
@@ -507,7 +207,9 @@ class Http1Transport : public Transport {
       return false;
     }
     BIO* bio = BIO_new(SocketBioMethod());
-    BIO_set_data(bio, reinterpret_cast<void*>(static_cast<intptr_t>(c.fd)));
+    // The BIO's data is the descriptor itself (SocketBioMethod reads it back): OpenSSL's API.
+    BIO_set_data(bio, reinterpret_cast<void*>(  // NOLINT(performance-no-int-to-ptr)
+                          static_cast<intptr_t>(c.fd)));
     SSL_set_bio(c.ssl, bio, bio);
     if (!target_.host_is_ip) SSL_set_tlsext_host_name(c.ssl, target_.host.c_str());
     if (!insecure_) {
@@ -600,7 +302,10 @@ class Http1Transport : public Transport {
           if (e == SSL_ERROR_ZERO_RETURN) return Read::kEof;
           int saved = errno;
           std::string ssl_errors = OpenSslErrors();
-          if (e == SSL_ERROR_SYSCALL && ssl_errors.empty() && saved == 0) return Read::kEof;
+          if (e == SSL_ERROR_SYSCALL && ssl_errors.empty() && saved == 0) {
+            c.tls_unclean_eof = true;
+            return Read::kEof;
+          }
           error = "TLS read: " + (!ssl_errors.empty() ? ssl_errors : std::strerror(saved));
           return Read::kError;
         }
@@ -689,6 +394,7 @@ class Http1Transport : public Transport {
   bool Exchange(Conn& c, std::string_view wire, const BodySink* sink,
                 const std::atomic<bool>* cancel, SteadyClock::time_point deadline, Outcome& o) {
     if (!WriteAll(c, wire, deadline, cancel, o)) return false;
+    o.sent = true;
     std::string error;
     http1::ResponseHead head;
     size_t head_end = 0;
@@ -733,6 +439,12 @@ class Http1Transport : public Transport {
     bool delivered = false;
     auto out = [&](std::string_view data) {
       if (!to_sink) {
+        // Caps the body after decompression too, so a small gzip bomb cannot exhaust memory.
+        if (o.response.body.size() + data.size() > options_.max_body_bytes) {
+          error = "larger than " + std::to_string(options_.max_body_bytes) + " bytes";
+          o.error = "response body: " + error;
+          return false;
+        }
         o.response.body.append(data);
         return true;
       }
@@ -801,7 +513,13 @@ class Http1Transport : public Transport {
         std::this_thread::sleep_for(options_.stream_batch);
       }
       Read r = ReadSome(c, deadline, cancel, error);
-      if (r == Read::kEof && until_eof) break;
+      if (r == Read::kEof && until_eof) {
+        if (c.ssl != nullptr && c.tls_unclean_eof) {
+          o.error = "response body: the TLS connection ended without close_notify (truncated)";
+          return false;
+        }
+        break;
+      }
       if (r != Read::kData) return ReadFailed(r, error, "in the middle of the response", o);
     }
     c.in.erase(0, off);
@@ -821,8 +539,12 @@ class Http1Transport : public Transport {
     SteadyClock::time_point deadline =
         request.timeout.count() > 0 ? SteadyClock::now() + request.timeout : kNoDeadline;
     std::string wire = BuildRequest(request);
+    // RFC 9110's idempotent methods: sending one again does what sending it once did.
+    const bool idempotent = request.method == "GET" || request.method == "HEAD" ||
+                            request.method == "PUT" || request.method == "DELETE" ||
+                            request.method == "OPTIONS";
     for (int attempt = 0;; ++attempt) {
-      std::unique_ptr<Conn> c = TakeIdle();
+      std::unique_ptr<Conn> c = TakeIdle(!idempotent);
       bool reused = c != nullptr;
       std::string error;
       if (c == nullptr) {
@@ -855,9 +577,15 @@ class Http1Transport : public Transport {
         return std::move(o.response);
       }
       if (o.cancelled) return ApiError{0, "", "cancelled"};
-      // A kept-alive connection the server closed meanwhile fails before any answer: the
-      // request was not processed; send it again on a new connection.
-      if (reused && !o.received_any && !o.timed_out && attempt == 0) continue;
+      // A kept-alive connection the server closed meanwhile fails before any answer; send the
+      // request again on a new connection. Unless the request was sent whole and is not
+      // idempotent (POST, PATCH): then the server may have carried it out and lost only the
+      // answer (a proxy cut, a crash after the write), and a second one would do it twice (two
+      // events, or a Conflict for a binding that succeeded). The caller gets the error instead;
+      // such a request is only sent on a connection just checked to be open (TakeIdle).
+      if (reused && !o.received_any && !o.timed_out && attempt == 0 && (idempotent || !o.sent)) {
+        continue;
+      }
       return ApiError{0, "", Fail(request, o.error)};
     }
   }

@@ -1,6 +1,7 @@
 #include "kube/rate_limiter.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace gantry::kube {
 
@@ -44,6 +45,14 @@ bool RateLimiter::Accept(const StopSignal* stop) {
 
 Backoff::Backoff(BackoffPolicy policy, uint64_t seed)
     : policy_(policy), base_(policy.initial), rng_(seed) {}
+
+Clock::Duration BackoffDelay(const BackoffPolicy& policy, int attempt) {
+  // The exponent stops at 30: past it every policy in use is at its cap long since.
+  const double grown = static_cast<double>(policy.initial.count()) *
+                       std::pow(policy.factor, std::clamp(attempt - 1, 0, 30));
+  if (grown >= static_cast<double>(policy.max.count())) return policy.max;
+  return Clock::Duration(static_cast<Clock::Duration::rep>(grown));
+}
 
 Clock::Duration Backoff::Next() {
   std::uniform_real_distribution<double> u(0.0, 1.0);

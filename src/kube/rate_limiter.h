@@ -52,6 +52,11 @@ struct BackoffPolicy {
   double jitter = 0.2;
 };
 
+// The delay before retry number `attempt` (1 = the first): initial * factor^(attempt - 1), capped
+// at max, without jitter. The one backoff formula: Backoff::Next follows the same sequence (and
+// adds jitter), the binder's BindRequest retries and its controller's requeues use it directly.
+Clock::Duration BackoffDelay(const BackoffPolicy& policy, int attempt);
+
 // Exponential backoff with jitter. Not thread-safe (one per retry loop).
 class Backoff {
  public:

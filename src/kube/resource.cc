@@ -14,7 +14,7 @@ std::string ResourceType::CollectionPath(std::string_view ns) const {
   std::string out = GroupVersionPath();
   if (namespaced && !ns.empty()) {
     out += "/namespaces/";
-    out += ns;
+    out += UrlEncode(ns);
   }
   out += "/" + resource;
   return out;
@@ -24,10 +24,10 @@ std::string ResourceType::ObjectPath(std::string_view ns, std::string_view name,
                                      std::string_view subresource) const {
   std::string out = CollectionPath(ns);
   out += "/";
-  out += name;
+  out += UrlEncode(name);
   if (!subresource.empty()) {
     out += "/";
-    out += subresource;
+    out += UrlEncode(subresource);
   }
   return out;
 }

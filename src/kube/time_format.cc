@@ -61,7 +61,8 @@ int64_t DaysFromCivil(int64_t y, int m, int d) {
 
 // Parsed by hand (once per converted object: sscanf and timegm cost more than the rest).
 std::optional<std::chrono::system_clock::time_point> ParseTime(std::string_view s) {
-  if (s.size() < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':') {
+  if (s.size() < 20 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't') ||
+      s[13] != ':' || s[16] != ':') {
     return std::nullopt;
   }
   const int year = Digits(s, 0, 4), mon = Digits(s, 5, 2), mday = Digits(s, 8, 2);
@@ -83,12 +84,33 @@ std::optional<std::chrono::system_clock::time_point> ParseTime(std::string_view 
     if (digits == 0) return std::nullopt;
     for (int d = digits; d < 6; ++d) micros *= 10;
   }
-  if (rest != "Z") return std::nullopt;
+  // RFC 3339 offsets: "Z" (or "z"), or "+hh:mm" / "-hh:mm".
+  int64_t offset_secs = 0;
+  if (rest == "Z" || rest == "z") {
+  } else if (rest.size() == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':') {
+    const int oh = Digits(rest, 1, 2), om = Digits(rest, 4, 2);
+    if (oh < 0 || oh > 23 || om < 0 || om > 59) return std::nullopt;
+    offset_secs = (rest[0] == '+' ? 1 : -1) * (int64_t{oh} * 3600 + int64_t{om} * 60);
+  } else {
+    return std::nullopt;
+  }
   // As timegm: a day past the month's end rolls over, second 60 is the next minute's 0.
   const int64_t secs = DaysFromCivil(year, mon, 1) * 86400 + int64_t{mday - 1} * 86400 +
-                       int64_t{hour} * 3600 + int64_t{min} * 60 + sec;
-  return std::chrono::system_clock::time_point(std::chrono::seconds(secs)) +
-         std::chrono::microseconds(micros);
+                       int64_t{hour} * 3600 + int64_t{min} * 60 + sec - offset_secs;
+  // RFC 3339 spans years 0000-9999; the clock's 64-bit nanoseconds span about 1678-2262. Times
+  // outside that saturate to the clock's first or last instant (order is kept; nothing wraps).
+  using Clock = std::chrono::system_clock;
+  const int64_t max_secs =
+      std::chrono::duration_cast<std::chrono::seconds>(Clock::time_point::max().time_since_epoch())
+          .count() -
+      1;
+  const int64_t min_secs =
+      std::chrono::duration_cast<std::chrono::seconds>(Clock::time_point::min().time_since_epoch())
+          .count() +
+      1;
+  if (secs > max_secs) return Clock::time_point::max();
+  if (secs < min_secs) return Clock::time_point::min();
+  return Clock::time_point(std::chrono::seconds(secs)) + std::chrono::microseconds(micros);
 }
 
 }  // namespace gantry::kube

@@ -11,7 +11,8 @@ namespace gantry::kube {
 
 std::string FormatTime(std::chrono::system_clock::time_point t);
 std::string FormatMicroTime(std::chrono::system_clock::time_point t);
-// Parses either format in UTC ("Z"); nullopt when malformed.
+// Parses either format, with any RFC 3339 offset ("Z" or "+hh:mm"); nullopt when malformed.
+// Years 0000-9999 are accepted; instants beyond the clock's range saturate to its min or max.
 std::optional<std::chrono::system_clock::time_point> ParseTime(std::string_view s);
 
 }  // namespace gantry::kube

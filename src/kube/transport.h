@@ -99,6 +99,11 @@ struct CurlTransportOptions {
   // batch instead of per event (the API server sends each watch event on its own). Delays a
   // watch event by at most this much; zero: read as soon as data arrives.
   std::chrono::milliseconds stream_batch{20};
+  // The largest whole (not streamed) response body accepted, after gzip decoding; a larger one
+  // fails the request. Far above any list page the informers ask for (they page), low enough
+  // that a misbehaving server or a gzip bomb cannot exhaust memory. (Native engine; libcurl
+  // uses the default.)
+  size_t max_body_bytes = size_t{1} << 30;
 };
 
 // The production transport for `config` (the name is historical: the engine is chosen by

@@ -4,7 +4,8 @@
 //  - a placement -> a BindRequest (scheduling.run.ai/v1alpha2) named after the pod, in the pod's
 //    namespace, owned by the pod, carrying the selected node, the kind of GPU allocation and the
 //    GPU groups, for the binder to carry out;
-//  - an eviction -> a DisruptionTarget condition on the pod, then a graceful delete;
+//  - an eviction -> a DisruptionTarget condition on the pod (with --update-pod-eviction-condition),
+//    then a graceful delete;
 //  - a job left pending -> an UnschedulableOnNodePool scheduling condition in the PodGroup's
 //    status with the rendered fit errors, and an "Unschedulable" event on the PodGroup.
 #pragma once

@@ -3,16 +3,17 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <thread>
 #include <vector>
 
 #include "cache/watch_cache.h"
-#include "framework/scheduler.h"
 #include "kube/events.h"
 #include "kube/leader_election.h"
 #include "kube/list_watcher.h"
@@ -21,6 +22,10 @@
 #include "live/decisions.h"
 #include "observability/http_server.h"
 #include "observability/kai_metrics.h"
+#include "scheduler/registry.h"
+#include "scheduler/scheduler.h"
+#include "usagedb/embedded_store.h"
+#include "usagedb/lister.h"
 
 namespace gantry::live {
 
@@ -32,7 +37,10 @@ using kube::Object;
 class Loop {
  public:
   Loop(std::shared_ptr<kube::Client> client, const LiveSchedulerOptions& options, std::ostream& log)
-      : client_(std::move(client)), options_(options), log_(log), cache_(options.scheduler_name) {}
+      : client_(std::move(client)),
+        options_(options),
+        log_(log),
+        cache_(options.scheduler_name, options.nodepool_label_key) {}
 
   int Run(const kube::StopSignal& stop);
 
@@ -57,6 +65,10 @@ class Loop {
   const LiveSchedulerOptions& options_;
   std::ostream& log_;
   std::mutex log_mu_;
+  // Time-based fairshare (configured usageDBConfig): the lister fetching usage off the cycle,
+  // and the embedded store when that is the client (fed a sample per cycle).
+  std::unique_ptr<usagedb::UsageLister> usage_;
+  usagedb::EmbeddedUsageStore* embedded_usage_ = nullptr;
   cache::WatchCache cache_;
   std::set<std::string> reported_errors_;
   // Whether `message` differs from the last one sent about `uid` (and records it): an unchanged
@@ -78,7 +90,10 @@ class Loop {
       nullptr,  // the watch brings the patched PodGroups (the writer holds back repeats meanwhile)
       [this](const std::string& line) { Log(line); }, options_.status_recording_workers};
   obs::Registry registry_;
-  obs::SchedulerMetrics metrics_{registry_};
+  obs::SchedulerMetrics metrics_{registry_, options_.metrics_namespace};
+  // Exports what the session did (per-action counts, victim searches, queue fair shares) into
+  // metrics_ (before the session closes: the fair shares are the proportion plugin's).
+  void ExportSessionMetrics(const Session& ssn);
 };
 
 void Loop::Event(Kind kind, const Object& involved, const std::string& type,
@@ -114,11 +129,14 @@ void Loop::ReportObjectErrors(const std::vector<cache::ObjectError>& errors) {
 
 void Loop::Evict(const Session& ssn, const EvictionDecision& e) {
   const Pod& pod = ssn.cluster().pods[e.pod];
-  auto patched = client_->Patch(kube::resources::kPods, pod.namespace_, pod.name,
-                                kube::PatchType::kStrategicMerge,
-                                EvictionConditionPatch(e.message, Now()), "status");
-  if (!patched.ok() && !patched.error().IsNotFound()) {
-    Log("evict " + pod.namespace_ + "/" + pod.name + ": condition: " + patched.error().ToString());
+  if (options_.update_pod_eviction_condition) {
+    auto patched = client_->Patch(kube::resources::kPods, pod.namespace_, pod.name,
+                                  kube::PatchType::kStrategicMerge,
+                                  EvictionConditionPatch(e.message, Now()), "status");
+    if (!patched.ok() && !patched.error().IsNotFound()) {
+      Log("evict " + pod.namespace_ + "/" + pod.name +
+          ": condition: " + patched.error().ToString());
+    }
   }
   kube::DeleteOptions del;
   del.precondition_uid = pod.uid;
@@ -140,6 +158,15 @@ void Loop::Evict(const Session& ssn, const EvictionDecision& e) {
     const Job& job = ssn.cluster().jobs[pod.job];
     if (auto pg = cache_.Get(Kind::kPodGroup, job.namespace_, job.name)) {
       Event(Kind::kPodGroup, *pg, "Normal", "Evict", e.message);
+      // One per evicted pod, as KAI counts them, by the PodGroup's node pool.
+      std::string pool;
+      if (const auto labels = pg->find("metadata"); labels != pg->end() && labels->is_object()) {
+        const Object& l = labels->value("labels", Object::object());
+        if (l.is_object()) pool = l.value(options_.nodepool_label_key, "");
+      }
+      if (pool.empty()) pool = "default";
+      metrics_.evicted_pods.With({job.name, job.namespace_, kube::UidOf(*pg), pool, e.action})
+          .Inc();
     }
   }
 }
@@ -169,8 +196,24 @@ void Loop::BindAll(const Session& ssn) {
 }
 
 void Loop::Bind(const Pod& pod, const std::string& node, const Object& br) {
+  const auto start = std::chrono::steady_clock::now();
   auto created = client_->Create(kube::resources::kBindRequests, pod.namespace_, br);
+  // As KAI's: the bind latency is the BindRequest's creation, whatever its outcome; the
+  // scheduling latency (creation to bind request) counts the pods handed to the binder.
+  metrics_.task_bind_latency_ms.Observe(
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   if (created.ok()) {
+    std::optional<std::chrono::system_clock::time_point> created_at;
+    cache_.Inspect(Kind::kPod, pod.namespace_, pod.name, [&](const Object& raw) {
+      const Object& meta = raw.value("metadata", Object::object());
+      if (meta.is_object()) created_at = kube::ParseTime(meta.value("creationTimestamp", ""));
+    });
+    if (created_at) {
+      metrics_.task_scheduling_latency_ms.Observe(std::max(
+          0.0,
+          std::chrono::duration<double, std::milli>(std::chrono::system_clock::now() - *created_at)
+              .count()));
+    }
     cache_.Apply(Kind::kBindRequest, kube::EventType::kAdded, created.value());
     return;
   }
@@ -240,8 +283,8 @@ void Loop::MarkPending(const Session& ssn, JobId j) {
   if (NewMessage(uid, message)) Event(Kind::kPodGroup, pg, "Normal", kUnschedulableReason, message);
   std::optional<Object> patch;
   cache_.Inspect(Kind::kPodGroup, job.namespace_, job.name, [&](const Object& raw) {
-    static const Object kNoStatus = Object::object();
-    patch = UnschedulableStatusPatch(ssn, j, raw.contains("status") ? raw["status"] : kNoStatus,
+    static const Object no_status = Object::object();
+    patch = UnschedulableStatusPatch(ssn, j, raw.contains("status") ? raw["status"] : no_status,
                                      message, now);
   });
   if (!patch) return;
@@ -276,7 +319,15 @@ void Loop::Cycle(Scheduler& scheduler) {
                              std::chrono::system_clock::now().time_since_epoch())
                              .count();
   const auto start = std::chrono::steady_clock::now();
-  std::unique_ptr<Session> ssn = scheduler.OpenSession(*snap.cluster, now_ms);
+  std::shared_ptr<const UsageByQueue> usage;
+  if (usage_) {
+    if (embedded_usage_ != nullptr)
+      embedded_usage_->Record(usagedb::SampleOf(*snap.cluster, now_ms));
+    usage = usage_->Get(now_ms);
+    // Without an answer (none yet, or stale) the queues have no historical usage.
+    if (!usage) usage = std::make_shared<const UsageByQueue>();
+  }
+  std::unique_ptr<Session> ssn = scheduler.OpenSession(*snap.cluster, now_ms, std::move(usage));
   metrics_.open_session_latency_ms.Set(
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   job_memory_.Restore(*ssn, snap.layout);
@@ -304,16 +355,6 @@ void Loop::Cycle(Scheduler& scheduler) {
   const auto written = std::chrono::steady_clock::now();
   metrics_.e2e_scheduling_latency_ms.Set(
       std::chrono::duration<double, std::milli>(written - start).count());
-  const Cluster& c = *snap.cluster;
-  for (QueueId q = 0; q < static_cast<QueueId>(c.queues.size()); ++q) {
-    if (auto fair = ssn->QueueFairShare(q)) {
-      metrics_.queue_fair_share_gpu.With({c.queues[q].name}).Set((*fair)[QueueResource::kGpu]);
-      metrics_.queue_fair_share_cpu_cores.With({c.queues[q].name})
-          .Set((*fair)[QueueResource::kCpu] / 1000);
-      metrics_.queue_fair_share_memory_gb.With({c.queues[q].name})
-          .Set((*fair)[QueueResource::kMemory] / 1e9);
-    }
-  }
   if (!ssn->binds().empty() || !ssn->evictions().empty()) {
     auto ms = [](auto d) {
       return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
@@ -326,7 +367,68 @@ void Loop::Cycle(Scheduler& scheduler) {
         std::to_string(take_ms) + " ms, decided in " + std::to_string(ms(decided - start)) +
         " ms, written in " + std::to_string(ms(written - decided)) + " ms");
   }
+  ExportSessionMetrics(*ssn);
+  const auto closing = std::chrono::steady_clock::now();
   scheduler.CloseSession(*ssn);
+  metrics_.close_session_latency_ms.Set(
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - closing)
+          .count());
+  for (const PluginTiming& p : ssn->plugin_timings()) {
+    metrics_.plugin_latency_ms.With({p.plugin, "OnSessionOpen"}).Set(p.open_ms);
+    metrics_.plugin_latency_ms.With({p.plugin, "OnSessionClose"}).Set(p.close_ms);
+  }
+}
+
+void Loop::ExportSessionMetrics(const Session& ssn) {
+  for (const ActionCounts& a : ssn.all_action_counts()) {
+    if (a.action.empty()) continue;
+    const std::vector<std::string> action{a.action};
+    // (An action's children appear once it has run, at 0 if it did nothing; KAI's appear once
+    // the action has counted something.)
+    metrics_.podgroups_scheduled.With(action).Inc(static_cast<double>(a.podgroups_scheduled));
+    metrics_.podgroups_acted_on.With(action).Inc(static_cast<double>(a.podgroups_acted_on));
+    metrics_.scenarios_simulated.With(action).Inc(static_cast<double>(a.scenarios_simulated));
+    metrics_.scenarios_filtered.With(action).Inc(static_cast<double>(a.scenarios_filtered));
+    metrics_.preemption_attempts.Inc(static_cast<double>(a.preemption_attempts));
+    if (!a.has_budgets) continue;
+    // An eviction action: its configured budgets (KAI sets them as each such action starts),
+    // its searches by result and the searches its spent budget stopped.
+    metrics_.scenario_search_action_budget_s.With(action).Set(
+        static_cast<double>(a.action_budget_ns) / 1e9);
+    metrics_.scenario_search_job_budget_s.Set(static_cast<double>(a.job_budget_ns) / 1e9);
+    for (const auto& [generator, ns] : a.generator_budgets_ns) {
+      metrics_.scenario_search_generator_budget_s.With({generator})
+          .Set(static_cast<double>(ns) / 1e9);
+    }
+    for (size_t end = 0; end < kSearchEnds; ++end) {
+      for (int reduced = 0; reduced < 2; ++reduced) {
+        if (const int64_t n = a.searches[end][reduced]; n > 0) {
+          metrics_.scenario_search_jobs
+              .With({a.action, SearchEndName(static_cast<SearchEnd>(end)),
+                     reduced ? "true" : "false"})
+              .Inc(static_cast<double>(n));
+        }
+      }
+    }
+    if (a.action_budget_exhausted > 0) {
+      metrics_.scenario_search_action_budget_exhausted.With(action).Inc(
+          static_cast<double>(a.action_budget_exhausted));
+    }
+  }
+  const Cluster& c = ssn.cluster();
+  for (QueueId q = 0; q < static_cast<QueueId>(c.queues.size()); ++q) {
+    auto fair = ssn.QueueFairShare(q);
+    if (!fair) continue;
+    const auto labels =
+        obs::SchedulerMetrics::QueueLabels(c.queues[q].name, c.queues[q].display_name);
+    metrics_.queue_fair_share_gpu.With(labels).Set((*fair)[QueueResource::kGpu]);
+    metrics_.queue_fair_share_cpu_cores.With(labels).Set((*fair)[QueueResource::kCpu] / 1000);
+    metrics_.queue_fair_share_memory_gb.With(labels).Set((*fair)[QueueResource::kMemory] / 1e9);
+    // No usage database: the historical usage KAI reports is 0.
+    metrics_.queue_cpu_usage.With(labels).Set(0);
+    metrics_.queue_memory_usage.With(labels).Set(0);
+    metrics_.queue_gpu_usage.With(labels).Set(0);
+  }
 }
 
 int Loop::Run(const kube::StopSignal& stop) {
@@ -337,6 +439,21 @@ int Loop::Run(const kube::StopSignal& stop) {
     Log("error: scheduler configuration: " + scheduler.error());
     return 2;
   }
+  for (const auto& w : config.warnings) Log("warning: scheduler configuration: " + w);
+  for (const auto& w : scheduler.value()->warnings()) Log("warning: scheduler configuration: " + w);
+  if (config.usage_db) {
+    auto client = usagedb::MakeUsageClient(*config.usage_db);
+    if (!client.ok()) {
+      Log("error: scheduler configuration: " + client.error());
+      return 2;
+    }
+    embedded_usage_ = dynamic_cast<usagedb::EmbeddedUsageStore*>(client.value().get());
+    usage_ = std::make_unique<usagedb::UsageLister>(std::move(client).value(),
+                                                    config.usage_db->usage_params,
+                                                    [this](const std::string& line) { Log(line); });
+    usage_->Start();
+    Log("usage db: " + config.usage_db->client_type + " client started");
+  }
 
   cache_.SetErrorHandler([this](Kind kind, const kube::ApiError& error) {
     Log("watch " + cache::ResourceOf(kind).Describe() + ": " + error.ToString());
@@ -344,6 +461,7 @@ int Loop::Run(const kube::StopSignal& stop) {
   // Watch every kind the model is built from.
   std::vector<std::unique_ptr<kube::ListWatcher>> watchers;
   std::vector<std::thread> threads;
+  watchers.reserve(cache::kNumKinds);
   for (int k = 0; k < cache::kNumKinds; ++k) {
     const Kind kind = static_cast<Kind>(k);
     kube::ListWatchOptions options;
@@ -351,6 +469,7 @@ int Loop::Run(const kube::StopSignal& stop) {
     watchers.push_back(std::make_unique<kube::ListWatcher>(client_, cache::ResourceOf(kind),
                                                            options, cache_.handler(kind)));
   }
+  threads.reserve(watchers.size());
   for (auto& w : watchers) threads.emplace_back([&w] { w->Run(); });
 
   // Leader election on its own thread; the cycle loop runs while leading.
@@ -400,6 +519,8 @@ int Loop::Run(const kube::StopSignal& stop) {
       if (!announced_sync) {
         Log("cache synced; scheduling every " + std::to_string(options_.period.count()) + " ms");
         announced_sync = true;
+        // KAI waits for the first usage answer (up to waitTimeout) before scheduling.
+        if (usage_ && embedded_usage_ == nullptr) usage_->WaitForFirstAnswer();
       }
       Cycle(*scheduler.value());
     }
@@ -408,6 +529,7 @@ int Loop::Run(const kube::StopSignal& stop) {
   }
 
   job_times_.Stop();
+  if (usage_) usage_->Stop();
   stop_election.Stop();
   election.join();
   server.Stop();

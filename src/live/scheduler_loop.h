@@ -47,6 +47,15 @@ struct LiveSchedulerOptions {
   // served (`gantry scheduler` defaults to ":8080"). /readyz is 200 once the leader is known and,
   // on the leader, the cache has synced.
   std::string metrics_address;
+  // Prefix of the KAI metric names (KAI's --metrics-namespace): "kai" gives
+  // kai_e2e_scheduling_latency_milliseconds; empty: the bare names. A valid metric name prefix.
+  std::string metrics_namespace = "kai";
+  // The PodGroup label naming its node pool, for pod_group_evicted_pods_total{nodepool} (KAI's
+  // --nodepool-label-key; without the label the pool is "default").
+  std::string nodepool_label_key = "kai.scheduler/node-pool";
+  // KAI's --update-pod-eviction-condition: an evicted pod first gets the DisruptionTarget
+  // condition (off by default, as KAI).
+  bool update_pod_eviction_condition = false;
 };
 
 // Runs until `stop` is raised (returns 0) or leadership is lost (returns 1, as KAI's components

@@ -106,14 +106,16 @@ PodId Cluster::FindPod(std::string_view name) const { return FindIn(pod_index, n
 void Cluster::Finalize() {
   node_index.clear();
   queue_index.clear();
-  job_index.clear();
-  pod_index.clear();
   for (NodeId i = 0; i < static_cast<NodeId>(nodes.size()); ++i) node_index[nodes[i].name] = i;
+  // KAI's MaxNodeGPUMemoryMiB: the largest node GPU memory above 100 MiB, else 100.
+  max_node_gpu_memory_mib = 100;
+  for (const Node& n : nodes) {
+    if (n.gpu_memory_mib > 100)
+      max_node_gpu_memory_mib = std::max(max_node_gpu_memory_mib, n.gpu_memory_mib);
+  }
   for (QueueId i = 0; i < static_cast<QueueId>(queues.size()); ++i) {
     queue_index[queues[i].name] = i;
   }
-  for (JobId i = 0; i < static_cast<JobId>(jobs.size()); ++i) job_index[jobs[i].name] = i;
-  for (PodId i = 0; i < static_cast<PodId>(pods.size()); ++i) pod_index[pods[i].name] = i;
 
   for (auto& q : queues) q.children.clear();
   for (QueueId i = 0; i < static_cast<QueueId>(queues.size()); ++i) {
@@ -142,6 +144,14 @@ void Cluster::Finalize() {
     node.shape = shapes.emplace(key, static_cast<int32_t>(shapes.size())).first->second;
   }
 
+  FinalizeJobs();
+}
+
+void Cluster::FinalizeJobs() {
+  job_index.clear();
+  pod_index.clear();
+  for (JobId i = 0; i < static_cast<JobId>(jobs.size()); ++i) job_index[jobs[i].name] = i;
+  for (PodId i = 0; i < static_cast<PodId>(pods.size()); ++i) pod_index[pods[i].name] = i;
   pods_by_name_.resize(pods.size());
   std::iota(pods_by_name_.begin(), pods_by_name_.end(), 0);
   std::sort(pods_by_name_.begin(), pods_by_name_.end(),

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/numa.h"
 #include "model/resources.h"
 #include "model/status.h"
 
@@ -155,6 +156,8 @@ struct Node {
   // Nodes with the same value have the same allocatable resources, taints, schedulability and
   // MIG setup: they differ only in name and labels (set by Cluster::Finalize).
   int32_t shape = 0;
+  // The node's NUMA layout, when a NodeResourceTopology describes it.
+  std::optional<NumaTopology> numa;
 };
 
 struct Pod {
@@ -191,6 +194,9 @@ struct Pod {
   PodStatus status = PodStatus::kPending;
   NodeId node = kNone;
   std::vector<std::string> gpu_groups;
+  // Where a running pod's resources sit on its node's NUMA zones, as last observed.
+  std::vector<NumaZonePlacement> numa_observed;
+  Labels annotations;  // other pod annotations, kept verbatim
 
   bool IsBestEffort() const {
     return request.cpu_millis == 0 && request.memory_bytes == 0 && request.gpus == 0 &&
@@ -218,6 +224,14 @@ struct Pod {
   //    request, with GPU memory converted to devices with the cluster's smallest GPU memory.
   double RequestGpuQuota() const;
   double InitGpuQuota(double min_node_gpu_memory_mib) const;
+  // A GPU-memory request as devices of `device_memory_mib` each (devices x requested MiB /
+  // device MiB); 0 for any other request.
+  double GpuMemoryAsDevices(double device_memory_mib) const {
+    if (gpu_kind != GpuRequestKind::kMemory || gpu_memory_mib <= 0 || device_memory_mib <= 0) {
+      return 0;
+    }
+    return (gpu_devices > 1 ? gpu_devices : 1) * (gpu_memory_mib / device_memory_mib);
+  }
   Quantities RequestQuantities() const { return WithGpus(RequestGpuQuota()); }
   Quantities InitQuantities(double min_node_gpu_memory_mib) const {
     return WithGpus(InitGpuQuota(min_node_gpu_memory_mib));
@@ -247,6 +261,9 @@ struct SubGroup {
   std::vector<int32_t> child_groups;
   std::vector<int32_t> child_pod_sets;
   std::optional<TopologyConstraint> topology;
+  // How many direct members (child groups and pod sets) must be satisfied for this group to be;
+  // unset: all of them (PodGroup spec.minSubGroup / subGroups[].minSubGroup).
+  std::optional<int32_t> min_subgroups;
 };
 
 struct Job {
@@ -261,6 +278,11 @@ struct Job {
   std::vector<SubGroup> groups;  // groups[0] is the root
   std::vector<PodId> pods;
   bool deleting = false;
+  // Minimum age before the job may trigger evictions (spec.preemptionDelay); <= 0: none.
+  double preemption_delay_seconds = 0;
+  // Per-job override of the stale-gang grace period (spec.stalenessGracePeriod); negative: never.
+  std::optional<double> staleness_grace_period_seconds;
+  std::string qos_class;  // pod status.qosClass of the job's pods (Guaranteed, Burstable, ...)
   // Session inputs derived by whoever builds the cluster (scenario runner, watch cache).
   std::optional<int64_t> last_start_ms;
   std::optional<int64_t> stale_since_ms;
@@ -275,8 +297,25 @@ struct QueueQuota {
   double over_quota_weight = 1;
 };
 
+// A queue's historical usage for time-based fairshare, per resource, as a fraction of the
+// cluster's capacity over the usage window (KAI's QueueUsage: decayed allocation / decayed
+// capacity). All zero: no history.
+struct QueueUsage {
+  double cpu = 0;
+  double memory = 0;
+  double gpu = 0;
+  double operator[](QueueResource r) const {
+    return r == QueueResource::kCpu ? cpu : r == QueueResource::kMemory ? memory : gpu;
+  }
+  bool operator==(const QueueUsage&) const = default;
+};
+
+// Historical usage by queue name (KAI's ClusterUsage); queues not listed have none.
+using UsageByQueue = std::unordered_map<std::string, QueueUsage>;
+
 struct Queue {
   std::string name;
+  std::string display_name;  // spec.displayName ("" when unset)
   QueueId parent = kNone;
   std::string parent_name;
   std::vector<QueueId> children;
@@ -290,6 +329,9 @@ struct Queue {
   // from the parent, or the minruntime plugin's defaults).
   std::optional<double> preempt_min_runtime_seconds;
   std::optional<double> reclaim_min_runtime_seconds;
+  // Historical usage carried by the cluster (scenario files); a session given usage of its own
+  // (Scheduler::OpenSession) uses that instead.
+  QueueUsage usage;
   bool IsLeaf() const { return children.empty(); }
   const QueueQuota& quota(QueueResource r) const {
     return r == QueueResource::kCpu ? cpu : r == QueueResource::kMemory ? memory : gpu;
@@ -309,6 +351,9 @@ struct Cluster {
   bool dra_enabled = true;  // the DynamicResourceAllocation feature gate
   ResourceNames resource_names;
   double min_node_gpu_memory_mib = 100;
+  // The largest node GPU memory (KAI's MaxNodeGPUMemoryMiB): turns GPU-memory requests into the
+  // smallest fraction for queue capacity checks.
+  double max_node_gpu_memory_mib = 100;
 
   std::unordered_map<std::string, NodeId> node_index;
   std::unordered_map<std::string, QueueId> queue_index;
@@ -327,6 +372,9 @@ struct Cluster {
   // Recomputes derived indexes: name maps, queue children, node name ranks, pod-set offsets.
   // Call after adding or removing objects.
   void Finalize();
+  // The job and pod part of Finalize alone (name maps, pods by name, pod-set offsets, jobs' queue
+  // ids), for callers that added or removed jobs and pods but changed no node or queue.
+  void FinalizeJobs();
 
  private:
   int32_t total_pod_sets_ = 0;

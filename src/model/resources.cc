@@ -8,13 +8,28 @@
 namespace gantry {
 
 bool ParseMigProfile(std::string_view name, int& gpus, int& memory_gb) {
-  const std::string text(name);
+  // "nvidia.com/mig-<g>g.<m>gb" with decimal digits only. Each number is limited to six digits
+  // (real profiles have one or three), so neither can overflow an int.
+  constexpr std::string_view kPrefix = "nvidia.com/mig-";
+  if (!name.starts_with(kPrefix)) return false;
+  std::string_view rest = name.substr(kPrefix.size());
+  auto number = [&rest](int& out) {
+    size_t n = 0;
+    int v = 0;
+    while (n < rest.size() && rest[n] >= '0' && rest[n] <= '9') {
+      if (n == 6) return false;
+      v = v * 10 + (rest[n] - '0');
+      ++n;
+    }
+    if (n == 0) return false;
+    rest.remove_prefix(n);
+    out = v;
+    return true;
+  };
   int g = 0, m = 0;
-  char tail = 0;
-  if (std::sscanf(text.c_str(), "nvidia.com/mig-%dg.%dgb%c", &g, &m, &tail) != 2 || g <= 0 ||
-      m <= 0) {
-    return false;
-  }
+  if (!number(g) || !rest.starts_with("g.")) return false;
+  rest.remove_prefix(2);
+  if (!number(m) || rest != "gb" || g <= 0 || m <= 0) return false;
   gpus = g;
   memory_gb = m;
   return true;

@@ -6,7 +6,7 @@
 namespace gantry {
 
 namespace {
-constexpr std::array<std::pair<PodStatus, std::string_view>, 12> kNames = {{
+constexpr std::array<std::pair<PodStatus, std::string_view>, 13> kNames = {{
     {PodStatus::kPending, "pending"},
     {PodStatus::kGated, "gated"},
     {PodStatus::kAllocated, "allocated"},
@@ -19,6 +19,7 @@ constexpr std::array<std::pair<PodStatus, std::string_view>, 12> kNames = {{
     {PodStatus::kFailed, "failed"},
     {PodStatus::kUnknown, "unknown"},
     {PodStatus::kDeleted, "deleted"},
+    {PodStatus::kStuckInReleasing, "stuckinreleasing"},
 }};
 }  // namespace
 

@@ -20,19 +20,23 @@ enum class PodStatus : uint16_t {
   kFailed = 1 << 9,
   kUnknown = 1 << 10,
   kDeleted = 1 << 11,
+  // A terminating pod whose deletion has taken longer than the stuck-in-releasing threshold: it
+  // still occupies its node like a running pod, but is neither a victim nor a pipelining target.
+  kStuckInReleasing = 1 << 12,
 };
 
 constexpr uint16_t Bits(PodStatus s) { return static_cast<uint16_t>(s); }
 
-// Occupies a node: allocated, pipelined, binding, bound, running, releasing.
+// Occupies a node: allocated, pipelined, binding, bound, running, releasing, stuck in releasing.
 constexpr bool IsActiveUsed(PodStatus s) {
   return (Bits(s) &
           (Bits(PodStatus::kAllocated) | Bits(PodStatus::kPipelined) | Bits(PodStatus::kBinding) |
-           Bits(PodStatus::kBound) | Bits(PodStatus::kRunning) | Bits(PodStatus::kReleasing))) != 0;
+           Bits(PodStatus::kBound) | Bits(PodStatus::kRunning) | Bits(PodStatus::kReleasing) |
+           Bits(PodStatus::kStuckInReleasing))) != 0;
 }
-// Active-used minus releasing.
+// Active-used minus releasing and stuck in releasing.
 constexpr bool IsActiveAllocated(PodStatus s) {
-  return IsActiveUsed(s) && s != PodStatus::kReleasing;
+  return IsActiveUsed(s) && s != PodStatus::kReleasing && s != PodStatus::kStuckInReleasing;
 }
 // Alive: pending, gated, allocated, pipelined, binding, bound, running.
 constexpr bool IsAlive(PodStatus s) {

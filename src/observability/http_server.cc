@@ -279,17 +279,21 @@ void HttpServer::Stop() {
   });
 }
 
-void ServeObservability(HttpServer& server, const Registry& registry,
-                        std::function<Readiness()> readiness) {
-  server.Handle("/metrics", [&registry](const std::string&) {
-    return HttpResponse{200, std::string(Registry::kContentType), registry.Expose()};
-  });
+void ServeProbes(HttpServer& server, std::function<Readiness()> readiness) {
   server.Handle("/healthz", [](const std::string&) { return HttpResponse{200, {}, "ok\n"}; });
   server.Handle("/readyz", [readiness = std::move(readiness)](const std::string&) {
     Readiness r = readiness ? readiness() : Readiness{true, ""};
     if (r.ready) return HttpResponse{200, "text/plain; charset=utf-8", "ok\n"};
     return HttpResponse{503, "text/plain; charset=utf-8", "not ready: " + r.message + "\n"};
   });
+}
+
+void ServeObservability(HttpServer& server, const Registry& registry,
+                        std::function<Readiness()> readiness) {
+  server.Handle("/metrics", [&registry](const std::string&) {
+    return HttpResponse{200, std::string(Registry::kContentType), registry.Expose()};
+  });
+  ServeProbes(server, std::move(readiness));
 }
 
 }  // namespace gantry::obs

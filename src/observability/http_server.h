@@ -44,7 +44,7 @@ struct HttpServerOptions {
   std::string address = ":8080";
   std::chrono::milliseconds io_timeout{5'000};  // per read or write of a connection
   int max_connections = 16;
-  size_t max_header_bytes = 16 * 1024;
+  size_t max_header_bytes = size_t{16} * 1024;
 };
 
 class HttpServer {
@@ -95,5 +95,9 @@ struct Readiness {
 // and /readyz (from `readiness`, called per request; must be thread-safe).
 void ServeObservability(HttpServer& server, const Registry& registry,
                         std::function<Readiness()> readiness);
+
+// Registers /healthz and /readyz only: a separate probe port, as controller-runtime's
+// --health-probe-bind-address serves them apart from /metrics.
+void ServeProbes(HttpServer& server, std::function<Readiness()> readiness);
 
 }  // namespace gantry::obs

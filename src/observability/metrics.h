@@ -142,6 +142,15 @@ class MetricFamily final : public Family {
     return *child;
   }
 
+  // Removes every child whose label number `label_index` has value `value` (the series of an
+  // object that is gone); returns how many. References to removed children dangle afterwards.
+  size_t RemoveMatching(size_t label_index, const std::string& value) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::erase_if(children_, [&](const auto& entry) {
+      return label_index < entry.first.size() && entry.first[label_index] == value;
+    });
+  }
+
   void Render(std::string& out) const override;
 
  private:

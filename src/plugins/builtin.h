@@ -1,14 +1,12 @@
-// Registration of every built-in plugin. One function per plugin file; RegisterBuiltinPlugins
-// calls them all. Adding a plugin: write plugins/<name>.cc with a Register<Name>Plugin function,
-// declare it here, call it from builtin.cc.
+// The registration function of every in-tree plugin, one per plugin folder (src/plugins/<name>/);
+// scheduler/registry.cc calls them all. Adding a plugin: write plugins/<name>/<name>.cc with a
+// Register<Name>Plugin function, declare it here, add its line to scheduler/registry.cc.
 #pragma once
 
 #include "framework/plugin.h"
 #include "model/cluster.h"
 
 namespace gantry {
-
-void RegisterBuiltinPlugins(PluginRegistry& registry);
 
 void RegisterPredicatesPlugin(PluginRegistry& r);
 void RegisterProportionPlugin(PluginRegistry& r);
@@ -24,6 +22,8 @@ void RegisterGpuSharingPlugins(PluginRegistry& r);
 void RegisterTopologyPlugin(PluginRegistry& r);
 void RegisterDynamicResourcesPlugin(PluginRegistry& r);
 void RegisterPendingPlugins(PluginRegistry& r);
+void RegisterNumaPlugin(PluginRegistry& r);
+void RegisterScenarioGeneratorPlugins(PluginRegistry& r);  // sg-nodelocalgreedy, sg-multinodegang
 
 // A node without GPUs and without MIG (shared by nodeplacement and resourcetype).
 bool IsCpuOnlyNode(const Node& node);

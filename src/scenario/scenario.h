@@ -24,11 +24,15 @@ struct StateExpectation {
   std::optional<double> memory_bytes_required;
   std::optional<double> last_start_older_than_seconds;
   std::optional<std::string> error_message;
+  // Zone indices of the pod's NUMA placement (order ignored; empty: no placement).
+  std::optional<std::vector<int>> numa_zones;
 };
 
 struct NodeExpectation {
   double idle_gpus = 0;
   double releasing_gpus = 0;
+  // Zone index -> resources whose available amount must match exactly.
+  std::map<int, ResourceAmounts> numa_zones_available;
 };
 
 struct CacheExpectation {

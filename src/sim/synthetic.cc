@@ -52,7 +52,7 @@ Cluster ReclaimLargeJobsCluster(int nodes) {
     job.priority = 50;
     job.preemptible = true;
     job.creation_ms = created;
-    job.groups.push_back(SubGroup{"", kNone, {}, {0}, std::nullopt});
+    job.groups.push_back(SubGroup{"", kNone, {}, {0}, std::nullopt, std::nullopt});
     PodSet ps;
     ps.name = "default";
     ps.min_available = pods;

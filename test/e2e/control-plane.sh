@@ -11,13 +11,14 @@
 # DIR/env holds KUBE_SERVER, KUBE_TOKEN, KUBECONFIG and the two process ids.
 #
 # Besides admin (system:masters), the token file has one user per Gantry component,
-# gantry-scheduler and gantry-binder, with no group and so no permission until something binds
+# gantry-scheduler, gantry-binder, gantry-podgrouper, gantry-podgroup-controller and
+# gantry-queue-controller, with no group and so no permission until something binds
 # them (test/e2e binds them to the deploy/rbac roles). Each user gets DIR/kubeconfig-USER.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 cache_root="${GANTRY_E2E_CACHE:-$HOME/.cache/gantry-e2e}"
-users="gantry-scheduler gantry-binder"
+users="gantry-scheduler gantry-binder gantry-podgrouper gantry-podgroup-controller gantry-queue-controller"
 
 bin_dir() {
   local key
@@ -28,7 +29,7 @@ bin_dir() {
 build() {
   local out
   out="$(bin_dir)"
-  if [ -x "$out/kube-apiserver" ] && [ -x "$out/etcd" ]; then
+  if [ -x "$out/kube-apiserver" ] && [ -x "$out/etcd" ] && [ -x "$out/kube-controller-manager" ]; then
     echo "$out"
     return
   fi
@@ -145,6 +146,19 @@ EOF
     stop "$dir"
     exit 1
   fi
+  # GANTRY_E2E_CONTROLLERS=1: kube-controller-manager with the workload controllers and the
+  # garbage collector, so that Jobs, Deployments and StatefulSets create (and owners' deletion
+  # removes) their pods and PodGroups as in a real cluster. No other controller runs (no
+  # service accounts, no node lifecycle: the fake nodes stay as the tests make them).
+  if [ "${GANTRY_E2E_CONTROLLERS:-0}" = "1" ]; then
+    "$bins/kube-controller-manager" --kubeconfig "$dir/kubeconfig" \
+      --authentication-kubeconfig "$dir/kubeconfig" --authorization-kubeconfig "$dir/kubeconfig" \
+      --bind-address 127.0.0.1 --secure-port "$(free_port)" --cert-dir "$dir/kcm-certs" \
+      --leader-elect=false \
+      --controllers job-controller,cronjob-controller,replicaset-controller,deployment-controller,statefulset-controller,garbage-collector-controller \
+      >"$dir/controller-manager.log" 2>&1 &
+    echo "KCM_PID=$!" >>"$dir/env"
+  fi
   echo "$dir/env"
 }
 
@@ -171,7 +185,9 @@ stop() {
   [ -f "$dir/env" ] || return 0
   # shellcheck disable=SC1091
   . "$dir/env"
-  # The API server first: without etcd its graceful shutdown hangs until killed.
+  # The controller manager (when one runs), then the API server: without etcd its graceful
+  # shutdown hangs until killed.
+  if [ -n "${KCM_PID:-}" ]; then stop_pid "$KCM_PID"; fi
   stop_pid "$APISERVER_PID"
   stop_pid "$ETCD_PID"
 }

@@ -5,13 +5,16 @@
 #
 #   test/e2e/run.sh build               # build the Go tools (cached by their sources); prints the folder
 #   test/e2e/run.sh up DIR              # control plane in DIR + setup + fake kubelet
-#                                       # (GANTRY_E2E_NODES=N fake GPU nodes, default 2)
+#                                       # (GANTRY_E2E_NODES=N fake GPU nodes, default 2;
+#                                       # GANTRY_E2E_DEPLOY=0: CRDs only, Gantry not installed)
 #   test/e2e/run.sh test DIR [ARGS...]  # run the suite against DIR (ARGS go to the test binary,
 #                                       # e.g. -test.run 'TestRBAC' -test.v)
 #   test/e2e/run.sh down DIR            # stop the fake kubelet and the control plane
 #   test/e2e/run.sh all [ARGS...]       # up in a temporary folder, test, down
 #
 # After `up`, DIR holds kubeconfig (admin), kubeconfig-gantry-scheduler, kubeconfig-gantry-binder,
+# kubeconfig-gantry-podgrouper, kubeconfig-gantry-podgroup-controller,
+# kubeconfig-gantry-queue-controller,
 # env, tokens.csv and the logs (apiserver.log, etcd.log, kubelet.log).
 set -euo pipefail
 
@@ -49,7 +52,8 @@ up() {
   dir="$(cd "$dir" && pwd)"
   bins="$(build)"
   bash "$here/control-plane.sh" start "$dir" >/dev/null
-  if ! "$bins/gantry-e2e" setup "$dir" --nodes "${GANTRY_E2E_NODES:-2}"; then
+  if ! "$bins/gantry-e2e" setup "$dir" --nodes "${GANTRY_E2E_NODES:-2}" \
+    --deploy="$([ "${GANTRY_E2E_DEPLOY:-1}" = 0 ] && echo false || echo true)"; then
     down "$dir"
     return 1
   fi

@@ -708,11 +708,21 @@ TEST(NodeFit, PodRequestsCountInitContainersSidecarsAndOverhead) {
                        {"restartPolicy": "Always", "resources": {"requests": {"cpu": "500m"}}},
                        {"resources": {"requests": {"cpu": "3", "memory": "4Gi"}}}],
     "overhead": {"cpu": "100m"}}})");
-  ResourceAmounts r = PodRequests(pod);
+  ResourceAmounts r = PodRequests(pod).value();
   // cpu: max(1 + 0.5 sidecar, 3, 0.5 + 3) + 0.1; memory: max(1Gi, 4Gi); GPUs from the limit.
   EXPECT_EQ(r["cpu"], 3600);
   EXPECT_EQ(r["memory"], int64_t{4} << 30);
   EXPECT_EQ(r["nvidia.com/gpu"], 2);
+}
+
+TEST(NodeFit, APodWithAMalformedRequestIsRefusedNamingTheField) {
+  json node = {{"metadata", {{"name", "n"}}}, {"status", {{"allocatable", {{"cpu", "8"}}}}}};
+  json pod = json::parse(R"({"metadata": {"name": "p", "namespace": "ns"}, "spec": {
+    "containers": [{"resources": {"requests": {"cpu": "lots"}}}]}})");
+  EXPECT_EQ(
+      NodeFitError(pod, node, {}),
+      std::optional<std::string>(
+          "pod ns/p: spec.containers[0].resources.requests.cpu: malformed quantity \"lots\""));
 }
 
 TEST(NodeFit, CountsPodSlotsAndIgnoresThePodItself) {
@@ -920,6 +930,37 @@ TEST(WorkQueue, DeduplicatesAndHandsAKeyToOneWorkerAtATime) {
   EXPECT_EQ(q.Depth(), 0u);
 }
 
+TEST(WorkQueue, KeepsClientGoWorkqueueMetrics) {
+  auto clock = std::make_shared<kube::FakeClock>();
+  obs::Registry registry;
+  obs::WorkqueueMetrics m(registry, "bindrequest");
+  WorkQueue q(clock);
+  q.SetMetrics(&m);
+  q.Add("a");
+  q.Add("b");
+  q.Add("a");  // absorbed: not an add
+  EXPECT_EQ(m.adds.Value(), 2);
+  EXPECT_EQ(m.depth.Value(), 2);
+  clock->Advance(seconds(2));
+  ASSERT_EQ(q.Get(), "a");
+  EXPECT_EQ(m.depth.Value(), 1);
+  obs::Histogram::Snapshot queued = m.queue_duration.Read();
+  EXPECT_EQ(queued.count, 1u);
+  EXPECT_DOUBLE_EQ(queued.sum, 2.0);
+  clock->Advance(seconds(3));
+  ASSERT_EQ(q.Get(), "b");  // refreshes the unfinished work: a has run 3 s, b 0 s
+  EXPECT_DOUBLE_EQ(m.unfinished_work.Value(), 3.0);
+  EXPECT_DOUBLE_EQ(m.longest_running.Value(), 3.0);
+  q.Done("a");
+  obs::Histogram::Snapshot worked = m.work_duration.Read();
+  EXPECT_EQ(worked.count, 1u);
+  EXPECT_DOUBLE_EQ(worked.sum, 3.0);
+  EXPECT_DOUBLE_EQ(m.unfinished_work.Value(), 0.0);
+  q.Done("b");
+  EXPECT_EQ(m.work_duration.Read().count, 2u);
+  EXPECT_EQ(m.depth.Value(), 0);
+}
+
 TEST(WorkQueue, ScheduledRetriesAbsorbAddsUntilDue) {
   auto clock = std::make_shared<kube::FakeClock>();
   WorkQueue q(clock);
@@ -978,6 +1019,10 @@ TEST_F(BinderTest, ControllerBindsListedRequestsAndCountsReconciles) {
   EXPECT_EQ(metrics.reconcile_total.With({"bindrequest", "success"}).Value(), 6);
   EXPECT_EQ(metrics.max_concurrent_reconciles.Value(), 3);
   EXPECT_EQ(metrics.active_workers.Value(), 0);
+  // The six requests went through the work queue (each reconcile is one key worked on).
+  EXPECT_GE(metrics.workqueue.adds.Value(), 6);
+  EXPECT_GE(metrics.workqueue.work_duration.Read().count, 6u);
+  EXPECT_EQ(metrics.workqueue.depth.Value(), 0);
 }
 
 TEST_F(BinderTest, ControllerRetriesAFailedAttemptAfterItsBackoff) {

@@ -2,12 +2,15 @@
 // written, bad input is an Error naming the origin, the object and the field, never a crash.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "framework/config.h"
-#include "framework/scheduler.h"
 #include "scenario/scenario.h"
+#include "scheduler/registry.h"
+#include "scheduler/scheduler.h"
 #include "test_cluster.h"
 
 namespace gantry {
@@ -17,6 +20,7 @@ using testutil::Contains;
 
 std::vector<std::string> PluginNames(const SchedulerConfig& c) {
   std::vector<std::string> names;
+  names.reserve(c.plugins.size());
   for (const auto& p : c.plugins) names.push_back(p.name);
   return names;
 }
@@ -89,14 +93,17 @@ TEST_F(SchedulerConfigTest, EmptyDocumentIsTheDefault) {
   EXPECT_EQ(PluginNames(parsed.value()), PluginNames(def));
 }
 
-TEST_F(SchedulerConfigTest, UnknownTopLevelFieldIsNamed) {
+TEST_F(SchedulerConfigTest, UnknownTopLevelFieldIsSkippedWithAWarningNamingIt) {
+  // As KAI: a key it does not know is skipped, not fatal; Gantry also says so.
   auto parsed = ParseSchedulerConfig("actions: allocate\nbogusField: 1\n", "cfg.yaml");
-  ASSERT_FALSE(parsed.ok());
-  EXPECT_TRUE(Contains(parsed.error(), "cfg.yaml"));
-  EXPECT_TRUE(Contains(parsed.error(), "unknown field \"bogusField\""));
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  EXPECT_EQ(parsed.value().actions, std::vector<std::string>{"allocate"});
+  ASSERT_EQ(parsed.value().warnings.size(), 1u);
+  EXPECT_TRUE(Contains(parsed.value().warnings[0], "cfg.yaml"));
+  EXPECT_TRUE(Contains(parsed.value().warnings[0], "unknown field \"bogusField\""));
 }
 
-TEST_F(SchedulerConfigTest, UnknownPluginFieldNamesThePlugin) {
+TEST_F(SchedulerConfigTest, UnknownPluginFieldIsSkippedWithAWarningNamingThePlugin) {
   const std::string text = R"(actions: allocate
 tiers:
 - plugins:
@@ -105,10 +112,89 @@ tiers:
     argumnts: {kValue: "1"}
 )";
   auto parsed = ParseSchedulerConfig(text, "cfg.yaml");
-  ASSERT_FALSE(parsed.ok());
-  EXPECT_TRUE(Contains(parsed.error(), "cfg.yaml"));
-  EXPECT_TRUE(Contains(parsed.error(), "tiers[0].plugins[1]"));
-  EXPECT_TRUE(Contains(parsed.error(), "unknown field \"argumnts\""));
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  EXPECT_EQ(PluginNames(parsed.value()), (std::vector<std::string>{"predicates", "proportion"}));
+  EXPECT_TRUE(parsed.value().plugins[1].arguments.empty());
+  ASSERT_EQ(parsed.value().warnings.size(), 1u);
+  EXPECT_TRUE(Contains(parsed.value().warnings[0], "tiers[0].plugins[1]"));
+  EXPECT_TRUE(Contains(parsed.value().warnings[0], "unknown field \"argumnts\""));
+}
+
+// The configuration KAI v0.17's operator renders for the default SchedulingShard (kept as test
+// data; see tests/data/kai-operator-v0.17/README.md) loads, and the scheduler starts from it.
+TEST_F(SchedulerConfigTest, KaiOperatorRenderedConfigurationLoads) {
+  const std::string path = std::string(GANTRY_KAI_OPERATOR_DATA_DIR) + "/scheduler-config.yaml";
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path;
+  std::stringstream text;
+  text << in.rdbuf();
+  auto parsed = ParseSchedulerConfig(text.str(), path);
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  const SchedulerConfig& c = parsed.value();
+  EXPECT_EQ(c.actions, (std::vector<std::string>{"allocate", "consolidation", "reclaim", "preempt",
+                                                 "stalegangeviction"}));
+  EXPECT_EQ(c.QueueDepth("allocate"), -1);
+  // The operator renders KAI's default search budgets ("5m0s", ...): read as written.
+  constexpr int64_t kSecond = 1'000'000'000;
+  EXPECT_EQ(c.search_budgets.max_action_ns.at("default"), 300 * kSecond);
+  EXPECT_EQ(c.search_budgets.max_job_ns, 240 * kSecond);
+  EXPECT_EQ(c.search_budgets.min_job_ns, 0);
+  EXPECT_EQ(c.search_budgets.max_generator_ns.at("NodeLocalGreedy"), 30 * kSecond);
+  EXPECT_EQ(c.search_budgets.max_generator_ns.at("MultiNodeGang"), 120 * kSecond);
+  auto sched = Scheduler::Create(c, BuiltinPlugins(), BuiltinActions());
+  ASSERT_TRUE(sched.ok()) << sched.error();
+  // Every plugin of the rendered list that Gantry does not implement is named, none silently.
+  std::vector<std::string> expected_missing;
+  for (const auto& p : c.plugins) {
+    if (!BuiltinPlugins().Contains(p.name)) expected_missing.push_back(p.name);
+  }
+  ASSERT_EQ(sched.value()->warnings().size(), expected_missing.size());
+  for (size_t i = 0; i < expected_missing.size(); ++i) {
+    EXPECT_TRUE(Contains(sched.value()->warnings()[i], "\"" + expected_missing[i] + "\""));
+  }
+  EXPECT_EQ(sched.value()->config().plugins.size(), c.plugins.size() - expected_missing.size());
+}
+
+TEST_F(SchedulerConfigTest, QueueDepthPerActionAndKaisOtherKeys) {
+  const std::string text = R"(actions: allocate, reclaim
+queueDepthPerAction:
+  allocate: 2
+usageDBConfig:
+  clientType: prometheus
+  connectionString: http://prometheus:9090
+scenarioSearchBudgets:
+  maxJobSearchDuration: 1s
+)";
+  auto parsed = ParseSchedulerConfig(text, "c.yaml");
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  EXPECT_EQ(parsed.value().QueueDepth("allocate"), 2);
+  EXPECT_EQ(parsed.value().QueueDepth("reclaim"), -1);
+  // usageDBConfig (time-based fairshare) and scenarioSearchBudgets are read, nothing is warned.
+  ASSERT_TRUE(parsed.value().usage_db.has_value());
+  EXPECT_EQ(parsed.value().usage_db->client_type, "prometheus");
+  EXPECT_EQ(parsed.value().search_budgets.JobLimitNs(), 1'000'000'000);
+  EXPECT_TRUE(parsed.value().warnings.empty());
+
+  // A depth for an action that does not run, or a negative one, is an error naming it.
+  auto bad =
+      ParseSchedulerConfig("actions: allocate\nqueueDepthPerAction: {preempt: 1}\n", "d.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(Contains(bad.error(), "queueDepthPerAction.preempt"));
+  auto negative =
+      ParseSchedulerConfig("actions: allocate\nqueueDepthPerAction: {allocate: -1}\n", "d.yaml");
+  ASSERT_FALSE(negative.ok());
+  EXPECT_TRUE(Contains(negative.error(), "must not be negative"));
+}
+
+TEST_F(SchedulerConfigTest, EmptyActionsAndTiersMeanTheDefaults) {
+  auto parsed = ParseSchedulerConfig("actions: \"\"\ntiers: []\n", "e.yaml");
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  EXPECT_EQ(parsed.value().actions, SchedulerConfig::Default().actions);
+  EXPECT_EQ(PluginNames(parsed.value()), PluginNames(SchedulerConfig::Default()));
+}
+
+TEST_F(SchedulerConfigTest, KaisDefaultMaxConsolidationPreempteesIs16) {
+  EXPECT_EQ(SchedulerConfig::Default().params.max_consolidation_preemptees, 16);
 }
 
 TEST_F(SchedulerConfigTest, MalformedYamlNamesTheOrigin) {
@@ -127,7 +213,6 @@ TEST_F(SchedulerConfigTest, WrongShapesAreErrorsNotCrashes) {
       "actions: allocate\nplugins:\n- arguments: {a: b}\n",          // plugin without a name
       "actions: allocate\nplugins:\n- name: p\n  arguments: [1]\n",  // arguments not a map
       "actions: {a: b}\n",                                           // actions not a string or list
-      "actions: \"\"\n",                                             // no action at all
       "actions: allocate\nmaxNumberConsolidationPreemptees: many\n",  // not a number
   };
   for (const std::string& text : bad) {
@@ -151,14 +236,17 @@ TEST_F(SchedulerCreateTest, DefaultConfigurationIsAccepted) {
   EXPECT_TRUE(s.ok()) << s.error();
 }
 
-TEST_F(SchedulerCreateTest, UnknownPluginIsNamedWithItsIndex) {
+TEST_F(SchedulerCreateTest, UnknownPluginIsSkippedAndNamedWithItsIndex) {
   SchedulerConfig c;
   c.actions = {"allocate"};
   c.plugins = {{"predicates", {}, {}}, {"nosuchplugin", {}, {}}};
   auto s = Create(c);
-  ASSERT_FALSE(s.ok());
-  EXPECT_TRUE(Contains(s.error(), "plugins[1] (nosuchplugin)"));
-  EXPECT_TRUE(Contains(s.error(), "unknown plugin"));
+  ASSERT_TRUE(s.ok()) << s.error();
+  ASSERT_EQ(s.value()->warnings().size(), 1u);
+  EXPECT_TRUE(Contains(s.value()->warnings()[0], "plugins[1]"));
+  EXPECT_TRUE(Contains(s.value()->warnings()[0], "unknown plugin \"nosuchplugin\""));
+  ASSERT_EQ(s.value()->config().plugins.size(), 1u);
+  EXPECT_EQ(s.value()->config().plugins[0].name, "predicates");
 }
 
 TEST_F(SchedulerCreateTest, UnknownActionIsNamedWithItsIndex) {
@@ -220,6 +308,28 @@ TEST_F(SchedulerCreateTest, ArgumentsOfArgumentlessPluginsAreRejected) {
   ASSERT_FALSE(s.ok());
   EXPECT_TRUE(Contains(s.error(), "plugins[0] (priority)"));
   EXPECT_TRUE(Contains(s.error(), "unknown argument \"weight\""));
+}
+
+// Every in-tree plugin checks its argument names (plugin_util::CheckArgumentNames): a misspelt
+// argument is an error naming it, never a silently kept default.
+TEST(PluginArgumentsTest, EveryInTreePluginRejectsAnUnknownArgument) {
+  const auto names = BuiltinPlugins().Names();
+  EXPECT_GE(names.size(), 19u);
+  for (const auto& name : names) {
+    auto created = BuiltinPlugins().Create(PluginConfig{name, {{"noSuchArgument", "1"}}, {}});
+    ASSERT_FALSE(created.ok()) << name << " accepted an unknown argument";
+    EXPECT_TRUE(Contains(created.error(), "unknown argument \"noSuchArgument\"")) << name;
+  }
+}
+
+TEST(PluginArgumentsTest, TheErrorListsTheAcceptedArguments) {
+  auto placement =
+      BuiltinPlugins().Create(PluginConfig{"nodeplacement", {{"memory", "spread"}}, {}});
+  ASSERT_FALSE(placement.ok());
+  EXPECT_TRUE(Contains(placement.error(), "(accepted: gpu, cpu)")) << placement.error();
+  auto topology = BuiltinPlugins().Create(PluginConfig{"topology", {{"levels", "2"}}, {}});
+  ASSERT_FALSE(topology.ok());
+  EXPECT_TRUE(Contains(topology.error(), "(takes no arguments)")) << topology.error();
 }
 
 // --- ParseScenario ------------------------------------------------------------------------------

@@ -6,10 +6,11 @@
 #include "actions/builtin.h"
 #include "cache/convert.h"
 #include "cache/watch_cache.h"
-#include "framework/scheduler.h"
 #include "framework/session.h"
 #include "live/decisions.h"
 #include "plugins/builtin.h"
+#include "scheduler/registry.h"
+#include "scheduler/scheduler.h"
 
 namespace gantry::cache {
 namespace {
@@ -266,9 +267,9 @@ class DraCacheTest : public ::testing::Test {
   DraCacheTest() : cache_("kai-scheduler") {
     cache_.Replace(Kind::kNode, {NodeObj("n1"), NodeObj("n2")});
     cache_.Replace(Kind::kQueue, {QueueObj("root", ""), QueueObj("team-a", "root")});
-    for (Kind k :
-         {Kind::kPod, Kind::kPodGroup, Kind::kBindRequest, Kind::kPriorityClass, Kind::kTopology,
-          Kind::kDeviceClass, Kind::kResourceSlice, Kind::kResourceClaim}) {
+    for (Kind k : {Kind::kPod, Kind::kPodGroup, Kind::kBindRequest, Kind::kPriorityClass,
+                   Kind::kTopology, Kind::kNodeResourceTopology, Kind::kDeviceClass,
+                   Kind::kResourceSlice, Kind::kResourceClaim}) {
       cache_.Replace(k, {});
     }
   }

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "plugins/proportion.h"
+#include "plugins/proportion/proportion.h"
 #include "test_cluster.h"
 
 namespace gantry {

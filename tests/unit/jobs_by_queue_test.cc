@@ -203,11 +203,28 @@ TEST(JobOrderKeyTest, KeysCompareAsTheJobOrder) {
 // of one another, end in zero bytes or hold bytes above 0x7f; and equal (creation, name) pairs,
 // which share a rank and make the tie-breakers not distinct.
 TEST(JobOrderKeyTest, TieRanksOrderNamesAsStrings) {
-  const std::vector<std::string> names = {
-      "a", std::string("a\0", 2), std::string("a\0\0", 3), "ab", "abcdefgh", "abcdefgg",
-      "abcdefghi", "abcdefghijklmno", "abcdefghijklmnop", "abcdefghijklmnopq",
-      "abcdefghijklmnopa", "abcdefghijklmnopqrstuvwxyz", "abcdefghijklmnoq", "abcdefg\xff",
-      "abcdefg\x01", "\x80x", "\x7fx", "zz", "", "run-0001", "run-0010", "run-01"};
+  const std::vector<std::string> names = {"a",
+                                          std::string("a\0", 2),
+                                          std::string("a\0\0", 3),
+                                          "ab",
+                                          "abcdefgh",
+                                          "abcdefgg",
+                                          "abcdefghi",
+                                          "abcdefghijklmno",
+                                          "abcdefghijklmnop",
+                                          "abcdefghijklmnopq",
+                                          "abcdefghijklmnopa",
+                                          "abcdefghijklmnopqrstuvwxyz",
+                                          "abcdefghijklmnoq",
+                                          "abcdefg\xff",
+                                          "abcdefg\x01",
+                                          "\x80x",
+                                          "\x7fx",
+                                          "zz",
+                                          "",
+                                          "run-0001",
+                                          "run-0010",
+                                          "run-01"};
   for (const bool duplicates : {false, true}) {
     Cluster c;
     AddNode(c, "n0", 8);

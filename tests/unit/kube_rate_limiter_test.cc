@@ -55,6 +55,24 @@ TEST(RateLimiterTest, ZeroQpsDisablesLimiting) {
   EXPECT_EQ(limiter.Reserve(), Clock::Duration::zero());
 }
 
+TEST(BackoffTest, DelayDoublesFromTheInitialUpToTheCap) {
+  const BackoffPolicy p{std::chrono::seconds(1), std::chrono::seconds(5), 2.0, 0.0};
+  EXPECT_EQ(BackoffDelay(p, 1), std::chrono::seconds(1));
+  EXPECT_EQ(BackoffDelay(p, 2), std::chrono::seconds(2));
+  EXPECT_EQ(BackoffDelay(p, 3), std::chrono::seconds(4));
+  EXPECT_EQ(BackoffDelay(p, 4), std::chrono::seconds(5));
+  EXPECT_EQ(BackoffDelay(p, 1000), std::chrono::seconds(5));  // the exponent stops, no overflow
+  EXPECT_EQ(BackoffDelay(p, 0), std::chrono::seconds(1));
+}
+
+TEST(BackoffTest, NextWithoutJitterFollowsBackoffDelay) {
+  const BackoffPolicy p{milliseconds(100), std::chrono::seconds(30), 2.0, 0.0};
+  Backoff b(p, 7);
+  for (int attempt = 1; attempt <= 20; ++attempt) {
+    EXPECT_EQ(b.Next(), BackoffDelay(p, attempt)) << "attempt " << attempt;
+  }
+}
+
 TEST(BackoffTest, GrowsToTheCapWithJitterAndResets) {
   BackoffPolicy p;
   p.initial = milliseconds(100);

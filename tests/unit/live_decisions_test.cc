@@ -2,8 +2,9 @@
 #include <gtest/gtest.h>
 
 #include "cache/watch_cache.h"
-#include "framework/scheduler.h"
 #include "live/decisions.h"
+#include "scheduler/registry.h"
+#include "scheduler/scheduler.h"
 
 namespace gantry::live {
 namespace {
@@ -46,7 +47,8 @@ class DecisionsTest : public ::testing::Test {
     cache_.Replace(Kind::kPodGroup,
                    {json{{"metadata", {{"name", "pg"}, {"namespace", "ns"}, {"uid", "pg-uid"}}},
                          {"spec", {{"queue", "q"}, {"minMember", 2}}}}});
-    for (Kind k : {Kind::kBindRequest, Kind::kPriorityClass, Kind::kTopology})
+    for (Kind k :
+         {Kind::kBindRequest, Kind::kPriorityClass, Kind::kTopology, Kind::kNodeResourceTopology})
       cache_.Replace(k, {});
   }
   std::unique_ptr<Session> Run() {
@@ -92,6 +94,31 @@ TEST_F(DecisionsTest, FractionalPodsAskForAFractionWithTheirGpuGroup) {
   EXPECT_EQ(br["spec"]["receivedGPU"], json({{"count", 1}, {"portion", "0.50"}}));
   ASSERT_TRUE(br["spec"].contains("selectedGPUGroups"));
   EXPECT_EQ(br["spec"]["selectedGPUGroups"].size(), 1u);
+}
+
+// A BindRequest carries the portion with two decimals: the smallest fraction accepted (0.005)
+// is written as a non-zero portion the binder takes, and smaller ones (which would be written as
+// "0.00", refused by the binder every cycle) are left out of the cluster with an error naming
+// the annotation, as the scheduler then reports in an event on the pod.
+TEST_F(DecisionsTest, AFractionThatWouldBeAZeroPortionIsRefused) {
+  cache_.Replace(Kind::kPod, {GpuPod("f0", 0, {{"gpu-fraction", "0.005"}}),
+                              GpuPod("f1", 0, {{"gpu-fraction", "0.005"}}),
+                              GpuPod("tiny", 0, {{"gpu-fraction", "0.004"}}),
+                              GpuPod("nano", 0, {{"gpu-fraction", "1e-9"}})});
+  auto ssn = Run();
+  ASSERT_EQ(ssn->binds().size(), 2u);
+  for (const auto& bind : ssn->binds()) {
+    const json br = MakeBindRequest(*ssn, bind, 3);
+    EXPECT_EQ(br["spec"]["receivedGPU"], json({{"count", 1}, {"portion", "0.01"}}));
+  }
+  ASSERT_EQ(snap_.errors.size(), 2u);
+  for (const cache::ObjectError& e : snap_.errors) {
+    EXPECT_TRUE(e.name == "tiny" || e.name == "nano") << e.ToString();
+    EXPECT_EQ(e.message.rfind("metadata.annotations.gpu-fraction: must be at least 0.005,", 0), 0u)
+        << e.ToString();
+  }
+  EXPECT_EQ(ssn->cluster().FindPod("tiny"), kNone);
+  EXPECT_EQ(ssn->cluster().FindPod("nano"), kNone);
 }
 
 TEST_F(DecisionsTest, PendingGangGetsKaisConditionOnceUntilTheMessageChanges) {
@@ -221,7 +248,8 @@ TEST_F(DecisionsTest, JobTimesGoIntoKaisPodGroupAnnotationsAndSurviveARestart) {
   restarted.Replace(Kind::kQueue, {*cache_.Get(Kind::kQueue, "", "q")});
   restarted.Replace(Kind::kPodGroup, {pg});
   restarted.Replace(Kind::kPod, {GpuPod("w0", 2), GpuPod("w1", 2)});
-  for (Kind k : {Kind::kBindRequest, Kind::kPriorityClass, Kind::kTopology})
+  for (Kind k :
+       {Kind::kBindRequest, Kind::kPriorityClass, Kind::kTopology, Kind::kNodeResourceTopology})
     restarted.Replace(k, {});
   cache::Snapshot again = restarted.Take();
   auto fresh = scheduler_->OpenSession(*again.cluster, now_ms + 30'000);

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "scheduler/registry.h"
 #include "test_cluster.h"
 
 namespace gantry {

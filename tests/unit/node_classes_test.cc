@@ -5,6 +5,7 @@
 #include <random>
 
 #include "plugins/builtin.h"
+#include "scheduler/registry.h"
 #include "test_cluster.h"
 
 namespace gantry {
@@ -12,12 +13,37 @@ namespace {
 
 using namespace testutil;
 
-// Registers nothing, but does not declare NodeChecksDependOnlyOnShapeAndState: the session then
-// has to evaluate every node.
+// Registers a node order function that scores nothing, without saying what it depends on: the
+// session then has to evaluate every node.
 class OpaquePlugin : public Plugin {
  public:
   std::string_view name() const override { return "opaque"; }
-  void OnSessionOpen(Session&) override {}
+  void OnSessionOpen(Session& ssn) override {
+    ssn.AddNodeOrderFn([](const Session&, PodId, NodeId) { return 0.0; });
+  }
+};
+
+// A node-order plugin as one copied from the node-score template would be: it scores nodes
+// labelled zone=b, registered with the default options or (wrongly) promising that its score
+// depends only on the node's shape and state.
+class ZoneScorePlugin : public Plugin {
+ public:
+  explicit ZoneScorePlugin(NodeDependence depends_on) : depends_on_(depends_on) {}
+  std::string_view name() const override { return "zonescore"; }
+  void OnSessionOpen(Session& ssn) override {
+    auto score = [](const Session& s, PodId, NodeId n) {
+      const std::string* zone = s.cluster().nodes[n].labels.Get("zone");
+      return zone != nullptr && *zone == "b" ? 1000.0 : 0.0;
+    };
+    if (depends_on_ == NodeDependence::kAnything) {
+      ssn.AddNodeOrderFn(score);  // (the default options)
+    } else {
+      ssn.AddNodeOrderFn(score, {.depends_on = depends_on_});
+    }
+  }
+
+ private:
+  NodeDependence depends_on_;
 };
 
 const PluginRegistry& RegistryWithOpaque() {
@@ -26,6 +52,12 @@ const PluginRegistry& RegistryWithOpaque() {
     RegisterBuiltinPlugins(r);
     r.Register("opaque", [](const auto&) -> Result<PluginPtr> {
       return PluginPtr(std::make_unique<OpaquePlugin>());
+    });
+    r.Register("zonescore", [](const auto&) -> Result<PluginPtr> {
+      return PluginPtr(std::make_unique<ZoneScorePlugin>(NodeDependence::kAnything));
+    });
+    r.Register("zonescore-shape-only", [](const auto&) -> Result<PluginPtr> {
+      return PluginPtr(std::make_unique<ZoneScorePlugin>(NodeDependence::kShapeAndStateOnly));
     });
     return r;
   }();
@@ -149,6 +181,64 @@ TEST_P(NodeClassesTest, SameDecisionsAsRankingEveryNode) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, NodeClassesTest, ::testing::Values(1, 2, 3, 4, 5));
+
+// Identical empty nodes, zone=a on the first names and zone=b on the last: a label score must
+// send every pod to a zone=b node, although all nodes are in one class (same shape and state).
+struct ZoneRun {
+  SessionStats stats;
+  int placed = 0;
+  int placed_in_b = 0;
+};
+ZoneRun RunWithZoneScore(const std::string& plugin) {
+  Cluster c;
+  for (int i = 0; i < 20; ++i) {
+    const NodeId n = AddNode(c, "node-" + std::to_string(100 + i), 8, 64000, 256e9);
+    c.nodes[n].labels.Set("zone", i < 15 ? "a" : "b");
+  }
+  AddQueue(c, "team");
+  for (int i = 0; i < 4; ++i) {
+    JobSpec spec;
+    spec.queue = "team";
+    spec.pod = PodSpec{1, 1000, 1e9};
+    spec.creation_ms = i;
+    AddJob(c, "job-" + std::to_string(i), spec);
+  }
+  c.Finalize();
+  SchedulerConfig cfg = SchedulerConfig::Default();
+  cfg.plugins.push_back({plugin, {}, {}});
+  auto created = Scheduler::Create(cfg, RegistryWithOpaque(), BuiltinActions());
+  EXPECT_TRUE(created.ok());
+  auto scheduler = std::move(created).value();
+  auto ssn = scheduler->OpenSession(c, kNowMs);
+  scheduler->RunActions(*ssn);
+  ZoneRun run;
+  run.stats = ssn->stats();
+  for (PodId p = 0; p < static_cast<PodId>(c.pods.size()); ++p) {
+    const NodeId n = ssn->pod(p).node;
+    if (ssn->pod(p).status == PodStatus::kPending || n == kNone) continue;
+    ++run.placed;
+    const std::string* zone = c.nodes[n].labels.Get("zone");
+    run.placed_in_b += zone != nullptr && *zone == "b";
+  }
+  return run;
+}
+
+TEST(NodeClassesTest, LabelScoringNodeOrderPluginRanksRightWithDefaultOptions) {
+  const ZoneRun run = RunWithZoneScore("zonescore");
+  EXPECT_EQ(run.placed, 4);
+  EXPECT_EQ(run.placed_in_b, 4);
+  EXPECT_EQ(run.stats.rankings_by_class, 0);
+  EXPECT_GT(run.stats.rankings_per_node, 0);
+}
+
+// What the default protects from: the same score declared shape-and-state-only is evaluated on
+// one node per class (the smallest name, in zone a) and places every pod there.
+TEST(NodeClassesTest, LabelScoreDeclaredShapeOnlyIsRankedByClass) {
+  const ZoneRun run = RunWithZoneScore("zonescore-shape-only");
+  EXPECT_EQ(run.placed, 4);
+  EXPECT_GT(run.stats.rankings_by_class, 0);
+  EXPECT_LT(run.placed_in_b, 4);
+}
 
 }  // namespace
 }  // namespace gantry

@@ -1,7 +1,7 @@
 // The victim search's scenario sequence (actions/solver.cc, actions/scenario_filters.cc) against
 // KAI's PodAccumulatedScenarioBuilder: the accumulated scenario filters and the clean session
 // state every victims-queue pop sees.
-#include "actions/scenario_filters.h"
+#include "actions/victim_search/scenario_filters.h"
 
 #include <gtest/gtest.h>
 

@@ -5,7 +5,7 @@
 // every committed eviction (with its message) and pipelining are compared.
 #include <random>
 
-#include "actions/solver.h"
+#include "actions/victim_search/solver.h"
 #include "test_cluster.h"
 
 namespace gantry {

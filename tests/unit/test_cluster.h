@@ -19,11 +19,12 @@
 
 #include "framework/config.h"
 #include "framework/fit_errors.h"
-#include "framework/scheduler.h"
 #include "framework/session.h"
 #include "model/cluster.h"
 #include "model/resources.h"
 #include "model/status.h"
+#include "scheduler/registry.h"
+#include "scheduler/scheduler.h"
 
 namespace gantry {
 
@@ -125,7 +126,7 @@ inline JobId AddEmptyJob(Cluster& c, const std::string& name, const JobSpec& spe
   job.priority = spec.priority;
   job.preemptible = spec.preemptible;
   job.creation_ms = spec.creation_ms;
-  job.groups.push_back(SubGroup{"", kNone, {}, {}, std::nullopt});
+  job.groups.push_back(SubGroup{"", kNone, {}, {}, std::nullopt, std::nullopt});
   c.jobs.push_back(std::move(job));
   return static_cast<JobId>(c.jobs.size() - 1);
 }

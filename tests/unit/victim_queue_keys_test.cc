@@ -19,7 +19,7 @@
 
 #include "framework/jobs_by_queue.h"
 #include "framework/statement.h"
-#include "plugins/proportion.h"
+#include "plugins/proportion/proportion.h"
 #include "test_cluster.h"
 
 namespace gantry {
@@ -918,8 +918,8 @@ std::vector<ScenarioInfo> RandomReclaimScenarios(const RandomTree& t, uint32_t s
     victims.resize(std::min<size_t>(victims.size(), 1 + rng() % 6));
     for (JobId v : victims) {
       const auto& pods = t.c.jobs[v].pods;
-      info.victims.emplace_back(v, std::vector<PodId>(pods.begin(),
-                                                      pods.begin() + 1 + rng() % pods.size()));
+      info.victims.emplace_back(
+          v, std::vector<PodId>(pods.begin(), pods.begin() + 1 + rng() % pods.size()));
     }
     out.push_back(std::move(info));
   }

@@ -6,12 +6,14 @@
 #include <chrono>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "cache/convert.h"
-#include "cache/quantity.h"
-#include "framework/scheduler.h"
 #include "framework/session.h"
+#include "scheduler/registry.h"
+#include "scheduler/scheduler.h"
+#include "util/duration.h"
 
 namespace gantry::cache {
 namespace {
@@ -82,8 +84,8 @@ class WatchCacheTest : public ::testing::Test {
   WatchCacheTest() : cache_("kai-scheduler") {
     cache_.Replace(Kind::kNode, {NodeObj("n1", 4), NodeObj("n2", 4)});
     cache_.Replace(Kind::kQueue, {QueueObj("root"), QueueObj("team-a", "root")});
-    for (Kind k :
-         {Kind::kPod, Kind::kPodGroup, Kind::kBindRequest, Kind::kPriorityClass, Kind::kTopology}) {
+    for (Kind k : {Kind::kPod, Kind::kPodGroup, Kind::kBindRequest, Kind::kPriorityClass,
+                   Kind::kTopology, Kind::kNodeResourceTopology}) {
       cache_.Replace(k, {});
     }
   }
@@ -95,20 +97,6 @@ class WatchCacheTest : public ::testing::Test {
   }
   WatchCache cache_;
 };
-
-TEST(QuantityTest, ParsesKubernetesForms) {
-  EXPECT_DOUBLE_EQ(*ParseQuantity("500m"), 0.5);
-  EXPECT_DOUBLE_EQ(*ParseQuantity("4"), 4);
-  EXPECT_DOUBLE_EQ(*ParseQuantity("1Gi"), 1073741824.0);
-  EXPECT_DOUBLE_EQ(*ParseQuantity("2k"), 2000);
-  EXPECT_DOUBLE_EQ(*ParseQuantity("1.5"), 1.5);
-  EXPECT_DOUBLE_EQ(*ParseQuantity("1e3"), 1000);
-  EXPECT_DOUBLE_EQ(*ParseQuantity("10M"), 1e7);
-  EXPECT_FALSE(ParseQuantity("").has_value());
-  EXPECT_FALSE(ParseQuantity("abc").has_value());
-  EXPECT_FALSE(ParseQuantity("1Qi").has_value());
-  EXPECT_FALSE(ParseQuantity(".").has_value());
-}
 
 TEST(ConvertTest, NodeAllocatableLabelsTaintsAndMig) {
   json n = NodeObj("n1", 8, "96", "1Ti");
@@ -134,6 +122,22 @@ TEST(ConvertTest, NodeAllocatableLabelsTaintsAndMig) {
   ASSERT_EQ(r.value().extended.size(), 1u);
   EXPECT_EQ(r.value().extended[0].first, "nvidia.com/mig-1g.10gb");
   EXPECT_EQ(r.value().extended[0].second, 7);
+}
+
+TEST(ConvertTest, AmdGpusCountAsGpusAsKaiDoes) {
+  json n = NodeObj("amd", 0, "32", "256Gi");
+  n["status"]["allocatable"]["amd.com/gpu"] = "4";
+  auto node = ConvertNode(n);
+  ASSERT_TRUE(node.ok()) << node.error();
+  EXPECT_EQ(node.value().node.allocatable.gpus, 4);
+  EXPECT_EQ(node.value().node.gpu_count, 4);
+
+  json pod = PodObj("ns", "p", 0);
+  pod["spec"]["containers"][0]["resources"]["requests"]["amd.com/gpu"] = "2";
+  auto r = ConvertPod(pod);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r.value().pod.request.gpus, 2);
+  EXPECT_EQ(r.value().pod.gpu_kind, GpuRequestKind::kWhole);
 }
 
 TEST(ConvertTest, PodRequestsCountInitContainersAndSidecarsAsKubernetesDoes) {
@@ -261,6 +265,29 @@ TEST(ConvertTest, PodGroupSubGroupsAreValidated) {
   EXPECT_NE(r.error().find("unknown sub-group \"missing\""), std::string::npos) << r.error();
 }
 
+TEST(ConvertTest, PodGroupV017FieldsAreReadAndBadOnesNamed) {
+  json pg = PodGroupObj("ns", "pg", "team-a", 2);
+  pg["spec"]["minSubGroup"] = 1;
+  pg["spec"]["preemptionDelay"] = "10m";
+  pg["spec"]["stalenessGracePeriod"] = "-1s";
+  pg["spec"]["subGroups"] = json::array(
+      {{{"name", "g"}, {"minSubGroup", 0}}, {{"name", "a"}, {"minMember", 0}, {"parent", "g"}}});
+  auto r = ConvertPodGroup(pg);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r.value().min_sub_group, 1);
+  EXPECT_DOUBLE_EQ(r.value().preemption_delay_seconds, 600);
+  EXPECT_EQ(r.value().staleness_grace_period_seconds, -1);
+  EXPECT_EQ(r.value().sub_groups[0].min_sub_group, 0);
+  EXPECT_EQ(r.value().sub_groups[1].min_member, 0);
+  pg["spec"]["preemptionDelay"] = "soon";
+  r = ConvertPodGroup(pg);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("spec.preemptionDelay"), std::string::npos) << r.error();
+  EXPECT_EQ(ParseGoDurationSeconds("1h30m").value(), 5400);
+  EXPECT_EQ(ParseGoDurationSeconds("0").value(), 0);
+  EXPECT_FALSE(ParseGoDurationSeconds("5 minutes").ok());
+}
+
 TEST_F(WatchCacheTest, GangOfPodsBecomesAJobInItsQueue) {
   cache_.Apply(Kind::kPodGroup, EventType::kAdded, PodGroupObj("ns", "train", "team-a", 2));
   cache_.Apply(Kind::kPod, EventType::kAdded, PodObj("ns", "w0", 2, "train"));
@@ -278,6 +305,99 @@ TEST_F(WatchCacheTest, GangOfPodsBecomesAJobInItsQueue) {
   EXPECT_EQ(job.pod_sets[0].min_available, 2);
   EXPECT_EQ(job.pods.size(), 2u);
   EXPECT_TRUE(job.preemptible);
+  // No priority class and no global default: KAI's default priority, 50 (preemptible, < 100).
+  EXPECT_EQ(job.priority, 50);
+}
+
+TEST_F(WatchCacheTest, APendingPodNamingAMissingPodGroupIsAnErrorNamingIt) {
+  cache_.Apply(Kind::kPod, EventType::kAdded, PodObj("ns", "lost", 1, "ghost"));
+  Snapshot s = cache_.Take();
+  ASSERT_EQ(s.errors.size(), 1u);
+  EXPECT_EQ(s.errors[0].name, "lost");
+  EXPECT_NE(s.errors[0].message.find("PodGroup \"ghost\" not found"), std::string::npos)
+      << s.errors[0].message;
+  EXPECT_TRUE(s.cluster->pods.empty());
+  // Once the PodGroup exists the pod is its job's.
+  cache_.Apply(Kind::kPodGroup, EventType::kAdded, PodGroupObj("ns", "ghost", "team-a", 1));
+  Snapshot t = cache_.Take();
+  EXPECT_TRUE(t.errors.empty());
+  ASSERT_EQ(t.cluster->jobs.size(), 1u);
+  EXPECT_EQ(t.cluster->jobs[0].pods.size(), 1u);
+}
+
+// spec.schedulingBackoff (KAI v0.17): with any value but -1, a PodGroup whose last scheduling
+// condition (highest transitionID) is for its own node pool is left out; its running pods still
+// occupy their node. Unset or -1: scheduled every cycle.
+TEST_F(WatchCacheTest, SchedulingBackoffLeavesOutAPodGroupTriedForItsNodePool) {
+  json pg = PodGroupObj("ns", "once", "team-a", 2);
+  pg["spec"]["schedulingBackoff"] = 1;
+  cache_.Apply(Kind::kPodGroup, EventType::kAdded, pg);
+  json running = PodObj("ns", "w0", 1, "once");
+  running["spec"]["nodeName"] = "n1";
+  running["status"]["phase"] = "Running";
+  cache_.Apply(Kind::kPod, EventType::kAdded, running);
+  cache_.Apply(Kind::kPod, EventType::kAdded, PodObj("ns", "w1", 1, "once"));
+  Snapshot s = cache_.Take();
+  EXPECT_TRUE(s.errors.empty());
+  ASSERT_EQ(s.cluster->jobs.size(), 1u) << "no scheduling condition yet: scheduled";
+
+  auto condition = [](const std::string& pool, const std::string& id) {
+    return json{{"type", "UnschedulableOnNodePool"}, {"nodePool", pool}, {"transitionID", id}};
+  };
+  // Tried once for the default pool: left out; the running pod still holds its GPU on n1, the
+  // pending one waits without an error.
+  pg["status"]["schedulingConditions"] = json::array({condition("default", "1")});
+  cache_.Apply(Kind::kPodGroup, EventType::kModified, pg);
+  Snapshot t = cache_.Take();
+  EXPECT_TRUE(t.errors.empty());
+  EXPECT_TRUE(t.cluster->jobs.empty());
+  const Pod* w0 = FindPod(*t.cluster, "w0");
+  ASSERT_NE(w0, nullptr);
+  EXPECT_EQ(w0->job, kNone);
+  EXPECT_EQ(t.cluster->nodes[w0->node].name, "n1");
+  EXPECT_EQ(FindPod(*t.cluster, "w1"), nullptr);
+
+  // The last condition (highest transitionID, not the last listed) is for another pool.
+  pg["status"]["schedulingConditions"] =
+      json::array({condition("pool-b", "3"), condition("default", "2")});
+  cache_.Apply(Kind::kPodGroup, EventType::kModified, pg);
+  EXPECT_EQ(cache_.Take().cluster->jobs.size(), 1u);
+  // ... which is the PodGroup's own pool once it is labelled so.
+  pg["metadata"]["labels"]["kai.scheduler/node-pool"] = "pool-b";
+  cache_.Apply(Kind::kPodGroup, EventType::kModified, pg);
+  EXPECT_TRUE(cache_.Take().cluster->jobs.empty());
+
+  // -1 (KAI's default): scheduled whatever its conditions say.
+  pg["spec"]["schedulingBackoff"] = -1;
+  cache_.Apply(Kind::kPodGroup, EventType::kModified, pg);
+  EXPECT_EQ(cache_.Take().cluster->jobs.size(), 1u);
+
+  pg["spec"]["schedulingBackoff"] = 1.5;
+  auto bad = ConvertPodGroup(pg);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("spec.schedulingBackoff"), std::string::npos) << bad.error();
+}
+
+// The node-pool label's key is the scheduler's (--nodepool-label-key).
+TEST(WatchCacheBackoffTest, NodePoolLabelKeyIsTheSchedulers) {
+  auto pg = ConvertPodGroup(json{
+      {"metadata", {{"name", "g"}, {"namespace", "ns"}, {"labels", {{"pools/name", "a"}}}}},
+      {"spec", {{"queue", "q"}, {"schedulingBackoff", 1}}},
+      {"status",
+       {{"schedulingConditions", json::array({{{"nodePool", "a"}, {"transitionID", "1"}}})}}}});
+  ASSERT_TRUE(pg.ok()) << pg.error();
+  EXPECT_TRUE(pg.value().BackedOff("pools/name"));
+  EXPECT_FALSE(pg.value().BackedOff("kai.scheduler/node-pool"));  // its pool: "default"
+}
+
+TEST_F(WatchCacheTest, AGlobalDefaultPriorityClassReplacesKaisDefaultPriority) {
+  cache_.Apply(Kind::kPriorityClass, EventType::kAdded,
+               json{{"metadata", {{"name", "everyone"}}}, {"value", 7}, {"globalDefault", true}});
+  cache_.Apply(Kind::kPodGroup, EventType::kAdded, PodGroupObj("ns", "train", "team-a", 1));
+  cache_.Apply(Kind::kPod, EventType::kAdded, PodObj("ns", "w0", 1, "train"));
+  Snapshot s = cache_.Take();
+  ASSERT_EQ(s.cluster->jobs.size(), 1u);
+  EXPECT_EQ(s.cluster->jobs[0].priority, 7);
 }
 
 TEST_F(WatchCacheTest, ModifyAndDeleteUpdateTheModelAndSnapshotsAreSharedUntilAChange) {
@@ -333,6 +453,56 @@ TEST_F(WatchCacheTest, AVersionHeldAlreadyIsNotConvertedAgain) {
   EXPECT_EQ(cache_.Take().cluster.get(), b.cluster.get()) << "nothing changed";
 }
 
+// The per-kind table covers every kind: each row is its own kind's, names the API kind its
+// resource serves, and files objects in a store of its own (an object of one kind is found under
+// that kind only, never in another kind's store), and a deletion reaches it.
+TEST(WatchCacheKindTableTest, EveryKindHasARowWithItsOwnStore) {
+  std::set<std::string> names;
+  for (int k = 0; k < kNumKinds; ++k) {
+    const Kind kind = static_cast<Kind>(k);
+    const KindInfo& info = InfoOf(kind);
+    EXPECT_EQ(info.kind, kind) << k;
+    ASSERT_NE(info.name, nullptr) << k;
+    ASSERT_NE(info.resource, nullptr) << info.name;
+    EXPECT_EQ(info.resource->kind, info.name);
+    EXPECT_EQ(&ResourceOf(kind), info.resource);
+    EXPECT_TRUE(names.insert(info.name).second) << "two rows for " << info.name;
+    // Only resource.k8s.io kinds switch DRA off, and those are optional APIs.
+    EXPECT_EQ(info.dra, info.resource->group == "resource.k8s.io") << info.name;
+    if (info.dra) {
+      EXPECT_TRUE(info.optional_api) << info.name;
+    }
+  }
+  EXPECT_EQ(names.size(), static_cast<size_t>(kNumKinds));
+
+  WatchCache cache("kai-scheduler");
+  auto object_of = [](Kind kind) {
+    const kube::ResourceType& r = ResourceOf(kind);
+    json o{{"apiVersion", r.ApiVersion()},
+           {"kind", r.kind},
+           {"metadata", {{"name", "obj-" + r.resource}, {"resourceVersion", "1"}}}};
+    if (r.namespaced) o["metadata"]["namespace"] = "ns";
+    return o;
+  };
+  for (int k = 0; k < kNumKinds; ++k) {
+    cache.Apply(static_cast<Kind>(k), EventType::kAdded, object_of(static_cast<Kind>(k)));
+  }
+  for (int k = 0; k < kNumKinds; ++k) {
+    for (int other = 0; other < kNumKinds; ++other) {
+      const kube::ResourceType& r = ResourceOf(static_cast<Kind>(other));
+      const bool found = cache.Get(static_cast<Kind>(k), "ns", "obj-" + r.resource).has_value();
+      EXPECT_EQ(found, k == other)
+          << InfoOf(static_cast<Kind>(k)).name << " store, object of " << r.kind;
+    }
+  }
+  for (int k = 0; k < kNumKinds; ++k) {
+    const Kind kind = static_cast<Kind>(k);
+    cache.Apply(kind, EventType::kDeleted, object_of(kind));
+    EXPECT_FALSE(cache.Get(kind, "ns", "obj-" + ResourceOf(kind).resource).has_value())
+        << InfoOf(kind).name;
+  }
+}
+
 TEST_F(WatchCacheTest, KeepsObjectsWithoutManagedFields) {
   json node = NodeObj("n9", 1);
   node["metadata"]["managedFields"] = json::array({{{"manager", "kubelet"}}});
@@ -355,8 +525,11 @@ TEST(WatchCacheSyncTest, AClusterWithoutTopologiesDoesNotHoldSchedulingBack) {
         Kind::kPriorityClass, Kind::kDeviceClass, Kind::kResourceSlice, Kind::kResourceClaim}) {
     cache.Replace(k, {});
   }
+  cache.handler(Kind::kNodeResourceTopology)
+      .OnError(kube::ApiError{404, "NotFound", "not served"}, std::chrono::seconds(1));
   EXPECT_FALSE(cache.synced());
-  // A required kind that is not served keeps the cache unsynced; Topology does not.
+  // A required kind that is not served keeps the cache unsynced; Topology and
+  // NodeResourceTopology do not.
   cache.handler(Kind::kQueue)
       .OnError(kube::ApiError{404, "NotFound", "not served"}, std::chrono::seconds(1));
   EXPECT_FALSE(cache.synced());
@@ -365,7 +538,8 @@ TEST(WatchCacheSyncTest, AClusterWithoutTopologiesDoesNotHoldSchedulingBack) {
   cache.handler(Kind::kTopology)
       .OnError(kube::ApiError{404, "", "page not found"}, std::chrono::seconds(1));
   EXPECT_TRUE(cache.synced());
-  EXPECT_EQ(seen, (std::vector<std::string>{"queues 404", "topologies 500", "topologies 404"}));
+  EXPECT_EQ(seen, (std::vector<std::string>{"noderesourcetopologies 404", "queues 404",
+                                            "topologies 500", "topologies 404"}));
 }
 
 TEST_F(WatchCacheTest, RelistReplacesEverythingOfTheKind) {
@@ -473,6 +647,7 @@ TEST_F(WatchCacheTest, BadObjectsAreSkippedWithAnErrorNamingObjectAndField) {
   Snapshot s = cache_.Take();
 
   std::vector<std::string> errors;
+  errors.reserve(s.errors.size());
   for (const auto& e : s.errors) errors.push_back(e.ToString());
   ASSERT_EQ(errors.size(), 6u) << ::testing::PrintToString(errors);
   EXPECT_NE(errors[0].find("Pod ns/bad: metadata.annotations.gpu-memory"), std::string::npos);
@@ -593,8 +768,12 @@ TEST(WatchCacheIncrementalTest, PatchedSnapshotsEqualAFullAssemblyOnRandomEvents
     std::map<Kind, std::map<std::string, json>> objects;
     auto key_of = [](const json& o) {
       const std::string ns = o["metadata"].value("namespace", "");
-      const std::string name = o["metadata"]["name"];
-      return ns.empty() ? name : ns + "/" + name;
+      std::string name = o["metadata"]["name"];
+      if (ns.empty()) return name;
+      std::string key = ns;
+      key += "/";
+      key += name;
+      return key;
     };
     auto put = [&](Kind kind, const json& o) {
       const bool known = objects[kind].count(key_of(o)) > 0;
@@ -608,14 +787,15 @@ TEST(WatchCacheIncrementalTest, PatchedSnapshotsEqualAFullAssemblyOnRandomEvents
       objects[kind].erase(it);
     };
     std::vector<json> nodes;
+    nodes.reserve(4);
     for (int n = 0; n < 4; ++n) nodes.push_back(NodeObj("n" + std::to_string(n), 8));
     cache.Replace(Kind::kNode, nodes);
     for (const json& n : nodes) objects[Kind::kNode][key_of(n)] = n;
     std::vector<json> queues = {QueueObj("root"), QueueObj("team-a", "root")};
     cache.Replace(Kind::kQueue, queues);
     for (const json& q : queues) objects[Kind::kQueue][key_of(q)] = q;
-    for (Kind k :
-         {Kind::kPod, Kind::kPodGroup, Kind::kBindRequest, Kind::kPriorityClass, Kind::kTopology}) {
+    for (Kind k : {Kind::kPod, Kind::kPodGroup, Kind::kBindRequest, Kind::kPriorityClass,
+                   Kind::kTopology, Kind::kNodeResourceTopology}) {
       cache.Replace(k, {});
     }
     for (int g = 0; g < 5; ++g) {
@@ -875,7 +1055,7 @@ TEST(WatchCacheScaleTest, AssemblyOfALargeCluster) {
   for (int round = 0; round < 5; ++round) {
     t3 = std::chrono::steady_clock::now();
     for (int i = 1; i <= 10; ++i) {
-      const size_t bound_pod = static_cast<size_t>(round * 20 + i);
+      const size_t bound_pod = static_cast<size_t>(round) * 20 + static_cast<size_t>(i);
       json b = pods[bound_pod];
       b["spec"]["nodeName"] = "node-" + std::to_string(i);
       cache.Apply(Kind::kPod, EventType::kModified, b);

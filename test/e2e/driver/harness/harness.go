@@ -35,8 +35,12 @@ import (
 // Users the control plane knows besides admin: one per Gantry component, bound by Setup to the
 // component's roles from deploy/rbac.
 const (
-	SchedulerUser = "gantry-scheduler"
-	BinderUser    = "gantry-binder"
+	SchedulerUser  = "gantry-scheduler"
+	BinderUser     = "gantry-binder"
+	PodGrouperUser = "gantry-podgrouper"
+	// The status controllers (gantry podgroup-controller, gantry queue-controller).
+	PodGroupControllerUser = "gantry-podgroup-controller"
+	QueueControllerUser    = "gantry-queue-controller"
 	// Namespace the deploy/ manifests install into.
 	Namespace = "gantry-system"
 	// FakeNodeLabel marks nodes whose pods the fake kubelet runs.

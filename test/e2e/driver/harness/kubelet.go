@@ -42,7 +42,11 @@ func (k *FakeKubelet) Run(ctx context.Context) error {
 	factory := informers.NewSharedInformerFactory(k.Client, 30*time.Second)
 	pods := factory.Core().V1().Pods()
 	nodes := factory.Core().V1().Nodes()
-	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	// Retries back off from 5 ms to at most 1 s: client-go's default limiter grows to 1,000 s, so a
+	// pod whose status writes failed through a kube-apiserver restart (refused, then 403 until
+	// its caches load) could wait past a test's deadline before it is marked Running.
+	queue := workqueue.NewTypedRateLimitingQueue(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, time.Second))
 	defer queue.ShutDown()
 	enqueue := func(obj interface{}) {
 		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {

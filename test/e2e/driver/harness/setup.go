@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,6 +42,34 @@ func (e *Env) ApplyCRDs(ctx context.Context, admin *Clients) ([]string, error) {
 	}
 	admin.Mapper.Reset()
 	return names, nil
+}
+
+// TestCRDFiles lists test/e2e/driver/testdata/crds/*.yaml: CRDs of other projects that a cluster
+// running Gantry may serve (NodeResourceTopology), installed so their support can be tested.
+func TestCRDFiles(root string) ([]string, error) {
+	return filepath.Glob(filepath.Join(root, "test", "e2e", "driver", "testdata", "crds", "*.yaml"))
+}
+
+// ApplyTestCRDs applies TestCRDFiles and waits until each is Established (idempotent).
+func (e *Env) ApplyTestCRDs(ctx context.Context, admin *Clients) error {
+	files, err := TestCRDFiles(e.RepoRoot)
+	if err != nil {
+		return err
+	}
+	objs, err := e.ReadManifests(files...)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if _, err := admin.Apply(ctx, o); err != nil {
+			return fmt.Errorf("apply CRD %s: %w", o.GetName(), err)
+		}
+		if err := WaitCRDEstablished(ctx, admin, o.GetName(), 30*time.Second); err != nil {
+			return err
+		}
+	}
+	admin.Mapper.Reset()
+	return nil
 }
 
 // CRD reads a CustomResourceDefinition.
@@ -93,11 +122,14 @@ func (e *Env) ApplyDeploy(ctx context.Context, admin *Clients) error {
 	return nil
 }
 
-// BindUsers gives the static-token users gantry-scheduler and gantry-binder exactly the roles
+// BindUsers gives the static-token users of the components (gantry-scheduler, gantry-binder,
+// gantry-podgrouper, gantry-podgroup-controller, gantry-queue-controller) exactly the roles
 // deploy/rbac grants the ServiceAccounts of the same names: every binding whose subject is one of
 // those ServiceAccounts gets a copy (prefixed e2e-user-) whose subject is the user.
 func (e *Env) BindUsers(ctx context.Context, admin *Clients) (int, error) {
-	objs, err := e.ReadManifests("deploy/rbac/scheduler.yaml", "deploy/rbac/binder.yaml")
+	objs, err := e.ReadManifests("deploy/rbac/scheduler.yaml", "deploy/rbac/binder.yaml",
+		"deploy/rbac/podgrouper.yaml", "deploy/rbac/podgroup-controller.yaml",
+		"deploy/rbac/queue-controller.yaml")
 	if err != nil {
 		return 0, err
 	}
@@ -115,7 +147,8 @@ func (e *Env) BindUsers(ctx context.Context, admin *Clients) (int, error) {
 		for _, item := range raw {
 			m, _ := item.(map[string]interface{})
 			name, _ := m["name"].(string)
-			if m["kind"] == rbacv1.ServiceAccountKind && (name == SchedulerUser || name == BinderUser) {
+			if m["kind"] == rbacv1.ServiceAccountKind && (name == SchedulerUser || name == BinderUser || name == PodGrouperUser ||
+				name == PodGroupControllerUser || name == QueueControllerUser) {
 				users = append(users, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: name})
 			}
 		}
@@ -249,10 +282,32 @@ func (e *Env) Setup(ctx context.Context, nodes int) error {
 	if _, err := e.ApplyCRDs(ctx, admin); err != nil {
 		return err
 	}
+	if err := e.ApplyTestCRDs(ctx, admin); err != nil {
+		return err
+	}
 	if err := e.ApplyDeploy(ctx, admin); err != nil {
 		return err
 	}
 	if _, err := e.BindUsers(ctx, admin); err != nil {
+		return err
+	}
+	for i := 0; i < nodes; i++ {
+		if _, err := CreateGPUNode(ctx, admin, GPUNode{Name: fmt.Sprintf("gpu-node-%d", i), GPUs: 8}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetupWithoutGantry prepares a started control plane where Gantry is not installed: the CRDs
+// (KAI's chart installs the same) and `nodes` fake GPU nodes; no deploy/, no user bindings (the
+// swap test installs Gantry's chart and binds the users itself).
+func (e *Env) SetupWithoutGantry(ctx context.Context, nodes int) error {
+	admin, err := e.Clients("admin")
+	if err != nil {
+		return err
+	}
+	if _, err := e.ApplyCRDs(ctx, admin); err != nil {
 		return err
 	}
 	for i := 0; i < nodes; i++ {

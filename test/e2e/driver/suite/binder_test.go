@@ -47,13 +47,14 @@ func startBinder(t *testing.T, bin, logName string) *binderProcess {
 
 // startBinderWorkers starts the binder with `workers` reconcile workers ("": the product's
 // default, as deployed).
-func startBinderWorkers(t *testing.T, bin, logName, workers string) *binderProcess {
+func startBinderWorkers(t *testing.T, bin, logName, workers string, extra ...string) *binderProcess {
 	t.Helper()
 	args := []string{"binder", "--kubeconfig", env.Kubeconfig(harness.BinderUser),
 		"--metrics-address", "127.0.0.1:0", "--resource-reservation-pod-image", reservationImage}
 	if workers != "" {
 		args = append(args, "--workers", workers)
 	}
+	args = append(args, extra...)
 	cmd := exec.Command(bin, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

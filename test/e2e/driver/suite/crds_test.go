@@ -241,7 +241,9 @@ func TestCRDsRejectMalformed(t *testing.T) {
 		{"podgroup unknown preemptibility", podGroupGVR, pg(`{minMember: 1, preemptibility: sometimes}`), "spec.preemptibility"},
 		{"podgroup subgroup without name", podGroupGVR, pg(`{minMember: 1, subGroups: [{minMember: 1}]}`), "spec.subGroups[0].name"},
 		{"podgroup subgroup empty name", podGroupGVR, pg(`{minMember: 1, subGroups: [{name: ""}]}`), "spec.subGroups[0].name"},
-		{"podgroup subgroup minMember 0", podGroupGVR, pg(`{subGroups: [{name: a, minMember: 0}]}`), "spec.subGroups[0].minMember"},
+		// KAI v0.17 allows 0 (an elastic sub-group: PyTorchJob segments past the minimum).
+		{"podgroup subgroup minMember -1", podGroupGVR, pg(`{subGroups: [{name: a, minMember: -1}]}`), "spec.subGroups[0].minMember"},
+		{"podgroup minSubGroup 0", podGroupGVR, pg(`{minSubGroup: 0, subGroups: [{name: a, minMember: 1}]}`), "spec.minSubGroup"},
 		{"bindrequest gpu count not an integer", bindRequestGVR, br(`{podName: p, receivedGPU: {count: two}}`), "spec.receivedGPU.count"},
 		{"bindrequest backoffLimit not an integer", bindRequestGVR, br(`{podName: p, backoffLimit: 1.5}`), "spec.backoffLimit"},
 		{"bindrequest device result without driver", bindRequestGVR,

@@ -119,14 +119,17 @@ func TestHelmChartValues(t *testing.T) {
 	ctx := ctxFor(t)
 	ns := newNamespace(t, ctx, "helm")
 	objs := render(t, ns, map[string]interface{}{
-		"image":            map[string]interface{}{"repository": "registry.example.com/gantry", "tag": "1.2.3"},
-		"schedulerName":    "gantry",
-		"scheduler":        map[string]interface{}{"replicas": 2, "period": "500ms"},
-		"binder":           map[string]interface{}{"replicas": 3},
-		"nodeSelector":     map[string]interface{}{"node-role.kubernetes.io/control-plane": ""},
-		"tolerations":      []interface{}{map[string]interface{}{"key": "dedicated", "operator": "Exists"}},
-		"defaultQueues":    map[string]interface{}{"create": false},
-		"imagePullSecrets": []interface{}{map[string]interface{}{"name": "regcred"}},
+		"image":              map[string]interface{}{"repository": "registry.example.com/gantry", "tag": "1.2.3"},
+		"schedulerName":      "gantry",
+		"scheduler":          map[string]interface{}{"replicas": 2, "period": "500ms"},
+		"binder":             map[string]interface{}{"replicas": 3},
+		"podgrouper":         map[string]interface{}{"replicas": 4},
+		"podgroupController": map[string]interface{}{"replicas": 5},
+		"queueController":    map[string]interface{}{"replicas": 6, "metricsNamespace": "acme"},
+		"nodeSelector":       map[string]interface{}{"node-role.kubernetes.io/control-plane": ""},
+		"tolerations":        []interface{}{map[string]interface{}{"key": "dedicated", "operator": "Exists"}},
+		"defaultQueues":      map[string]interface{}{"create": false},
+		"imagePullSecrets":   []interface{}{map[string]interface{}{"name": "regcred"}},
 	})
 	var kinds []string
 	for _, o := range objs {
@@ -143,7 +146,8 @@ func TestHelmChartValues(t *testing.T) {
 			continue
 		}
 		replicas, _, _ := unstructured.NestedInt64(o.Object, "spec", "replicas")
-		wantReplicas := map[string]int64{"gantry-scheduler": 2, "gantry-binder": 3}[o.GetName()]
+		wantReplicas := map[string]int64{"gantry-scheduler": 2, "gantry-binder": 3, "gantry-podgrouper": 4,
+			"gantry-podgroup-controller": 5, "gantry-queue-controller": 6}[o.GetName()]
 		if replicas != wantReplicas {
 			t.Errorf("%s replicas %d, want %d", o.GetName(), replicas, wantReplicas)
 		}
@@ -151,6 +155,12 @@ func TestHelmChartValues(t *testing.T) {
 		c := containers[0].(map[string]interface{})
 		if c["image"] != "registry.example.com/gantry:1.2.3" {
 			t.Errorf("%s image %v", o.GetName(), c["image"])
+		}
+		if o.GetName() == "gantry-queue-controller" && !strings.Contains(fmt.Sprint(c["args"]), "--metrics-namespace acme") {
+			t.Errorf("queue-controller args %v", c["args"])
+		}
+		if o.GetName() == "gantry-podgrouper" && !strings.Contains(fmt.Sprint(c["args"]), "--scheduler-name gantry") {
+			t.Errorf("podgrouper args %v", c["args"])
 		}
 		if o.GetName() == "gantry-scheduler" {
 			args := fmt.Sprint(c["args"])

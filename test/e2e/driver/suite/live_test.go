@@ -11,8 +11,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -34,13 +37,13 @@ func liveBinder(t *testing.T, logName string) *binderProcess {
 }
 
 // liveBinderWorkers is liveBinder with `workers` reconcile workers ("": the product's default).
-func liveBinderWorkers(t *testing.T, logName, workers string) *binderProcess {
+func liveBinderWorkers(t *testing.T, logName, workers string, extra ...string) *binderProcess {
 	t.Helper()
 	bin := os.Getenv("GANTRY_BIN")
 	if bin == "" {
 		t.Skip("GANTRY_BIN is not set")
 	}
-	p := startBinderWorkers(t, bin, logName, workers)
+	p := startBinderWorkers(t, bin, logName, workers, extra...)
 	t.Cleanup(func() {
 		if code := p.stop(); code != 0 && !p.killed {
 			t.Errorf("binder %d exited with %d after SIGTERM", p.cmd.Process.Pid, code)
@@ -78,54 +81,113 @@ type recorder struct {
 	podGPUs  map[string]int64
 	running  map[string]bool
 	brs      map[types.UID]*brHistory
-	bound    int // pods with a nodeName
+	bound    int              // pods with a nodeName
+	podCPU   map[string]int64 // millicores requested
+	changes  []podChange      // each pod's first binding and its deletion, in watch order
+	// BindRequests a caller found by listing before the watch delivered them (TestFaultSchedules).
+	unwatched int
+}
+
+// podChange is a pod bound to a node (first seen with it) or deleted.
+type podChange struct {
+	pod, node string
+	deleted   bool
 }
 
 func newRecorder(t *testing.T, ctx context.Context, kube kubernetes.Interface, ns string) *recorder {
 	t.Helper()
 	r := &recorder{podNodes: map[string][]string{}, podGone: map[string]bool{}, podGPUs: map[string]int64{},
-		running: map[string]bool{}, brs: map[types.UID]*brHistory{}}
+		running: map[string]bool{}, brs: map[types.UID]*brHistory{}, podCPU: map[string]int64{}}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	start := func(what string, list func(context.Context) (string, error),
+	// Each kind: a list, then a watch from its resourceVersion. A watch the server ends for good
+	// (410 Gone: a restarted kube-apiserver's watch cache starts at its own list) is followed by a
+	// relist, whose items are delivered as modified and whose absentees as deleted, and a new watch.
+	start := func(what string, list func(context.Context) (string, []runtime.Object, error),
 		w func(context.Context, metav1.ListOptions) (watch.Interface, error), on func(watch.Event)) {
-		rv, err := list(ctx)
+		rv, _, err := list(ctx)
 		if err != nil {
 			t.Fatalf("list %s: %v", what, err)
 		}
-		rw, err := watchtools.NewRetryWatcherWithContext(ctx, rv, &cache.ListWatch{
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return w(ctx, o) }})
+		lw := &cache.ListWatch{
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return w(ctx, o) }}
+		rw, err := watchtools.NewRetryWatcherWithContext(ctx, rv, lw)
 		if err != nil {
 			t.Fatalf("watch %s: %v", what, err)
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer rw.Stop()
+			known := map[types.UID]runtime.Object{}
+			deliver := func(ev watch.Event) {
+				if ev.Type == watch.Error {
+					t.Logf("watch of %s: %v", what, apierrors.FromObject(ev.Object))
+					return
+				}
+				if m, err := apimeta.Accessor(ev.Object); err == nil && m.GetUID() != "" {
+					if ev.Type == watch.Deleted {
+						delete(known, m.GetUID())
+					} else {
+						known[m.GetUID()] = ev.Object
+					}
+				}
+				on(ev)
+			}
 			for {
 				select {
 				case <-ctx.Done():
+					rw.Stop()
 					return
 				case ev, ok := <-rw.ResultChan():
-					if !ok {
-						return
+					if ok {
+						deliver(ev)
+						continue
 					}
-					on(ev)
+				}
+				rw.Stop()
+				var items []runtime.Object
+				if harness.Poll(ctx, 5*time.Minute, "relist "+what, func(ctx context.Context) (bool, error) {
+					var err error
+					rv, items, err = list(ctx)
+					return err == nil, err
+				}) != nil {
+					return
+				}
+				listed := map[types.UID]bool{}
+				for _, o := range items {
+					if m, err := apimeta.Accessor(o); err == nil {
+						listed[m.GetUID()] = true
+					}
+					deliver(watch.Event{Type: watch.Modified, Object: o})
+				}
+				for uid, o := range known {
+					if !listed[uid] {
+						deliver(watch.Event{Type: watch.Deleted, Object: o})
+					}
+				}
+				if rw, err = watchtools.NewRetryWatcherWithContext(ctx, rv, lw); err != nil {
+					return
 				}
 			}
 		}()
 	}
 	pods := kube.CoreV1().Pods(ns)
-	start("pods", func(ctx context.Context) (string, error) {
+	firstPods := true
+	start("pods", func(ctx context.Context) (string, []runtime.Object, error) {
 		l, err := pods.List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
-		if len(l.Items) > 0 {
-			return "", fmt.Errorf("namespace %s already has pods", ns)
+		if firstPods && len(l.Items) > 0 {
+			return "", nil, fmt.Errorf("namespace %s already has pods", ns)
 		}
-		return l.ResourceVersion, nil
+		firstPods = false
+		var items []runtime.Object
+		for i := range l.Items {
+			items = append(items, &l.Items[i])
+		}
+		return l.ResourceVersion, items, nil
 	}, pods.Watch, func(ev watch.Event) {
 		p, ok := ev.Object.(*corev1.Pod)
 		if !ok {
@@ -136,7 +198,13 @@ func newRecorder(t *testing.T, ctx context.Context, kube kubernetes.Interface, n
 		if q, ok := p.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"]; ok {
 			r.podGPUs[p.Name] = q.Value()
 		}
+		if q, ok := p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]; ok {
+			r.podCPU[p.Name] = q.MilliValue()
+		}
 		if ev.Type == watch.Deleted {
+			if !r.podGone[p.Name] {
+				r.changes = append(r.changes, podChange{pod: p.Name, node: p.Spec.NodeName, deleted: true})
+			}
 			r.podGone[p.Name] = true
 			return
 		}
@@ -144,6 +212,7 @@ func newRecorder(t *testing.T, ctx context.Context, kube kubernetes.Interface, n
 			seen := r.podNodes[p.Name]
 			if len(seen) == 0 {
 				r.bound++
+				r.changes = append(r.changes, podChange{pod: p.Name, node: n})
 			}
 			if len(seen) == 0 || seen[len(seen)-1] != n {
 				r.podNodes[p.Name] = append(seen, n)
@@ -154,12 +223,16 @@ func newRecorder(t *testing.T, ctx context.Context, kube kubernetes.Interface, n
 		}
 	})
 	brs := admin.Dynamic.Resource(bindRequestGVR).Namespace(ns)
-	start("BindRequests", func(ctx context.Context) (string, error) {
+	start("BindRequests", func(ctx context.Context) (string, []runtime.Object, error) {
 		l, err := brs.List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
-		return l.GetResourceVersion(), nil
+		var items []runtime.Object
+		for i := range l.Items {
+			items = append(items, &l.Items[i])
+		}
+		return l.GetResourceVersion(), items, nil
 	}, brs.Watch, func(ev watch.Event) {
 		u, ok := ev.Object.(*unstructured.Unstructured)
 		if !ok {

@@ -26,6 +26,7 @@ import (
 var (
 	env                  *harness.Env
 	admin, sched, binder *harness.Clients
+	grouper              *harness.Clients
 	queueGVR             = schema.GroupVersionResource{Group: "scheduling.run.ai", Version: "v2", Resource: "queues"}
 	podGroupGVR          = schema.GroupVersionResource{Group: "scheduling.run.ai", Version: "v2alpha2", Resource: "podgroups"}
 	bindRequestGVR       = schema.GroupVersionResource{Group: "scheduling.run.ai", Version: "v1alpha2", Resource: "bindrequests"}
@@ -42,6 +43,7 @@ func TestMain(m *testing.M) {
 	admin = mustClients("admin")
 	sched = mustClients(harness.SchedulerUser)
 	binder = mustClients(harness.BinderUser)
+	grouper = mustClients(harness.PodGrouperUser)
 	os.Exit(m.Run())
 }
 

@@ -81,6 +81,8 @@ func TestRBACSchedulerAccessReview(t *testing.T) {
 		allow("list", "scheduling.k8s.io", "priorityclasses", "", ""), allow("watch", "kai.scheduler", "topologies", "", ""),
 		allow("list", "resource.k8s.io", "resourceclaims", "", ""), allow("watch", "resource.k8s.io", "resourceslices", "", ""),
 		allow("get", "resource.k8s.io", "deviceclasses", "", ""),
+		allow("list", "topology.node.k8s.io", "noderesourcetopologies", "", ""),
+		allow("watch", "topology.node.k8s.io", "noderesourcetopologies", "", ""),
 		allow("create", "", "events", "", workNS), allow("patch", "events.k8s.io", "events", "", workNS),
 		allow("create", "coordination.k8s.io", "leases", "", ns),
 		{"update", "coordination.k8s.io", "leases", "", ns, "gantry-scheduler", true},
@@ -98,6 +100,7 @@ func TestRBACSchedulerAccessReview(t *testing.T) {
 		deny("update", "scheduling.run.ai", "bindrequests", "status", workNS),
 		deny("create", "kai.scheduler", "topologies", "", ""), deny("update", "resource.k8s.io", "resourceclaims", "status", workNS),
 		deny("create", "scheduling.k8s.io", "priorityclasses", "", ""), deny("list", "coordination.k8s.io", "leases", "", ns),
+		deny("update", "topology.node.k8s.io", "noderesourcetopologies", "", ""),
 		deny("create", "rbac.authorization.k8s.io", "clusterrolebindings", "", ""),
 		deny("create", "apps", "deployments", "", workNS),
 	}
@@ -133,6 +136,59 @@ func TestRBACBinderAccessReview(t *testing.T) {
 		deny("list", "scheduling.k8s.io", "priorityclasses", "", ""), deny("list", "kai.scheduler", "topologies", "", ""),
 	}
 	accessReview(t, ctx, binder, checks)
+}
+
+// Everything deploy/rbac grants the pod-grouper, and a sample of what it must not have.
+func TestRBACPodGrouperAccessReview(t *testing.T) {
+	ctx := ctxFor(t)
+	ns := harness.Namespace
+	checks := []check{
+		allow("watch", "", "pods", "", ""), allow("patch", "", "pods", "", workNS),
+		allow("create", "scheduling.run.ai", "podgroups", "", workNS), allow("update", "scheduling.run.ai", "podgroups", "", workNS),
+		allow("get", "scheduling.run.ai", "podgroups", "", workNS), allow("create", "", "events", "", workNS),
+		allow("list", "scheduling.k8s.io", "priorityclasses", "", ""), allow("get", "", "configmaps", "", workNS),
+		allow("watch", "apps", "replicasets", "", ""), allow("watch", "batch", "jobs", "", ""),
+		allow("get", "kubeflow.org", "pytorchjobs", "", workNS), allow("get", "ray.io", "rayclusters", "", workNS),
+		allow("get", "jobset.x-k8s.io", "jobsets", "", workNS), allow("get", "leaderworkerset.x-k8s.io", "leaderworkersets", "", workNS),
+		allow("create", "coordination.k8s.io", "leases", "", ns),
+		{"update", "coordination.k8s.io", "leases", "", ns, "gantry-podgrouper", true},
+		{"update", "coordination.k8s.io", "leases", "", ns, "gantry-scheduler", false},
+
+		deny("create", "", "pods", "binding", workNS), deny("delete", "", "pods", "", workNS),
+		deny("create", "", "pods", "", workNS), deny("update", "", "pods", "status", workNS),
+		deny("delete", "scheduling.run.ai", "podgroups", "", workNS), deny("patch", "scheduling.run.ai", "podgroups", "status", workNS),
+		deny("create", "scheduling.run.ai", "bindrequests", "", workNS), deny("list", "", "configmaps", "", workNS),
+		deny("get", "", "secrets", "", workNS), deny("update", "kubeflow.org", "pytorchjobs", "", workNS),
+		deny("list", "kubeflow.org", "pytorchjobs", "", workNS), deny("delete", "batch", "jobs", "", workNS),
+		deny("update", "scheduling.run.ai", "queues", "", ""),
+	}
+	accessReview(t, ctx, grouper, checks)
+}
+
+func TestRBACStatusControllersAccessReview(t *testing.T) {
+	ctx := ctxFor(t)
+	ns := harness.Namespace
+	pgc := mustClients(harness.PodGroupControllerUser)
+	accessReview(t, ctx, pgc, []check{
+		allow("watch", "", "pods", "", ""), allow("watch", "", "nodes", "", ""),
+		allow("watch", "scheduling.k8s.io", "priorityclasses", "", ""),
+		allow("watch", "scheduling.run.ai", "podgroups", "", ""),
+		allow("update", "scheduling.run.ai", "podgroups", "status", workNS),
+		allow("create", "coordination.k8s.io", "leases", "", ns),
+		{"update", "coordination.k8s.io", "leases", "", ns, "gantry-podgroup-controller", true},
+		{"update", "coordination.k8s.io", "leases", "", ns, "gantry-podgrouper", false},
+		deny("update", "scheduling.run.ai", "podgroups", "", workNS), deny("patch", "", "pods", "", workNS),
+		deny("update", "scheduling.run.ai", "queues", "status", ""), deny("create", "", "pods", "binding", workNS),
+	})
+	qc := mustClients(harness.QueueControllerUser)
+	accessReview(t, ctx, qc, []check{
+		allow("watch", "scheduling.run.ai", "queues", "", ""), allow("watch", "scheduling.run.ai", "podgroups", "", ""),
+		allow("update", "scheduling.run.ai", "queues", "status", ""),
+		allow("create", "coordination.k8s.io", "leases", "", ns),
+		{"update", "coordination.k8s.io", "leases", "", ns, "gantry-queue-controller", true},
+		deny("update", "scheduling.run.ai", "queues", "", ""), deny("delete", "scheduling.run.ai", "queues", "", ""),
+		deny("update", "scheduling.run.ai", "podgroups", "status", workNS), deny("list", "", "pods", "", ""),
+	})
 }
 
 // The same permissions through real API calls: what each component does succeeds, what belongs

@@ -53,8 +53,8 @@ func (p *schedulerProcess) output() string {
 }
 
 // startScheduler runs the scheduler until the test ends, then stops it with SIGTERM and checks
-// it exits cleanly (code 0) within 10 seconds.
-func startScheduler(t *testing.T) *schedulerProcess {
+// it exits cleanly (code 0) within 10 seconds. `extra` are further flags (e.g. --config FILE).
+func startScheduler(t *testing.T, extra ...string) *schedulerProcess {
 	t.Helper()
 	bin := os.Getenv("GANTRY_BIN")
 	if bin == "" {
@@ -73,6 +73,7 @@ func startScheduler(t *testing.T) *schedulerProcess {
 		"--period", period,
 		"--namespace-for-leases", harness.Namespace,
 		"--metrics-address", "127.0.0.1:0")
+	p.cmd.Args = append(p.cmd.Args, extra...)
 	p.cmd.Stdout, p.cmd.Stderr = p, p
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %s scheduler: %v", bin, err)
@@ -360,7 +361,8 @@ func TestLiveSchedulerBindsGang(t *testing.T) {
 	if err != nil {
 		t.Error(err)
 	}
-	// The process reports what it did under KAI's scheduler metric names.
+	// The process reports what it did under KAI's scheduler metric names (prefixed kai_, as a
+	// live KAI exports them; TestLiveSchedulerMetrics checks every family).
 	port := sched.metricsPort(t)
 	for _, path := range []string{"/healthz", "/readyz"} {
 		if code, _ := httpGet(t, port, path); code != 200 {
@@ -368,9 +370,9 @@ func TestLiveSchedulerBindsGang(t *testing.T) {
 		}
 	}
 	_, metrics := httpGet(t, port, "/metrics")
-	for _, want := range []string{"e2e_scheduling_latency_milliseconds ",
-		"open_session_latency_milliseconds ", `action_scheduling_latency_milliseconds{action="allocate"}`,
-		"queue_fair_share_gpu{"} {
+	for _, want := range []string{"\nkai_e2e_scheduling_latency_milliseconds ",
+		"\nkai_open_session_latency_milliseconds ", `kai_action_scheduling_latency_milliseconds{action="allocate"}`,
+		"\nkai_queue_fair_share_gpu{"} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
@@ -659,5 +661,84 @@ func TestLiveSchedulerRetriesWhenTheBinderGivesUp(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A gang inside its preemption delay (spec.preemptionDelay, counted from the PodGroup's creation)
+// does not trigger evictions; once the delay has passed, it reclaims as any other gang would.
+func TestLiveSchedulerPreemptionDelay(t *testing.T) {
+	ctx := ctxFor(t)
+	id := suffix()
+	exclusiveNodes(t, ctx, harness.GPUNode{Name: "sched-delay-" + id, GPUs: 4})
+	ns := newNamespace(t, ctx, "sched-delay")
+	cleanupPods(t, ns)
+	queueA, queueB := "delay-a-"+id, "delay-b-"+id
+	createQueue(t, ctx, queueA, 0)
+	createQueue(t, ctx, queueB, 4)
+	startScheduler(t)
+
+	var aPods []string
+	for i := 0; i < 2; i++ {
+		aPods = append(aPods, createGang(t, ctx, ns, fmt.Sprintf("a%d", i), queueA, 1, 1, 2)...)
+	}
+	playBinder(t, ctx, ns, waitBindRequests(t, ctx, ns, aPods))
+	waitRunning(t, ctx, ns, aPods)
+
+	const delay = 20 * time.Second
+	pg := obj(t, fmt.Sprintf(`
+apiVersion: scheduling.run.ai/v2alpha2
+kind: PodGroup
+metadata: {name: b, namespace: %s, labels: {kai.scheduler/queue: %s}}
+spec: {minMember: 1, queue: %s, preemptionDelay: 20s}
+`, ns, queueB, queueB))
+	created, err := admin.Dynamic.Resource(podGroupGVR).Namespace(ns).Create(ctx, pg, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create podgroup b: %v", err)
+	}
+	start := created.GetCreationTimestamp().Time
+	pod := pendingPod("b-0", 2)
+	pod.Labels["kai.scheduler/queue"] = queueB
+	pod.Annotations = map[string]string{"pod-group-name": "b"}
+	if _, err := admin.Kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create pod b-0: %v", err)
+	}
+
+	// Inside the delay: every pod of A keeps running, B gets no BindRequest.
+	for time.Since(start) < delay-5*time.Second {
+		time.Sleep(time.Second)
+		for _, p := range aPods {
+			if _, err := admin.Kube.CoreV1().Pods(ns).Get(ctx, p, metav1.GetOptions{}); err != nil {
+				t.Fatalf("pod %s is gone %s after B was created, inside its %s delay: %v",
+					p, time.Since(start).Round(time.Second), delay, err)
+			}
+		}
+		brs, err := bindRequests(ctx, ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, br := range brs {
+			if name, _, _ := unstructured.NestedString(br.Object, "spec", "podName"); name == "b-0" {
+				t.Fatalf("b-0 got a BindRequest inside its preemption delay")
+			}
+		}
+	}
+
+	// After it: one of A's pods is evicted and B is placed.
+	waitBindRequests(t, ctx, ns, append(append([]string{}, aPods...), "b-0"))
+	if since := time.Since(start); since < delay {
+		t.Errorf("B was placed %s after its creation, before its %s delay ended", since, delay)
+	}
+	remaining, err := admin.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alive := 0
+	for _, p := range remaining.Items {
+		if strings.HasPrefix(p.Name, "a") {
+			alive++
+		}
+	}
+	if alive != 1 {
+		t.Errorf("%d of A's pods remain after B reclaimed; want 1", alive)
 	}
 }

@@ -113,10 +113,10 @@ func TestLiveThroughput(t *testing.T) {
 	createQueue(t, ctx, queue, 0)
 	rec := newRecorder(t, ctx, fast.Kube, ns)
 
-	sched := startScheduler(t)
+	sched := startScheduler(t, throughputClientLimits...)
 	// Both processes run with their defaults, as deployed (the functional tests use 2 binder
 	// workers).
-	bind := liveBinderWorkers(t, "binder-live-perf.log", "")
+	bind := liveBinderWorkers(t, "binder-live-perf.log", "", throughputClientLimits...)
 	pids := controlPlanePids(t)
 	pids["scheduler"], pids["binder"] = sched.cmd.Process.Pid, bind.cmd.Process.Pid
 	cpu0 := map[string]float64{}
@@ -317,3 +317,8 @@ func parallel(t *testing.T, workers, n int, f func(int) error) {
 		t.Fatal(err)
 	}
 }
+
+// throughputClientLimits are the API client limits the throughput tests run the scheduler and the
+// binder with: a deployment's choice for a large cluster, above KAI's defaults (50 / 300), which
+// would make the tests measure the client-side rate limiter.
+var throughputClientLimits = []string{"--qps", "200", "--burst", "400"}

@@ -1,7 +1,9 @@
 // gantry-e2e prepares a control plane started by test/e2e/control-plane.sh for Gantry and plays
 // the kubelet of its fake nodes:
 //
-//	gantry-e2e setup DIR [--nodes N]   CRDs, deploy/ manifests, user bindings, N fake GPU nodes
+//	gantry-e2e setup DIR [--nodes N] [--deploy=false]
+//	                                   CRDs, deploy/ manifests, user bindings, N fake GPU nodes
+//	                                   (--deploy=false: CRDs and nodes only, Gantry not installed)
 //	gantry-e2e kubelet DIR             run the fake kubelet until interrupted
 //	gantry-e2e render [--namespace NS] print the Helm chart rendered with its default values
 package main
@@ -21,7 +23,7 @@ import (
 )
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: gantry-e2e setup DIR [--nodes N] | kubelet DIR | render [--namespace NS]")
+	fmt.Fprintln(os.Stderr, "usage: gantry-e2e setup DIR [--nodes N] [--deploy=false] | kubelet DIR | render [--namespace NS]")
 	os.Exit(2)
 }
 
@@ -34,6 +36,7 @@ func main() {
 	case "setup":
 		fs := flag.NewFlagSet("setup", flag.ExitOnError)
 		nodes := fs.Int("nodes", 2, "fake GPU nodes (8 GPUs each) to create")
+		deploy := fs.Bool("deploy", true, "apply deploy/ and bind the component users")
 		dir := positional(fs, os.Args[2:])
 		env, err := harness.Load(dir)
 		if err != nil {
@@ -42,11 +45,20 @@ func main() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		start := time.Now()
+		if !*deploy {
+			if err := env.SetupWithoutGantry(ctx, *nodes); err != nil {
+				logger.Fatal(err)
+			}
+			logger.Printf("setup done in %s: CRDs and %d fake GPU nodes (Gantry not installed)",
+				time.Since(start).Round(time.Millisecond), *nodes)
+			return
+		}
 		if err := env.Setup(ctx, *nodes); err != nil {
 			logger.Fatal(err)
 		}
-		logger.Printf("setup done in %s: CRDs, deploy/, users %s and %s bound, %d fake GPU nodes",
-			time.Since(start).Round(time.Millisecond), harness.SchedulerUser, harness.BinderUser, *nodes)
+		logger.Printf("setup done in %s: CRDs, deploy/, users %s, %s and %s bound, %d fake GPU nodes",
+			time.Since(start).Round(time.Millisecond), harness.SchedulerUser, harness.BinderUser,
+			harness.PodGrouperUser, *nodes)
 	case "kubelet":
 		fs := flag.NewFlagSet("kubelet", flag.ExitOnError)
 		dir := positional(fs, os.Args[2:])

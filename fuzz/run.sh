@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (clang++-16, ASan + UBSan) into BUILD_DIR and runs each for
+# SECONDS from its seed corpus in fuzz/corpus/<target>/ (new inputs go to a scratch copy, so the
+# checked-in seeds stay small). Prints the executions of each target; a crash fails the run and
+# leaves the input in BUILD_DIR/fuzz/crashes/<target>/.
+#
+#   bash fuzz/run.sh [BUILD_DIR] [SECONDS]     # CI: a short run (default 20 s per target)
+#   bash fuzz/run.sh build-fuzz 3600           # a longer run by hand
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=${1:-build-fuzz}
+seconds=${2:-20}
+jobs=$(nproc 2>/dev/null || echo 2)
+
+cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-16 \
+  -DGANTRY_FUZZ=ON -DGANTRY_BUILD_TESTS=OFF -DGANTRY_BUILD_BENCH=OFF >/dev/null
+ninja -C "$dir" -j "$jobs" gantry_fuzz
+
+status=0
+total=0
+# What failed, kept short enough to be read at the end of a CI log: the sanitizer's summary, the
+# first frames and the crashing input (base64). scripts/test.sh prints it after its stage table.
+failures="$dir/fuzz/failures.txt"
+rm -f "$failures"
+for bin in "$dir"/fuzz/fuzz_*; do
+  target=$(basename "$bin")
+  target=${target#fuzz_}
+  work="$dir/fuzz/work/$target"
+  crashes="$dir/fuzz/crashes/$target"
+  rm -rf "$work"
+  mkdir -p "$work" "$crashes"
+  log="$dir/fuzz/$target.log"
+  # -rss_limit_mb and -max_len keep each run inside the machine; -timeout catches hangs.
+  if "$bin" "$work" "fuzz/corpus/$target" -max_total_time="$seconds" -timeout=10 \
+      -rss_limit_mb=2048 -max_len=65536 -artifact_prefix="$crashes/" -print_final_stats=1 \
+      >"$log" 2>&1; then
+    result=ok
+  else
+    result=FAILED
+    status=1
+    tail -n 40 "$log" >&2
+    {
+      echo "-- $target"
+      grep -m 1 -E 'ERROR: |SUMMARY: |ALARM: |out-of-memory|fuzz invariant broken|deadly signal' "$log" || true
+      grep -m 12 -E '^ +#[0-9]+ ' "$log" || true
+      for input in "$crashes"/*; do
+        [ -f "$input" ] || continue
+        echo "input $(basename "$input") ($(wc -c <"$input") bytes), base64 of its first 3 KiB:"
+        head -c 3072 "$input" | base64
+      done
+    } >>"$failures"
+  fi
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)
+  total=$((total + ${execs:-0}))
+  printf '   %-20s %-6s %12s execs in %ss\n' "$target" "$result" "${execs:-0}" "$seconds"
+done
+echo "   total: $total execs"
+exit "$status"

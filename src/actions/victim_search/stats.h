@@ -1,0 +1,75 @@
+// The victim search's counters (stats accelerator: diagnostics only, no decision reads them).
+// SolveJob adds to the thread's counters of its action; the cycle benchmark prints them.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "actions/victim_search/eviction_messages.h"
+#include "model/cluster.h"
+
+namespace gantry {
+
+// Counters of the victim search, per action, for diagnosing where a cycle's time goes (the cycle
+// benchmark prints them). They count work done, not decisions: the solver shortcuts change them
+// (a scenario decided by the capacity pre-check is not simulated). Kept per thread; reset by
+// ResetSolverStats.
+struct SolverActionStats {
+  uint64_t jobs = 0;           // SolveJob calls
+  uint64_t solved = 0;         // of which solved
+  uint64_t prefixes = 0;       // pod prefixes searched
+  uint64_t scenarios = 0;      // scenarios that passed the scenario filters (simulated or not)
+  uint64_t precheck = 0;       // simulations skipped by the capacity pre-check (per node or not)
+  uint64_t simulations = 0;    // placements simulated (AllocatePreemptorAndVictims)
+  uint64_t not_placed = 0;     // of which the pending pods did not fit
+  uint64_t rejected = 0;       // of which the validator rejected the outcome
+  uint64_t proven = 0;         // of which rejected by a proven bound, stopped early
+                               // (SolverSpec::rejection_rules: the validator was not asked)
+  uint64_t accepted = 0;       // of which the validator accepted the outcome
+  uint64_t proven_before = 0;  // node simulations a rejection rule proved hopeless before the
+                               // pending pods' turn: skipped before placing anything (not in
+                               // `simulations`) or stopped ahead of that turn (counted there
+                               // too); with proofs verified, they are run to the end
+  uint64_t proven_without_evicting = 0;  // of proven_before: proven before evicting anything
+  uint64_t proven_by_recorded = 0;       // of proven_without_evicting: from the rules of the
+                                         // recorded victims alone (kept per prefix), the scenario's
+                                         // own victims added by queue
+  uint64_t proven_by_saturation = 0;  // of proven: through a saturation bound that victims placed
+                                      // again lowered (RejectionRule::has_saturation)
+  double ms = 0;                      // wall-clock time in SolveJob
+  // The job whose search took longest, its time, whether it was solved and its simulations.
+  JobId slowest_job = kNone;
+  double slowest_ms = 0;
+  bool slowest_solved = false;
+  uint64_t slowest_simulations = 0;
+};
+struct SolverStats {
+  SolverActionStats by_action[3];  // indexed by EvictionAction
+};
+const SolverStats& GetSolverStats();
+void ResetSolverStats();
+// The thread's counters of one action (for the victim search).
+SolverActionStats& MutableSolverStats(EvictionAction action);
+
+// Times one search (SolveJob) and counts it in its action's jobs, solved, ms and slowest.
+class SearchRecord {
+ public:
+  SearchRecord(EvictionAction action, JobId job);
+  void Finish(bool solved);
+
+ private:
+  SolverActionStats& st_;
+  JobId job_;
+  uint64_t simulations_before_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+// For tests (per thread): simulations that a rejection rule would stop early run to the end
+// instead, and the validator is asked; the outcomes it accepts count as proof violations.
+void SetVerifyRejectionProofs(bool verify);
+uint64_t RejectionProofViolations();
+// (For the accelerators: whether the verify mode is on, and one violation seen.)
+bool VerifyingRejectionProofs();
+void NoteRejectionProofViolation();
+
+}  // namespace gantry

@@ -1,0 +1,394 @@
+// Node feasibility and ranking: fit checks, classes of equivalent nodes and the ranked node
+// heap (Session::RankFittingNodes, NextRankedNode).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+
+#include "framework/session.h"
+#include "framework/session_internal.h"
+
+namespace gantry {
+
+// --- Feasibility ----------------------------------------------------------------------------
+
+bool Session::FootprintFitsInSum(const Pod& pod, const Resources& a, const Resources& b) const {
+  const int num_scalars = cluster_.resource_names.size();
+  if (pod.dra_gpus > 0) return NodeFootprint(pod).FitsInSum(a, b, num_scalars);
+  return pod.request.FitsInSum(a, b, num_scalars);
+}
+
+bool Session::FitsIdle(PodId p, NodeId n) const {
+  const Pod& pod = cluster_.pods[p];
+  if (pod.IsSharedGpu()) return SharedFits(p, n, /*with_releasing=*/false);
+  if (pod.IsBestEffort()) return true;
+  static const Resources kZero{};
+  return FootprintFitsInSum(pod, nodes_[n].idle, kZero);
+}
+
+bool Session::FitsIdleOrReleasing(PodId p, NodeId n) const {
+  const Pod& pod = cluster_.pods[p];
+  if (pod.IsSharedGpu()) return SharedFits(p, n, /*with_releasing=*/true);
+  return FootprintFitsInSum(pod, nodes_[n].idle, nodes_[n].releasing);
+}
+
+namespace {
+constexpr std::string_view kNotEnoughGpus = "node(s) didn't have enough resources: GPUs";
+constexpr std::string_view kNotEnoughCpu = "node(s) didn't have enough resources: CPU cores";
+constexpr std::string_view kNotEnoughMemory = "node(s) didn't have enough resources: memory";
+constexpr std::string_view kPodNumberExceeded = "node(s) pod number exceeded";
+constexpr std::string_view kNotEnoughGpuMemory = "node(s) didn't have enough resources: GPU memory";
+}  // namespace
+
+bool Session::FittingNode(PodId p, NodeId n, bool record) {
+  return FittingNode(p, n, record ? &jobs_[cluster_.pods[p].job].task_fit_errors[p] : nullptr);
+}
+
+bool Session::FittingNode(PodId p, NodeId n, TaskFitErrors* record, int weight) {
+  if (!FitsIdleOrReleasing(p, n)) {
+    if (record) {
+      const Pod& pod = cluster_.pods[p];
+      // Against what is not used at all (capacity - used), as KAI reports it.
+      Resources available = cluster_.nodes[n].allocatable - nodes_[n].used;
+      const bool shared = pod.IsSharedGpu();
+      if (shared) available.gpus -= shared_[n].UsedGroups();
+      if (shared || !NodeFootprint(pod).FitsIn(nodes_[n].idle)) {
+        bool any = false;
+        const double wanted_gpus = shared ? pod.RequestedGpus() : pod.request.gpus + pod.dra_gpus;
+        if (wanted_gpus > available.gpus) record->AddNodeReason(kNotEnoughGpus, weight), any = true;
+        if (shared && pod.gpu_memory_mib > cluster_.nodes[n].gpu_memory_mib) {
+          record->AddNodeReason(kNotEnoughGpuMemory, weight), any = true;
+        }
+        if (static_cast<int64_t>(pod.request.cpu_millis) >
+            static_cast<int64_t>(available.cpu_millis)) {
+          record->AddNodeReason(kNotEnoughCpu, weight), any = true;
+        }
+        if (pod.request.memory_bytes > available.memory_bytes) {
+          record->AddNodeReason(kNotEnoughMemory, weight), any = true;
+        }
+        for (int s = 0; s < cluster_.resource_names.size(); ++s) {
+          if (pod.request.scalars[s] > available.scalars[s]) {
+            record->AddNodeReason(
+                "node(s) didn't have enough resources: " + cluster_.resource_names.Name(s), weight);
+            any = true;
+          }
+        }
+        if (!any && pod.request.pods > available.pods)
+          record->AddNodeReason(kPodNumberExceeded, weight);
+      }
+    }
+    return false;
+  }
+  for (const auto& fn : predicate_fns_) {
+    if (auto reason = fn(*this, p, n)) {
+      if (record) record->AddNodeReason(*reason, weight);
+      return false;
+    }
+  }
+  return true;
+}
+
+namespace {
+// Heap order: the "largest" element is the best node (higher score, then lower name rank).
+struct RankedLess {
+  const std::vector<Node>& nodes;
+  bool operator()(const std::pair<double, NodeId>& a, const std::pair<double, NodeId>& b) const {
+    if (a.first != b.first) return a.first < b.first;
+    return nodes[a.second].name_rank > nodes[b.second].name_rank;
+  }
+};
+}  // namespace
+
+size_t NodeRanking::ClassKeyHash::operator()(const NodeRanking::ClassKey& k) const {
+  // Mixes the shape and the counters that distinguish nodes in practice (the remaining fields
+  // are compared by NodeRanking::ClassKey::operator==).
+  uint64_t h = static_cast<uint64_t>(k.shape) * 0x9E3779B97F4A7C15ULL;
+  auto mix = [&h](double v) {
+    uint64_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    h = (h ^ bits) * 0xFF51AFD7ED558CCDULL;
+    h ^= h >> 33;
+  };
+  for (const Resources* r : {&k.state.idle, &k.state.used, &k.state.releasing}) {
+    mix(r->gpus);
+    mix(r->cpu_millis);
+    mix(r->memory_bytes);
+    mix(r->pods);
+  }
+  return static_cast<size_t>(h);
+}
+
+void Session::MarkClassDirty(NodeId n) {
+  if (!ranking_.classes_enabled || ranking_.class_dirty[n]) return;
+  ranking_.class_dirty[n] = 1;
+  ranking_.dirty_nodes.push_back(n);
+}
+
+void Session::RefreshClasses() {
+  for (NodeId n : ranking_.dirty_nodes) {
+    ranking_.class_dirty[n] = 0;
+    Reclassify(n);
+  }
+  ranking_.dirty_nodes.clear();
+}
+
+void Session::BuildNodeClasses() {
+  ranking_.classes_enabled = true;
+  ranking_.class_index.clear();
+  ranking_.class_members.Reset(static_cast<int32_t>(nodes_.size()));
+  ranking_.node_by_rank.assign(nodes_.size(), kNone);
+  for (NodeId n = 0; n < static_cast<NodeId>(nodes_.size()); ++n) {
+    ranking_.node_by_rank[static_cast<size_t>(cluster_.nodes[n].name_rank)] = n;
+  }
+  ranking_.class_pos.clear();
+  ranking_.class_keys.clear();
+  ranking_.class_next.clear();
+  ranking_.nonempty_classes.clear();
+  ranking_.class_reps.clear();
+  ranking_.node_class.assign(nodes_.size(), -1);
+  ranking_.node_prev_class.assign(nodes_.size(), -1);
+  ranking_.class_dirty.assign(nodes_.size(), 0);
+  ranking_.dirty_nodes.clear();
+  for (NodeId n = 0; n < static_cast<NodeId>(nodes_.size()); ++n) Reclassify(n);
+}
+
+bool NodeRanking::SameResources(const Resources& a, const Resources& b, int num_scalars) {
+  if (a.cpu_millis != b.cpu_millis || a.memory_bytes != b.memory_bytes || a.gpus != b.gpus ||
+      a.pods != b.pods) {
+    return false;
+  }
+  for (int i = 0; i < num_scalars; ++i) {
+    if (a.scalars[i] != b.scalars[i]) return false;
+  }
+  return true;
+}
+
+bool Session::NodeHasClassKey(NodeId n, int32_t c) const {
+  if (c < 0) return false;
+  return ranking_.class_keys[c]->Matches(cluster_.nodes[n].shape, nodes_[n], shared_[n],
+                                         static_cast<int>(cluster_.resource_names.size()));
+}
+
+void Session::Reclassify(NodeId n) {
+  const int32_t old = ranking_.node_class[n];
+  if (NodeHasClassKey(n, old)) return;  // changed and changed back
+  int32_t c = -1;
+  if (NodeHasClassKey(n, ranking_.node_prev_class[n])) {
+    c = ranking_.node_prev_class[n];
+  } else if (old >= 0 && NodeHasClassKey(n, ranking_.class_next[old])) {
+    c = ranking_.class_next[old];
+  } else {
+    const NodeRanking::ClassKey key{cluster_.nodes[n].shape, nodes_[n], shared_[n]};
+    // (Looked up first: emplace would build a map node even for a class that exists.)
+    auto it = ranking_.class_index.find(key);
+    if (it == ranking_.class_index.end()) {
+      it = ranking_.class_index.emplace(key, ranking_.class_members.Add()).first;
+      ranking_.class_pos.push_back(-1);
+      ranking_.class_keys.push_back(&it->first);
+      ranking_.class_next.push_back(-1);
+    }
+    c = it->second;
+  }
+  const int32_t rank = cluster_.nodes[n].name_rank;
+  if (old >= 0) {
+    ranking_.class_members.Erase(old, rank);
+    const int32_t pos = ranking_.class_pos[old];
+    if (ranking_.class_members.Size(old) == 0) {
+      // Drop the class from the non-empty list (swap with the last entry).
+      const int32_t last = ranking_.nonempty_classes.back();
+      ranking_.nonempty_classes[pos] = last;
+      ranking_.class_reps[pos] = ranking_.class_reps.back();
+      ranking_.class_pos[last] = pos;
+      ranking_.nonempty_classes.pop_back();
+      ranking_.class_reps.pop_back();
+      ranking_.class_pos[old] = -1;
+    } else if (ranking_.class_reps[pos] == n) {
+      ranking_.class_reps[pos] =
+          ranking_.node_by_rank[static_cast<size_t>(ranking_.class_members.Min(old))];
+    }
+    ranking_.class_next[old] = c;
+  }
+  if (ranking_.class_members.Size(c) == 0) {
+    ranking_.class_pos[c] = static_cast<int32_t>(ranking_.nonempty_classes.size());
+    ranking_.nonempty_classes.push_back(c);
+    ranking_.class_reps.push_back(n);
+  } else if (rank < ranking_.class_members.Min(c)) {
+    ranking_.class_reps[ranking_.class_pos[c]] = n;
+  }
+  ranking_.class_members.Insert(c, rank);
+  ranking_.node_prev_class[n] = old;
+  ranking_.node_class[n] = c;
+}
+
+bool Session::PodRankableByClass(PodId p) const {
+  if (!ranking_.classes_enabled || any_anti_affinity_) return false;
+  const Pod& pod = cluster_.pods[p];
+  return !pod.IsSharedGpu() && pod.claims.empty() && pod.node_selector.empty() &&
+         pod.required_node_affinity.empty() && pod.pod_affinity.empty() &&
+         pod.pod_anti_affinity.empty() && pod.nominated_node == kNone;
+}
+
+void Session::BuildPodBriefs() const {
+  pod_briefs_.resize(cluster_.pods.size());
+  for (size_t p = 0; p < cluster_.pods.size(); ++p) {
+    const Pod& pod = cluster_.pods[p];
+    const double g = pod.request.gpus;
+    const bool whole = !pod.IsSharedGpu() && pod.dra_gpus == 0 && g >= 0 && g == std::floor(g);
+    pod_briefs_[p] = {pod.job, pod.pod_set, whole ? g : std::numeric_limits<double>::quiet_NaN()};
+  }
+}
+
+bool Session::AllPodsWholeGpuRankableByClass() const {
+  if (all_pods_whole_rankable_ < 0) {
+    bool all = true;
+    for (PodId p = 0; all && p < static_cast<PodId>(cluster_.pods.size()); ++p) {
+      const Pod& pod = cluster_.pods[p];
+      all = pod.request.gpus > 0 && pod.dra_gpus == 0 && PodRankableByClass(p);
+    }
+    all_pods_whole_rankable_ = all ? 1 : 0;
+  }
+  return all_pods_whole_rankable_ != 0;
+}
+
+bool Session::CanRankByClass(PodId p, std::span<const NodeId> candidates) const {
+  return candidates.size() == all_nodes_.size() && candidates.data() == all_nodes_.data() &&
+         PodRankableByClass(p);
+}
+
+void Session::RankFittingNodesCoveringFreeGpus(PodId p, std::span<const NodeId> candidates) {
+  const Pod& pod = cluster_.pods[p];
+  if (!params().solver_shortcuts || pod.request.gpus <= 0 || !PodRankableByClass(p)) {
+    RankFittingNodes(p, candidates, /*record=*/false);
+    return;
+  }
+  ranking_.rank_pod = p;
+  ranking_.rank_candidates = all_nodes_;  // a second node, if asked for, comes from every node
+  ranking_.rank_returned.clear();
+  ranking_.ranked_heap = false;
+  ranking_.ranked_by_class = true;
+  RankByClass(p, /*record=*/false);
+}
+
+void Session::RankPerNode(PodId p, std::span<const NodeId> candidates, bool record) {
+  for (const auto& fn : node_pre_order_fns_) fn(*this, p, candidates);
+  ranking_.ranked.clear();
+  const Pod& pod = cluster_.pods[p];
+  // (Functions that score 0 for this pod are left out: adding 0 changes no score.)
+  ranking_.pod_order_fns.clear();
+  for (size_t i = 0; i < node_order_fns_.size(); ++i) {
+    if (!node_order_filters_[i] || node_order_filters_[i](pod)) ranking_.pod_order_fns.push_back(i);
+  }
+  // The checks of FittingNode and the scores, each stage for all candidates at once (batch
+  // functions where given): a node passes the same checks in the same order, and its score is
+  // the same sum, made in the same order. Whole-GPU pods skip nodes without enough unallocated
+  // GPUs before anything else.
+  const bool shared = pod.IsSharedGpu();
+  const double need_gpus = shared ? 0 : pod.request.gpus + pod.dra_gpus;
+  // FitsIdleOrReleasing, with what depends only on the pod read once.
+  const Resources footprint = pod.dra_gpus > 0 ? NodeFootprint(pod) : pod.request;
+  const int num_scalars = cluster_.resource_names.size();
+  ranking_.fitting.clear();
+  for (NodeId n : candidates) {
+    if (non_allocated_gpus_[n] < need_gpus) continue;
+    ++stats_.nodes_checked;
+    const NodeState& ns = nodes_[n];
+    if (shared ? SharedFits(p, n, /*with_releasing=*/true)
+               : footprint.FitsInSum(ns.idle, ns.releasing, num_scalars)) {
+      ranking_.fitting.push_back(n);
+    }
+  }
+  for (size_t i = 0; i < predicate_fns_.size() && !ranking_.fitting.empty(); ++i) {
+    if (predicate_batch_fns_[i]) {
+      predicate_batch_fns_[i](*this, p, ranking_.fitting);
+      continue;
+    }
+    const PredicateFn& fn = predicate_fns_[i];
+    std::erase_if(ranking_.fitting, [&](NodeId n) { return fn(*this, p, n).has_value(); });
+  }
+  for (NodeId n : ranking_.fitting) ranking_.ranked.emplace_back(0.0, n);
+  for (size_t i : ranking_.pod_order_fns) {
+    if (node_order_batch_fns_[i]) {
+      node_order_batch_fns_[i](*this, p, ranking_.ranked);
+      continue;
+    }
+    const NodeOrderFn& fn = node_order_fns_[i];
+    for (auto& [score, n] : ranking_.ranked) score += fn(*this, p, n);
+  }
+  if (ranking_.ranked.empty() && record) {
+    // Nothing fits: explain why, node by node. Failures are the only readers of these reasons,
+    // so they are not collected while ranking.
+    TaskFitErrors& errors = jobs_[pod.job].task_fit_errors[p];
+    for (NodeId n : candidates) FittingNode(p, n, &errors);
+  }
+}
+
+void Session::RankFittingNodes(PodId p, std::span<const NodeId> candidates, bool record) {
+  ranking_.rank_pod = p;
+  ranking_.rank_candidates = candidates;
+  ranking_.rank_returned.clear();
+  ranking_.ranked_heap = false;
+  ranking_.ranked_by_class = CanRankByClass(p, candidates);
+  if (!ranking_.ranked_by_class) {
+    ++stats_.rankings_per_node;
+    RankPerNode(p, candidates, record);
+    PickBestRanked();
+    return;
+  }
+  RankByClass(p, record);
+}
+
+void Session::RankByClass(PodId p, bool record) {
+  ++stats_.rankings_by_class;
+  RefreshClasses();
+  RankPerNode(p, ranking_.class_reps, /*record=*/false);
+  if (ranking_.ranked.empty() && record) {
+    const Pod& pod = cluster_.pods[p];
+    TaskFitErrors& errors = jobs_[pod.job].task_fit_errors[p];
+    for (NodeId n : ranking_.class_reps) {
+      FittingNode(p, n, &errors, ranking_.class_members.Size(ranking_.node_class[n]));
+    }
+  }
+  PickBestRanked();
+}
+
+void Session::PickBestRanked() {
+  // Usually only the best node is taken: find it with one linear pass and keep it at the back.
+  // The rest is heap-ordered only if a second node is asked for.
+  if (ranking_.ranked.empty()) return;
+  const RankedLess less{cluster_.nodes};
+  size_t best = 0;
+  for (size_t i = 1; i < ranking_.ranked.size(); ++i) {
+    if (less(ranking_.ranked[best], ranking_.ranked[i])) best = i;
+  }
+  std::swap(ranking_.ranked[best], ranking_.ranked.back());
+}
+
+NodeId Session::NextRankedNode() {
+  if (ranking_.ranked.empty()) return kNone;
+  if (ranking_.ranked_heap) {
+    std::pop_heap(ranking_.ranked.begin(), ranking_.ranked.end(), RankedLess{cluster_.nodes});
+  } else if (ranking_.ranked_by_class && !ranking_.rank_returned.empty()) {
+    // A second node is wanted: rank every node, minus those already returned.
+    RankPerNode(ranking_.rank_pod, ranking_.rank_candidates, /*record=*/false);
+    std::erase_if(ranking_.ranked, [&](const auto& entry) {
+      return std::find(ranking_.rank_returned.begin(), ranking_.rank_returned.end(),
+                       entry.second) != ranking_.rank_returned.end();
+    });
+    ranking_.ranked_by_class = false;
+    if (ranking_.ranked.empty()) return kNone;
+    std::make_heap(ranking_.ranked.begin(), ranking_.ranked.end(), RankedLess{cluster_.nodes});
+    std::pop_heap(ranking_.ranked.begin(), ranking_.ranked.end(), RankedLess{cluster_.nodes});
+    ranking_.ranked_heap = true;
+  } else if (!ranking_.rank_returned.empty()) {
+    std::make_heap(ranking_.ranked.begin(), ranking_.ranked.end(), RankedLess{cluster_.nodes});
+    std::pop_heap(ranking_.ranked.begin(), ranking_.ranked.end(), RankedLess{cluster_.nodes});
+    ranking_.ranked_heap = true;
+  }
+  const NodeId n = ranking_.ranked.back().second;
+  ranking_.ranked.pop_back();
+  ranking_.rank_returned.push_back(n);
+  return n;
+}
+
+}  // namespace gantry

@@ -1,0 +1,107 @@
+// The state of the session's node ranking (node_ranking.cc): classes of equivalent nodes and the
+// ranking in progress; and what Session's fit and ranking methods answer:
+// - FittingNode: resource fit on idle + releasing, then every predicate. Records the reason of a
+//   failure in the pod's fit errors when asked (`weight`: how many equivalent nodes the check
+//   stands for).
+// - RankFittingNodes ranks the candidates that fit the pod; NextRankedNode() then returns them
+//   best score first (ties by node name), kNone when exhausted. Only the nodes actually taken are
+//   ordered (a heap), so the common case - the first node is used - costs one pass.
+// - RankFittingNodesCoveringFreeGpus: the same, when the candidates are known to hold every node
+//   with unallocated GPUs (the victim search's feasible nodes): a pod that needs whole GPUs can
+//   then be ranked over classes of all nodes - no node outside the candidates could fit it, and
+//   the order of the scores does not depend on which non-fitting nodes are candidates. Records no
+//   fit errors.
+// - PodRankableByClass: no shared GPU, claims, node selector, affinities or nominated node, and
+//   classes enabled: then which non-fitting nodes are candidates does not matter.
+//   AllPodsWholeGpuRankableByClass: every pod of the cluster asks for whole GPUs (more than zero)
+//   and is rankable by class (computed once: both depend only on the pods' specs and settings).
+// - pod_briefs (PodBrief below), FitsIdle, FitsIdleOrReleasing (the pod fits the node's idle
+//   resources alone / with the releasing ones), FootprintFitsInSum (a pod that shares no GPU fits
+//   in a + b with its node footprint: its request plus its DRA GPUs).
+//
+// Classes of equivalent nodes: same shape and same NodeState (and shared devices). Nodes of a
+// class pass the same checks with the same scores for pods without node selectors, affinities or
+// a nominated node, as long as every node callback depends only on the node's shape and state
+// (NodeDependence, hooks.h), so ranking evaluates one representative (the smallest name) per
+// class.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "framework/gpu_sharing.h"
+#include "framework/rank_set.h"
+#include "framework/session_state.h"
+#include "model/cluster.h"
+
+namespace gantry {
+
+// What the victim search reads of each pod in its inner loops, packed (a Pod is several hundred
+// bytes): its job, its pod set and its whole-GPU request (NaN when the request is not whole GPUs
+// only: shared GPUs, DRA GPUs, a fraction or a negative count). Built on first use
+// (Session::pod_briefs); pod specs do not change within a session.
+struct PodBrief {
+  JobId job = kNone;
+  int32_t pod_set = 0;
+  double whole_gpus = 0;
+};
+
+struct NodeRanking {
+  struct ClassKey {
+    int32_t shape;
+    NodeState state;
+    NodeSharedGpus shared;  // device state (empty on nodes without shared GPUs)
+    // Equality with a node's shape, state and devices, comparing the first `num_scalars`
+    // scalar resources (the cluster's resource names: the others are never set).
+    bool Matches(int32_t o_shape, const NodeState& o_state, const NodeSharedGpus& o_shared,
+                 int num_scalars = kMaxScalarResources) const {
+      return shape == o_shape && SameResources(state.idle, o_state.idle, num_scalars) &&
+             SameResources(state.used, o_state.used, num_scalars) &&
+             SameResources(state.releasing, o_state.releasing, num_scalars) && shared == o_shared;
+    }
+    bool operator==(const ClassKey& o) const { return Matches(o.shape, o.state, o.shared); }
+  };
+  // a == b on the four named resources and the first `num_scalars` scalars. (Comparing whole
+  // arrays dominated the cost of re-filing a node.)
+  static bool SameResources(const Resources& a, const Resources& b, int num_scalars);
+  struct ClassKeyHash {
+    size_t operator()(const ClassKey& k) const;
+  };
+
+  // Indices of the node order functions scoring the pod being ranked.
+  std::vector<size_t> pod_order_fns;
+  // Scratch buffers reused across calls (no allocation per candidate node).
+  std::vector<std::pair<double, NodeId>> ranked;
+  std::vector<NodeId> fitting;  // RankPerNode: candidates passing the checks so far
+  bool ranked_heap = false;
+
+  bool classes_enabled = false;
+  std::unordered_map<ClassKey, int32_t, ClassKeyHash> class_index;
+  // Members of each class by name rank (the smallest is the class's representative).
+  RankSets class_members;
+  std::vector<NodeId> node_by_rank;  // node of each name rank
+  std::vector<int32_t> class_pos;    // per class: index in nonempty_classes, or -1
+  std::vector<int32_t> nonempty_classes;
+  std::vector<int32_t> node_class;
+  // Moves between classes mostly repeat (a placement undone returns a node to its class; the
+  // same pod placed on nodes of one class sends them to the same class), so before looking a key
+  // up, Reclassify tries the node's previous class and where the last node leaving its class went.
+  std::vector<const ClassKey*> class_keys;  // per class: its key (owned by class_index)
+  std::vector<int32_t> class_next;          // per class: the class its last leaver went to
+  std::vector<int32_t> node_prev_class;     // per node: its class before its last move
+  std::vector<char> class_dirty;
+  std::vector<NodeId> dirty_nodes;
+  // Per entry of nonempty_classes: the class's representative, its smallest-named node (kept
+  // by Reclassify as members come and go, so a ranking by class reads them as they are).
+  std::vector<NodeId> class_reps;
+  // State of the current ranking, for falling back to per-node order after the first node.
+  bool ranked_by_class = false;
+  PodId rank_pod = kNone;
+  std::span<const NodeId> rank_candidates;
+  std::vector<NodeId> rank_returned;
+};
+
+}  // namespace gantry

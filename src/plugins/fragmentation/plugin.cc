@@ -1,0 +1,265 @@
+// gpufragmentation: scores nodes by the expected GPU fragmentation a placement adds (see
+// fragmentation.h). The distribution of typical pods is learned from the pods this scheduler has
+// seen (every pod of every session, counted once by uid), so it follows the workload; it is
+// rebuilt when the number of pods seen has grown by a tenth.
+//
+// A fractional pod goes to the device of the node where it adds the least fragmentation: the
+// plugin orders a node's devices by that (a GPU order function outweighing gpupack's, which then
+// only breaks ties), and scores the node with the same device.
+//
+// Arguments: weight (score per GPU of fragmentation avoided, default 1), max_shapes (typical
+// shapes kept, default 256), measure (which view of fragmentation.h: "unusable" - the FGD paper's
+// -, "unfilled", or "mean" of the two, the default).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "framework/session.h"
+#include "plugins/fragmentation/fragmentation.h"
+#include "plugins/fragmentation/register.h"
+#include "plugins/plugin_util.h"
+
+namespace gantry {
+namespace {
+
+constexpr double kEps = 1e-9;
+// GPU order score per GPU of fragmentation (gpupack's scores are within [0, 1]).
+constexpr double kDeviceWeight = 100;
+
+class FragmentationPlugin : public Plugin {
+ public:
+  FragmentationPlugin(double weight, size_t max_shapes, frag::Measure measure)
+      : weight_(weight), max_shapes_(max_shapes), measure_(measure) {}
+  std::string_view name() const override { return "gpufragmentation"; }
+
+  void OnSessionOpen(Session& ssn) override {
+    const Cluster& cl = ssn.cluster();
+    for (const Pod& pod : cl.pods) {
+      if (!seen_.insert(pod.uid.empty() ? pod.namespace_ + "/" + pod.name : pod.uid).second) {
+        continue;
+      }
+      int whole = 0;
+      double fraction = 0;
+      if (pod.gpu_kind == GpuRequestKind::kFraction) {
+        fraction = pod.gpu_fraction;
+      } else if (pod.gpu_kind == GpuRequestKind::kMemory) {
+        fraction = std::min(1.0, pod.gpu_memory_mib / std::max(1.0, cl.min_node_gpu_memory_mib));
+      } else {
+        whole = static_cast<int>(pod.request.gpus);
+      }
+      counter_.Add(pod.request.cpu_millis, pod.request.memory_bytes, whole, fraction);
+    }
+    if (counter_.total() > 0 && (shapes_.empty() || counter_.total() * 10 >= built_from_ * 11)) {
+      shapes_ = counter_.Shapes(max_shapes_);
+      built_from_ = counter_.total();
+      memo_.clear();
+      before_.clear();
+    }
+    if (memo_.size() > 1'000'000) {
+      memo_.clear();
+      before_.clear();
+    }
+    ssn.AddNodeOrderFn(
+        [this](const Session& s, PodId p, NodeId n) { return Score(s, p, n); },
+        {.batch =
+             [this](const Session& s, PodId p, std::span<std::pair<double, NodeId>> scored) {
+               for (auto& [score, n] : scored) score += Score(s, p, n);
+             },
+         .depends_on = NodeDependence::kShapeAndStateOnly});
+    ssn.AddGpuOrderFn(
+        [this](const Session& s, PodId p, NodeId n, const SharedGpu* d) -> std::optional<double> {
+          return DeviceScore(s, p, n, d);
+        },
+        NodeDependence::kShapeAndStateOnly);
+  }
+
+ private:
+  // The node's free resources in the session, into `f` (its vector reused); `groups_` gets the
+  // device group of each entry of f.gpu_free (-1: a whole unused device).
+  void Free(const Session& s, NodeId n, frag::NodeFree& f) {
+    const Node& node = s.cluster().nodes[n];
+    const NodeState& st = s.node(n);
+    f.cpu_millis = st.idle.cpu_millis;
+    f.memory_bytes = st.idle.memory_bytes;
+    const int idle = static_cast<int>(std::floor(st.idle.gpus + kEps));
+    f.gpu_free.assign(static_cast<size_t>(std::max(0, idle)), 1.0);
+    groups_.assign(f.gpu_free.size(), -1);
+    const double mem = node.gpu_memory_mib > 0 ? node.gpu_memory_mib : 1;
+    for (const SharedGpu& d : s.shared_gpus(n).devices()) {
+      if (d.allocated <= 0 && d.used <= 0) continue;
+      f.gpu_free.push_back(std::max(0.0, (mem - static_cast<double>(d.allocated)) / mem));
+      groups_.push_back(d.group);
+    }
+  }
+
+  // The share of one device a shared-GPU pod takes on `node`.
+  static double Share(const Pod& pod, const Node& node) {
+    const double mem = node.gpu_memory_mib > 0 ? node.gpu_memory_mib : 1;
+    return pod.gpu_kind == GpuRequestKind::kFraction ? pod.gpu_fraction
+                                                     : std::min(1.0, pod.gpu_memory_mib / mem);
+  }
+
+  // Expected fragmentation of `f` after a shared pod's `share` is taken from entry i of
+  // f.gpu_free, the CPU and memory already taken (f is restored).
+  double AfterShare(frag::NodeFree& f, size_t i, double share) {
+    const double was = f.gpu_free[i];
+    f.gpu_free[i] = was - share;
+    const double v = Expected(f);
+    f.gpu_free[i] = was;
+    return v;
+  }
+
+  // GPU order of a shared pod's devices: minus the fragmentation the node has after the pod is
+  // placed on device `d` (nullptr: a whole unused device).
+  std::optional<double> DeviceScore(const Session& s, PodId p, NodeId n, const SharedGpu* d) {
+    if (shapes_.empty()) return 0.0;
+    const Pod& pod = s.cluster().pods[p];
+    const Node& node = s.cluster().nodes[n];
+    if (!pod.IsSharedGpu()) return 0.0;
+    frag::NodeFree& f = scratch_;
+    Free(s, n, f);
+    f.cpu_millis -= pod.request.cpu_millis;
+    f.memory_bytes -= pod.request.memory_bytes;
+    const double share = Share(pod, node);
+    // The entry of `d`; a device holding nothing (not in Free's list) counts as an unused one.
+    size_t entry = f.gpu_free.size();
+    for (int pass = d == nullptr ? 1 : 0; pass < 2 && entry == f.gpu_free.size(); ++pass) {
+      for (size_t i = 0; i < f.gpu_free.size(); ++i) {
+        if (pass == 0 ? groups_[i] == d->group : groups_[i] < 0) {
+          entry = i;
+          break;
+        }
+      }
+    }
+    // (The session checks the fit itself.)
+    if (entry == f.gpu_free.size() || f.gpu_free[entry] + kEps < share) return 0.0;
+    return -kDeviceWeight * weight_ * AfterShare(f, entry, share);
+  }
+
+  static uint64_t Mix(uint64_t h, uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+  }
+
+  // Expected fragmentation of a free state, memoised by a 64-bit digest of the state (CPU to the
+  // millicore, memory to the MiB, device shares to the thousandth, devices in sorted order).
+  double Expected(const frag::NodeFree& f) { return Expected(f, Digest(f)); }
+  uint64_t Digest(const frag::NodeFree& f) {
+    quantized_.clear();
+    for (double x : f.gpu_free) quantized_.push_back(static_cast<uint16_t>(std::lround(x * 1000)));
+    std::sort(quantized_.begin(), quantized_.end());
+    uint64_t h = Mix(0, static_cast<uint64_t>(static_cast<int64_t>(f.cpu_millis)));
+    h = Mix(h, static_cast<uint64_t>(static_cast<int64_t>(f.memory_bytes / 1048576)));
+    for (uint16_t q : quantized_) h = Mix(h, q);
+    return Mix(h, quantized_.size());
+  }
+  double Expected(const frag::NodeFree& f, uint64_t h) {
+    auto it = memo_.find(h);
+    if (it != memo_.end()) return it->second;
+    const double v = frag::ExpectedFragmentation(f, shapes_, measure_);
+    memo_.emplace(h, v);
+    return v;
+  }
+
+  double Score(const Session& s, PodId p, NodeId n) {
+    if (shapes_.empty()) return 0;
+    const Pod& pod = s.cluster().pods[p];
+    const Node& node = s.cluster().nodes[n];
+    if (node.allocatable.gpus <= 0) return 0;  // no GPU to fragment
+    frag::NodeFree& f = scratch_;
+    Free(s, n, f);
+    // The node's value before the placement, kept per node while its state digest holds.
+    if (before_.size() != s.cluster().nodes.size()) before_.assign(s.cluster().nodes.size(), {});
+    auto& cached = before_[static_cast<size_t>(n)];
+    const uint64_t digest = Digest(f);
+    if (!cached.valid || cached.digest != digest) cached = {true, digest, Expected(f, digest)};
+    const double before = cached.value;
+    f.cpu_millis -= pod.request.cpu_millis;
+    f.memory_bytes -= pod.request.memory_bytes;
+    if (pod.IsSharedGpu()) {
+      // The device the GPU order above takes: the one leaving the least fragmentation.
+      if (f.cpu_millis < -kEps || f.memory_bytes < -kEps) return 0;
+      const double share = Share(pod, node);
+      double best = 0;
+      bool found = false;
+      for (size_t i = 0; i < f.gpu_free.size(); ++i) {
+        if (f.gpu_free[i] + kEps < share) continue;
+        const double v = AfterShare(f, i, share);
+        if (!found || v < best) best = v;
+        found = true;
+      }
+      if (!found) return 0;
+      return -weight_ * (best - before);
+    } else if (pod.request.gpus > 0) {
+      int left = static_cast<int>(pod.request.gpus);
+      // Unused devices come first in Free's order: drop `left` of them.
+      size_t unused = 0;
+      while (unused < f.gpu_free.size() && f.gpu_free[unused] >= 1 - kEps) ++unused;
+      if (static_cast<size_t>(left) > unused) return 0;
+      f.gpu_free.erase(f.gpu_free.begin(), f.gpu_free.begin() + left);
+    }
+    if (f.cpu_millis < -kEps || f.memory_bytes < -kEps) return 0;
+    return -weight_ * (Expected(f) - before);
+  }
+
+  double weight_;
+  size_t max_shapes_;
+  frag::Measure measure_;
+  std::unordered_set<std::string> seen_;
+  frag::ShapeCounter counter_;
+  int64_t built_from_ = 0;
+  std::vector<frag::PodShape> shapes_;
+  std::unordered_map<uint64_t, double> memo_;
+  struct Before {
+    bool valid = false;
+    uint64_t digest = 0;
+    double value = 0;
+  };
+  std::vector<Before> before_;  // per node
+  frag::NodeFree scratch_;
+  std::vector<uint16_t> quantized_;
+  std::vector<int32_t> groups_;  // per entry of scratch_.gpu_free (Free)
+};
+
+}  // namespace
+
+void RegisterFragmentationPlugin(PluginRegistry& r) {
+  r.Register("gpufragmentation", [](const auto& args) -> Result<PluginPtr> {
+    if (auto ok = plugin_util::CheckArgumentNames(args, {"weight", "max_shapes", "measure"});
+        !ok.ok()) {
+      return Error{ok.error()};
+    }
+    double weight = 1;
+    long max_shapes = 256;
+    try {
+      if (auto it = args.find("weight"); it != args.end()) weight = std::stod(it->second);
+      if (auto it = args.find("max_shapes"); it != args.end()) max_shapes = std::stol(it->second);
+    } catch (const std::exception&) {
+      return Error{"arguments \"weight\" and \"max_shapes\" must be numbers"};
+    }
+    if (!(weight >= 0) || max_shapes < 1) {
+      return Error{"argument \"weight\" must be >= 0 and \"max_shapes\" >= 1"};
+    }
+    frag::Measure measure = frag::Measure::kMean;
+    if (auto it = args.find("measure"); it != args.end()) {
+      if (it->second == "unusable") {
+        measure = frag::Measure::kUnusable;
+      } else if (it->second == "unfilled") {
+        measure = frag::Measure::kUnfilled;
+      } else if (it->second != "mean") {
+        return Error{"argument \"measure\": \"" + it->second +
+                     "\" is not one of unusable, unfilled, mean"};
+      }
+    }
+    return PluginPtr(
+        std::make_unique<FragmentationPlugin>(weight, static_cast<size_t>(max_shapes), measure));
+  });
+}
+
+}  // namespace gantry

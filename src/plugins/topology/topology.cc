@@ -1,0 +1,732 @@
+// topology: topology-aware placement (KAI's plugins/topology).
+//
+// Each Topology object becomes a tree of domains: the root, then one domain per distinct value
+// path of the level labels (zone "a" -> block "a.b1" -> rack "a.b1.r3"). A sub-group (the whole
+// job, a group or a pod set) with a topology constraint is placed through node sets, one per
+// domain that could hold all of its pods:
+//  - the domains considered span from the preferred level (if any) up to the required level (or
+//    up to the root without one); a domain qualifies when it can accommodate the pods - counted
+//    with "representative pods" (k copies of the largest pod) when the pods are alike, by the
+//    ratio of requested to free resources otherwise;
+//  - domains are tried innermost level first, and within a level fullest first (bin packing);
+//  - with a preferred level, nodes are scored by the rank of their preferred-level domain, so the
+//    pods gather in one such domain when they can;
+//  - pods of a job already running inside a required-level domain keep the rest in that domain.
+// A constraint naming an unknown topology or level fails the sub-group with a job fit error that
+// says so; the rest of the cycle goes on.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+
+#include "framework/session.h"
+#include "plugins/builtin.h"
+#include "plugins/plugin_util.h"
+#include "plugins/scores.h"
+
+namespace gantry {
+namespace {
+
+constexpr int kAllocatablePodsNotSet = -1;
+constexpr double kRequiredResourceNotInDomainRatio = 1000.0;
+
+struct Domain {
+  std::string id;
+  int level = -1;  // index into the topology's levels; -1 is the root
+  std::vector<int32_t> children;
+  std::vector<NodeId> nodes;   // by name rank
+  std::vector<char> has_node;  // per node id (only for membership tests)
+  int allocatable_pods = kAllocatablePodsNotSet;
+  Resources free;  // idle + releasing of the domain's nodes (whole GPUs only)
+};
+
+struct Tree {
+  const Topology* topology = nullptr;
+  std::vector<Domain> domains;  // domains[0] is the root
+  // Per level: domain id -> index, and the domains in creation order.
+  std::vector<std::unordered_map<std::string, int32_t>> by_id;
+  std::vector<std::vector<int32_t>> by_level;
+  std::vector<char> in_topology;  // per node
+  // The level index of a label key, -1 for "root", -2 when unknown.
+  int LevelIndex(const std::string& key) const {
+    if (key == "root") return -1;
+    for (size_t i = 0; i < topology->levels.size(); ++i) {
+      if (topology->levels[i] == key) return static_cast<int>(i);
+    }
+    return -2;
+  }
+  const std::string& LevelName(int level) const {
+    static const std::string kRoot = "root";
+    return level < 0 ? kRoot : topology->levels[static_cast<size_t>(level)];
+  }
+};
+
+// The job's requests summed as KAI's Resource (whole and fractional GPUs in gpus, MIG counts in
+// scalars, no pod slots).
+Resources SumRequests(const Session& s, std::span<const PodId> tasks) {
+  Resources sum;
+  for (PodId p : tasks) {
+    const Pod& pod = s.cluster().pods[p];
+    Resources r = pod.request;
+    r.pods = 0;
+    r.gpus = pod.RequestedGpus();
+    sum += r;
+  }
+  return sum;
+}
+
+// KAI's getJobRatioToFreeResources: the dominant ratio of requested to free resources.
+double RatioToFree(const Session& s, const Resources& asked, const Domain& d) {
+  const int nscalars = s.cluster().resource_names.size();
+  bool any = asked.gpus > 0 || asked.cpu_millis > 0 || asked.memory_bytes > 0;
+  for (int i = 0; i < nscalars; ++i) any = any || asked.scalars[i] > 0;
+  if (!any) return 0;
+  double ratio = 0;
+  if (asked.gpus > 0) ratio = std::max(ratio, asked.gpus / d.free.gpus);
+  // Kubernetes quantities as whole values (CPU in cores rounded up, scalars as milli-units).
+  auto value_ratio = [&](double want, double have) {
+    if (want == 0) return;
+    ratio = std::max(ratio, have == 0 ? kRequiredResourceNotInDomainRatio : want / have);
+  };
+  value_ratio(std::ceil(asked.cpu_millis / 1000), std::ceil(d.free.cpu_millis / 1000));
+  value_ratio(std::floor(asked.memory_bytes), std::floor(d.free.memory_bytes));
+  for (int i = 0; i < nscalars; ++i) {
+    value_ratio(std::ceil(asked.scalars[i] / 1000), std::ceil(d.free.scalars[i] / 1000));
+  }
+  return ratio;
+}
+
+std::string FormatG3(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+class TopologyPlugin : public Plugin {
+ public:
+  std::string_view name() const override { return "topology"; }
+
+  void OnSessionOpen(Session& ssn) override {
+    const Cluster& c = ssn.cluster();
+    trees_.clear();
+    tree_index_.clear();
+    scores_.clear();
+    signatures_.clear();
+    acc_cache_.clear();
+    for (const Topology& t : c.topologies) Build(c, t);
+    if (trees_.empty()) return;
+    ssn.AddSubsetNodesFn([this](Session& s, const SubGroupRef& ref, std::span<const PodId> tasks,
+                                std::span<const NodeId> nodes, bool record,
+                                std::vector<std::vector<NodeId>>& out) {
+      return SubsetNodes(s, ref, tasks, nodes, record, out);
+    });
+    ssn.AddPreJobAllocationFn([this](Session&, JobId) { scores_.clear(); });
+    ssn.AddNodeOrderFn([this](const Session& s, PodId p, NodeId n) { return Score(s, p, n); });
+  }
+
+  void OnSessionClose(Session&) override {
+    trees_.clear();
+    scores_.clear();
+    signatures_.clear();
+    acc_cache_.clear();
+  }
+
+ private:
+  void Build(const Cluster& c, const Topology& t) {
+    Tree tree;
+    tree.topology = &t;
+    tree.domains.push_back(Domain{"root", -1, {}, {}, {}, kAllocatablePodsNotSet, {}});
+    tree.by_id.resize(t.levels.size());
+    tree.by_level.resize(t.levels.size());
+    tree.in_topology.assign(c.nodes.size(), 0);
+    std::vector<NodeId> order(c.nodes.size());
+    for (NodeId n = 0; n < static_cast<NodeId>(c.nodes.size()); ++n) {
+      order[static_cast<size_t>(c.nodes[n].name_rank)] = n;
+    }
+    for (NodeId n : order) {
+      const Node& node = c.nodes[n];
+      bool member = true;
+      for (const auto& level : t.levels) member = member && node.labels.Has(level);
+      if (!member) continue;
+      tree.in_topology[n] = 1;
+      int32_t child = -1;
+      for (int li = static_cast<int>(t.levels.size()) - 1; li >= 0; --li) {
+        std::string id;
+        for (int k = 0; k <= li; ++k) {
+          if (k > 0) id += '.';
+          id += *node.labels.Get(t.levels[static_cast<size_t>(k)]);
+        }
+        auto [it, inserted] = tree.by_id[li].emplace(id, static_cast<int32_t>(tree.domains.size()));
+        if (inserted) {
+          tree.domains.push_back(Domain{id, li, {}, {}, {}, kAllocatablePodsNotSet, {}});
+          tree.by_level[li].push_back(it->second);
+        }
+        Domain& d = tree.domains[it->second];
+        d.nodes.push_back(n);
+        if (child >= 0) AddChild(tree, it->second, child);
+        child = it->second;
+      }
+      AddChild(tree, 0, child);
+      tree.domains[0].nodes.push_back(n);
+    }
+    for (Domain& d : tree.domains) {
+      d.has_node.assign(c.nodes.size(), 0);
+      for (NodeId n : d.nodes) d.has_node[n] = 1;
+    }
+    tree_index_.emplace(t.name, trees_.size());
+    trees_.push_back(std::move(tree));
+  }
+
+  static void AddChild(Tree& tree, int32_t parent, int32_t child) {
+    auto& ch = tree.domains[parent].children;
+    if (std::find(ch.begin(), ch.end(), child) == ch.end()) ch.push_back(child);
+  }
+
+  // The constraint of a sub-group, if any.
+  static const std::optional<TopologyConstraint>& ConstraintOf(const Cluster& c,
+                                                               const SubGroupRef& ref) {
+    const Job& job = c.jobs[ref.job];
+    return ref.pod_set ? job.pod_sets[ref.index].topology : job.groups[ref.index].topology;
+  }
+  static std::string NameOf(const Cluster& c, const SubGroupRef& ref) {
+    const Job& job = c.jobs[ref.job];
+    return ref.pod_set ? job.pod_sets[ref.index].name : job.groups[ref.index].name;
+  }
+
+  static std::string NoMatch(const Cluster& c, const SubGroupRef& ref, const Tree& tree,
+                             const std::string& suffix) {
+    const Job& job = c.jobs[ref.job];
+    const TopologyConstraint& tc = *ConstraintOf(c, ref);
+    std::string what = "job <" + job.namespace_ + "/" + job.name + ">";
+    const std::string name = NameOf(c, ref);
+    if (!name.empty() && name != "default") what += ", subgroup " + name;
+    std::string msg = "topology " + tree.topology->name + ", requirement " + tc.required_level +
+                      " couldn't be satisfied for " + what;
+    if (!suffix.empty()) msg += ": " + suffix;
+    return msg;
+  }
+
+  static void AddSimpleError(Session& s, JobId j, std::string message) {
+    s.AddJobFitError(j, JobFitError{std::string(kPodSchedulingErrors), {std::move(message)}, ""});
+  }
+
+  bool SubsetNodes(Session& s, const SubGroupRef& ref, std::span<const PodId> tasks,
+                   std::span<const NodeId> nodes, bool record,
+                   std::vector<std::vector<NodeId>>& out) {
+    const Cluster& c = s.cluster();
+    const auto& constraint = ConstraintOf(c, ref);
+    if (!constraint || constraint->topology.empty()) return false;
+    auto found = tree_index_.find(constraint->topology);
+    if (found == tree_index_.end()) {
+      if (record) {
+        AddSimpleError(s, ref.job,
+                       "Requested topology " + constraint->topology + " does not exist");
+      }
+      out.clear();
+      return true;
+    }
+    if (tasks.empty()) return false;
+    Tree& tree = trees_[found->second];
+
+    // The lowest domain holding every candidate node (down to the preferred level at most).
+    std::vector<NodeId>& valid = valid_;
+    valid.clear();
+    for (NodeId n : nodes) {
+      if (tree.in_topology[n]) valid.push_back(n);
+    }
+    int32_t domain_index = LowestCommonDomain(c, tree, valid, *constraint);
+    Domain& domain = tree.domains[domain_index];
+
+    for (Domain& d : tree.domains) {
+      d.allocatable_pods = kAllocatablePodsNotSet;
+      d.free = Resources{};
+    }
+    ComputeFree(s, tree, domain_index);
+    if (AlikePods(s, tasks)) {
+      if (!ComputeAllocatable(s, tree, domain_index, tasks)) {
+        out.clear();
+        return true;  // pods of different fractions cannot be represented together
+      }
+    }
+    const Resources asked = SumRequests(s, tasks);
+    const int count = static_cast<int>(tasks.size());
+    if (!DomainFits(s, asked, count, domain)) {
+      if (record) {
+        AddSimpleError(
+            s, ref.job,
+            NoMatch(c, ref, tree,
+                    domain_index == 0
+                        ? "not enough resources in the cluster to allocate the job"
+                        : "not enough resources in " + domain.id + " to allocate the job"));
+      }
+      out.clear();
+      return true;
+    }
+
+    const int preferred =
+        constraint->preferred_level.empty() ? -3 : tree.LevelIndex(constraint->preferred_level);
+    const int required =
+        constraint->required_level.empty() ? -3 : tree.LevelIndex(constraint->required_level);
+    if (preferred == -2 || required == -2) {
+      if (record) {
+        const std::string name = NameOf(c, ref);
+        const std::string who =
+            name.empty() || name == "default" ? "workload" : "sub-group " + name;
+        const bool bad_required = required == -2;
+        AddSimpleError(
+            s, ref.job,
+            "topology constraint error: " + who + " specified '" +
+                (bad_required ? constraint->required_level : constraint->preferred_level) +
+                "' as the " + (bad_required ? "required" : "preferred") +
+                " topology constraint level, but the topology tree '" + tree.topology->name +
+                "' does not contain a level with this name");
+      }
+      out.clear();
+      return true;
+    }
+    const int max_depth = preferred != -3 ? preferred : required;
+    SortTree(s, tree, domain_index, asked, max_depth);
+    if (preferred != -3) {
+      auto& sc = scores_[Key(ref)];
+      sc.assign(c.nodes.size(), 0);
+      std::vector<int32_t> level_domains;
+      LevelDomains(tree, domain_index, preferred, level_domains);
+      for (size_t i = 0; i < level_domains.size(); ++i) {
+        const double score = std::floor(static_cast<double>(i + 1) /
+                                        static_cast<double>(level_domains.size()) * 10) *
+                             scores::kTopology;
+        for (NodeId n : tree.domains[level_domains[i]].nodes) sc[n] = score;
+      }
+    }
+
+    // Candidate domains: levels from the preferred one up to the required one (or the root).
+    std::vector<int> levels;
+    {
+      bool started = false;
+      for (int li = static_cast<int>(tree.topology->levels.size()) - 1; li >= -1; --li) {
+        if (li == preferred || li == required) started = true;
+        if (started) levels.push_back(li);
+        if (li == required) break;
+      }
+    }
+    // Pods of the job already placed pin the required-level domain.
+    std::vector<char> allowed;
+    if (required != -3 && HasActiveAllocated(s, ref)) {
+      allowed.assign(tree.domains.size(), 0);
+      for (int32_t d : DomainsAtLevel(tree, required)) {
+        if (!HasActivePodIn(s, ref, tree.domains[d])) continue;
+        MarkSubtree(tree, d, allowed);
+      }
+    }
+    std::vector<int32_t> fitting;
+    std::vector<JobFitError> top_errors;
+    for (size_t k = 0; k < levels.size(); ++k) {
+      for (int32_t d : DomainsAtLevel(tree, levels[k])) {
+        if (!allowed.empty() && !allowed[d]) continue;
+        if (!DomainFits(s, asked, count, tree.domains[d])) {
+          if (record && k + 1 == levels.size()) {
+            top_errors.push_back(DomainError(s, ref, asked, count, tree.domains[d]));
+          }
+          continue;
+        }
+        fitting.push_back(d);
+      }
+    }
+    out.clear();
+    if (fitting.empty()) {
+      if (record) {
+        for (auto& e : top_errors) s.AddJobFitError(ref.job, std::move(e));
+        AddSimpleError(s, ref.job, NoMatch(c, ref, tree, ""));
+      }
+      return true;
+    }
+    // In the (sorted) tree's reverse level order: innermost level first.
+    std::vector<char> chosen(tree.domains.size(), 0);
+    for (int32_t d : fitting) chosen[d] = 1;
+    std::vector<char>& valid_flag = valid_flag_;
+    valid_flag.resize(c.nodes.size(), 0);
+    for (NodeId n : valid) valid_flag[n] = 1;
+    for (int32_t d : ReverseLevelOrder(tree)) {
+      if (!chosen[d]) continue;
+      std::vector<NodeId> set;
+      for (NodeId n : tree.domains[d].nodes) {
+        if (valid_flag[n]) set.push_back(n);
+      }
+      out.push_back(std::move(set));
+    }
+    for (NodeId n : valid) valid_flag[n] = 0;  // all zero again for the next call
+    return true;
+  }
+
+  // KAI's lowestCommonDomainID.
+  static int32_t LowestCommonDomain(const Cluster& c, const Tree& tree,
+                                    const std::vector<NodeId>& valid,
+                                    const TopologyConstraint& tc) {
+    int depth = -1;
+    std::string id;
+    for (size_t li = 0; li < tree.topology->levels.size(); ++li) {
+      const std::string& key = tree.topology->levels[li];
+      std::string value;
+      bool all_match = true;
+      for (NodeId n : valid) {
+        const std::string& v = *c.nodes[n].labels.Get(key);
+        if (value.empty()) value = v;
+        if (v != value) {
+          all_match = false;
+          break;
+        }
+      }
+      if (!all_match || value.empty()) break;
+      if (!id.empty()) id += '.';
+      id += value;
+      depth = static_cast<int>(li);
+      if (tc.preferred_level == key) break;
+    }
+    if (depth < 0) return 0;
+    auto it = tree.by_id[static_cast<size_t>(depth)].find(id);
+    return it == tree.by_id[static_cast<size_t>(depth)].end() ? 0 : it->second;
+  }
+
+  void ComputeFree(const Session& s, Tree& tree, int32_t d) {
+    Domain& dom = tree.domains[d];
+    if (dom.children.empty()) {
+      for (NodeId n : dom.nodes) {
+        const NodeState& st = s.node(n);
+        dom.free += st.idle;
+        dom.free += st.releasing;
+      }
+      dom.free.pods = 0;
+      return;
+    }
+    for (int32_t child : dom.children) {
+      ComputeFree(s, tree, child);
+      dom.free += tree.domains[child].free;
+    }
+  }
+
+  // KAI's useRepresentorPodsAccounting: every pod or none uses GPUs, and every extended
+  // resource is asked by every pod.
+  static bool AlikePods(const Session& s, std::span<const PodId> tasks) {
+    const Cluster& c = s.cluster();
+    size_t using_gpu = 0;
+    std::vector<size_t> per_scalar(static_cast<size_t>(c.resource_names.size()), 0);
+    for (PodId p : tasks) {
+      const Pod& pod = c.pods[p];
+      if (pod.RequestedGpus() > 0) ++using_gpu;
+      for (int i = 0; i < c.resource_names.size(); ++i) {
+        if (pod.request.scalars[i] > 0 && !IsMig(s, i)) ++per_scalar[static_cast<size_t>(i)];
+      }
+    }
+    if (using_gpu != 0 && using_gpu != tasks.size()) return false;
+    for (size_t n : per_scalar) {
+      if (n != 0 && n != tasks.size()) return false;
+    }
+    return true;
+  }
+
+  static bool IsMig(const Session& s, int slot) {
+    for (const auto& m : s.mig_profiles()) {
+      if (m.slot == slot) return true;
+    }
+    return false;
+  }
+
+  // Representative pods: how many copies of the largest pod each leaf node could hold.
+  bool ComputeAllocatable(Session& s, Tree& tree, int32_t root, std::span<const PodId> tasks) {
+    const Cluster& c = s.cluster();
+    Pod max;  // the largest request of each kind
+    bool any_resource = false;
+    for (PodId p : tasks) {
+      const Pod& pod = c.pods[p];
+      max.request.cpu_millis = std::max(max.request.cpu_millis, pod.request.cpu_millis);
+      max.request.memory_bytes = std::max(max.request.memory_bytes, pod.request.memory_bytes);
+      for (int i = 0; i < c.resource_names.size(); ++i) {
+        max.request.scalars[i] = std::max(max.request.scalars[i], pod.request.scalars[i]);
+      }
+      // GPUs: the pod with the most; fractions of different sizes cannot be combined.
+      const double g = pod.RequestedGpus();
+      const double mg = max.RequestedGpus();
+      if (pod.IsSharedGpu() && max.IsSharedGpu() && pod.gpu_fraction != max.gpu_fraction) {
+        return false;
+      }
+      if (g > mg) {
+        max.gpu_kind = pod.gpu_kind;
+        max.request.gpus = pod.request.gpus;
+        max.gpu_fraction = pod.gpu_fraction;
+        max.gpu_devices = pod.gpu_devices;
+      }
+      if (pod.gpu_memory_mib > max.gpu_memory_mib) {
+        max.gpu_memory_mib = pod.gpu_memory_mib;
+        if (max.gpu_kind == GpuRequestKind::kNoGpu) {
+          max.gpu_kind = GpuRequestKind::kMemory;
+          max.gpu_devices = 1;
+        }
+      }
+    }
+    max.request.pods = 0;
+    any_resource = max.request.cpu_millis > 0 || max.request.memory_bytes > 0 ||
+                   max.RequestedGpus() > 0 || max.gpu_memory_mib > 0 || max.request.HasScalars();
+    const int all = static_cast<int>(tasks.size());
+    test_ = max;
+    signature_ = SignatureOf(max);
+    Allocatable(s, tree, root, max, any_resource, all);
+    return true;
+  }
+
+  int Allocatable(Session& s, Tree& tree, int32_t d, const Pod& max, bool any_resource, int all) {
+    Domain& dom = tree.domains[d];
+    dom.allocatable_pods = 0;
+    if (dom.children.empty()) {
+      for (NodeId n : dom.nodes) {
+        dom.allocatable_pods += any_resource ? CachedAccommodation(s, n, max) : all;
+      }
+      return dom.allocatable_pods;
+    }
+    int sum = 0;
+    for (int32_t child : dom.children) sum += Allocatable(s, tree, child, max, any_resource, all);
+    tree.domains[d].allocatable_pods = sum;
+    return sum;
+  }
+
+  // Accommodation per node and representative pod, kept while the node does not change (most
+  // jobs look at every node of the tree, few nodes change between jobs).
+  int CachedAccommodation(Session& s, NodeId n, const Pod& max) {
+    auto& cache = acc_cache_[static_cast<size_t>(signature_)];
+    if (cache.empty()) cache.assign(s.cluster().nodes.size(), {~0U, 0});
+    auto& entry = cache[static_cast<size_t>(n)];
+    if (entry.first != s.node_version(n)) {
+      entry = {s.node_version(n), Accommodation(s, n, max)};
+    }
+    return entry.second;
+  }
+
+  // The index of the representative pod's shape among those seen this session.
+  int SignatureOf(const Pod& max) {
+    for (size_t i = 0; i < signatures_.size(); ++i) {
+      const Pod& o = signatures_[i];
+      if (o.request == max.request && o.gpu_kind == max.gpu_kind &&
+          o.gpu_fraction == max.gpu_fraction && o.gpu_devices == max.gpu_devices &&
+          o.gpu_memory_mib == max.gpu_memory_mib) {
+        return static_cast<int>(i);
+      }
+    }
+    signatures_.push_back(max);
+    acc_cache_.emplace_back();
+    return static_cast<int>(signatures_.size() - 1);
+  }
+
+  // The largest k such that k copies of `max` fit the node's idle and releasing resources. An
+  // upper bound from the per-resource quotients is checked downwards (the fit is monotone in k).
+  int Accommodation(Session& s, NodeId n, const Pod& max) {
+    const NodeState& st = s.node(n);
+    Resources avail = st.idle;
+    avail += st.releasing;
+    double bound = std::numeric_limits<double>::infinity();
+    auto limit = [&](double want, double have) {
+      if (want > 0) bound = std::min(bound, std::floor(have / want));
+    };
+    limit(max.request.cpu_millis, avail.cpu_millis);
+    limit(max.request.memory_bytes, avail.memory_bytes);
+    for (int i = 0; i < s.cluster().resource_names.size(); ++i) {
+      bool mig = false;
+      for (const auto& m : s.mig_profiles()) mig = mig || m.slot == i;
+      if (!mig) limit(max.request.scalars[i], avail.scalars[i]);
+    }
+    if (max.IsSharedGpu()) {
+      const int64_t memory = s.GpuMemoryOn(max, n);
+      const auto device_memory = static_cast<int64_t>(s.cluster().nodes[n].gpu_memory_mib);
+      const double devices =
+          std::floor(avail.gpus) + s.shared_gpus(n).CountFitting(memory, device_memory, 1 << 30);
+      limit(std::max(1, max.gpu_devices), devices);
+    } else if (max.request.gpus > 0) {
+      limit(max.request.gpus, std::floor(avail.gpus));
+    }
+    if (bound == std::numeric_limits<double>::infinity()) return 1 << 20;
+    int k = static_cast<int>(std::max(0.0, bound)) + 1;
+    while (k > 0) {
+      test_.request = max.request;
+      test_.request.cpu_millis *= k;
+      test_.request.memory_bytes *= k;
+      for (double& v : test_.request.scalars) v *= k;
+      if (max.gpu_kind == GpuRequestKind::kWhole) test_.request.gpus = max.request.gpus * k;
+      test_.gpu_devices = max.gpu_devices * k;
+      if (s.RepresentativeFits(test_, n)) return k;
+      --k;
+    }
+    return 0;
+  }
+
+  // KAI's checkJobDomainFit: enough representative pods, or else a requested-to-free ratio of at
+  // most 1.
+  static bool DomainFits(const Session& s, const Resources& asked, int count, const Domain& d) {
+    if (d.allocatable_pods != kAllocatablePodsNotSet) return d.allocatable_pods >= count;
+    return RatioToFree(s, asked, d) <= 1;
+  }
+
+  // The fit error of a domain that does not fit (built only when it is recorded).
+  static JobFitError DomainError(const Session& s, const SubGroupRef& ref, const Resources& asked,
+                                 int count, const Domain& d) {
+    const Cluster& c = s.cluster();
+    const std::string sub = NameOf(c, ref);
+    if (d.allocatable_pods != kAllocatablePodsNotSet) {
+      JobFitError e{
+          "Not enough resources for the workload",
+          {"node-group " + d.id + " can allocate only " + std::to_string(d.allocatable_pods) +
+           " of " + std::to_string(count) + " required pods"},
+          sub};
+      e.domain = d.id;
+      return e;
+    }
+    JobFitError e{"Not enough resources for the workload", {}, sub};
+    e.domain = d.id;
+    if (asked.gpus > d.free.gpus) {
+      e.detailed.push_back(d.id + " didn't have enough resource: GPUs, requested: " +
+                           FormatG3(asked.gpus) + ", available: " + FormatG3(d.free.gpus));
+      e.messages.push_back("node-group(s) didn't have enough resources: GPUs");
+    }
+    if (static_cast<int64_t>(asked.cpu_millis) > static_cast<int64_t>(d.free.cpu_millis)) {
+      e.detailed.push_back(d.id + " didn't have enough resources: CPU cores, requested: " +
+                           Humanize(asked.cpu_millis / 1000, 3) +
+                           ", available: " + Humanize(d.free.cpu_millis / 1000, 3));
+      e.messages.push_back("node-group(s) didn't have enough resources: CPU cores");
+    }
+    if (asked.memory_bytes > d.free.memory_bytes) {
+      e.detailed.push_back(d.id + " didn't have enough resources: memory, requested: " +
+                           Humanize(asked.memory_bytes / 1e9, 3) +
+                           ", available: " + Humanize(d.free.memory_bytes / 1e9, 3));
+      e.messages.push_back("node-group(s) didn't have enough resources: memory");
+    }
+    return e;
+  }
+
+  // Bin packing: children fullest first (by the job's ratio to their free resources), then by id.
+  void SortTree(const Session& s, Tree& tree, int32_t d, const Resources& asked, int max_depth) {
+    if (max_depth == -3) return;
+    Domain& dom = tree.domains[d];
+    std::vector<std::pair<double, int32_t>> keyed;
+    keyed.reserve(dom.children.size());
+    for (int32_t child : dom.children) {
+      keyed.emplace_back(RatioToFree(s, asked, tree.domains[child]), child);
+    }
+    std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
+      if (a.first != b.first) return a.first > b.first;
+      return tree.domains[a.second].id < tree.domains[b.second].id;
+    });
+    for (size_t i = 0; i < keyed.size(); ++i) tree.domains[d].children[i] = keyed[i].second;
+    if (tree.domains[d].level == max_depth) return;
+    const std::vector<int32_t> children = tree.domains[d].children;
+    for (int32_t child : children) SortTree(s, tree, child, asked, max_depth);
+  }
+
+  static void LevelDomains(const Tree& tree, int32_t d, int level, std::vector<int32_t>& out) {
+    const Domain& dom = tree.domains[d];
+    if (dom.level == level) {
+      out.push_back(d);
+      return;
+    }
+    for (int32_t child : dom.children) LevelDomains(tree, child, level, out);
+  }
+
+  static std::vector<int32_t> DomainsAtLevel(const Tree& tree, int level) {
+    if (level < 0) return {0};
+    return tree.by_level[static_cast<size_t>(level)];
+  }
+
+  static void MarkSubtree(const Tree& tree, int32_t d, std::vector<char>& marks) {
+    marks[d] = 1;
+    for (int32_t child : tree.domains[d].children) MarkSubtree(tree, child, marks);
+  }
+
+  static std::vector<int32_t> ReverseLevelOrder(const Tree& tree) {
+    std::vector<std::vector<int32_t>> levels;
+    std::vector<int32_t> current{0};
+    while (!current.empty()) {
+      levels.push_back(current);
+      std::vector<int32_t> next;
+      for (int32_t d : current) {
+        for (int32_t child : tree.domains[d].children) next.push_back(child);
+      }
+      current = std::move(next);
+    }
+    std::vector<int32_t> out;
+    for (auto it = levels.rbegin(); it != levels.rend(); ++it) {
+      out.insert(out.end(), it->begin(), it->end());
+    }
+    return out;
+  }
+
+  // The pod sets under a sub-group.
+  static void PodSetsOf(const Cluster& c, const SubGroupRef& ref, std::vector<int32_t>& out) {
+    const Job& job = c.jobs[ref.job];
+    if (ref.pod_set) {
+      out.push_back(ref.index);
+      return;
+    }
+    for (size_t s = 0; s < job.pod_sets.size(); ++s) {
+      int32_t g = job.pod_sets[s].parent_group;
+      while (g != kNone && g != ref.index) g = job.groups[g].parent;
+      if (g == ref.index) out.push_back(static_cast<int32_t>(s));
+    }
+  }
+
+  static bool HasActiveAllocated(const Session& s, const SubGroupRef& ref) {
+    std::vector<int32_t> sets;
+    PodSetsOf(s.cluster(), ref, sets);
+    for (int32_t set : sets) {
+      if (s.counters(ref.job, set).active_allocated > 0) return true;
+    }
+    return false;
+  }
+
+  static bool HasActivePodIn(const Session& s, const SubGroupRef& ref, const Domain& d) {
+    std::vector<int32_t> sets;
+    PodSetsOf(s.cluster(), ref, sets);
+    for (int32_t set : sets) {
+      for (PodId p : s.cluster().jobs[ref.job].pod_sets[set].pods) {
+        const PodState& st = s.pod(p);
+        if (IsActiveAllocated(st.status) && st.node != kNone && d.has_node[st.node]) return true;
+      }
+    }
+    return false;
+  }
+
+  static int64_t Key(const SubGroupRef& ref) {
+    return (static_cast<int64_t>(ref.job) << 32) | (static_cast<int64_t>(ref.index) << 1) |
+           (ref.pod_set ? 1 : 0);
+  }
+
+  // The preferred-level score of the pod's pod set, or of its nearest ancestor that has one.
+  double Score(const Session& s, PodId p, NodeId n) const {
+    if (scores_.empty()) return 0;
+    const Cluster& c = s.cluster();
+    const Pod& pod = c.pods[p];
+    const Job& job = c.jobs[pod.job];
+    auto it = scores_.find(Key(SubGroupRef{pod.job, true, pod.pod_set}));
+    if (it != scores_.end()) return it->second[n];
+    for (int32_t g = job.pod_sets[pod.pod_set].parent_group; g != kNone; g = job.groups[g].parent) {
+      it = scores_.find(Key(SubGroupRef{pod.job, false, g}));
+      if (it != scores_.end()) return it->second[n];
+    }
+    return 0;
+  }
+
+  std::vector<Tree> trees_;
+  std::unordered_map<std::string, size_t> tree_index_;
+  Pod test_;  // scratch representative pod (no allocation per node)
+  // Scratch of SubsetNodes, kept between calls: the candidate nodes in the topology, and the same
+  // as flags per node (all zero between calls).
+  std::vector<NodeId> valid_;
+  std::vector<char> valid_flag_;
+  std::vector<Pod> signatures_;
+  int signature_ = 0;
+  std::vector<std::vector<std::pair<uint32_t, int>>> acc_cache_;  // per signature, per node
+  std::unordered_map<int64_t, std::vector<double>> scores_;
+};
+
+}  // namespace
+
+void RegisterTopologyPlugin(PluginRegistry& r) {
+  r.Register("topology", plugin_util::NoArguments<TopologyPlugin>());
+}
+
+}  // namespace gantry
