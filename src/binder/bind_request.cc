@@ -1,6 +1,7 @@
 #include "binder/bind_request.h"
 
 #include "kube/client.h"
+#include "util/json_fields.h"
 
 namespace gantry::binder {
 
@@ -43,7 +44,7 @@ Result<BindRequest> ParseBindRequest(const nlohmann::json& object) {
   do {                                              \
     auto r_ = (expr);                               \
     if (!r_.ok()) return Error{where + r_.error()}; \
-    var = std::move(r_).value();                    \
+    (var) = std::move(r_).value();                  \
   } while (false)
   GANTRY_TAKE(br.pod_name, OptionalString(spec, "podName", "spec.podName"));
   GANTRY_TAKE(br.selected_node, OptionalString(spec, "selectedNode", "spec.selectedNode"));
@@ -79,8 +80,8 @@ Result<BindRequest> ParseBindRequest(const nlohmann::json& object) {
   const auto& meta = object.contains("metadata") ? object["metadata"] : empty;
   if (meta.contains("ownerReferences") && meta["ownerReferences"].is_array()) {
     for (const auto& ref : meta["ownerReferences"]) {
-      if (ref.is_object() && ref.value("kind", "") == "Pod" &&
-          ref.value("name", "") == br.pod_name && ref.contains("uid") && ref["uid"].is_string()) {
+      if (ref.is_object() && StringOr(ref, "kind") == "Pod" &&
+          StringOr(ref, "name") == br.pod_name && ref.contains("uid") && ref["uid"].is_string()) {
         br.owner_pod_uid = ref["uid"].get<std::string>();
       }
     }

@@ -1,5 +1,7 @@
 #include "binder/dra_step.h"
 
+#include "util/json_fields.h"
+
 namespace gantry::binder {
 
 namespace {
@@ -9,9 +11,9 @@ using nlohmann::json;
 constexpr int kConflictRetries = 5;
 
 bool IsPodRef(const json& ref, const std::string& name, const std::string& uid) {
-  return ref.is_object() && ref.value("resource", "") == "pods" &&
-         ref.value("apiGroup", "") == "" && ref.value("name", "") == name &&
-         ref.value("uid", "") == uid;
+  return ref.is_object() && StringOr(ref, "resource") == "pods" &&
+         StringOr(ref, "apiGroup") == "" && StringOr(ref, "name") == name &&
+         StringOr(ref, "uid") == uid;
 }
 
 // The ResourceClaim behind the pod's claim `pod_claim`; "" with `why` set when there is none.
@@ -22,14 +24,14 @@ std::string ClaimName(const json& pod, const std::string& pod_claim, std::string
                            ? pod["spec"]["resourceClaims"]
                            : empty;
   for (const json& c : claims) {
-    if (!c.is_object() || c.value("name", "") != pod_claim) continue;
+    if (!c.is_object() || StringOr(c, "name") != pod_claim) continue;
     if (c.contains("resourceClaimName") && c["resourceClaimName"].is_string()) {
       return c["resourceClaimName"];
     }
     if (pod.contains("status") && pod["status"].contains("resourceClaimStatuses") &&
         pod["status"]["resourceClaimStatuses"].is_array()) {
       for (const json& st : pod["status"]["resourceClaimStatuses"]) {
-        if (st.is_object() && st.value("name", "") == pod_claim &&
+        if (st.is_object() && StringOr(st, "name") == pod_claim &&
             st.contains("resourceClaimName") && st["resourceClaimName"].is_string()) {
           return st["resourceClaimName"];
         }
@@ -59,15 +61,22 @@ std::optional<StepError> DynamicResourcesStep::PreBind(BindAttempt& attempt) {
   };
 
   for (const json& entry : br.claim_allocations) {
-    const std::string pod_claim = entry.is_object() ? entry.value("name", "") : "";
+    const std::string pod_claim = entry.is_object() ? StringOr(entry, "name") : "";
     if (!entry.is_object() || !entry.contains("allocation") || !entry["allocation"].is_object()) {
-      return fail(StepError{
-          "empty status for claim " + pod_claim + " in bind request for pod " + pod_key, false});
+      std::string message = "empty status for claim ";
+      message += pod_claim;
+      message += " in bind request for pod ";
+      message += pod_key;
+      return fail(StepError{std::move(message), false});
     }
     std::string why;
     bool retryable = true;
     const std::string claim = ClaimName(attempt.pod, pod_claim, why, retryable);
-    if (claim.empty()) return fail(StepError{why + " " + pod_key, retryable});
+    if (claim.empty()) {
+      why += " ";
+      why += pod_key;
+      return fail(StepError{std::move(why), retryable});
+    }
 
     bool done = false;
     for (int tries = 0; !done; ++tries) {
@@ -102,8 +111,13 @@ std::optional<StepError> DynamicResourcesStep::PreBind(BindAttempt& attempt) {
         state.push_back({{"claim", claim}, {"reserved", reserved}, {"allocated", allocated}});
         done = true;
       } else if (!written.error().IsConflict() || tries + 1 >= kConflictRetries) {
-        return fail(StepError{"failed to update claim " + claim + " for pod " + pod_key + ": " +
-                              written.error().ToString()});
+        std::string message = "failed to update claim ";
+        message += claim;
+        message += " for pod ";
+        message += pod_key;
+        message += ": ";
+        message += written.error().ToString();
+        return fail(StepError{std::move(message)});
       }
     }
   }
@@ -137,14 +151,14 @@ std::optional<std::string> DynamicResourcesStep::Rollback(BindAttempt& attempt) 
       json refs = json::array();
       if (status.contains("reservedFor") && status["reservedFor"].is_array()) {
         for (const json& ref : status["reservedFor"]) {
-          if (!(done.value("reserved", false) && IsPodRef(ref, br.pod_name, uid))) {
+          if (!(BoolOr(done, "reserved") && IsPodRef(ref, br.pod_name, uid))) {
             refs.push_back(ref);
           }
         }
       }
       const bool unchanged_refs =
           status.contains("reservedFor") && refs.size() == status["reservedFor"].size();
-      const bool drop_allocation = done.value("allocated", false) && refs.empty() &&
+      const bool drop_allocation = BoolOr(done, "allocated") && refs.empty() &&
                                    status.contains("allocation") && !status["allocation"].is_null();
       if (unchanged_refs && !drop_allocation) {
         undone = true;
@@ -167,8 +181,13 @@ std::optional<std::string> DynamicResourcesStep::Rollback(BindAttempt& attempt) 
       }
     }
     if (!undone) {
-      errors += (errors.empty() ? "" : "; ") + std::string("restoring resource claim ") + br.ns +
-                "/" + claim + ": " + error;
+      if (!errors.empty()) errors += "; ";
+      errors += "restoring resource claim ";
+      errors += br.ns;
+      errors += "/";
+      errors += claim;
+      errors += ": ";
+      errors += error;
       kept.push_back(done);
     }
   }

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "util/json_fields.h"
+
 namespace gantry::binder {
 
 namespace {
@@ -161,8 +163,17 @@ std::optional<StepError> GpuSharingStep::ReserveGroup(const std::string& node,
     const std::string name = kube::NameOf(pod);
     const std::string on = kube::StringAt(pod, {"spec", "nodeName"});
     if (on != node) {
-      return StepError{"the reservation pod " + options_.reservation_namespace + "/" + name +
-                       " of GPU group " + group + " is on node " + on + ", not " + node};
+      std::string message = "the reservation pod ";
+      message += options_.reservation_namespace;
+      message += "/";
+      message += name;
+      message += " of GPU group ";
+      message += group;
+      message += " is on node ";
+      message += on;
+      message += ", not ";
+      message += node;
+      return StepError{std::move(message)};
     }
     index = Annotation(pod, kGpuIndexAnnotation);
     if (!index.empty()) return std::nullopt;
@@ -197,8 +208,13 @@ std::optional<StepError> GpuSharingStep::ReserveGroup(const std::string& node,
     auto made = client_->Create(kube::resources::kPods, options_.reservation_namespace, pod);
     if (made.ok()) break;
     if (made.error().IsAlreadyExists() && tries < 3) continue;  // a name clash: draw again
-    return StepError{"creating the reservation pod of GPU group " + group + " on node " + node +
-                     ": " + made.error().ToString()};
+    std::string message = "creating the reservation pod of GPU group ";
+    message += group;
+    message += " on node ";
+    message += node;
+    message += ": ";
+    message += made.error().ToString();
+    return StepError{std::move(message)};
   }
   created.push_back({{"name", name}, {"group", group}});
   if (auto err = WaitForIndex(name, index)) {
@@ -247,11 +263,11 @@ std::optional<StepError> GpuSharingStep::WriteConfigMaps(BindAttempt& attempt,
   std::string suffix;
   const std::string wanted = Annotation(pod, kGpuFractionContainerAnnotation);
   auto find_in = [&](const char* list, const std::string& mark) {
-    static const json kNoSpec = json::object();
-    const json& spec = pod.contains("spec") ? pod["spec"] : kNoSpec;
+    static const json no_spec = json::object();
+    const json& spec = pod.contains("spec") ? pod["spec"] : no_spec;
     if (!spec.contains(list) || !spec[list].is_array()) return;
     for (size_t i = 0; i < spec[list].size() && !container; ++i) {
-      if (wanted.empty() ? (i == 0 && mark.empty()) : spec[list][i].value("name", "") == wanted) {
+      if (wanted.empty() ? (i == 0 && mark.empty()) : StringOr(spec[list][i], "name") == wanted) {
         container = &spec[list][i];
         suffix = mark + std::to_string(i);
       }
@@ -267,7 +283,7 @@ std::optional<StepError> GpuSharingStep::WriteConfigMaps(BindAttempt& attempt,
   bool visible_in_capabilities = false;
   if (container->contains("env") && (*container)["env"].is_array()) {
     for (const json& e : (*container)["env"]) {
-      if (e.value("name", "") == kVisibleDevices && e.contains("valueFrom") &&
+      if (StringOr(e, "name") == kVisibleDevices && e.contains("valueFrom") &&
           e["valueFrom"].contains("configMapKeyRef")) {
         visible_in_capabilities = true;
       }

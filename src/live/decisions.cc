@@ -8,6 +8,7 @@
 #include "framework/fit_errors.h"
 #include "kube/events.h"
 #include "kube/time_format.h"
+#include "util/json_fields.h"
 
 namespace gantry::live {
 
@@ -172,9 +173,9 @@ std::optional<Object> PodUnschedulablePatch(const Object& pod, const std::string
   }
   if (conditions && conditions->is_array()) {
     for (const Object& c : *conditions) {
-      if (c.is_object() && c.value("type", "") == "PodScheduled" &&
-          c.value("status", "") == "False" && c.value("reason", "") == "Unschedulable" &&
-          c.value("message", "") == message) {
+      if (c.is_object() && StringOr(c, "type") == "PodScheduled" &&
+          StringOr(c, "status") == "False" && StringOr(c, "reason") == "Unschedulable" &&
+          StringOr(c, "message") == message) {
         return std::nullopt;
       }
     }
@@ -204,12 +205,12 @@ std::optional<Object> UnschedulableStatusPatch(const Session& ssn, JobId job,
   if (current_status.is_object() && current_status.contains("schedulingConditions") &&
       current_status["schedulingConditions"].is_array()) {
     for (const Object& c : current_status["schedulingConditions"]) {
-      if (!c.is_object() || c.value("type", "") != kUnschedulableOnNodePool) continue;
-      if (c.value("message", "") == message && c.value("status", "") == "True") {
+      if (!c.is_object() || StringOr(c, "type") != kUnschedulableOnNodePool) continue;
+      if (StringOr(c, "message") == message && StringOr(c, "status") == "True") {
         return std::nullopt;
       }
       try {
-        transition = std::stoll(c.value("transitionID", "0"));
+        transition = std::stoll(StringOr(c, "transitionID", "0"));
       } catch (...) {
         transition = 0;
       }

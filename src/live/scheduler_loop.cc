@@ -26,6 +26,7 @@
 #include "scheduler/scheduler.h"
 #include "usagedb/embedded_store.h"
 #include "usagedb/lister.h"
+#include "util/json_fields.h"
 
 namespace gantry::live {
 
@@ -148,7 +149,7 @@ void Loop::Evict(const Session& ssn, const EvictionDecision& e) {
     return;
   }
   // A graceful delete returns the terminating pod: the next snapshot sees it releasing.
-  if (deleted.value().value("kind", "") == "Pod") {
+  if (StringOr(deleted.value(), "kind") == "Pod") {
     cache_.Apply(Kind::kPod, kube::EventType::kModified, deleted.value());
   }
   if (auto raw = cache_.Get(Kind::kPod, pod.namespace_, pod.name)) {
@@ -206,7 +207,7 @@ void Loop::Bind(const Pod& pod, const std::string& node, const Object& br) {
     std::optional<std::chrono::system_clock::time_point> created_at;
     cache_.Inspect(Kind::kPod, pod.namespace_, pod.name, [&](const Object& raw) {
       const Object& meta = raw.value("metadata", Object::object());
-      if (meta.is_object()) created_at = kube::ParseTime(meta.value("creationTimestamp", ""));
+      if (meta.is_object()) created_at = kube::ParseTime(StringOr(meta, "creationTimestamp"));
     });
     if (created_at) {
       metrics_.task_scheduling_latency_ms.Observe(std::max(

@@ -3,6 +3,7 @@
 
 #include "podgrouper/grouper.h"
 #include "podgrouper/json_util.h"
+#include "util/json_fields.h"
 
 namespace gantry::podgrouper {
 
@@ -93,9 +94,9 @@ std::map<std::string, DefaultGrouper::KindDefaults> DefaultGrouper::LoadDefaults
   if (!parsed.is_array()) return out;
   for (const auto& item : parsed) {
     if (!item.is_object()) continue;
-    std::string kind = item.value("typeName", "");
-    std::string group = item.value("group", "");
-    KindDefaults d{item.value("priorityName", ""), item.value("preemptibility", "")};
+    std::string kind = StringOr(item, "typeName");
+    std::string group = StringOr(item, "group");
+    KindDefaults d{StringOr(item, "priorityName"), StringOr(item, "preemptibility")};
     // Go's schema.GroupKind.String(): "Kind.group", or "Kind" for the core group.
     std::string key = kind;
     if (!group.empty()) key.append(".").append(group);

@@ -5,6 +5,7 @@
 #include "kube/informer.h"
 #include "kube/quantity.h"
 #include "statusctl/workers.h"
+#include "util/json_fields.h"
 
 namespace gantry::statusctl {
 
@@ -77,7 +78,7 @@ class PodGroupTerm final : public Term {
       const std::string name = kube::NameOf(pc);
       for (const auto& pg : pod_groups_.List()) {
         if (kube::StringAt(*pg, {"spec", "priorityClassName"}) == name ||
-            pc.value("globalDefault", false)) {
+            BoolOr(pc, "globalDefault")) {
           workers_.Add(KeyOf(*pg));
         }
       }

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "util/json_fields.h"
+
 namespace gantry::statusctl {
 
 namespace {
@@ -19,8 +21,8 @@ bool Scheduled(const Object& pod) {
   }
   if (conditions == nullptr) return false;
   for (const auto& c : *conditions) {
-    if (c.is_object() && c.value("type", "") == "PodScheduled") {
-      return c.value("status", "") == "True";
+    if (c.is_object() && StringOr(c, "type") == "PodScheduled") {
+      return StringOr(c, "status") == "True";
     }
   }
   return false;

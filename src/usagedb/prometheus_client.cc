@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "util/duration.h"
+#include "util/json_fields.h"
 
 namespace gantry::usagedb {
 
@@ -133,14 +134,13 @@ Result<std::vector<std::pair<std::string, double>>> PrometheusClient::Query(
   if (doc.is_discarded() || !doc.is_object()) {
     return Error{"query " + promql + ": the answer is not JSON"};
   }
-  if (doc.value("status", "") != "success") {
-    return Error{"query " + promql + ": " + doc.value("errorType", "error") + ": " +
-                 doc.value("error", "")};
+  if (StringOr(doc, "status") != "success") {
+    return Error{"query " + promql + ": " + StringOr(doc, "errorType", "error") + ": " +
+                 StringOr(doc, "error")};
   }
   const auto& data = doc["data"];
-  if (!data.is_object() || data.value("resultType", "") != "vector") {
-    return Error{"unexpected query result: got " +
-                 (data.is_object() ? data.value("resultType", "none") : std::string("none")) +
+  if (!data.is_object() || StringOr(data, "resultType") != "vector") {
+    return Error{"unexpected query result: got " + StringOr(data, "resultType", "none") +
                  ", expected vector"};
   }
   if (!data.contains("result") || !data["result"].is_array()) {

@@ -290,6 +290,39 @@ TEST(PrometheusClientTest, QueriesAndNormalisedAnswers) {
   EXPECT_NE(e.error().find("no data returned for cluster capacity metric"), std::string::npos);
 }
 
+// Answers whose fields have the wrong JSON type (fuzzing found a "status" object that threw
+// out of the client): each is an error naming what is wrong, never an exception.
+TEST(PrometheusClientTest, WronglyTypedFieldsAreErrors) {
+  UsageParams p;
+  p.half_life_seconds = 600;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"status":{"resultType":"vector"},"data":{}})", "error: "},
+      {R"({"status":"error","errorType":7,"error":["bad"]})", ": error: "},
+      {R"({"status":"error","errorType":"bad_data","error":"parse error"})",
+       ": bad_data: parse error"},
+      {R"({"status":"success","data":{"resultType":{"a":1},"result":[]}})",
+       "unexpected query result: got none, expected vector"},
+      {R"({"status":"success","data":{"resultType":"matrix","result":[]}})",
+       "unexpected query result: got matrix, expected vector"},
+      {R"({"status":"success","data":[1,2]})", "got none, expected vector"},
+      {R"({"status":"success","data":{"resultType":"vector","result":{}}})", "no result list"},
+      {R"({"status":"success","data":{"resultType":"vector","result":[{"value":[1,2]}]}})",
+       "a sample without a [time, \"value\"] pair"},
+  };
+  for (const auto& [answer, expected] : cases) {
+    auto client = usagedb::PrometheusClient::Create(
+        "http://prom:9090", p,
+        [&](const std::string&, double) -> Result<std::string> { return answer; });
+    ASSERT_TRUE(client.ok()) << client.error();
+    Result<UsageByQueue> usage = Error{"not run"};
+    ASSERT_NO_THROW(usage = client.value()->GetResourceUsage(kT0)) << answer;
+    ASSERT_FALSE(usage.ok()) << answer;
+    EXPECT_NE(usage.error().find(expected), std::string::npos) << answer << " -> " << usage.error();
+    EXPECT_NE(usage.error().find("error querying nvidia.com/gpu capacity"), std::string::npos)
+        << usage.error();
+  }
+}
+
 class FakeClient : public usagedb::UsageClient {
  public:
   Result<UsageByQueue> GetResourceUsage(int64_t) override {
