@@ -1,5 +1,6 @@
 #include "binder/controller.h"
 
+#include <exception>
 #include <iostream>
 
 #include "binder/log.h"
@@ -65,7 +66,16 @@ void Controller::Work() {
     size_t slash = key->find('/');
     if (metrics_ != nullptr) metrics_->active_workers.Inc();
     auto start = clock_->Now();
-    ReconcileResult r = reconciler_.Reconcile(key->substr(0, slash), key->substr(slash + 1));
+    ReconcileResult r;
+    // As controller-runtime recovers a reconciler's panic: an unexpected exception is an error
+    // result for this BindRequest (requeued with backoff); the worker and the others go on.
+    try {
+      r = reconciler_.Reconcile(key->substr(0, slash), key->substr(slash + 1));
+    } catch (const std::exception& e) {
+      r.next = Next::kRequeue;
+      r.metric_result = "error";
+      r.message = std::string("unexpected error: ") + e.what();
+    }
     double seconds = std::chrono::duration<double>(clock_->Now() - start).count();
     if (metrics_ != nullptr) {
       metrics_->active_workers.Dec();

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -83,7 +84,16 @@ class Term {
       auto slash = key->find('/');
       kube::ObjectPtr pod = pods_.Get(key->substr(0, slash), key->substr(slash + 1));
       if (pod != nullptr) {
-        ReconcileResult r = reconciler_->Reconcile(*pod);
+        ReconcileResult r;
+        // As controller-runtime recovers a reconciler's panic: an unexpected exception (an
+        // object of a shape nothing checked) fails this pod, which is retried with backoff;
+        // the worker and the other pods go on.
+        try {
+          r = reconciler_->Reconcile(*pod);
+        } catch (const std::exception& e) {
+          r = ReconcileResult{Outcome::kFailed, "pod " + *key + ": unexpected error: " + e.what(),
+                              ""};
+        }
         reconciles_.With({OutcomeName(r.outcome)}).Inc();
         if (r.outcome == Outcome::kConflict) {
           retry = std::chrono::milliseconds(100);

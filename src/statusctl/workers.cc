@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 
 #include "binder/log.h"
 
@@ -44,7 +45,14 @@ void KeyWorkers::Stop() {
 void KeyWorkers::Work() {
   while (auto key = queue_.Get()) {
     std::optional<kube::Clock::Duration> retry;
-    const ReconcileOutcome r = reconcile_(*key);
+    ReconcileOutcome r;
+    // As controller-runtime recovers a reconciler's panic: an unexpected exception fails this
+    // key (retried with backoff, logged); the worker and the other keys go on.
+    try {
+      r = reconcile_(*key);
+    } catch (const std::exception& e) {
+      r = ReconcileOutcome{ReconcileOutcome::kFailed, *key + ": unexpected error: " + e.what()};
+    }
     if (r.kind == ReconcileOutcome::kConflict) {
       retry = std::chrono::milliseconds(100);
     } else if (r.kind == ReconcileOutcome::kFailed) {

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <stdexcept>
 
 #include "observability/metrics.h"
 #include "statusctl/podgroup_controller.h"
@@ -34,6 +35,7 @@ json Pod(const std::string& name, const std::string& phase, const std::string& c
 
 std::vector<kube::ObjectPtr> Ptrs(const std::vector<json>& objects) {
   std::vector<kube::ObjectPtr> out;
+  out.reserve(objects.size());
   for (const auto& o : objects) out.push_back(std::make_shared<const json>(o));
   return out;
 }
@@ -273,6 +275,37 @@ TEST(KeyWorkersTest, AConflictIsRetriedAndAFailureBacksOff) {
   // The failing key was retried at most once in that time (backoff starts at 1 s).
   EXPECT_GE(calls["failing"], 1);
   EXPECT_LE(calls["failing"], 2);
+}
+
+// A reconcile that throws (an object of a shape nothing checked) fails its key, which is tried
+// again after the failure backoff; the worker lives on and serves the other keys.
+TEST(KeyWorkersTest, AnExceptionFailsTheKeyAndTheWorkerGoesOn) {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<std::string, int> calls;
+  KeyWorkers workers("test", [&](const std::string& key) {
+    int n = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      n = ++calls[key];
+    }
+    cv.notify_all();
+    if (key == "throwing" && n == 1) throw std::runtime_error("type must be string, but is object");
+    return ReconcileOutcome{};
+  });
+  workers.Start(1);  // one worker: a thread lost to the exception would serve nothing after it
+  workers.Add("throwing");
+  workers.Add("after");
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    // "after" is served by the same worker; "throwing" comes back after the 1 s backoff.
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10),
+                            [&] { return calls["after"] == 1 && calls["throwing"] == 2; }));
+  }
+  workers.Stop();
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(calls["throwing"], 2);
+  EXPECT_EQ(calls["after"], 1);
 }
 
 TEST(FiledUnderTest, AMovedOrDeletedObjectAlsoRequeuesTheOwnerItLeft) {
