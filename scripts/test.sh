@@ -12,7 +12,8 @@
 # `ctest --test-dir build -L perf -V`.
 #
 # Environment: GANTRY_REQUIRE_CORPUS=1 makes an absent ../shared/conformance a failure instead of
-# a note (CI sets it); GANTRY_FUZZ_SECONDS (default 20) is each fuzz target's time.
+# a note (CI sets it); GANTRY_FUZZ_SECONDS (default 20) is each fuzz target's time and
+# GANTRY_FUZZ_SEED (default 1; 0 = a new seed per run) libFuzzer's seed (see fuzz/run.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -115,7 +116,7 @@ stage_fuzz() {
     echo "note: no fuzz/ folder"
     return 0
   fi
-  bash fuzz/run.sh build-fuzz "${GANTRY_FUZZ_SECONDS:-20}"
+  bash fuzz/run.sh build-fuzz "${GANTRY_FUZZ_SECONDS:-20}" "${GANTRY_FUZZ_SEED:-1}"
 }
 
 stage_asan() {
