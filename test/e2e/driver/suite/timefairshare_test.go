@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,22 +24,27 @@ import (
 	"gantry/test/e2e/driver/harness"
 )
 
-// Time-based fairshare with a real Prometheus (the Debian package, started here on loopback).
-// Until Gantry's queue-controller exports kai_queue_allocated_* itself, a small exporter in this
-// test serves the queue allocation history KAI's usage queries read (queue A held 3 of the 4
-// GPUs, queue B none) and kube-state-metrics' node capacity; Prometheus scrapes it every second.
-// The scheduler reads usage from Prometheus through usageDBConfig:
+// Time-based fairshare with a real Prometheus (the Debian package, started here on loopback)
+// scraping `gantry queue-controller`'s /metrics every second, as a KAI cluster's Prometheus
+// scrapes KAI's queue-controller. The only other series KAI's usage queries read is
+// kube-state-metrics' node capacity; a small stand-in for kube-state-metrics serves it (4 GPUs).
 //
-//  1. with kValue 1 (the default) B gets the larger share of the next allocations: usage A 0.75,
-//     B 0 -> over-quota weights 0.25 and 1 -> A 1 GPU, B 3 GPUs; with kValue 0 they split 2 / 2;
+// History: queue A runs a 4-GPU job alone (its pods bound by the test, run by the fake kubelet;
+// the podgroup-controller and queue-controller turn them into A's allocation) until Prometheus
+// holds 60 s of it, then the job ends. From then on A's usage is the share of the window it
+// held the GPUs, and B's is 0. The scheduler reads usage from Prometheus through usageDBConfig:
+//
+//  1. with kValue 1 (the default) B gets the larger share of the next allocations (usage A near
+//     0.8 to 0.95, depending on how long the rounds take, B 0: over-quota weights 1 - usage(A) and
+//     1, so B gets 3 or all 4 of the 4 GPUs); with kValue 0 they split 2 / 2;
 //  2. Prometheus stopped mid-run: the scheduler goes on scheduling, with the last usage until the
-//     staleness period, then with none (an even split again), logging it once; it exits cleanly.
-func TestLiveSchedulerTimeBasedFairshare(t *testing.T) {
+//     staleness period, then with none (an even split again), logging each once; it exits cleanly.
+func TestTimeBasedFairshare(t *testing.T) {
 	promBin, err := exec.LookPath("prometheus")
 	if err != nil {
 		t.Fatalf("prometheus not found (Debian package prometheus; scripts/setup.sh installs it): %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 7*time.Minute)
 	t.Cleanup(cancel)
 	id := suffix()
 	// Each round creates its pods first and then the node they fit on, so the first cycle that can
@@ -48,10 +54,21 @@ func TestLiveSchedulerTimeBasedFairshare(t *testing.T) {
 	createQueue(t, ctx, qa, 0)
 	createQueue(t, ctx, qb, 0)
 
-	exporter := startExporter(t, qa, qb)
-	prom := startPrometheus(t, promBin, exporter)
-	// A few seconds of history before the scheduler first asks.
-	waitPromData(t, ctx, prom.url, `kai_queue_allocated_gpus{queue_name="`+qa+`"}`, 5)
+	startGantry(t, "podgroup-controller", "podgroup-controller",
+		"--kubeconfig", env.Kubeconfig(harness.PodGroupControllerUser), "--leader-elect",
+		"--namespace-for-leases", harness.Namespace, "--metrics-bind-address", "127.0.0.1:0")
+	qc := startGantry(t, "queue-controller", "queue-controller",
+		"--kubeconfig", env.Kubeconfig(harness.QueueControllerUser), "--leader-elect",
+		"--namespace-for-leases", harness.Namespace, "--metrics-listen-address", "127.0.0.1:0")
+	queueMetrics := fmt.Sprintf("127.0.0.1:%d", qc.port(t))
+	prom := startPrometheus(t, promBin, queueMetrics, startCapacityExporter(t))
+	runHistory(t, ctx, prom.url, qa, id)
+
+	usageOfA := func() float64 {
+		return promValue(t, prom.url, fmt.Sprintf(
+			`sum(sum_over_time(kai_queue_allocated_gpus{queue_name=%q}[10m])) / `+
+				`sum(sum_over_time(kube_node_status_capacity{resource="nvidia_com_gpu"}[10m]))`, qa))
+	}
 
 	run := func(t *testing.T, kValue string, staleness string) (*schedulerProcess, func(string) map[string]int) {
 		cfg := filepath.Join(t.TempDir(), "scheduler.yaml")
@@ -109,9 +126,10 @@ func TestLiveSchedulerTimeBasedFairshare(t *testing.T) {
 	t.Run("kValue1", func(t *testing.T) {
 		_, share := run(t, "1", "5m")
 		got := share("k1")
-		if got[qa] != 1 || got[qb] != 3 {
-			t.Errorf("BindRequests per queue %v, want %s: 1, %s: 3 (usage A 0.75, B 0)", got, qa, qb)
+		if got[qb] <= got[qa] || got[qa]+got[qb] != 4 {
+			t.Errorf("BindRequests per queue %v, want more for %s than for %s (usage of A now %.2f, B 0)", got, qb, qa, usageOfA())
 		}
+		t.Logf("kValue 1: BindRequests per queue %v (usage of A %.2f, B 0)", got, usageOfA())
 	})
 	t.Run("kValue0", func(t *testing.T) {
 		_, share := run(t, "0", "5m")
@@ -122,13 +140,13 @@ func TestLiveSchedulerTimeBasedFairshare(t *testing.T) {
 	})
 	t.Run("PrometheusStopped", func(t *testing.T) {
 		sched, share := run(t, "1", "8s")
-		if got := share("before"); got[qa] != 1 || got[qb] != 3 {
-			t.Errorf("before Prometheus stops: BindRequests per queue %v, want 1 and 3", got)
+		if got := share("before"); got[qb] <= got[qa] || got[qa]+got[qb] != 4 {
+			t.Errorf("before Prometheus stops: BindRequests per queue %v, want more for B (usage of A now %.2f)", got, usageOfA())
 		}
 		prom.stop()
 		// Within the staleness period the last usage still holds.
-		if got := share("stopping"); got[qa] != 1 || got[qb] != 3 {
-			t.Errorf("right after Prometheus stopped: BindRequests per queue %v, want 1 and 3 (last usage)", got)
+		if got := share("stopping"); got[qb] <= got[qa] || got[qa]+got[qb] != 4 {
+			t.Errorf("right after Prometheus stopped: BindRequests per queue %v, want more for B (last usage)", got)
 		}
 		err := harness.Poll(ctx, 30*time.Second, "the scheduler logging stale usage", func(ctx context.Context) (bool, error) {
 			return strings.Contains(sched.output(), "usage data is stale"), nil
@@ -208,28 +226,94 @@ func writeFile(t *testing.T, path, text string) {
 	}
 }
 
-// startExporter serves the metrics Prometheus scrapes: queue A holds 3 GPUs, B none; the
-// cluster has 4 GPUs, 16 cores and 64 GB.
-func startExporter(t *testing.T, qa, qb string) string {
+// runHistory runs a 4-GPU job of queue `q` alone on a node of its own, its pods bound here and
+// run by the fake kubelet (no scheduler runs yet), until Prometheus holds 60 s of the queue at 4
+// GPUs (as the controllers report it), then deletes the job and its node and waits for the
+// queue-controller to report 0 (or the series to go). Usage is GPU-seconds held over GPU-seconds
+// of capacity since Prometheus started: 60 s keeps A's above 0.7 through the last round that
+// needs it (the rounds take 3-10 s each).
+func runHistory(t *testing.T, ctx context.Context, promURL, q, id string) {
+	t.Helper()
+	node := "tbf-history-" + id
+	if _, err := harness.CreateGPUNode(ctx, admin, harness.GPUNode{Name: node, GPUs: 4}); err != nil {
+		t.Fatalf("create node %s: %v", node, err)
+	}
+	ns := newNamespace(t, ctx, "tbf-history")
+	cleanupPods(t, ns)
+	createPodGroup(t, ctx, ns, "history", q, 1)
+	var pods []string
+	for i := 0; i < 4; i++ {
+		pod := pendingPod(fmt.Sprintf("history-%d", i), 1)
+		pod.Labels["kai.scheduler/queue"] = q
+		pod.Annotations = map[string]string{"pod-group-name": "history"}
+		pod.Spec.NodeName = node
+		if _, err := admin.Kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pods = append(pods, pod.Name)
+	}
+	waitRunning(t, ctx, ns, pods)
+	held := fmt.Sprintf(`sum_over_time(kai_queue_allocated_gpus{queue_name=%q}[10m])`, q)
+	err := harness.Poll(ctx, 3*time.Minute, "60 s of "+q+" at 4 GPUs in Prometheus", func(ctx context.Context) (bool, error) {
+		return promValue(t, promURL, held) >= 4*60, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	freeNamespace(t, ctx, ns)
+	if err := admin.Kube.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	now := fmt.Sprintf(`kai_queue_allocated_gpus{queue_name=%q}`, q)
+	err = harness.Poll(ctx, 60*time.Second, q+" back at 0 GPUs in Prometheus", func(ctx context.Context) (bool, error) {
+		return promValue(t, promURL, now) <= 0, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// promValue is the value of an instant query's first sample (-1 when there is none yet).
+func promValue(t *testing.T, promURL, query string) float64 {
+	t.Helper()
+	resp, err := http.Get(promURL + "/api/v1/query?query=" + url.QueryEscape(query))
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	var answer struct {
+		Data struct {
+			Result []struct {
+				Value []interface{} `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil {
+		return -1
+	}
+	if len(answer.Data.Result) == 0 || len(answer.Data.Result[0].Value) != 2 {
+		return -1
+	}
+	var v float64
+	if _, err := fmt.Sscanf(fmt.Sprint(answer.Data.Result[0].Value[1]), "%g", &v); err != nil {
+		return -1
+	}
+	return v
+}
+
+// startCapacityExporter stands in for kube-state-metrics, which KAI's usage queries read the
+// cluster's capacity from: 4 GPUs, 16 cores and 64 GB (the share rounds' node).
+func startCapacityExporter(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := fmt.Sprintf(`# TYPE kai_queue_allocated_gpus gauge
-kai_queue_allocated_gpus{queue_name=%[1]q} 3
-kai_queue_allocated_gpus{queue_name=%[2]q} 0
-# TYPE kai_queue_allocated_cpu_cores gauge
-kai_queue_allocated_cpu_cores{queue_name=%[1]q} 0
-kai_queue_allocated_cpu_cores{queue_name=%[2]q} 0
-# TYPE kai_queue_allocated_memory_bytes gauge
-kai_queue_allocated_memory_bytes{queue_name=%[1]q} 0
-kai_queue_allocated_memory_bytes{queue_name=%[2]q} 0
-# TYPE kube_node_status_capacity gauge
+	body := `# TYPE kube_node_status_capacity gauge
 kube_node_status_capacity{node="n",resource="nvidia_com_gpu"} 4
 kube_node_status_capacity{node="n",resource="cpu"} 16
 kube_node_status_capacity{node="n",resource="memory"} 6.4e+10
-`, qa, qb)
+`
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		io.WriteString(w, body)
@@ -258,16 +342,16 @@ func (p *promProcess) stop() {
 	})
 }
 
-// startPrometheus runs Prometheus on a free loopback port, scraping `target` every second.
-func startPrometheus(t *testing.T, bin, target string) *promProcess {
+// startPrometheus runs Prometheus on a free loopback port, scraping `targets` every second.
+func startPrometheus(t *testing.T, bin string, targets ...string) *promProcess {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "prometheus.yml")
 	writeFile(t, cfg, fmt.Sprintf(`global: {scrape_interval: 1s, evaluation_interval: 1s}
 scrape_configs:
 - job_name: queues
-  static_configs: [{targets: [%q]}]
-`, target))
+  static_configs: [{targets: [%s]}]
+`, quoteAll(targets)))
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -297,34 +381,11 @@ scrape_configs:
 	return p
 }
 
-// waitPromData waits until `series` has at least `samples` samples in Prometheus.
-func waitPromData(t *testing.T, ctx context.Context, promURL, series string, samples int) {
-	t.Helper()
-	q := fmt.Sprintf("count_over_time(%s[10m])", series)
-	err := harness.Poll(ctx, 60*time.Second, "Prometheus holding "+series, func(ctx context.Context) (bool, error) {
-		resp, err := http.Get(promURL + "/api/v1/query?query=" + url.QueryEscape(q))
-		if err != nil {
-			return false, nil // not up yet
-		}
-		defer resp.Body.Close()
-		var answer struct {
-			Data struct {
-				Result []struct {
-					Value []interface{} `json:"value"`
-				} `json:"result"`
-			} `json:"data"`
-		}
-		if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil {
-			return false, nil
-		}
-		if len(answer.Data.Result) == 0 || len(answer.Data.Result[0].Value) != 2 {
-			return false, nil
-		}
-		var n int
-		fmt.Sscanf(fmt.Sprint(answer.Data.Result[0].Value[1]), "%d", &n)
-		return n >= samples, nil
-	})
-	if err != nil {
-		t.Fatal(err)
+// quoteAll is `items` as a YAML flow list's elements ("a", "b").
+func quoteAll(items []string) string {
+	quoted := make([]string, len(items))
+	for i, item := range items {
+		quoted[i] = strconv.Quote(item)
 	}
+	return strings.Join(quoted, ", ")
 }
