@@ -126,6 +126,14 @@ class Session : public SessionHooks, public SessionVersions, public SessionGpuDe
   // --- Job-level derived facts (KAI's PodGroupInfo helpers) ---------------------------------
   int NumAllocatedLike(JobId j) const;
   int NumActiveAllocated(JobId j) const;
+  // The active allocated pods of the job without an eviction request from this session: the
+  // pods a victim search may still evict (a victim placed elsewhere by the search that evicted
+  // it is pipelined, so active allocated, but it has its eviction request already).
+  int NumEvictable(JobId j) const;
+  // Whether an active allocated pod may still be evicted (PodState::eviction_requested).
+  bool Evictable(PodId p) const {
+    return IsActiveAllocated(pods_[p].status) && !pods_[p].eviction_requested;
+  }
   bool IsReadyForScheduling(JobId j) const;
   bool IsGangSatisfied(JobId j) const;
   bool ShouldPipelineJob(JobId j) const;

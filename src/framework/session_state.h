@@ -20,6 +20,9 @@ struct PodState {
   PodStatus status = PodStatus::kPending;
   NodeId node = kNone;
   bool virtual_status = false;  // changed by an uncommitted statement operation
+  // A committed eviction of this session asked for the pod: it is no victim again, even once
+  // the victim search that evicted it has placed it elsewhere (pipelined).
+  bool eviction_requested = false;
 };
 
 // Mutable per-node counters inside a session (KAI's NodeInfo Idle / Used / Releasing).
@@ -47,6 +50,8 @@ struct JobState {
   std::unordered_map<PodId, TaskFitErrors> task_fit_errors;
   // When this session last evicted one of the job's pods (restarts its preemption delay).
   std::optional<int64_t> last_eviction_ms;
+  // How many of the job's pods have an eviction request from this session.
+  int32_t eviction_requests = 0;
 };
 
 // A committed placement: becomes a BindRequest in the live mode.

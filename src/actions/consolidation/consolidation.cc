@@ -63,7 +63,7 @@ class ConsolidationAction : public Action {
         return VictimsQueue(ssn, o, [&ssn, j, max_preemptees, counter](JobId v) {
           if (!HasAlivePod(ssn, v) || !ssn.cluster().jobs[v].preemptible || v == j) return false;
           if (max_preemptees >= 0 && *counter > max_preemptees) return false;
-          if (ssn.NumActiveAllocated(v) == 0) return false;
+          if (ssn.NumEvictable(v) == 0) return false;
           ++*counter;
           return true;
         });

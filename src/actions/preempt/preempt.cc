@@ -52,7 +52,7 @@ class PreemptAction : public Action {
         return VictimsQueue(ssn, o, candidates, [&ssn, j, &preemptor](JobId v) {
           const Job& victim = ssn.cluster().jobs[v];
           return victim.queue == preemptor.queue && v != j && victim.preemptible &&
-                 victim.priority < preemptor.priority && ssn.NumActiveAllocated(v) > 0 &&
+                 victim.priority < preemptor.priority && ssn.NumEvictable(v) > 0 &&
                  HasAlivePod(ssn, v) && ssn.PreemptVictimFilter(j, v);
         });
       };

@@ -16,10 +16,10 @@
 namespace gantry {
 namespace {
 
-// Per job: whether it is preemptible and has active allocated pods (the first filters of a
-// victim), kept while the job's version holds (its pods' statuses are the same). Victims queues
-// are built for every reclaimer over every running job; between two builds only the jobs a
-// committed solution touched change.
+// Per job: whether it is preemptible and has active allocated pods without an eviction request
+// (the first filters of a victim; Session::NumEvictable), kept while the job's version holds (its
+// pods' statuses are the same). Victims queues are built for every reclaimer over every running
+// job; between two builds only the jobs a committed solution touched change.
 class RunningPreemptible {
  public:
   explicit RunningPreemptible(const Session& ssn)
@@ -41,7 +41,7 @@ class RunningPreemptible {
     // (Versions start at 1: 0 is never current.)
     if (version_[i] != ssn_.job_version(j)) {
       version_[i] = ssn_.job_version(j);
-      value_[i] = ssn_.NumActiveAllocated(j) > 0;
+      value_[i] = ssn_.NumEvictable(j) > 0;
     }
     return value_[i] != 0;
   }

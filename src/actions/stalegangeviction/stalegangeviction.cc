@@ -71,7 +71,8 @@ class StaleGangEvictionAction : public Action {
     const Job& job = ssn.cluster().jobs[j];
     Statement stmt(ssn);
     for (PodId p : job.pods) {
-      if (!IsActiveAllocated(ssn.pod(p).status)) continue;
+      // (A pod an earlier action of the session evicted and placed elsewhere is not asked again.)
+      if (!ssn.Evictable(p)) continue;
       if (ssn.pod(p).node == kNone) continue;  // nothing to release
       stmt.Evict(p, GangEvictionMessage(job, ssn.cluster().pods[p]));
     }

@@ -44,7 +44,7 @@ void AppendTasksToEvict(const Session& ssn, const JobView& view, bool& has_more,
   if (const PodId p = ssn.single_pod(view.job); p != kNone && !view.partial) {
     // (The usual victim: one pod, evicted alone if active; read without the job's spec.)
     has_more = false;
-    if (IsActiveAllocated(ssn.pod(p).status)) out.push_back(p);
+    if (ssn.Evictable(p)) out.push_back(p);
     return;
   }
   const Job& job = ssn.cluster().jobs[view.job];
@@ -70,22 +70,29 @@ void AppendTasksToEvict(const Session& ssn, const JobView& view, bool& has_more,
   }
   const auto& briefs = ssn.pod_briefs();
   const size_t start = out.size();
-  int total_active = 0;
-  for (PodId p : pods) total_active += IsActiveAllocated(ssn.pod(p).status);
+  // Only pods without an eviction request are offered (a victim placed elsewhere by the search
+  // that evicted it is pipelined, so active, but evicted already); the pod set's minimum is
+  // compared with all its active pods, those included.
+  int total_evictable = 0;
+  for (PodId p : pods) total_evictable += ssn.Evictable(p);
   int taken_sets = 0;
   for (int32_t s : order) {
     if (taken_sets >= max_sets) break;
     active.clear();
+    int allocated = 0;
     for (PodId p : pods) {
-      if (briefs[p].pod_set == s && IsActiveAllocated(ssn.pod(p).status)) active.push_back(p);
+      if (briefs[p].pod_set != s || !IsActiveAllocated(ssn.pod(p).status)) continue;
+      ++allocated;
+      if (ssn.Evictable(p)) active.push_back(p);
     }
+    // (A set whose active pods all have their eviction request gives none and is passed over.)
+    if (allocated > 0 && active.empty()) continue;
     std::sort(active.begin(), active.end(), [&](PodId a, PodId b) { return ssn.TaskLess(b, a); });
-    const int allocated = static_cast<int>(active.size());
     const size_t take = allocated > job.pod_sets[s].min_available ? 1 : active.size();
     for (size_t i = 0; i < take && i < active.size(); ++i) out.push_back(active[i]);
     ++taken_sets;
   }
-  has_more = static_cast<int>(out.size() - start) < total_active;
+  has_more = static_cast<int>(out.size() - start) < total_evictable;
 }
 
 std::span<const NodeId> NodesOfJob(const Session& ssn, JobId j, NodeId& single) {
