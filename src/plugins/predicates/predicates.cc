@@ -125,13 +125,15 @@ class PredicatesPlugin : public Plugin {
   }
 
  private:
-  // KAI's pre-predicates that can fail here (MaxNodeResources, ConfigMap), each failing one as a
-  // line "<name>: <message>.\n" under one heading.
+  // KAI's pre-predicates that can fail here, each failing one as a line "<key>: <message>.\n"
+  // under one heading. The key is that of KAI's predicate map (MaxNodePoolResources, ConfigMap),
+  // not the session predicate's name.
   std::optional<std::string> PrePredicate(Session& s, PodId p) const {
     const Pod& pod = s.cluster().pods[p];
     std::string failures;
-    if (auto message = MaxNodeResources(s, pod))
-      failures += "MaxNodeResources: " + *message + ".\n";
+    if (auto message = MaxNodeResources(s, pod)) {
+      failures += "MaxNodePoolResources: " + *message + ".\n";
+    }
     if (!pod.config_maps.empty()) {
       if (auto message = MissingConfigMaps(s.cluster(), pod)) {
         failures += "ConfigMap: " + *message + ".\n";

@@ -192,7 +192,11 @@ TEST_F(PredicatesTest, MaxNodeResourcesRejectsPodBiggerThanEveryNode) {
   EXPECT_EQ(cycle->pod(big).status, PodStatus::kPending);
   EXPECT_EQ(cycle->pod(wide).status, PodStatus::kPending);
   const std::string big_err = FitErrors(*cycle, c_.pods[big].job);
-  EXPECT_TRUE(Contains(big_err, "MaxNodeResources"));
+  // KAI names the line by its predicate map key, MaxNodePoolResources.
+  EXPECT_TRUE(Contains(big_err,
+                       "Scheduling conditions were not met for pod ns/big-0:\n"
+                       "MaxNodePoolResources: The pod ns/big-0 requires"))
+      << big_err;
   // The largest node has 4 GPUs; the pod asks for 8 GPUs, 1 core, 1 GB.
   EXPECT_TRUE(
       Contains(big_err, "The pod ns/big-0 requires GPU: 8, CPU: 1 (cores), memory: 1 (GB)"));
@@ -502,8 +506,8 @@ TEST_F(ConfigMapsTest, BothPrePredicatesFailingAreListedUnderOneHeading) {
   c_.Finalize();
   auto cycle = RunCycle(c_);
   const std::string errors = FitErrors(*cycle, c_.pods[p].job);
-  EXPECT_TRUE(
-      Contains(errors, "Scheduling conditions were not met for pod ns/p-0:\nMaxNodeResources: "))
+  EXPECT_TRUE(Contains(
+      errors, "Scheduling conditions were not met for pod ns/p-0:\nMaxNodePoolResources: "))
       << errors;
   EXPECT_TRUE(Contains(errors,
                        "is topped at 4.\nConfigMap: Missing required configmaps: "
