@@ -157,6 +157,107 @@ double MigGpuEquivalents(const NamedQuantities& ext) {
   return gpus;
 }
 
+// The pod's host ports (Kubernetes' GetHostPorts): restartable init containers' ("sidecars",
+// which run as long as the pod), then app containers'; a port with hostPort 0 (or none) uses no
+// host port.
+std::vector<HostPort> HostPorts(const Object& spec) {
+  std::vector<HostPort> out;
+  for (const char* list : {"initContainers", "containers"}) {
+    const bool init = std::string_view(list) == "initContainers";
+    const Object& containers = List(spec, {list}, std::string("spec.") + list);
+    for (size_t c = 0; c < containers.size(); ++c) {
+      if (init && Str(containers[c], {"restartPolicy"}) != "Always") continue;
+      const std::string where = std::string("spec.") + list + "[" + std::to_string(c) + "].ports";
+      const Object& ports = List(containers[c], {"ports"}, where);
+      for (size_t i = 0; i < ports.size(); ++i) {
+        const std::string field = where + "[" + std::to_string(i) + "]";
+        const auto host_port = Number(ports[i], {"hostPort"}, field + ".hostPort");
+        if (!host_port) continue;
+        const auto port = IntField<int32_t>(*host_port, field + ".hostPort", 0, 65535);
+        if (port == 0) continue;
+        HostPort hp;
+        hp.port = port;
+        if (std::string protocol = Str(ports[i], {"protocol"}); !protocol.empty()) {
+          if (protocol != "TCP" && protocol != "UDP" && protocol != "SCTP") {
+            Fail(field + ".protocol", "must be TCP, UDP or SCTP (got \"" + protocol + "\")");
+          }
+          hp.protocol = std::move(protocol);
+        }
+        if (std::string ip = Str(ports[i], {"hostIP"}); !ip.empty()) hp.host_ip = std::move(ip);
+        out.push_back(std::move(hp));
+      }
+    }
+  }
+  return out;
+}
+
+// An `optional` flag of a ConfigMap reference; absent: false.
+bool OptionalRef(const Object& ref, const std::string& field) {
+  const Object* o = At(ref, {"optional"});
+  if (o == nullptr) return false;
+  if (!o->is_boolean()) Fail(field + ".optional", "must be true or false");
+  return o->get<bool>();
+}
+
+// The ConfigMaps the pod needs (Pod::config_maps): those of mounted configMap volumes and
+// projected configMap sources, then those of the containers' env and envFrom (init, app, then
+// ephemeral containers); not optional ones, nor those named with the shared-GPU prefix.
+std::vector<std::string> RequiredConfigMaps(const Object& spec, const Labels& annotations) {
+  static constexpr const char* kContainerLists[] = {"initContainers", "containers",
+                                                    "ephemeralContainers"};
+  const std::string* shared_gpu_prefix = annotations.Get("runai/shared-gpu-configmap");
+  std::vector<std::string> out;
+  auto add = [&](const Object& ref, const std::string& field) {
+    if (OptionalRef(ref, field)) return;
+    std::string name = Str(ref, {"name"});
+    if (shared_gpu_prefix && name.starts_with(*shared_gpu_prefix)) return;
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(std::move(name));
+  };
+  std::set<std::string> mounted;
+  for (const char* list : kContainerLists) {
+    const Object& containers = List(spec, {list}, std::string("spec.") + list);
+    for (size_t c = 0; c < containers.size(); ++c) {
+      const std::string field =
+          std::string("spec.") + list + "[" + std::to_string(c) + "].volumeMounts";
+      for (const Object& m : List(containers[c], {"volumeMounts"}, field)) {
+        mounted.insert(Str(m, {"name"}));
+      }
+    }
+  }
+  const Object& volumes = List(spec, {"volumes"}, "spec.volumes");
+  for (size_t v = 0; v < volumes.size(); ++v) {
+    if (!mounted.count(Str(volumes[v], {"name"}))) continue;
+    const std::string field = "spec.volumes[" + std::to_string(v) + "]";
+    if (const Object* cm = At(volumes[v], {"configMap"})) add(*cm, field + ".configMap");
+    const Object& sources =
+        List(volumes[v], {"projected", "sources"}, field + ".projected.sources");
+    for (size_t i = 0; i < sources.size(); ++i) {
+      if (const Object* cm = At(sources[i], {"configMap"})) {
+        add(*cm, field + ".projected.sources[" + std::to_string(i) + "].configMap");
+      }
+    }
+  }
+  for (const char* list : kContainerLists) {
+    const Object& containers = List(spec, {list}, std::string("spec.") + list);
+    for (size_t c = 0; c < containers.size(); ++c) {
+      const std::string where = std::string("spec.") + list + "[" + std::to_string(c) + "]";
+      const Object& env = List(containers[c], {"env"}, where + ".env");
+      for (size_t i = 0; i < env.size(); ++i) {
+        if (const Object* ref = At(env[i], {"valueFrom", "configMapKeyRef"})) {
+          add(*ref, where + ".env[" + std::to_string(i) + "].valueFrom.configMapKeyRef");
+        }
+      }
+      const Object& env_from = List(containers[c], {"envFrom"}, where + ".envFrom");
+      for (size_t i = 0; i < env_from.size(); ++i) {
+        if (const Object* ref = At(env_from[i], {"configMapRef"})) {
+          add(*ref, where + ".envFrom[" + std::to_string(i) + "].configMapRef");
+        }
+      }
+    }
+  }
+  return out;
+}
+
 void CheckQuota(const Object& spec, const char* res, double scale, QueueQuota& q) {
   const Object* r = At(spec, {"resources", res});
   if (!r) return;
@@ -358,6 +459,9 @@ Result<PodRecord> ConvertPod(const Object& pod) {
       tol.effect = Str(t, {"effect"});
       p.tolerations.push_back(std::move(tol));
     }
+
+    p.host_ports = HostPorts(spec);
+    p.config_maps = RequiredConfigMaps(spec, annotations);
 
     // KAI's numa plugin reads the QoS class the API server assigned (never derives it).
     rec.qos_guaranteed = Str(pod, {"status", "qosClass"}) == "Guaranteed";
@@ -592,6 +696,16 @@ Result<Topology> ConvertTopology(const Object& topology) {
     }
     if (t.levels.empty()) Fail("spec.levels", "must name at least one level");
     return t;
+  });
+}
+
+Result<ConfigMapRecord> ConvertConfigMap(const Object& config_map) {
+  return Guard<ConfigMapRecord>([&] {
+    ConfigMapRecord r;
+    r.namespace_ = Str(config_map, {"metadata", "namespace"});
+    r.name = Str(config_map, {"metadata", "name"});
+    if (r.name.empty()) Fail("metadata.name", "missing");
+    return r;
   });
 }
 

@@ -16,6 +16,10 @@
 //    devices); GPU memory in MiB from
 //    the `gpu-memory` annotation; MIG instances from nvidia.com/mig-<g>g.<m>gb requests.
 //  - Pod status from phase, node, deletion timestamp and scheduling gates (ModelPodStatus).
+//  - Host ports: spec.containers[].ports[] and those of restartable init containers with a
+//    hostPort above 0 (protocol TCP and host IP 0.0.0.0 when unset), as Kubernetes' NodePorts
+//    plugin reads them. ConfigMaps the pod needs: as Pod::config_maps says (KAI's ConfigMap
+//    predicate).
 #pragma once
 
 #include <cstdint>
@@ -227,6 +231,13 @@ struct NodeTopologyRecord {
   std::optional<NumaTopology> numa;  // empty: the object lists no zone of type "Node"
 };
 
+// A ConfigMap: only its address is read (KAI's ConfigMap predicate asks whether a pod's
+// ConfigMaps exist, never what they hold).
+struct ConfigMapRecord {
+  std::string namespace_;
+  std::string name;
+};
+
 // The model status of a pod (KAI's pod status rules):
 //   Succeeded / Failed / Unknown phases map to themselves;
 //   terminating (deletionTimestamp) on a node -> Releasing; terminating and never placed ->
@@ -250,6 +261,7 @@ Result<NodeTopologyRecord> ConvertNodeResourceTopology(const Object& nrt);
 Result<std::vector<NumaZonePlacement>> ConvertNumaPlacement(const std::string& value,
                                                             const std::string& field);
 Result<BindRequestRecord> ConvertBindRequest(const Object& bind_request);
+Result<ConfigMapRecord> ConvertConfigMap(const Object& config_map);
 Result<PriorityClassRecord> ConvertPriorityClass(const Object& priority_class);
 // DRA objects (resource.k8s.io/v1).
 Result<DeviceClassRecord> ConvertDeviceClass(const Object& device_class);

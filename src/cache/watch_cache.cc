@@ -151,6 +151,33 @@ struct WatchCache::KindOps {
     c.bind_requests_.clear();
     c.requests_by_pod_.clear();
   }
+  // Only an added or removed ConfigMap changes the model (its set of names), and that is
+  // patched; an object gaining or losing a conversion error takes the full assembly (which
+  // lists the errors).
+  static void PutConfigMap(WatchCache& c, const std::string& key, Object&& object) {
+    auto [it, added] = c.config_maps_.try_emplace(key);
+    const bool had = it->second.record.has_value();
+    auto converted = ConvertConfigMap(object);
+    const bool has = converted.ok();
+    ConvertInto(std::move(object), it->second, std::move(converted));
+    if (added && has) {
+      c.config_maps_changed_ = true;
+    } else if (had != has || !has) {
+      c.config_maps_changed_ = true;
+      c.full_ = true;
+    }
+  }
+  static void RemoveConfigMap(WatchCache& c, const std::string& key) {
+    auto it = c.config_maps_.find(key);
+    if (it == c.config_maps_.end()) return;
+    if (!it->second.record) c.full_ = true;
+    c.config_maps_.erase(it);
+    c.config_maps_changed_ = true;
+  }
+  static void ClearConfigMaps(WatchCache& c) {
+    c.config_maps_.clear();
+    c.config_maps_changed_ = true;
+  }
 };
 
 const WatchCache::KindOps& WatchCache::OpsOf(Kind kind) {
@@ -195,6 +222,13 @@ const WatchCache::KindOps& WatchCache::OpsOf(Kind kind) {
           {Kind::kResourceSlice, "ResourceSlice", &kResourceSlices, true, true}),
       K::Plain<&WatchCache::resource_claims_, &ConvertResourceClaim>(
           {Kind::kResourceClaim, "ResourceClaim", &kResourceClaims, true, true}),
+      {.info = {Kind::kConfigMap, "ConfigMap", &kConfigMaps, false, false},
+       .put = &K::PutConfigMap,
+       .remove = &K::RemoveConfigMap,
+       .clear = &K::ClearConfigMaps,
+       .find = &K::Find<&WatchCache::config_maps_>,
+       .conversion_errors = &K::ConversionErrors<&WatchCache::config_maps_>,
+       .skip_held_version = false},
   };
   static_assert(std::size(kRows) == kNumKinds, "every Kind needs its row in this table");
   static_assert(
@@ -218,6 +252,14 @@ const KindInfo& InfoOf(Kind kind) { return WatchCache::OpsOf(kind).info; }
 const kube::ResourceType& ResourceOf(Kind kind) { return *InfoOf(kind).resource; }
 
 std::shared_ptr<const kube::FieldFilter> FieldsOf(Kind kind) {
+  if (kind == Kind::kConfigMap) {
+    // Names only: a ConfigMap's data can be large, and only its existence is read.
+    static const auto config_maps = std::make_shared<const kube::FieldFilter>(
+        kube::FieldFilter::FromPaths({"apiVersion", "kind", "metadata.name", "metadata.namespace",
+                                      "metadata.uid", "metadata.resourceVersion"})
+            .value());
+    return config_maps;
+  }
   if (kind != Kind::kPod) return nullptr;
   // What ConvertPod and ConvertPodClaims read, plus what the scheduler reads from the cached
   // object (status.conditions: the Unschedulable condition already written; metadata for events).
@@ -228,8 +270,20 @@ std::shared_ptr<const kube::FieldFilter> FieldsOf(Kind kind) {
                                     "spec.schedulerName",
                                     "spec.nodeName",
                                     "spec.containers.resources",
+                                    "spec.containers.ports",
+                                    "spec.containers.env",
+                                    "spec.containers.envFrom",
+                                    "spec.containers.volumeMounts",
                                     "spec.initContainers.resources",
                                     "spec.initContainers.restartPolicy",
+                                    "spec.initContainers.ports",
+                                    "spec.initContainers.env",
+                                    "spec.initContainers.envFrom",
+                                    "spec.initContainers.volumeMounts",
+                                    "spec.ephemeralContainers.env",
+                                    "spec.ephemeralContainers.envFrom",
+                                    "spec.ephemeralContainers.volumeMounts",
+                                    "spec.volumes",
                                     "spec.overhead",
                                     "spec.nodeSelector",
                                     "spec.affinity",
@@ -436,6 +490,19 @@ Snapshot WatchCache::Take() {
   Snapshot out = last_;
   out.cluster = model_;
   return out;
+}
+
+std::shared_ptr<const std::unordered_set<std::string>> WatchCache::ConfigMapSet() {
+  if (config_maps_changed_ || !config_map_set_) {
+    auto set = std::make_shared<std::unordered_set<std::string>>();
+    set->reserve(config_maps_.size());
+    for (const auto& [key, e] : config_maps_) {
+      if (e.record) set->insert(e.record->namespace_ + "/" + e.record->name);
+    }
+    config_map_set_ = std::move(set);
+    config_maps_changed_ = false;
+  }
+  return config_map_set_;
 }
 
 std::vector<ObjectRef> WatchCache::StaleList() const {

@@ -34,6 +34,8 @@
 //    claim not there yet stands in as one that cannot be allocated, and the pod is reported); a
 //    pod being bound holds the devices its BindRequest names. Bound pods carry the shared-GPU
 //    groups of their runai-gpu-group labels.
+//  - ConfigMaps fill Cluster::config_maps (names only). One added or removed changes that set
+//    alone: the Cluster is patched, not assembled again; a changed one changes nothing.
 //  - NodeResourceTopology objects give the node of the same name its NUMA layout (Node::numa;
 //    convert.h says how it is read). One for a node that does not exist is kept and used once
 //    the node appears.
@@ -81,7 +83,8 @@ enum class Kind : int {
   kDeviceClass,
   kResourceSlice,
   kResourceClaim,
-  kCount,  // not a kind: the number of kinds (new kinds go above it)
+  kConfigMap,  // only the names (KAI's ConfigMap predicate)
+  kCount,      // not a kind: the number of kinds (new kinds go above it)
 };
 inline constexpr int kNumKinds = static_cast<int>(Kind::kCount);
 
@@ -250,6 +253,8 @@ class WatchCache {
   PodOutcome BuildPod(Cluster& cl, bool may_intern, const std::string& key, const PodRecord& r,
                       Pod& p, std::string& set_name, std::string& error) const;
   std::vector<ObjectRef> StaleList() const;
+  // config_map_set_, brought up to date first.
+  std::shared_ptr<const std::unordered_set<std::string>> ConfigMapSet();
   // Fills the cluster's DRA fields (device classes, slices and the GPUs they add to nodes,
   // claims with their allocations and reservations) and the pods' claims; called by Assemble
   // once nodes and pods are in.
@@ -274,6 +279,11 @@ class WatchCache {
   Store<DeviceClassRecord> device_classes_;
   Store<ResourceSliceRecord> resource_slices_;
   Store<ResourceClaimRecord> resource_claims_;
+  Store<ConfigMapRecord> config_maps_;
+  // The names in config_maps_ as Cluster::config_maps holds them, rebuilt by ConfigMapSet() after
+  // one was added or removed (config_maps_changed_).
+  std::shared_ptr<const std::unordered_set<std::string>> config_map_set_;
+  bool config_maps_changed_ = true;
   bool not_served_[kNumKinds] = {};  // the kind's list answered 404 (API not served)
   // BindRequest keys (with a record) by the key of the pod they name, in key order.
   std::map<std::string, std::set<std::string>> requests_by_pod_;

@@ -152,11 +152,15 @@ bool WatchCache::TryPatch() {
     if (it == pod_groups_.end() || !it->second.record) return false;
     job_updates.emplace_back(id->second, &*it->second.record);
   }
+  const bool config_maps = config_maps_changed_;
+  // Nothing the model shows changed (a ConfigMap's contents, say): it stays as it is.
+  if (updates.empty() && job_updates.empty() && !config_maps) return true;
   // Copy on write: a snapshot still held keeps its cluster.
   if (model_.use_count() > 1) {
     model_ = std::make_shared<Cluster>(*model_);
     ++stats_.patch_copies;
   }
+  if (config_maps) model_->config_maps = ConfigMapSet();
   for (auto& [id, p] : updates) model_->pods[id] = std::move(p);
   for (const auto& [id, r] : job_updates) {
     model_->jobs[id].last_start_ms = r->last_start_ms;
@@ -196,6 +200,8 @@ void WatchCache::Assemble(std::vector<ObjectError>& errors) {
     cl.node_index[n.name] = static_cast<NodeId>(cl.nodes.size());
     cl.nodes.push_back(std::move(n));
   }
+
+  cl.config_maps = ConfigMapSet();
 
   // NUMA layouts (NodeResourceTopology objects are named like their node).
   for (const auto& [name, e] : node_topologies_) {

@@ -23,8 +23,8 @@ bool Session::FitsIdle(PodId p, NodeId n) const {
   const Pod& pod = cluster_.pods[p];
   if (pod.IsSharedGpu()) return SharedFits(p, n, /*with_releasing=*/false);
   if (pod.IsBestEffort()) return true;
-  static const Resources kZero{};
-  return FootprintFitsInSum(pod, nodes_[n].idle, kZero);
+  static const Resources none{};
+  return FootprintFitsInSum(pod, nodes_[n].idle, none);
 }
 
 bool Session::FitsIdleOrReleasing(PodId p, NodeId n) const {
@@ -225,7 +225,7 @@ bool Session::PodRankableByClass(PodId p) const {
   if (!ranking_.classes_enabled || any_anti_affinity_) return false;
   const Pod& pod = cluster_.pods[p];
   return !pod.IsSharedGpu() && pod.claims.empty() && pod.node_selector.empty() &&
-         pod.required_node_affinity.empty() && pod.pod_affinity.empty() &&
+         pod.required_node_affinity.empty() && pod.host_ports.empty() && pod.pod_affinity.empty() &&
          pod.pod_anti_affinity.empty() && pod.nominated_node == kNone;
 }
 

@@ -103,6 +103,14 @@ QueueId Cluster::FindQueue(std::string_view name) const { return FindIn(queue_in
 JobId Cluster::FindJob(std::string_view name) const { return FindIn(job_index, name); }
 PodId Cluster::FindPod(std::string_view name) const { return FindIn(pod_index, name); }
 
+bool Cluster::HasConfigMap(std::string_view ns, std::string_view name) const {
+  if (!config_maps) return false;
+  std::string key;
+  key.reserve(ns.size() + 1 + name.size());
+  key.append(ns).append("/").append(name);
+  return config_maps->count(key) > 0;
+}
+
 void Cluster::Finalize() {
   node_index.clear();
   queue_index.clear();

@@ -12,10 +12,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -81,6 +83,22 @@ struct PodAffinityTerm {
   LabelSelector selector;
   std::string topology_key;
   std::vector<std::string> namespaces;  // empty: the pod's own namespace
+};
+
+// A port of the node a pod's container binds (spec.containers[].ports[] with a hostPort):
+// Kubernetes' NodePorts rules. Read as the API defaults it: protocol TCP and host IP 0.0.0.0
+// (every address of the node) when unset. Two pods conflict on a node when they use the same
+// protocol and port and the same host IP, or either one 0.0.0.0.
+struct HostPort {
+  std::string host_ip = "0.0.0.0";
+  std::string protocol = "TCP";
+  int32_t port = 0;  // > 0
+  bool ConflictsWith(const HostPort& o) const {
+    return port == o.port && protocol == o.protocol &&
+           (host_ip == o.host_ip || host_ip == kAnyHostIp || o.host_ip == kAnyHostIp);
+  }
+  bool operator==(const HostPort&) const = default;
+  static constexpr std::string_view kAnyHostIp = "0.0.0.0";
 };
 
 enum class GpuRequestKind : uint8_t { kNoGpu, kWhole, kFraction, kMemory, kMig };
@@ -189,6 +207,15 @@ struct Pod {
   std::vector<PodAffinityTerm> pod_affinity;
   std::vector<PodAffinityTerm> pod_anti_affinity;
   NodeId nominated_node = kNone;
+  // Host ports of the app containers and restartable init containers (sidecars), which no other
+  // pod on the node may use (see HostPort).
+  std::vector<HostPort> host_ports;
+  // The ConfigMaps (in the pod's namespace) the pod cannot start without, each named once, in
+  // the order of first mention: those of mounted configMap volumes and projected volume sources
+  // and of the containers' env valueFrom / envFrom (init, app and ephemeral containers), except
+  // optional ones and those whose name starts with the runai/shared-gpu-configmap annotation's
+  // value (KAI's ConfigMap predicate).
+  std::vector<std::string> config_maps;
 
   // Observed state.
   PodStatus status = PodStatus::kPending;
@@ -349,6 +376,10 @@ struct Cluster {
   std::vector<ResourceSlice> resource_slices;
   std::vector<ResourceClaim> resource_claims;
   bool dra_enabled = true;  // the DynamicResourceAllocation feature gate
+  // The ConfigMaps that exist, as "namespace/name" (null: none). Shared, so copying a Cluster
+  // does not copy it; replaced whole when it changes.
+  std::shared_ptr<const std::unordered_set<std::string>> config_maps;
+  bool HasConfigMap(std::string_view ns, std::string_view name) const;
   ResourceNames resource_names;
   double min_node_gpu_memory_mib = 100;
   // The largest node GPU memory (KAI's MaxNodeGPUMemoryMiB): turns GPU-memory requests into the

@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <unordered_set>
 
 #include "scenario/reader.h"
 #include "scenario/scenario.h"
@@ -309,6 +311,24 @@ int YamlDocumentsUpTo(const std::string& text, int limit) {
   return n;
 }
 
+// The ConfigMaps that exist (Gantry's addition): [{namespace, name}], for KAI's ConfigMap
+// predicate. Absent: none.
+void ParseConfigMaps(const Obj& root, Cluster& cl) {
+  const json& list = root.Array("config_maps");
+  if (list.empty()) return;
+  auto set = std::make_shared<std::unordered_set<std::string>>();
+  for (size_t i = 0; i < list.size(); ++i) {
+    Obj o(list[i], Item(root.where() + ": ", "config_maps", i, list[i]));
+    o.OnlyKeys({"namespace", "name"});
+    const std::string name = o.Str("name");
+    if (name.empty()) o.FailField("name", "must not be empty");
+    if (!set->insert(o.Str("namespace", "") + "/" + name).second) {
+      o.FailField("name", "duplicate ConfigMap \"" + name + "\"");
+    }
+  }
+  cl.config_maps = std::move(set);
+}
+
 }  // namespace
 
 Result<Scenario> ParseScenario(const std::string& text, const std::string& origin) {
@@ -361,7 +381,7 @@ Result<Scenario> ParseScenario(const std::string& text, const std::string& origi
   try {
     Obj root(doc, origin);
     root.OnlyKeys({"format_version", "name", "source", "config", "nodes", "queues", "topologies",
-                   "dra", "jobs", "expect", "converter_notes"});
+                   "dra", "config_maps", "jobs", "expect", "converter_notes"});
     if (root.Has("format_version") && root.Int("format_version") != 1) {
       root.FailField("format_version", "only version 1 is supported");
     }
@@ -373,6 +393,7 @@ Result<Scenario> ParseScenario(const std::string& text, const std::string& origi
     ParseTopologies(root, sc, aliases);
     ParseDra(root, sc, reserved_names);
     ParseJobs(root, sc);
+    ParseConfigMaps(root, sc.cluster);
     ResolveLevelAliases(aliases, sc.cluster);
     ParseExpect(root, sc);
   } catch (const LoadError& e) {

@@ -151,7 +151,9 @@ void ParseTask(const Obj& o, Scenario& sc, JobId job_id, SubGroupBuild& b, bool 
               "nominated_node",
               "labels",
               "annotations",
-              "numa_placement_observed"});
+              "numa_placement_observed",
+              "host_ports",
+              "config_maps"});
   Pod p;
   p.name = o.Str("name");
   p.uid = p.name;
@@ -265,6 +267,27 @@ void ParseTask(const Obj& o, Scenario& sc, JobId job_id, SubGroupBuild& b, bool 
     auto it = cl.node_index.find(nn);
     if (it == cl.node_index.end()) o.FailField("nominated_node", "unknown node \"" + nn + "\"");
     p.nominated_node = it->second;
+  }
+  const json& ports = o.Array("host_ports");
+  for (size_t i = 0; i < ports.size(); ++i) {
+    Obj hp(ports[i], o.where() + ".host_ports[" + std::to_string(i) + "]");
+    hp.OnlyKeys({"port", "protocol", "host_ip"});
+    HostPort port;
+    port.port = hp.IntIn("port", std::nullopt, 1, 65535);
+    port.protocol = hp.Str("protocol", "TCP");
+    if (port.protocol != "TCP" && port.protocol != "UDP" && port.protocol != "SCTP") {
+      hp.FailField("protocol", "must be TCP, UDP or SCTP");
+    }
+    port.host_ip = hp.Str("host_ip", std::string(HostPort::kAnyHostIp));
+    if (port.host_ip.empty()) port.host_ip = HostPort::kAnyHostIp;
+    p.host_ports.push_back(std::move(port));
+  }
+  for (const auto& cm : o.Array("config_maps")) {
+    if (!cm.is_string()) o.FailField("config_maps", "must be a list of ConfigMap names");
+    std::string name = cm.get<std::string>();
+    if (std::find(p.config_maps.begin(), p.config_maps.end(), name) == p.config_maps.end()) {
+      p.config_maps.push_back(std::move(name));
+    }
   }
   for (const auto& [k, v] : o.StrMap("annotations")) p.annotations.Set(k, v);
   const json& observed = o.Array("numa_placement_observed");

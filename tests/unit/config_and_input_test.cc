@@ -553,6 +553,47 @@ TEST_F(ScenarioInputTest, UnknownFieldIsNamed) {
   EXPECT_TRUE(Contains(err, "unknown field \"gpuz\""));
 }
 
+TEST_F(ScenarioInputTest, HostPortsAndConfigMapsAreReadWithDefaults) {
+  const std::string pending = R"("state": "pending", "gpus": 1)";
+  const std::string with_both = pending + R"(, "config_maps": ["cfg", "env", "cfg"],
+      "host_ports": [{"port": 80}, {"port": 53, "protocol": "UDP", "host_ip": "10.0.0.1"}])";
+  auto parsed = ParseScenario(Edit(pending, with_both), "s.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  const Pod& pod = parsed.value().cluster.pods[parsed.value().cluster.FindPod("t2")];
+  EXPECT_EQ(pod.host_ports,
+            (std::vector<HostPort>{{"0.0.0.0", "TCP", 80}, {"10.0.0.1", "UDP", 53}}));
+  EXPECT_EQ(pod.config_maps, (std::vector<std::string>{"cfg", "env"}));
+  EXPECT_FALSE(parsed.value().cluster.HasConfigMap("", "cfg")) << "none listed: none exist";
+
+  auto listed = ParseScenario(Edit(R"("nodes": [)", R"("config_maps": [{"name": "cfg"},
+      {"namespace": "team", "name": "cfg"}], "nodes": [)"),
+                              "s.json");
+  ASSERT_TRUE(listed.ok()) << listed.error();
+  EXPECT_TRUE(listed.value().cluster.HasConfigMap("", "cfg"));
+  EXPECT_TRUE(listed.value().cluster.HasConfigMap("team", "cfg"));
+  EXPECT_FALSE(listed.value().cluster.HasConfigMap("other", "cfg"));
+}
+
+TEST_F(ScenarioInputTest, BadHostPortsAndConfigMapsAreNamed) {
+  auto task_error = [](const std::string& extra) {
+    return ErrorOf(
+        Edit(R"("state": "pending", "gpus": 1)", R"("state": "pending", "gpus": 1, )" + extra));
+  };
+  std::string err = task_error(R"("host_ports": [{"port": 80, "protocol": "HTTP"}])");
+  EXPECT_TRUE(Contains(err, "tasks[1] (t2).host_ports[0]")) << err;
+  EXPECT_TRUE(Contains(err, "field \"protocol\": must be TCP, UDP or SCTP")) << err;
+  err = task_error(R"("host_ports": [{"port": 0}])");
+  EXPECT_TRUE(Contains(err, "field \"port\": must be from 1 to 65535")) << err;
+  err = task_error(R"("host_ports": [{"port": 80, "ip": "x"}])");
+  EXPECT_TRUE(Contains(err, "unknown field \"ip\"")) << err;
+  err = task_error(R"("config_maps": [3])");
+  EXPECT_TRUE(Contains(err, "field \"config_maps\": must be a list of ConfigMap names")) << err;
+  err = ErrorOf(
+      Edit(R"("nodes": [)", R"("config_maps": [{"name": "a"}, {"name": "a"}], "nodes": [)"));
+  EXPECT_TRUE(Contains(err, "config_maps[1]")) << err;
+  EXPECT_TRUE(Contains(err, "duplicate ConfigMap \"a\"")) << err;
+}
+
 TEST_F(ScenarioInputTest, OddShapesAreErrorsNotCrashes) {
   const std::vector<std::string> bad = {
       "",                                              // nothing

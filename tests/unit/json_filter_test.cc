@@ -161,7 +161,7 @@ TEST(FieldFilterTest, BadPathsAreNamed) {
 // Random documents over a small key alphabet (including "metadata" and "managedFields", so the
 // managedFields rule meets the filter) against random filters over the same alphabet.
 json RandomValue(std::mt19937& rng, int depth) {
-  static const char* kKeys[] = {"a", "b", "c", "metadata", "managedFields"};
+  static const char* keys[] = {"a", "b", "c", "metadata", "managedFields"};
   std::uniform_int_distribution<int> kind(0, depth > 0 ? 5 : 3);
   switch (kind(rng)) {
     case 0:
@@ -182,7 +182,7 @@ json RandomValue(std::mt19937& rng, int depth) {
     default: {
       json obj = json::object();
       for (int i = static_cast<int>(rng() % 4); i > 0; --i) {
-        obj[kKeys[rng() % 5]] = RandomValue(rng, depth - 1);
+        obj[keys[rng() % 5]] = RandomValue(rng, depth - 1);
       }
       return obj;
     }
@@ -190,9 +190,9 @@ json RandomValue(std::mt19937& rng, int depth) {
 }
 
 std::string RandomPath(std::mt19937& rng) {
-  static const char* kKeys[] = {"a", "b", "c", "metadata", "managedFields"};
-  std::string path = kKeys[rng() % 5];
-  for (int i = static_cast<int>(rng() % 3); i > 0; --i) path += std::string(".") + kKeys[rng() % 5];
+  static const char* keys[] = {"a", "b", "c", "metadata", "managedFields"};
+  std::string path = keys[rng() % 5];
+  for (int i = static_cast<int>(rng() % 3); i > 0; --i) path += std::string(".") + keys[rng() % 5];
   return path;
 }
 
@@ -267,8 +267,19 @@ json RichPod() {
   pod["spec"]["containers"][0]["resources"] = {
       {"requests", {{"cpu", "500m"}, {"memory", "1Gi"}, {"nvidia.com/mig-1g.5gb", "1"}}}};
   pod["spec"]["initContainers"] = json::parse(R"([
-      {"name": "sidecar", "restartPolicy": "Always", "resources": {"requests": {"cpu": "2"}}},
-      {"name": "init", "resources": {"requests": {"cpu": "3", "memory": "2Gi"}}}])");
+      {"name": "sidecar", "restartPolicy": "Always", "resources": {"requests": {"cpu": "2"}},
+       "ports": [{"containerPort": 9000, "hostPort": 9000, "protocol": "UDP"}]},
+      {"name": "init", "resources": {"requests": {"cpu": "3", "memory": "2Gi"}},
+       "envFrom": [{"configMapRef": {"name": "init-env"}}],
+       "volumeMounts": [{"name": "settings", "mountPath": "/etc/s"}]}])");
+  pod["spec"]["containers"][0]["ports"] =
+      json::parse(R"([{"containerPort": 80, "hostPort": 8080, "hostIP": "10.0.0.1"}])");
+  pod["spec"]["containers"][0]["env"] = json::parse(
+      R"([{"name": "A", "valueFrom": {"configMapKeyRef": {"name": "env-cm", "key": "a"}}}])");
+  pod["spec"]["ephemeralContainers"] =
+      json::parse(R"([{"name": "debug", "envFrom": [{"configMapRef": {"name": "debug-env"}}]}])");
+  pod["spec"]["volumes"] = json::parse(R"([{"name": "settings", "configMap": {"name": "cfg"}},
+      {"name": "bundle", "projected": {"sources": [{"configMap": {"name": "proj"}}]}}])");
   pod["spec"]["overhead"] = {{"cpu", "100m"}};
   pod["spec"]["nodeSelector"] = {{"zone", "a"}};
   pod["spec"]["affinity"] = json::parse(R"({
@@ -311,6 +322,8 @@ void ExpectSameRecord(const cache::PodRecord& a, const cache::PodRecord& b) {
     EXPECT_EQ(a.pod.tolerations[i].value, b.pod.tolerations[i].value);
     EXPECT_EQ(a.pod.tolerations[i].effect, b.pod.tolerations[i].effect);
   }
+  EXPECT_EQ(a.pod.host_ports, b.pod.host_ports);
+  EXPECT_EQ(a.pod.config_maps, b.pod.config_maps);
   EXPECT_EQ(a.pod.status, b.pod.status);
   EXPECT_EQ(a.extended, b.extended);
   EXPECT_EQ(a.node_name, b.node_name);
@@ -333,6 +346,12 @@ TEST(FieldFilterTest, SchedulerPodFieldsKeepWhatIsConverted) {
     ASSERT_TRUE(full.ok()) << full.error();
     ASSERT_TRUE(pruned.ok()) << pruned.error();
     ExpectSameRecord(full.value(), pruned.value());
+    if (pod == RichPod()) {
+      EXPECT_EQ(pruned.value().pod.host_ports.size(), 2u);
+      // "bundle" is not mounted: its projected source does not count.
+      EXPECT_EQ(pruned.value().pod.config_maps,
+                (std::vector<std::string>{"cfg", "init-env", "env-cm", "debug-env"}));
+    }
     // The Unschedulable condition already there is still recognised (nothing re-sent).
     EXPECT_EQ(live::PodUnschedulablePatch(pod, "no room", "now").has_value(),
               live::PodUnschedulablePatch(filtered, "no room", "now").has_value());
@@ -347,8 +366,18 @@ TEST(FieldFilterTest, SchedulerPodFieldsKeepWhatIsConverted) {
   ASSERT_FALSE(full.ok());
   ASSERT_FALSE(pruned.ok());
   EXPECT_EQ(full.error(), pruned.error());
-  // Other kinds are built whole.
+  // Other kinds are built whole, but for ConfigMaps, of which only the name is read.
   EXPECT_EQ(cache::FieldsOf(cache::Kind::kBindRequest), nullptr);
+  const json config_map = json::parse(R"({"apiVersion": "v1", "kind": "ConfigMap",
+      "metadata": {"name": "cfg", "namespace": "ns", "resourceVersion": "7",
+                   "annotations": {"a": "b"}},
+      "data": {"big": "...."}})");
+  const json kept = Parsed(config_map.dump(), cache::FieldsOf(cache::Kind::kConfigMap).get());
+  EXPECT_EQ(kept, json::parse(R"({"apiVersion": "v1", "kind": "ConfigMap",
+      "metadata": {"name": "cfg", "namespace": "ns", "resourceVersion": "7"}})"));
+  auto record = cache::ConvertConfigMap(kept);
+  ASSERT_TRUE(record.ok()) << record.error();
+  EXPECT_EQ(record.value().name, "cfg");
 }
 
 TEST(FieldFilterTest, BinderPodFieldsKeepWhatTheBinderReads) {

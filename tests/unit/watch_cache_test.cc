@@ -232,6 +232,93 @@ TEST(ConvertTest, PodSelectorsAffinitiesTolerations) {
   EXPECT_EQ(p.pod_anti_affinity[0].topology_key, "kubernetes.io/hostname");
 }
 
+TEST(ConvertTest, PodHostPortsAsKubernetesNodePortsReadsThem) {
+  json pod = PodObj("ns", "p", 1);
+  pod["spec"]["containers"][0]["ports"] = json::parse(R"([
+      {"containerPort": 80},
+      {"containerPort": 80, "hostPort": 0},
+      {"containerPort": 80, "hostPort": 8080},
+      {"containerPort": 53, "hostPort": 53, "protocol": "UDP", "hostIP": "10.0.0.1"}])");
+  pod["spec"]["initContainers"] = json::parse(R"([
+      {"name": "sidecar", "restartPolicy": "Always", "ports": [{"hostPort": 9000}]},
+      {"name": "setup", "ports": [{"hostPort": 9001}]}])");
+  auto r = ConvertPod(pod);
+  ASSERT_TRUE(r.ok()) << r.error();
+  // The sidecar's first (it runs as long as the pod), the plain init container's not at all.
+  EXPECT_EQ(r.value().pod.host_ports,
+            (std::vector<HostPort>{
+                {"0.0.0.0", "TCP", 9000}, {"0.0.0.0", "TCP", 8080}, {"10.0.0.1", "UDP", 53}}));
+
+  json bad = pod;
+  bad["spec"]["containers"][0]["ports"][2]["protocol"] = "HTTP";
+  auto e = ConvertPod(bad);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.error(),
+            "spec.containers[0].ports[2].protocol: must be TCP, UDP or SCTP (got \"HTTP\")");
+  bad = pod;
+  bad["spec"]["containers"][0]["ports"][2]["hostPort"] = 70000;
+  e = ConvertPod(bad);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.error().find("spec.containers[0].ports[2].hostPort: must be a whole number from 0 "
+                           "to 65535"),
+            std::string::npos)
+      << e.error();
+}
+
+TEST(ConvertTest, PodRequiredConfigMapsAsKaisConfigMapPredicateReadsThem) {
+  json pod = PodObj("ns", "p", 1);
+  pod["metadata"]["annotations"]["runai/shared-gpu-configmap"] = "p-shared-gpu";
+  pod["spec"]["volumes"] = json::parse(R"([
+      {"name": "cfg", "configMap": {"name": "settings"}},
+      {"name": "opt", "configMap": {"name": "maybe", "optional": true}},
+      {"name": "unmounted", "configMap": {"name": "unused"}},
+      {"name": "bundle", "projected": {"sources": [
+        {"configMap": {"name": "proj"}}, {"secret": {"name": "s"}},
+        {"configMap": {"name": "proj-opt", "optional": true}}]}},
+      {"name": "gpu", "configMap": {"name": "p-shared-gpu-0"}},
+      {"name": "scratch", "emptyDir": {}}])");
+  pod["spec"]["containers"][0]["volumeMounts"] = json::parse(R"([
+      {"name": "cfg", "mountPath": "/a"}, {"name": "opt", "mountPath": "/b"},
+      {"name": "gpu", "mountPath": "/c"}, {"name": "scratch", "mountPath": "/d"}])");
+  pod["spec"]["containers"][0]["env"] = json::parse(R"([
+      {"name": "A", "value": "x"},
+      {"name": "B", "valueFrom": {"configMapKeyRef": {"name": "env-cm", "key": "b"}}},
+      {"name": "C", "valueFrom": {"configMapKeyRef": {"name": "env-opt", "key": "c",
+                                                      "optional": true}}},
+      {"name": "D", "valueFrom": {"secretKeyRef": {"name": "sec", "key": "d"}}},
+      {"name": "E", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "e"}}}])");
+  pod["spec"]["containers"][0]["envFrom"] =
+      json::parse(R"([{"configMapRef": {"name": "all-env"}}, {"secretRef": {"name": "s"}}])");
+  pod["spec"]["initContainers"] = json::parse(R"([
+      {"name": "init", "volumeMounts": [{"name": "bundle", "mountPath": "/p"}],
+       "envFrom": [{"configMapRef": {"name": "init-env"}}]}])");
+  pod["spec"]["ephemeralContainers"] = json::parse(R"([
+      {"name": "debug", "env": [{"name": "F",
+        "valueFrom": {"configMapKeyRef": {"name": "debug-cm", "key": "f"}}}]}])");
+  auto r = ConvertPod(pod);
+  ASSERT_TRUE(r.ok()) << r.error();
+  // Volumes first (mounted ones only; not optional; not the shared-GPU prefix), then init, app
+  // and ephemeral containers' env; each name once.
+  EXPECT_EQ(r.value().pod.config_maps, (std::vector<std::string>{"settings", "proj", "init-env",
+                                                                 "env-cm", "all-env", "debug-cm"}));
+
+  pod["spec"]["volumes"][0]["configMap"]["optional"] = "yes";
+  auto e = ConvertPod(pod);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.error(), "spec.volumes[0].configMap.optional: must be true or false");
+}
+
+TEST(ConvertTest, ConfigMapsAreReadByName) {
+  auto r = ConvertConfigMap(
+      json{{"metadata", {{"name", "settings"}, {"namespace", "team"}}}, {"data", {{"k", "v"}}}});
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r.value().namespace_, "team");
+  EXPECT_EQ(r.value().name, "settings");
+  auto e = ConvertConfigMap(json{{"metadata", {{"namespace", "team"}}}});
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.error(), "metadata.name: missing");
+}
+
 TEST(ConvertTest, QueueQuotasAndBadValues) {
   json q = QueueObj("q", "parent", 4);
   q["spec"]["resources"]["memory"]["quota"] = 1000;
@@ -427,6 +514,33 @@ TEST_F(WatchCacheTest, ModifyAndDeleteUpdateTheModelAndSnapshotsAreSharedUntilAC
   EXPECT_EQ(cache_.stats().conversions, 7);
 }
 
+// ConfigMaps only change the model's set of names: an added or deleted one is patched in, a
+// changed one changes nothing.
+TEST_F(WatchCacheTest, ConfigMapsArePatchedIntoTheModelByName) {
+  cache_.Replace(Kind::kConfigMap, {json{{"metadata", {{"name", "a"}, {"namespace", "ns"}}}}});
+  Snapshot first = cache_.Take();
+  EXPECT_TRUE(first.cluster->HasConfigMap("ns", "a"));
+  EXPECT_FALSE(first.cluster->HasConfigMap("other", "a"));
+  EXPECT_FALSE(first.cluster->HasConfigMap("ns", "b"));
+  const int64_t assemblies = cache_.stats().assemblies;
+
+  json b{{"metadata", {{"name", "b"}, {"namespace", "ns"}}}, {"data", {{"k", "1"}}}};
+  cache_.Apply(Kind::kConfigMap, EventType::kAdded, b);
+  Snapshot added = cache_.Take();
+  EXPECT_TRUE(added.cluster->HasConfigMap("ns", "b"));
+  EXPECT_FALSE(first.cluster->HasConfigMap("ns", "b")) << "the old snapshot is unchanged";
+
+  b["data"]["k"] = "2";
+  cache_.Apply(Kind::kConfigMap, EventType::kModified, b);
+  EXPECT_EQ(cache_.Take().cluster.get(), added.cluster.get()) << "nothing the model shows changed";
+
+  cache_.Apply(Kind::kConfigMap, EventType::kDeleted, b);
+  Snapshot deleted = cache_.Take();
+  EXPECT_FALSE(deleted.cluster->HasConfigMap("ns", "b"));
+  EXPECT_TRUE(deleted.cluster->HasConfigMap("ns", "a"));
+  EXPECT_EQ(cache_.stats().assemblies, assemblies) << "patched, never assembled again";
+}
+
 TEST_F(WatchCacheTest, AVersionHeldAlreadyIsNotConvertedAgain) {
   json pod = PodObj("ns", "w0", 1, "train");
   pod["metadata"]["resourceVersion"] = "5";
@@ -520,9 +634,9 @@ TEST(WatchCacheSyncTest, AClusterWithoutTopologiesDoesNotHoldSchedulingBack) {
   cache.SetErrorHandler([&](Kind kind, const kube::ApiError& e) {
     seen.push_back(ResourceOf(kind).resource + " " + std::to_string(e.http_status));
   });
-  for (Kind k :
-       {Kind::kNode, Kind::kPod, Kind::kQueue, Kind::kPodGroup, Kind::kBindRequest,
-        Kind::kPriorityClass, Kind::kDeviceClass, Kind::kResourceSlice, Kind::kResourceClaim}) {
+  for (Kind k : {Kind::kNode, Kind::kPod, Kind::kQueue, Kind::kPodGroup, Kind::kBindRequest,
+                 Kind::kPriorityClass, Kind::kDeviceClass, Kind::kResourceSlice,
+                 Kind::kResourceClaim, Kind::kConfigMap}) {
     cache.Replace(k, {});
   }
   cache.handler(Kind::kNodeResourceTopology)
@@ -742,10 +856,18 @@ std::string Dump(const Snapshot& s) {
         << " nominated " << p.nominated_node << " gpus " << p.request.gpus << " cpu "
         << p.request.cpu_millis << " groups";
     for (const std::string& g : p.gpu_groups) out << " " << g;
+    out << " ports";
+    for (const HostPort& hp : p.host_ports) out << " " << hp.host_ip << ":" << hp.port;
+    out << " configmaps";
+    for (const std::string& cm : p.config_maps) out << " " << cm;
     for (int slot = 0; slot < c.resource_names.size(); ++slot) {
       out << " " << p.request.scalars[slot];
     }
     out << "\n";
+  }
+  if (c.config_maps) {
+    const std::set<std::string> sorted(c.config_maps->begin(), c.config_maps->end());
+    for (const std::string& cm : sorted) out << "configmap " << cm << "\n";
   }
   for (PodId p : c.pods_by_name()) out << "by name " << p << "\n";
   for (const ObjectError& e : s.errors) out << "error " << e.ToString() << "\n";
@@ -795,7 +917,7 @@ TEST(WatchCacheIncrementalTest, PatchedSnapshotsEqualAFullAssemblyOnRandomEvents
     cache.Replace(Kind::kQueue, queues);
     for (const json& q : queues) objects[Kind::kQueue][key_of(q)] = q;
     for (Kind k : {Kind::kPod, Kind::kPodGroup, Kind::kBindRequest, Kind::kPriorityClass,
-                   Kind::kTopology, Kind::kNodeResourceTopology}) {
+                   Kind::kTopology, Kind::kNodeResourceTopology, Kind::kConfigMap}) {
       cache.Replace(k, {});
     }
     for (int g = 0; g < 5; ++g) {
@@ -816,6 +938,11 @@ TEST(WatchCacheIncrementalTest, PatchedSnapshotsEqualAFullAssemblyOnRandomEvents
       }
       if (i % 5 == 4 && i % 10 == 9)
         pod["metadata"]["labels"]["kai.scheduler/subgroup-name"] = "workers";
+      if (i % 4 == 1) {
+        pod["spec"]["containers"][0]["ports"] = json::array({{{"hostPort", 8000 + i % 3}}});
+        pod["spec"]["containers"][0]["envFrom"] =
+            json::array({{{"configMapRef", {{"name", "cm" + std::to_string(i % 3)}}}}});
+      }
       return pod;
     };
     for (int i = 0; i < 12; ++i) put(Kind::kPod, make_pod(i));
@@ -928,6 +1055,19 @@ TEST(WatchCacheIncrementalTest, PatchedSnapshotsEqualAFullAssemblyOnRandomEvents
               break;
           }
           put(Kind::kPodGroup, pg);
+        }
+      } else if (what < 97) {
+        // A ConfigMap is created, changed (nothing the model shows) or deleted; now and then
+        // one without a name (an error).
+        const std::string name = "cm" + std::to_string(pick(4));
+        const int op = pick(8);
+        if (op == 0) {
+          remove(Kind::kConfigMap, "ns/" + name);
+        } else {
+          json cm{{"metadata", {{"name", op == 1 ? "" : name}, {"namespace", "ns"}}},
+                  {"data", {{"step", std::to_string(step)}}}};
+          if (op == 1) cm["metadata"]["generateName"] = name;
+          put(Kind::kConfigMap, cm);
         }
       }
       // else: no event; Take hands out the same cluster.

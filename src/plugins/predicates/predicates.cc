@@ -6,6 +6,9 @@
 //  - node unschedulable;
 //  - taints and tolerations (NoSchedule, NoExecute);
 //  - node selector and required node affinity;
+//  - host ports (Kubernetes' NodePorts): none of the pod's host ports used on the node by a pod
+//    placed there, counting placements made so far in the session;
+//  - the ConfigMaps the pod needs exist in its namespace (pre-predicate);
 //  - required inter-pod affinity and anti-affinity, counting every pod placed on a node so far
 //    in the session (including uncommitted placements) and existing pods' anti-affinity.
 #include <algorithm>
@@ -25,6 +28,8 @@ constexpr std::string_view kAffinity = "node(s) didn't match pod affinity rules"
 constexpr std::string_view kAntiAffinity = "node(s) didn't match pod anti-affinity rules";
 constexpr std::string_view kExistingAntiAffinity =
     "node(s) didn't satisfy existing pods anti-affinity rules";
+constexpr std::string_view kHostPorts =
+    "node(s) didn't have free ports for the requested pod ports";
 
 bool Tolerates(const Toleration& t, const Taint& taint) {
   if (!t.effect.empty() && t.effect != taint.effect) return false;
@@ -74,6 +79,13 @@ class PredicatesPlugin : public Plugin {
       }
     }
     view_ = {};
+    port_pods_.clear();
+    for (PodId p = 0; p < static_cast<PodId>(ssn.cluster().pods.size()); ++p) {
+      if (!ssn.cluster().pods[p].host_ports.empty()) port_pods_.push_back(p);
+    }
+    node_port_pods_.assign(ssn.cluster().nodes.size(), {});
+    port_nodes_.clear();
+    ports_epoch_ = ~0ULL;
     capacity_pod_ = kNone;
     plain_pod_ = kNone;
     has_anti_affinity_known_ = false;
@@ -113,8 +125,27 @@ class PredicatesPlugin : public Plugin {
   }
 
  private:
+  // KAI's pre-predicates that can fail here, each failing one as a line "<key>: <message>.\n"
+  // under one heading. The key is that of KAI's predicate map (MaxNodePoolResources, ConfigMap),
+  // not the session predicate's name.
   std::optional<std::string> PrePredicate(Session& s, PodId p) const {
     const Pod& pod = s.cluster().pods[p];
+    std::string failures;
+    if (auto message = MaxNodeResources(s, pod)) {
+      failures += "MaxNodePoolResources: " + *message + ".\n";
+    }
+    if (!pod.config_maps.empty()) {
+      if (auto message = MissingConfigMaps(s.cluster(), pod)) {
+        failures += "ConfigMap: " + *message + ".\n";
+      }
+    }
+    if (failures.empty()) return std::nullopt;
+    return "Scheduling conditions were not met for pod " + pod.namespace_ + "/" + pod.name + ":\n" +
+           failures;
+  }
+
+  // The pod asks for more of a resource than the largest node has.
+  std::optional<std::string> MaxNodeResources(const Session& s, const Pod& pod) const {
     std::string what;
     double max = 0;
     std::string units;
@@ -145,8 +176,19 @@ class PredicatesPlugin : public Plugin {
                  "node-pool is topped at " + Humanize(max, 1);
       if (!units.empty()) message += " " + units;
     }
-    return "Scheduling conditions were not met for pod " + pod.namespace_ + "/" + pod.name +
-           ":\nMaxNodeResources: " + message + ".\n";
+    return message;
+  }
+
+  // KAI's ConfigMap predicate: the pod's required ConfigMaps (Pod::config_maps) that do not
+  // exist in its namespace, listed as Go prints a list of strings ("[a b]").
+  static std::optional<std::string> MissingConfigMaps(const Cluster& c, const Pod& pod) {
+    std::string missing;
+    for (const std::string& name : pod.config_maps) {
+      if (c.HasConfigMap(pod.namespace_, name)) continue;
+      missing += (missing.empty() ? "" : " ") + name;
+    }
+    if (missing.empty()) return std::nullopt;
+    return "Missing required configmaps: [" + missing + "]";
   }
 
   // Predicate on every node of `nodes`, removing those it gives a reason for. For a plain pod
@@ -223,7 +265,40 @@ class PredicatesPlugin : public Plugin {
         any = any || MatchesTerm(term, node.labels);
       if (!any) return std::string(kNodeAffinity);
     }
+    if (!pod.host_ports.empty() && HostPortsTaken(s, p, n)) return std::string(kHostPorts);
     return InterPodAffinity(s, p, n);
+  }
+
+  // Files the pods with host ports (port_pods_) under the nodes they are placed on, when a
+  // placement changed since the last time.
+  void RefreshPorts(const Session& s) {
+    if (ports_epoch_ == s.placement_epoch()) return;
+    ports_epoch_ = s.placement_epoch();
+    for (NodeId n : port_nodes_) node_port_pods_[n].clear();
+    port_nodes_.clear();
+    for (PodId o : port_pods_) {
+      const PodState& st = s.pod(o);
+      if (!IsActiveUsed(st.status) || st.node == kNone) continue;
+      std::vector<PodId>& on_node = node_port_pods_[st.node];
+      if (on_node.empty()) port_nodes_.push_back(st.node);
+      on_node.push_back(o);
+    }
+  }
+
+  // Kubernetes' NodePorts filter: a pod placed on the node (as KAI's node info counts them:
+  // every active-used status, releasing and pipelined included) uses one of p's host ports.
+  bool HostPortsTaken(const Session& s, PodId p, NodeId n) {
+    RefreshPorts(s);
+    const Cluster& c = s.cluster();
+    for (PodId o : node_port_pods_[n]) {
+      if (o == p) continue;
+      for (const HostPort& used : c.pods[o].host_ports) {
+        for (const HostPort& want : c.pods[p].host_ports) {
+          if (want.ConflictsWith(used)) return true;
+        }
+      }
+    }
+    return false;
   }
 
   void RefreshView(const Session& s, PodId p) {
@@ -318,17 +393,18 @@ class PredicatesPlugin : public Plugin {
 
   // Whether pod p passes every check of Predicate after the capacity one on any plain node
   // (plain_node_) with a free pod slot: not legacy MIG, no MIG or GPU-memory request (the
-  // node-type and GPU-memory rules), no node selector or affinity, no inter-pod affinity terms
-  // and no pod with anti-affinity. Kept for the last pod asked about (specs are fixed in a
-  // session).
+  // node-type and GPU-memory rules), no node selector or affinity, no host ports, no inter-pod
+  // affinity terms and no pod with anti-affinity. Kept for the last pod asked about (specs are
+  // fixed in a session).
   bool IsPlainPod(const Cluster& c, PodId p) {
     if (plain_pod_ != p) {
       const Pod& pod = c.pods[p];
       plain_pod_ = p;
       plain_pod_answer_ = !pod.legacy_mig && pod.gpu_kind != GpuRequestKind::kMig &&
                           pod.gpu_kind != GpuRequestKind::kMemory && pod.node_selector.empty() &&
-                          pod.required_node_affinity.empty() && pod.pod_affinity.empty() &&
-                          pod.pod_anti_affinity.empty() && !AnyAntiAffinity(c);
+                          pod.required_node_affinity.empty() && pod.host_ports.empty() &&
+                          pod.pod_affinity.empty() && pod.pod_anti_affinity.empty() &&
+                          !AnyAntiAffinity(c);
     }
     return plain_pod_answer_;
   }
@@ -385,6 +461,12 @@ class PredicatesPlugin : public Plugin {
     return std::nullopt;
   }
   AffinityView view_;
+  // Pods with host ports, and per node those placed there as of ports_epoch_ (RefreshPorts);
+  // port_nodes_: the nodes with a non-empty entry.
+  std::vector<PodId> port_pods_;
+  std::vector<std::vector<PodId>> node_port_pods_;
+  std::vector<NodeId> port_nodes_;
+  uint64_t ports_epoch_ = ~0ULL;
   PodId capacity_pod_ = kNone;
   uint64_t capacity_epoch_ = 0;
   SchedulableResult capacity_;

@@ -1,4 +1,9 @@
-// predicates (filters, taints, affinity, max pods) and inter-pod affinity.
+// predicates (filters, taints, affinity, max pods, host ports, ConfigMaps) and inter-pod affinity.
+
+#include <memory>
+#include <set>
+#include <string_view>
+#include <unordered_set>
 
 #include "plugins/plugin_test_base.h"
 
@@ -187,7 +192,11 @@ TEST_F(PredicatesTest, MaxNodeResourcesRejectsPodBiggerThanEveryNode) {
   EXPECT_EQ(cycle->pod(big).status, PodStatus::kPending);
   EXPECT_EQ(cycle->pod(wide).status, PodStatus::kPending);
   const std::string big_err = FitErrors(*cycle, c_.pods[big].job);
-  EXPECT_TRUE(Contains(big_err, "MaxNodeResources"));
+  // KAI names the line by its predicate map key, MaxNodePoolResources.
+  EXPECT_TRUE(Contains(big_err,
+                       "Scheduling conditions were not met for pod ns/big-0:\n"
+                       "MaxNodePoolResources: The pod ns/big-0 requires"))
+      << big_err;
   // The largest node has 4 GPUs; the pod asks for 8 GPUs, 1 core, 1 GB.
   EXPECT_TRUE(
       Contains(big_err, "The pod ns/big-0 requires GPU: 8, CPU: 1 (cores), memory: 1 (GB)"));
@@ -307,6 +316,203 @@ TEST_F(PredicatesTest, RankingsKeepAndOrderNodesAsTheNodeByNodeChecks) {
   // 103.375, n-0 (8 free): 100, n-3 (4 releasing): 4.5.
   EXPECT_EQ(ranked(plain), (std::vector<NodeId>{full_two, full_five, empty, releasing}));
   EXPECT_EQ(ranked(selective), (std::vector<NodeId>{full_five, empty}));
+}
+
+// Kubernetes' NodePorts rules, as KAI's predicates apply them: same protocol and port conflict
+// when the host IPs are equal or either is 0.0.0.0.
+TEST(HostPortTest, ConflictsAsKubernetesNodePorts) {
+  auto port = [](std::string ip, std::string protocol, int32_t n) {
+    return HostPort{std::move(ip), std::move(protocol), n};
+  };
+  const HostPort any_tcp = port("0.0.0.0", "TCP", 8080);
+  EXPECT_TRUE(any_tcp.ConflictsWith(port("0.0.0.0", "TCP", 8080)));
+  EXPECT_TRUE(any_tcp.ConflictsWith(port("10.0.0.1", "TCP", 8080)));
+  EXPECT_TRUE(port("10.0.0.1", "TCP", 8080).ConflictsWith(any_tcp));
+  EXPECT_TRUE(port("10.0.0.1", "TCP", 8080).ConflictsWith(port("10.0.0.1", "TCP", 8080)));
+  EXPECT_FALSE(port("10.0.0.1", "TCP", 8080).ConflictsWith(port("10.0.0.2", "TCP", 8080)));
+  EXPECT_FALSE(any_tcp.ConflictsWith(port("0.0.0.0", "UDP", 8080)));
+  EXPECT_FALSE(any_tcp.ConflictsWith(port("0.0.0.0", "SCTP", 8080)));
+  EXPECT_FALSE(any_tcp.ConflictsWith(port("0.0.0.0", "TCP", 8081)));
+}
+
+constexpr std::string_view kNoFreePorts =
+    "node(s) didn't have free ports for the requested pod ports";
+
+// Two 4-GPU nodes; n-a runs a 2-GPU pod (so binpack prefers it) with `used` host ports.
+class HostPortsTest : public PluginTestBase {
+ protected:
+  void SetUp() override { Build(); }
+  void Build() {
+    c_ = Cluster();
+    PluginTestBase::SetUp();
+    a_ = AddNode(c_, "n-a", 4);
+    b_ = AddNode(c_, "n-b", 4);
+    const JobId filler = Fill("filler", a_, 1, {.gpus = 2, .cpu_millis = 1000});
+    filler_ = PodOf(c_, filler, 0);
+  }
+  // Where a 1-GPU pod asking for `want` goes when the pod on n-a uses `used` (on a fresh
+  // cluster).
+  std::string NodeFor(std::vector<HostPort> used, std::vector<HostPort> want) {
+    Build();
+    c_.pods[filler_].host_ports = std::move(used);
+    const PodId p = Pending("p");
+    c_.pods[p].host_ports = std::move(want);
+    c_.Finalize();
+    auto cycle = RunCycle(c_);
+    return NodeName(*cycle, p);
+  }
+  NodeId a_ = kNone, b_ = kNone;
+  PodId filler_ = kNone;
+};
+
+TEST_F(HostPortsTest, APortUsedOnTheNodeSendsThePodElsewhere) {
+  EXPECT_EQ(NodeFor({{"0.0.0.0", "TCP", 8080}}, {{"0.0.0.0", "TCP", 8080}}), "n-b");
+  // 0.0.0.0 against a specific address, either way round.
+  EXPECT_EQ(NodeFor({{"0.0.0.0", "TCP", 8080}}, {{"10.0.0.1", "TCP", 8080}}), "n-b");
+  EXPECT_EQ(NodeFor({{"10.0.0.1", "TCP", 8080}}, {{"0.0.0.0", "TCP", 8080}}), "n-b");
+}
+
+TEST_F(HostPortsTest, OtherPortsProtocolsAndAddressesDoNotConflict) {
+  const std::vector<std::pair<const char*, HostPort>> free = {
+      {"another port", {"0.0.0.0", "TCP", 8081}},
+      {"UDP against TCP", {"0.0.0.0", "UDP", 8080}},
+      {"another specific address", {"10.0.0.2", "TCP", 8080}},
+  };
+  for (const auto& [what, want] : free) {
+    EXPECT_EQ(NodeFor({{"10.0.0.1", "TCP", 8080}}, {want}), "n-a") << what;
+  }
+  // A pod without host ports ignores the ports in use (binpack: n-a).
+  EXPECT_EQ(NodeFor({{"0.0.0.0", "TCP", 8080}}, {}), "n-a");
+}
+
+TEST_F(HostPortsTest, NoFreeNodeLeavesThePodPendingWithKaisReason) {
+  c_.pods[filler_].host_ports = {{"0.0.0.0", "TCP", 9100}};
+  const JobId other = Fill("other", b_, 1, kCpuPod, PodStatus::kReleasing);
+  c_.pods[PodOf(c_, other, 0)].host_ports = {{"0.0.0.0", "TCP", 9100}};
+  const PodId p = Pending("p");
+  c_.pods[p].host_ports = {{"0.0.0.0", "TCP", 9100}};
+  c_.Finalize();
+  auto cycle = RunCycle(c_);
+  EXPECT_EQ(cycle->pod(p).status, PodStatus::kPending);
+  // A releasing pod still holds its port (KAI's node info keeps it until it is gone).
+  EXPECT_TRUE(Contains(FitErrors(*cycle, c_.pods[p].job), "2 " + std::string(kNoFreePorts)))
+      << FitErrors(*cycle, c_.pods[p].job);
+}
+
+TEST_F(HostPortsTest, PodsOfOneGangPlacedEarlierInTheStatementCount) {
+  // Two pods with the same host port: one per node, although binpack would stack them on n-a.
+  const JobId j = AddJob(c_, "gang", {.queue = "q", .pods = 2, .pod = kGpuPod});
+  for (PodId p : c_.jobs[j].pods) c_.pods[p].host_ports = {{"0.0.0.0", "TCP", 7000}};
+  c_.Finalize();
+  auto cycle = RunCycle(c_);
+  const std::set<std::string> nodes = {NodeName(*cycle, PodOf(c_, j, 0)),
+                                       NodeName(*cycle, PodOf(c_, j, 1))};
+  EXPECT_EQ(nodes, (std::set<std::string>{"n-a", "n-b"}));
+
+  // Three such pods on two nodes: the gang cannot be placed.
+  Cluster c;
+  AddQueue(c, "q");
+  AddNode(c, "n-a", 4);
+  AddNode(c, "n-b", 4);
+  const JobId three = AddJob(c, "three", {.queue = "q", .pods = 3, .pod = kGpuPod});
+  for (PodId p : c.jobs[three].pods) c.pods[p].host_ports = {{"0.0.0.0", "UDP", 7000}};
+  c.Finalize();
+  auto again = RunCycle(c);
+  for (PodId p : c.jobs[three].pods) EXPECT_EQ(again->pod(p).status, PodStatus::kPending);
+  EXPECT_TRUE(Contains(FitErrors(*again, three), std::string(kNoFreePorts)))
+      << FitErrors(*again, three);
+}
+
+// Nodes of one class (same shape and state) differ in the pods on them: a pod with host ports is
+// checked node by node, and the batch form keeps exactly the nodes FittingNode accepts.
+TEST_F(HostPortsTest, PodsWithHostPortsAreCheckedNodeByNodeNotByClass) {
+  // n-b runs the same pod as n-a without the port: the two nodes are one class.
+  Fill("twin", b_, 1, {.gpus = 2, .cpu_millis = 1000});
+  c_.pods[filler_].host_ports = {{"0.0.0.0", "TCP", 8080}};
+  const PodId p = Pending("p");
+  c_.pods[p].host_ports = {{"0.0.0.0", "TCP", 8080}};
+  const PodId plain = Pending("plain");
+  c_.Finalize();
+  auto scheduler = testutil::MakeScheduler();
+  auto ssn = scheduler->OpenSession(c_, testutil::kNowMs);
+  EXPECT_FALSE(ssn->PodRankableByClass(p));
+  EXPECT_TRUE(ssn->PodRankableByClass(plain));
+  const std::vector<NodeId> all(ssn->all_nodes().begin(), ssn->all_nodes().end());
+  std::vector<NodeId> ranked;
+  ssn->RankFittingNodes(p, all, /*record=*/false);
+  for (NodeId n = ssn->NextRankedNode(); n != kNone; n = ssn->NextRankedNode()) ranked.push_back(n);
+  EXPECT_EQ(ranked, std::vector<NodeId>{b_});
+  TaskFitErrors errors;
+  EXPECT_FALSE(ssn->FittingNode(p, a_, &errors));
+  EXPECT_TRUE(Contains(errors.Render(), std::string(kNoFreePorts))) << errors.Render();
+  EXPECT_TRUE(ssn->FittingNode(p, b_, /*record=*/false));
+  scheduler->RunActions(*ssn);
+  EXPECT_EQ(NodeName(*ssn, p), "n-b");
+}
+
+// KAI's ConfigMap pre-predicate: a pod naming a ConfigMap missing from its namespace is not
+// placed anywhere.
+class ConfigMapsTest : public PluginTestBase {
+ protected:
+  void SetUp() override {
+    PluginTestBase::SetUp();
+    AddNode(c_, "n-a", 4);
+  }
+  void Exist(std::initializer_list<const char*> keys) {
+    auto set = std::make_shared<std::unordered_set<std::string>>();
+    for (const char* k : keys) set->insert(k);
+    c_.config_maps = std::move(set);
+  }
+};
+
+TEST_F(ConfigMapsTest, PresentConfigMapsLetThePodRun) {
+  Exist({"ns/settings", "ns/scripts"});
+  const PodId p = Pending("p");
+  c_.pods[p].config_maps = {"settings", "scripts"};
+  c_.Finalize();
+  auto cycle = RunCycle(c_);
+  EXPECT_EQ(NodeName(*cycle, p), "n-a");
+}
+
+TEST_F(ConfigMapsTest, MissingConfigMapsAreNamedInKaisMessage) {
+  // "scripts" exists, but in another namespace.
+  Exist({"ns/settings", "other/scripts"});
+  const PodId p = Pending("p");
+  c_.pods[p].config_maps = {"settings", "scripts", "env"};
+  const PodId none = Pending("none");  // needs nothing: unaffected
+  c_.Finalize();
+  auto cycle = RunCycle(c_);
+  EXPECT_EQ(cycle->pod(p).status, PodStatus::kPending);
+  EXPECT_EQ(NodeName(*cycle, none), "n-a");
+  EXPECT_EQ(FitErrors(*cycle, c_.pods[p].job),
+            "\nPodSchedulingErrors."
+            "\nResources were not found for pod ns/p-0 due to: Scheduling conditions were not "
+            "met for pod ns/p-0:\nConfigMap: Missing required configmaps: [scripts env].\n.");
+}
+
+TEST_F(ConfigMapsTest, NoConfigMapsKnownAtAll) {
+  const PodId p = Pending("p");
+  c_.pods[p].config_maps = {"settings"};
+  c_.Finalize();
+  auto cycle = RunCycle(c_);
+  EXPECT_EQ(cycle->pod(p).status, PodStatus::kPending);
+  EXPECT_TRUE(Contains(FitErrors(*cycle, c_.pods[p].job),
+                       "ConfigMap: Missing required configmaps: [settings]."));
+}
+
+TEST_F(ConfigMapsTest, BothPrePredicatesFailingAreListedUnderOneHeading) {
+  const PodId p = Pending("p", {.gpus = 8, .cpu_millis = 1000, .memory_bytes = 1e9});
+  c_.pods[p].config_maps = {"settings"};
+  c_.Finalize();
+  auto cycle = RunCycle(c_);
+  const std::string errors = FitErrors(*cycle, c_.pods[p].job);
+  EXPECT_TRUE(Contains(
+      errors, "Scheduling conditions were not met for pod ns/p-0:\nMaxNodePoolResources: "))
+      << errors;
+  EXPECT_TRUE(Contains(errors,
+                       "is topped at 4.\nConfigMap: Missing required configmaps: "
+                       "[settings].\n"))
+      << errors;
 }
 
 // Nodes n-a (zone a) and n-b (zone b), 4 GPUs each. n-a runs a 2-GPU pod, so binpack prefers it
