@@ -40,7 +40,7 @@ import (
 //   - no BindRequest left dangling (each is Succeeded with its pod on its node);
 //   - no gang split, and nothing pending that fits in what is free.
 //
-// GANTRY_FAULT_SCHEDULES (default 15) schedules run, from GANTRY_FAULT_SEED (default 1: the same
+// GANTRY_FAULT_SCHEDULES (default 20) schedules run, from GANTRY_FAULT_SEED (default 1: the same
 // schedules every run; any other value to explore). CTest group e2e.fault, a control plane of its
 // own without default nodes.
 
@@ -262,9 +262,9 @@ func TestFaultSchedules(t *testing.T) {
 	if bin == "" {
 		t.Skip("GANTRY_BIN is not set")
 	}
-	// 15 schedules take about 4 minutes on a busy 2-core machine (about 15 s each, the one with
-	// answers held past the client timeout 45 s).
-	count, seed := 15, int64(1)
+	// 20 schedules (what issue 25 asks of CI) take about 5 minutes on a busy 2-core machine
+	// (about 15 s each, those with answers held past the client timeout 45 s).
+	count, seed := 20, int64(1)
 	if v := os.Getenv("GANTRY_FAULT_SCHEDULES"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
