@@ -5,10 +5,10 @@
 # (admin client certificate). Exit code 77 (skipped) when Go is
 # not installed, since the control plane cannot be built without it.
 #
-#   tests/e2e/run_with_control_plane.sh TEST_BINARY [ARGS...]
+#   test/e2e/kube_client/run_with_control_plane.sh TEST_BINARY [ARGS...]
 set -euo pipefail
 
-root="$(cd "$(dirname "$0")/../.." && pwd)"
+root="$(cd "$(dirname "$0")/../../.." && pwd)"
 control_plane="$root/test/e2e/control-plane.sh"
 test_bin="${1:?usage: $0 TEST_BINARY [ARGS...]}"
 shift

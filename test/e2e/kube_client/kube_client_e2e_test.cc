@@ -36,7 +36,7 @@ constexpr auto kWait = seconds(30);  // upper bound for anything the server shou
 
 std::string RandomSuffix() {
   std::random_device rd;
-  static const char kChars[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyz0123456789";
   std::string s;
   for (int i = 0; i < 6; ++i) s.push_back(kChars[rd() % 36]);
   return s;
@@ -127,36 +127,37 @@ class KubeE2E : public ::testing::Test {
     ASSERT_TRUE(cfg.ok()) << cfg.error();
     ASSERT_FALSE(cfg.value().tls.insecure_skip_verify);
     ASSERT_FALSE(cfg.value().tls.ca_pem.empty()) << "the e2e kubeconfig should carry the CA";
-    config_ = new Config(cfg.value());
-    ApiResult<TransportPtr> t = MakeCurlTransport(*config_);
+    shared_config = new Config(cfg.value());
+    ApiResult<TransportPtr> t = MakeCurlTransport(*shared_config);
     ASSERT_TRUE(t.ok()) << t.error().ToString();
-    counting_ = std::make_shared<CountingTransport>(t.value());
-    client_ = std::make_shared<Client>(counting_);
-    ns_ = new std::string("gantry-e2e-" + RandomSuffix());
+    shared_counting = std::make_shared<CountingTransport>(t.value());
+    shared_client = std::make_shared<Client>(shared_counting);
+    shared_ns = new std::string("gantry-e2e-" + RandomSuffix());
     ApiResult<Object> created =
-        client_->Create(resources::kNamespaces, "", {{"metadata", {{"name", *ns_}}}});
+        shared_client->Create(resources::kNamespaces, "", {{"metadata", {{"name", *shared_ns}}}});
     ASSERT_TRUE(created.ok()) << created.error().ToString();
   }
   static void TearDownTestSuite() {
     // Without a namespace controller the namespace only turns Terminating; the control plane
     // is thrown away after the run anyway.
-    if (client_ && ns_ != nullptr) (void)client_->Delete(resources::kNamespaces, "", *ns_);
-    client_.reset();
-    counting_.reset();
-    delete config_;
-    delete ns_;
+    if (shared_client && shared_ns != nullptr)
+      (void)shared_client->Delete(resources::kNamespaces, "", *shared_ns);
+    shared_client.reset();
+    shared_counting.reset();
+    delete shared_config;
+    delete shared_ns;
   }
 
-  static Config* config_;
-  static std::shared_ptr<CountingTransport> counting_;
-  static std::shared_ptr<Client> client_;
-  static std::string* ns_;
+  static Config* shared_config;
+  static std::shared_ptr<CountingTransport> shared_counting;
+  static std::shared_ptr<Client> shared_client;
+  static std::string* shared_ns;
 };
 
-Config* KubeE2E::config_ = nullptr;
-std::shared_ptr<CountingTransport> KubeE2E::counting_;
-std::shared_ptr<Client> KubeE2E::client_;
-std::string* KubeE2E::ns_ = nullptr;
+Config* KubeE2E::shared_config = nullptr;
+std::shared_ptr<CountingTransport> KubeE2E::shared_counting;
+std::shared_ptr<Client> KubeE2E::shared_client;
+std::string* KubeE2E::shared_ns = nullptr;
 
 json PodSpecJson(const std::string& name) {
   return {{"apiVersion", "v1"},
@@ -171,12 +172,12 @@ json PodSpecJson(const std::string& name) {
 }
 
 TEST_F(KubeE2E, NodeStatusPodWatchBindPatchAndDeleteWithPreconditions) {
-  const std::string& ns = *ns_;
+  const std::string& ns = *shared_ns;
   // Watch pods in the namespace from the start.
   Recorder rec;
   ListWatchOptions wo;
   wo.ns = ns;
-  ListWatcher watcher(client_, resources::kPods, wo, rec);
+  ListWatcher watcher(shared_client, resources::kPods, wo, rec);
   std::thread watch_thread([&] { watcher.Run(); });
   struct Joiner {
     ListWatcher& w;
@@ -190,22 +191,22 @@ TEST_F(KubeE2E, NodeStatusPodWatchBindPatchAndDeleteWithPreconditions) {
 
   // A node whose status advertises GPUs (status can only be written through the subresource).
   std::string node = "gpu-node-" + RandomSuffix();
-  ApiResult<Object> n = client_->Create(
+  ApiResult<Object> n = shared_client->Create(
       resources::kNodes, "",
       {{"metadata", {{"name", node}, {"labels", {{"nvidia.com/gpu.present", "true"}}}}}});
   ASSERT_TRUE(n.ok()) << n.error().ToString();
   Object with_status = n.value();
   json capacity = {{"cpu", "32"}, {"memory", "256Gi"}, {"pods", "110"}, {"nvidia.com/gpu", "8"}};
   with_status["status"] = {{"capacity", capacity}, {"allocatable", capacity}};
-  ApiResult<Object> st = client_->UpdateStatus(resources::kNodes, "", with_status);
+  ApiResult<Object> st = shared_client->UpdateStatus(resources::kNodes, "", with_status);
   ASSERT_TRUE(st.ok()) << st.error().ToString();
-  ApiResult<Object> got_node = client_->Get(resources::kNodes, "", node);
+  ApiResult<Object> got_node = shared_client->Get(resources::kNodes, "", node);
   ASSERT_TRUE(got_node.ok()) << got_node.error().ToString();
   EXPECT_EQ(got_node.value()["status"]["capacity"]["nvidia.com/gpu"], "8");
   EXPECT_EQ(got_node.value()["status"]["allocatable"]["nvidia.com/gpu"], "8");
 
   // A pod; the watch sees it added, unbound.
-  ApiResult<Object> pod = client_->Create(resources::kPods, ns, PodSpecJson("job-0"));
+  ApiResult<Object> pod = shared_client->Create(resources::kPods, ns, PodSpecJson("job-0"));
   ASSERT_TRUE(pod.ok()) << pod.error().ToString();
   std::string uid = UidOf(pod.value());
   ASSERT_FALSE(uid.empty());
@@ -214,37 +215,37 @@ TEST_F(KubeE2E, NodeStatusPodWatchBindPatchAndDeleteWithPreconditions) {
   EXPECT_FALSE(added->at("spec").contains("nodeName"));
 
   // Binding a pod whose uid does not match fails; with its uid it binds.
-  ApiResult<Object> wrong_bind = client_->BindPod(ns, "job-0", node, "not-the-uid");
+  ApiResult<Object> wrong_bind = shared_client->BindPod(ns, "job-0", node, "not-the-uid");
   ASSERT_FALSE(wrong_bind.ok());
   EXPECT_TRUE(wrong_bind.error().IsConflict()) << wrong_bind.error().ToString();
-  ApiResult<Object> bound = client_->BindPod(ns, "job-0", node, uid);
+  ApiResult<Object> bound = shared_client->BindPod(ns, "job-0", node, uid);
   ASSERT_TRUE(bound.ok()) << bound.error().ToString();
-  ApiResult<Object> after_bind = client_->Get(resources::kPods, ns, "job-0");
+  ApiResult<Object> after_bind = shared_client->Get(resources::kPods, ns, "job-0");
   ASSERT_TRUE(after_bind.ok());
   EXPECT_EQ(after_bind.value()["spec"]["nodeName"], node);
   std::optional<Object> modified = rec.WaitFor(EventType::kModified, "job-0", [&](const Object& o) {
     return o["spec"].value("nodeName", "") == node;
   });
   EXPECT_TRUE(modified.has_value()) << "no MODIFIED event with spec.nodeName";
-  ApiResult<Object> rebind = client_->BindPod(ns, "job-0", node, uid);
+  ApiResult<Object> rebind = shared_client->BindPod(ns, "job-0", node, uid);
   ASSERT_FALSE(rebind.ok());
   EXPECT_TRUE(rebind.error().IsConflict()) << rebind.error().ToString();
 
   // Merge patch and JSON patch.
-  ApiResult<Object> merged = client_->Patch(
+  ApiResult<Object> merged = shared_client->Patch(
       resources::kPods, ns, "job-0", PatchType::kMerge,
       {{"metadata", {{"labels", {{"gantry/phase", "bound"}}}, {"annotations", {{"a", "1"}}}}}});
   ASSERT_TRUE(merged.ok()) << merged.error().ToString();
   EXPECT_EQ(merged.value()["metadata"]["labels"]["gantry/phase"], "bound");
   EXPECT_EQ(merged.value()["metadata"]["labels"]["kai.scheduler/queue"], "team-a");
-  ApiResult<Object> patched = client_->Patch(
+  ApiResult<Object> patched = shared_client->Patch(
       resources::kPods, ns, "job-0", PatchType::kJson,
       json::array({{{"op", "replace"}, {"path", "/metadata/annotations/a"}, {"value", "2"}},
                    {{"op", "remove"}, {"path", "/metadata/labels/gantry~1phase"}}}));
   ASSERT_TRUE(patched.ok()) << patched.error().ToString();
   EXPECT_EQ(patched.value()["metadata"]["annotations"]["a"], "2");
   EXPECT_FALSE(patched.value()["metadata"]["labels"].contains("gantry/phase"));
-  ApiResult<Object> failing_test_op = client_->Patch(
+  ApiResult<Object> failing_test_op = shared_client->Patch(
       resources::kPods, ns, "job-0", PatchType::kJson,
       json::array({{{"op", "test"}, {"path", "/metadata/annotations/a"}, {"value", "nope"}}}));
   EXPECT_FALSE(failing_test_op.ok());
@@ -252,7 +253,7 @@ TEST_F(KubeE2E, NodeStatusPodWatchBindPatchAndDeleteWithPreconditions) {
   // An update from a stale resourceVersion conflicts.
   Object stale = pod.value();
   stale["metadata"]["labels"]["x"] = "y";
-  ApiResult<Object> stale_update = client_->Update(resources::kPods, ns, stale);
+  ApiResult<Object> stale_update = shared_client->Update(resources::kPods, ns, stale);
   ASSERT_FALSE(stale_update.ok());
   EXPECT_TRUE(stale_update.error().IsConflict()) << stale_update.error().ToString();
   EXPECT_EQ(stale_update.error().http_status, 409);
@@ -261,57 +262,58 @@ TEST_F(KubeE2E, NodeStatusPodWatchBindPatchAndDeleteWithPreconditions) {
   DeleteOptions wrong;
   wrong.precondition_uid = "00000000-0000-0000-0000-000000000000";
   wrong.grace_period_seconds = 0;
-  ApiResult<Object> refused = client_->Delete(resources::kPods, ns, "job-0", wrong);
+  ApiResult<Object> refused = shared_client->Delete(resources::kPods, ns, "job-0", wrong);
   ASSERT_FALSE(refused.ok());
   EXPECT_TRUE(refused.error().IsConflict()) << refused.error().ToString();
   EXPECT_EQ(refused.error().reason, "Conflict");
-  ASSERT_TRUE(client_->Get(resources::kPods, ns, "job-0").ok());
+  ASSERT_TRUE(shared_client->Get(resources::kPods, ns, "job-0").ok());
   DeleteOptions right = wrong;
   right.precondition_uid = uid;
-  ApiResult<Object> deleted = client_->Delete(resources::kPods, ns, "job-0", right);
+  ApiResult<Object> deleted = shared_client->Delete(resources::kPods, ns, "job-0", right);
   ASSERT_TRUE(deleted.ok()) << deleted.error().ToString();
   EXPECT_TRUE(rec.WaitFor(EventType::kDeleted, "job-0").has_value()) << "no DELETED event";
-  ApiResult<Object> gone = client_->Get(resources::kPods, ns, "job-0");
+  ApiResult<Object> gone = shared_client->Get(resources::kPods, ns, "job-0");
   ASSERT_FALSE(gone.ok());
   EXPECT_TRUE(gone.error().IsNotFound()) << gone.error().ToString();
 
-  ApiResult<Object> node_deleted = client_->Delete(resources::kNodes, "", node);
+  ApiResult<Object> node_deleted = shared_client->Delete(resources::kNodes, "", node);
   EXPECT_TRUE(node_deleted.ok()) << node_deleted.error().ToString();
   EXPECT_TRUE(rec.errors().empty()) << rec.errors().front();
 }
 
 TEST_F(KubeE2E, CreateTwiceIsAlreadyExistsAndMissingIsNotFound) {
   json cm = {{"metadata", {{"name", "twice"}}}, {"data", {{"k", "v"}}}};
-  ASSERT_TRUE(client_->Create(resources::kConfigMaps, *ns_, cm).ok());
-  ApiResult<Object> again = client_->Create(resources::kConfigMaps, *ns_, cm);
+  ASSERT_TRUE(shared_client->Create(resources::kConfigMaps, *shared_ns, cm).ok());
+  ApiResult<Object> again = shared_client->Create(resources::kConfigMaps, *shared_ns, cm);
   ASSERT_FALSE(again.ok());
   EXPECT_TRUE(again.error().IsAlreadyExists()) << again.error().ToString();
   EXPECT_EQ(again.error().http_status, 409);
-  ApiResult<Object> missing = client_->Get(resources::kConfigMaps, *ns_, "never-created");
+  ApiResult<Object> missing =
+      shared_client->Get(resources::kConfigMaps, *shared_ns, "never-created");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().reason, "NotFound");
   EXPECT_NE(missing.error().message.find("never-created"), std::string::npos);
 }
 
 TEST_F(KubeE2E, ListPaginatesWithLimitAndContinue) {
-  const int kCount = 5;
+  constexpr int kCount = 5;
   for (int i = 0; i < kCount; ++i) {
     json cm = {{"metadata", {{"name", "page-" + std::to_string(i)}, {"labels", {{"set", "p"}}}}}};
-    ASSERT_TRUE(client_->Create(resources::kConfigMaps, *ns_, cm).ok());
+    ASSERT_TRUE(shared_client->Create(resources::kConfigMaps, *shared_ns, cm).ok());
   }
   ListOptions o;
   o.label_selector = "set=p";
   o.limit = 2;
-  ApiResult<Object> first = client_->List(resources::kConfigMaps, *ns_, o);
+  ApiResult<Object> first = shared_client->List(resources::kConfigMaps, *shared_ns, o);
   ASSERT_TRUE(first.ok()) << first.error().ToString();
   EXPECT_EQ(first.value()["items"].size(), 2u);
   std::string token = first.value()["metadata"].value("continue", "");
   EXPECT_FALSE(token.empty());
 
-  int before = counting_->count.load();
-  ApiResult<Object> all = client_->ListAll(resources::kConfigMaps, *ns_, o);
+  int before = shared_counting->count.load();
+  ApiResult<Object> all = shared_client->ListAll(resources::kConfigMaps, *shared_ns, o);
   ASSERT_TRUE(all.ok()) << all.error().ToString();
-  EXPECT_EQ(counting_->count.load() - before, 3);  // pages of 2, 2 and 1
+  EXPECT_EQ(shared_counting->count.load() - before, 3);  // pages of 2, 2 and 1
   ASSERT_EQ(all.value()["items"].size(), static_cast<size_t>(kCount));
   std::set<std::string> names;
   for (const Object& item : all.value()["items"]) names.insert(NameOf(item));
@@ -320,23 +322,24 @@ TEST_F(KubeE2E, ListPaginatesWithLimitAndContinue) {
 
   ListOptions none;
   none.label_selector = "set=none";
-  ApiResult<Object> empty = client_->ListAll(resources::kConfigMaps, *ns_, none);
+  ApiResult<Object> empty = shared_client->ListAll(resources::kConfigMaps, *shared_ns, none);
   ASSERT_TRUE(empty.ok());
   EXPECT_TRUE(empty.value()["items"].empty());
 }
 
 TEST_F(KubeE2E, EventsAreCreatedAndListedByInvolvedObject) {
-  ApiResult<Object> pod = client_->Create(resources::kPods, *ns_, PodSpecJson("evented"));
+  ApiResult<Object> pod =
+      shared_client->Create(resources::kPods, *shared_ns, PodSpecJson("evented"));
   ASSERT_TRUE(pod.ok()) << pod.error().ToString();
   Object event =
       MakeEvent(resources::kPods, pod.value(),
                 {"Warning", "FailedScheduling", "0/1 nodes are available", "kai-scheduler", "e2e"},
                 std::chrono::system_clock::now());
-  ApiResult<Object> created = client_->Create(resources::kEvents, NamespaceOf(event), event);
+  ApiResult<Object> created = shared_client->Create(resources::kEvents, NamespaceOf(event), event);
   ASSERT_TRUE(created.ok()) << created.error().ToString();
   ListOptions o;
   o.field_selector = "involvedObject.name=evented,involvedObject.kind=Pod";
-  ApiResult<Object> events = client_->ListAll(resources::kEvents, *ns_, o);
+  ApiResult<Object> events = shared_client->ListAll(resources::kEvents, *shared_ns, o);
   ASSERT_TRUE(events.ok()) << events.error().ToString();
   ASSERT_EQ(events.value()["items"].size(), 1u);
   const Object& e = events.value()["items"][0];
@@ -347,16 +350,16 @@ TEST_F(KubeE2E, EventsAreCreatedAndListedByInvolvedObject) {
 
 TEST_F(KubeE2E, LeaseIsAcquiredRenewedAndNotTakenWhileHeld) {
   LeaderElectionConfig c;
-  c.lease_namespace = *ns_;
+  c.lease_namespace = *shared_ns;
   c.lease_name = "gantry-scheduler";
   c.identity = "replica-a";
   ASSERT_TRUE(ValidateLeaderElectionConfig(c).ok());
-  LeaderElector a(client_, c);
+  LeaderElector a(shared_client, c);
   c.identity = "replica-b";
-  LeaderElector b(client_, c);
+  LeaderElector b(shared_client, c);
 
   ASSERT_TRUE(a.TryAcquireOrRenew());
-  ApiResult<Object> lease = client_->Get(resources::kLeases, *ns_, "gantry-scheduler");
+  ApiResult<Object> lease = shared_client->Get(resources::kLeases, *shared_ns, "gantry-scheduler");
   ASSERT_TRUE(lease.ok()) << lease.error().ToString();
   const Object& spec = lease.value()["spec"];
   EXPECT_EQ(spec["holderIdentity"], "replica-a");
@@ -366,7 +369,8 @@ TEST_F(KubeE2E, LeaseIsAcquiredRenewedAndNotTakenWhileHeld) {
   EXPECT_EQ(renew1.size(), std::string("2026-01-01T00:00:00.000000Z").size());
 
   ASSERT_TRUE(a.TryAcquireOrRenew());  // renew
-  ApiResult<Object> renewed = client_->Get(resources::kLeases, *ns_, "gantry-scheduler");
+  ApiResult<Object> renewed =
+      shared_client->Get(resources::kLeases, *shared_ns, "gantry-scheduler");
   ASSERT_TRUE(renewed.ok());
   EXPECT_EQ(renewed.value()["spec"]["holderIdentity"], "replica-a");
   EXPECT_GT(*ParseTime(renewed.value()["spec"]["renewTime"].get<std::string>()),
@@ -375,7 +379,7 @@ TEST_F(KubeE2E, LeaseIsAcquiredRenewedAndNotTakenWhileHeld) {
   EXPECT_FALSE(b.TryAcquireOrRenew());
   EXPECT_FALSE(b.IsLeader());
   EXPECT_EQ(b.holder(), "replica-a");
-  ApiResult<Object> still = client_->Get(resources::kLeases, *ns_, "gantry-scheduler");
+  ApiResult<Object> still = shared_client->Get(resources::kLeases, *shared_ns, "gantry-scheduler");
   ASSERT_TRUE(still.ok());
   EXPECT_EQ(still.value()["spec"]["holderIdentity"], "replica-a");
 
@@ -384,7 +388,7 @@ TEST_F(KubeE2E, LeaseIsAcquiredRenewedAndNotTakenWhileHeld) {
   ASSERT_TRUE(released.ok()) << released.error().ToString();
   EXPECT_TRUE(released.value());
   EXPECT_TRUE(b.TryAcquireOrRenew());
-  ApiResult<Object> taken = client_->Get(resources::kLeases, *ns_, "gantry-scheduler");
+  ApiResult<Object> taken = shared_client->Get(resources::kLeases, *shared_ns, "gantry-scheduler");
   ASSERT_TRUE(taken.ok());
   EXPECT_EQ(taken.value()["spec"]["holderIdentity"], "replica-b");
   EXPECT_FALSE(a.TryAcquireOrRenew());
@@ -392,15 +396,16 @@ TEST_F(KubeE2E, LeaseIsAcquiredRenewedAndNotTakenWhileHeld) {
 
 TEST_F(KubeE2E, OneClientServesManyThreads) {
   json cm = {{"metadata", {{"name", "shared"}}}, {"data", {{"k", "v"}}}};
-  ASSERT_TRUE(client_->Create(resources::kConfigMaps, *ns_, cm).ok());
+  ASSERT_TRUE(shared_client->Create(resources::kConfigMaps, *shared_ns, cm).ok());
   constexpr int kThreads = 4;
   constexpr int kCalls = 25;
   std::atomic<int> ok{0};
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&] {
       for (int i = 0; i < kCalls; ++i) {
-        ApiResult<Object> got = client_->Get(resources::kConfigMaps, *ns_, "shared");
+        ApiResult<Object> got = shared_client->Get(resources::kConfigMaps, *shared_ns, "shared");
         if (got.ok() && got.value()["data"]["k"] == "v") ok.fetch_add(1);
       }
     });
@@ -413,12 +418,12 @@ TEST_F(KubeE2E, OneClientServesManyThreads) {
 // one per thread, and a watch that the server ends leaves its connection for later requests.
 // HTTP/1.1 is spoken (cheaper per small request than HTTP/2, see bench/README.md).
 TEST_F(KubeE2E, ConnectionsAreReusedAcrossRequestsThreadsAndWatches) {
-  ApiResult<TransportPtr> t = MakeCurlTransport(*config_);
+  ApiResult<TransportPtr> t = MakeCurlTransport(*shared_config);
   ASSERT_TRUE(t.ok()) << t.error().ToString();
   Client c(t.value(), ClientOptions{.qps = 0});
   json cm = {{"metadata", {{"name", "reuse"}}}, {"data", {{"k", "v"}}}};
-  ASSERT_TRUE(c.Create(resources::kConfigMaps, *ns_, cm).ok());
-  for (int i = 0; i < 20; ++i) ASSERT_TRUE(c.Get(resources::kConfigMaps, *ns_, "reuse").ok());
+  ASSERT_TRUE(c.Create(resources::kConfigMaps, *shared_ns, cm).ok());
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(c.Get(resources::kConfigMaps, *shared_ns, "reuse").ok());
   TransportStats s = t.value()->stats();
   EXPECT_EQ(s.requests, 21u);
   EXPECT_EQ(s.connections, 1u);
@@ -426,10 +431,11 @@ TEST_F(KubeE2E, ConnectionsAreReusedAcrossRequestsThreadsAndWatches) {
 
   constexpr int kThreads = 4;
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   std::atomic<int> ok{0};
   for (int i = 0; i < kThreads; ++i) {
     threads.emplace_back([&] {
-      for (int j = 0; j < 25; ++j) ok += c.Get(resources::kConfigMaps, *ns_, "reuse").ok();
+      for (int j = 0; j < 25; ++j) ok += c.Get(resources::kConfigMaps, *shared_ns, "reuse").ok();
     });
   }
   for (std::thread& th : threads) th.join();
@@ -439,13 +445,14 @@ TEST_F(KubeE2E, ConnectionsAreReusedAcrossRequestsThreadsAndWatches) {
   // A watch the server ends (timeoutSeconds) on a pooled connection, then more requests.
   ListOptions lo;
   lo.timeout_seconds = 1;
-  lo.resource_version = ResourceVersionOf(c.Get(resources::kConfigMaps, *ns_, "reuse").value());
+  lo.resource_version =
+      ResourceVersionOf(c.Get(resources::kConfigMaps, *shared_ns, "reuse").value());
   std::atomic<bool> cancel{false};
   ApiResult<WatchEnd> end = c.Watch(
-      resources::kConfigMaps, *ns_, lo, [](WatchEvent&&) { return true; }, cancel);
+      resources::kConfigMaps, *shared_ns, lo, [](WatchEvent&&) { return true; }, cancel);
   ASSERT_TRUE(end.ok()) << end.error().ToString();
   uint64_t before = t.value()->stats().connections;
-  for (int i = 0; i < 20; ++i) ASSERT_TRUE(c.Get(resources::kConfigMaps, *ns_, "reuse").ok());
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(c.Get(resources::kConfigMaps, *shared_ns, "reuse").ok());
   EXPECT_EQ(t.value()->stats().connections, before);
 }
 
@@ -466,12 +473,12 @@ TEST_F(KubeE2E, ClientCertificateAuthAndTlsVerification) {
   auto get_ns = [&](const Config& c) -> ApiResult<Object> {
     ApiResult<std::shared_ptr<Client>> client = Client::FromConfig(c);
     if (!client.ok()) return client.error();
-    return client.value()->Get(resources::kNamespaces, "", *ns_);
+    return client.value()->Get(resources::kNamespaces, "", *shared_ns);
   };
 
   ApiResult<Object> with_cert = get_ns(cfg.value());
   ASSERT_TRUE(with_cert.ok()) << with_cert.error().ToString();
-  EXPECT_EQ(NameOf(with_cert.value()), *ns_);
+  EXPECT_EQ(NameOf(with_cert.value()), *shared_ns);
 
   Config anonymous = cfg.value();
   anonymous.tls.client_cert_pem.clear();
@@ -496,9 +503,9 @@ TEST_F(KubeE2E, ClientCertificateAuthAndTlsVerification) {
 }
 
 TEST_F(KubeE2E, InClusterConfigFollowsTheRotatingTokenFile) {
-  ASSERT_FALSE(config_->token.empty());
+  ASSERT_FALSE(shared_config->token.empty());
   // The service-account mount and environment a pod would have, pointing at this server.
-  std::string hostport = config_->server.substr(std::string("https://").size());
+  std::string hostport = shared_config->server.substr(std::string("https://").size());
   std::string host = hostport.substr(0, hostport.rfind(':'));
   std::string port = hostport.substr(hostport.rfind(':') + 1);
   std::filesystem::path mount =
@@ -511,8 +518,8 @@ TEST_F(KubeE2E, InClusterConfigFollowsTheRotatingTokenFile) {
   InClusterPaths paths{(mount / "token").string(), (mount / "ca.crt").string(),
                        (mount / "namespace").string()};
   std::ofstream(paths.token_file) << "not-a-valid-token";
-  std::ofstream(paths.ca_file) << config_->tls.ca_pem;
-  std::ofstream(paths.namespace_file) << *ns_;
+  std::ofstream(paths.ca_file) << shared_config->tls.ca_pem;
+  std::ofstream(paths.namespace_file) << *shared_ns;
   auto getenv = [&](const std::string& k) -> std::optional<std::string> {
     if (k == "KUBERNETES_SERVICE_HOST") return host;
     if (k == "KUBERNETES_SERVICE_PORT") return port;
@@ -520,19 +527,19 @@ TEST_F(KubeE2E, InClusterConfigFollowsTheRotatingTokenFile) {
   };
   Result<Config> cfg = InClusterConfig(getenv, paths);
   ASSERT_TRUE(cfg.ok()) << cfg.error();
-  EXPECT_EQ(cfg.value().default_namespace, *ns_);
+  EXPECT_EQ(cfg.value().default_namespace, *shared_ns);
   ApiResult<std::shared_ptr<Client>> client = Client::FromConfig(cfg.value());
   ASSERT_TRUE(client.ok()) << client.error().ToString();
 
-  ApiResult<Object> rejected = client.value()->Get(resources::kNamespaces, "", *ns_);
+  ApiResult<Object> rejected = client.value()->Get(resources::kNamespaces, "", *shared_ns);
   ASSERT_FALSE(rejected.ok());
   EXPECT_EQ(rejected.error().http_status, 401) << rejected.error().ToString();
 
   // kubelet rotates the token: the same client picks up the new file.
-  std::ofstream(paths.token_file, std::ios::trunc) << config_->token << "\n";
-  ApiResult<Object> accepted = client.value()->Get(resources::kNamespaces, "", *ns_);
+  std::ofstream(paths.token_file, std::ios::trunc) << shared_config->token << "\n";
+  ApiResult<Object> accepted = client.value()->Get(resources::kNamespaces, "", *shared_ns);
   ASSERT_TRUE(accepted.ok()) << accepted.error().ToString();
-  EXPECT_EQ(NameOf(accepted.value()), *ns_);
+  EXPECT_EQ(NameOf(accepted.value()), *shared_ns);
 }
 
 // A CRD that keeps any fields, with a status subresource, for one of KAI's resource types.
@@ -592,20 +599,21 @@ void InstallCrd(Client& client, const ResourceType& type) {
 }
 
 TEST_F(KubeE2E, KaiCustomResourcesThroughGroupedPaths) {
-  ASSERT_NO_FATAL_FAILURE(InstallCrd(*client_, resources::kQueues));
-  ASSERT_NO_FATAL_FAILURE(InstallCrd(*client_, resources::kPodGroups));
+  ASSERT_NO_FATAL_FAILURE(InstallCrd(*shared_client, resources::kQueues));
+  ASSERT_NO_FATAL_FAILURE(InstallCrd(*shared_client, resources::kPodGroups));
 
   // A cluster-scoped Queue with a status written through the subresource.
   Object queue = {{"apiVersion", resources::kQueues.ApiVersion()},
                   {"kind", "Queue"},
                   {"metadata", {{"name", "team-a"}}},
                   {"spec", {{"resources", {{"gpu", {{"quota", 8}, {"limit", -1}}}}}}}};
-  ApiResult<Object> q = client_->Create(resources::kQueues, "", queue);
+  ApiResult<Object> q = shared_client->Create(resources::kQueues, "", queue);
   ASSERT_TRUE(q.ok()) << q.error().ToString();
-  ApiResult<Object> st = client_->Patch(resources::kQueues, "", "team-a", PatchType::kMerge,
-                                        {{"status", {{"allocated", {{"gpu", "2"}}}}}}, "status");
+  ApiResult<Object> st =
+      shared_client->Patch(resources::kQueues, "", "team-a", PatchType::kMerge,
+                           {{"status", {{"allocated", {{"gpu", "2"}}}}}}, "status");
   ASSERT_TRUE(st.ok()) << st.error().ToString();
-  ApiResult<Object> got = client_->Get(resources::kQueues, "", "team-a");
+  ApiResult<Object> got = shared_client->Get(resources::kQueues, "", "team-a");
   ASSERT_TRUE(got.ok()) << got.error().ToString();
   EXPECT_EQ(got.value()["status"]["allocated"]["gpu"], "2");
   EXPECT_EQ(got.value()["spec"]["resources"]["gpu"]["quota"], 8);
@@ -613,8 +621,8 @@ TEST_F(KubeE2E, KaiCustomResourcesThroughGroupedPaths) {
   // Namespaced PodGroups, watched through a ListWatcher.
   Recorder rec;
   ListWatchOptions wo;
-  wo.ns = *ns_;
-  ListWatcher watcher(client_, resources::kPodGroups, wo, rec);
+  wo.ns = *shared_ns;
+  ListWatcher watcher(shared_client, resources::kPodGroups, wo, rec);
   std::thread t([&] { watcher.Run(); });
   struct Joiner {
     ListWatcher& w;
@@ -629,15 +637,15 @@ TEST_F(KubeE2E, KaiCustomResourcesThroughGroupedPaths) {
                {"kind", "PodGroup"},
                {"metadata", {{"name", "job-1"}, {"labels", {{"kai.scheduler/queue", "team-a"}}}}},
                {"spec", {{"minMember", 2}, {"queue", "team-a"}}}};
-  ApiResult<Object> created = client_->Create(resources::kPodGroups, *ns_, pg);
+  ApiResult<Object> created = shared_client->Create(resources::kPodGroups, *shared_ns, pg);
   ASSERT_TRUE(created.ok()) << created.error().ToString();
   EXPECT_TRUE(rec.WaitFor(EventType::kAdded, "job-1").has_value());
   ListOptions lo;
   lo.label_selector = "kai.scheduler/queue=team-a";
-  ApiResult<Object> list = client_->ListAll(resources::kPodGroups, "", lo);  // all namespaces
+  ApiResult<Object> list = shared_client->ListAll(resources::kPodGroups, "", lo);  // all namespaces
   ASSERT_TRUE(list.ok()) << list.error().ToString();
   ASSERT_EQ(list.value()["items"].size(), 1u);
-  EXPECT_EQ(NamespaceOf(list.value()["items"][0]), *ns_);
+  EXPECT_EQ(NamespaceOf(list.value()["items"][0]), *shared_ns);
 }
 
 }  // namespace
