@@ -83,6 +83,8 @@ func TestRBACSchedulerAccessReview(t *testing.T) {
 		allow("get", "resource.k8s.io", "deviceclasses", "", ""),
 		allow("list", "topology.node.k8s.io", "noderesourcetopologies", "", ""),
 		allow("watch", "topology.node.k8s.io", "noderesourcetopologies", "", ""),
+		// ConfigMap names, for KAI's ConfigMap predicate (read only).
+		allow("list", "", "configmaps", "", ""), allow("watch", "", "configmaps", "", ""),
 		allow("create", "", "events", "", workNS), allow("patch", "events.k8s.io", "events", "", workNS),
 		allow("create", "coordination.k8s.io", "leases", "", ns),
 		{"update", "coordination.k8s.io", "leases", "", ns, "gantry-scheduler", true},
@@ -92,7 +94,8 @@ func TestRBACSchedulerAccessReview(t *testing.T) {
 		deny("create", "", "pods", "binding", workNS), deny("create", "", "pods", "", workNS),
 		deny("update", "", "pods", "", workNS), deny("patch", "", "pods", "", workNS),
 		deny("update", "", "pods", "status", workNS), deny("create", "", "pods", "eviction", workNS),
-		deny("get", "", "secrets", "", workNS), deny("update", "", "secrets", "", workNS), deny("list", "", "configmaps", "", ns),
+		deny("get", "", "secrets", "", workNS), deny("update", "", "secrets", "", workNS), deny("update", "", "configmaps", "", ns),
+		deny("create", "", "configmaps", "", workNS), deny("delete", "", "configmaps", "", workNS),
 		deny("update", "", "nodes", "", ""), deny("patch", "", "nodes", "status", ""), deny("delete", "", "namespaces", "", ""),
 		deny("create", "scheduling.run.ai", "queues", "", ""), deny("update", "scheduling.run.ai", "queues", "", ""),
 		deny("update", "scheduling.run.ai", "podgroups", "", workNS), deny("delete", "scheduling.run.ai", "podgroups", "", workNS),
