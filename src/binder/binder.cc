@@ -47,14 +47,9 @@ int RunBinder(const BinderOptions& options, std::ostream& err) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  auto config = kube::ConfigForFlag(options.kubeconfig);
-  if (!config.ok()) {
-    err << "binder: " << config.error() << "\n";
-    return 1;
-  }
-  auto transport = kube::MakeCurlTransport(config.value());
+  auto transport = kube::TransportForFlag(options.kubeconfig);
   if (!transport.ok()) {
-    err << "binder: " << transport.error().ToString() << "\n";
+    err << "binder: " << transport.error() << "\n";
     return 1;
   }
   obs::Registry registry;

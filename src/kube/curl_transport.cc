@@ -387,6 +387,14 @@ ApiResult<TransportPtr> MakeCurlTransport(const Config& config) {
   return MakeCurlTransport(config, CurlTransportOptions{});
 }
 
+Result<TransportPtr> TransportForFlag(const std::string& kubeconfig) {
+  auto config = ConfigForFlag(kubeconfig);
+  if (!config.ok()) return Error{config.error()};
+  auto transport = MakeCurlTransport(config.value());
+  if (!transport.ok()) return Error{transport.error().ToString()};
+  return transport.value();
+}
+
 namespace {
 
 // A proxy in the environment, which libcurl honours and the native engine does not.

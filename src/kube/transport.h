@@ -86,7 +86,8 @@ struct CurlTransportOptions {
   Engine engine = Engine::kNative;
   // HTTP/1.1 costs less CPU per small request than HTTP/2 on both sides (measured with
   // gantry-kube-bench: bench/README.md); HTTP/2 is negotiated through ALPN when chosen.
-  enum class HttpVersion { kHttp1_1, kHttp2 };
+  // (kHttp1_1 keeps the version's dot as an underscore: kHttp11 would read as eleven.)
+  enum class HttpVersion { kHttp1_1, kHttp2 };  // NOLINT(readability-identifier-naming)
   HttpVersion http_version = HttpVersion::kHttp1_1;
   // Share the TLS session cache between all handles, so that a new connection resumes a TLS
   // session instead of a full handshake. (Connections themselves stay with their handle: libcurl
@@ -117,6 +118,10 @@ struct CurlTransportOptions {
 ApiResult<TransportPtr> MakeCurlTransport(const Config& config);
 ApiResult<TransportPtr> MakeCurlTransport(const Config& config,
                                           const CurlTransportOptions& options);
+
+// The transport of a component process: the configuration its --kubeconfig flag names
+// (ConfigForFlag), then MakeCurlTransport; either failure as one message.
+Result<TransportPtr> TransportForFlag(const std::string& kubeconfig);
 
 // The native HTTP/1.1 engine itself, whatever the environment (MakeCurlTransport picks it by
 // default). options.http_version is ignored.

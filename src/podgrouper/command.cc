@@ -178,14 +178,9 @@ int RunPodGrouper(const PodGrouperOptions& options, std::ostream& err) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  auto config = kube::ConfigForFlag(options.kubeconfig);
-  if (!config.ok()) {
-    err << "podgrouper: " << config.error() << "\n";
-    return 1;
-  }
-  auto transport = kube::MakeCurlTransport(config.value());
+  auto transport = kube::TransportForFlag(options.kubeconfig);
   if (!transport.ok()) {
-    err << "podgrouper: " << transport.error().ToString() << "\n";
+    err << "podgrouper: " << transport.error() << "\n";
     return 1;
   }
   const kube::ClientOptions limits{.qps = options.qps, .burst = options.burst};

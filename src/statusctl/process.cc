@@ -9,7 +9,6 @@
 #include <thread>
 
 #include "binder/log.h"
-#include "kube/config.h"
 #include "kube/leader_election.h"
 #include "kube/transport.h"
 #include "observability/http_server.h"
@@ -30,14 +29,9 @@ int RunControllerProcess(const std::string& name, const ProcessOptions& options,
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  auto config = kube::ConfigForFlag(options.kubeconfig);
-  if (!config.ok()) {
-    err << name << ": " << config.error() << "\n";
-    return 1;
-  }
-  auto transport = kube::MakeCurlTransport(config.value());
+  auto transport = kube::TransportForFlag(options.kubeconfig);
   if (!transport.ok()) {
-    err << name << ": " << transport.error().ToString() << "\n";
+    err << name << ": " << transport.error() << "\n";
     return 1;
   }
   const kube::ClientOptions limits{.qps = options.qps, .burst = options.burst};
