@@ -650,8 +650,9 @@ Result<PodGroupRecord> ConvertPodGroup(const Object& pg) {
           IntField<int32_t>(*b, "spec.schedulingBackoff", std::numeric_limits<int32_t>::min(),
                             std::numeric_limits<int32_t>::max());
     }
+    // Always read: the node-pool label decides which shard schedules it (node_pool.h).
+    r.labels = StrMap(pg, {"metadata", "labels"}, "metadata.labels").items();
     if (r.scheduling_backoff != -1) {
-      r.labels = StrMap(pg, {"metadata", "labels"}, "metadata.labels").items();
       // KAI's GetLastSchedulingCondition: the highest transitionID (one that is not a number
       // counts as -1), the first of equals.
       const Object& conditions =
@@ -717,6 +718,7 @@ Result<BindRequestRecord> ConvertBindRequest(const Object& br) {
     r.pod_name = Str(br, {"spec", "podName"});
     r.selected_node = Str(br, {"spec", "selectedNode"});
     r.phase = Str(br, {"status", "phase"});
+    r.labels = StrMap(br, {"metadata", "labels"}, "metadata.labels");
     if (r.pod_name.empty()) Fail("spec.podName", "missing");
     if (r.selected_node.empty()) Fail("spec.selectedNode", "missing");
     if (auto a = Number(br, {"status", "failedAttempts"}, "status.failedAttempts")) {

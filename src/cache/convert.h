@@ -138,10 +138,11 @@ struct PodGroupRecord {
   // spec.schedulingBackoff: -1 (KAI's default, also when unset) has the PodGroup scheduled every
   // cycle; any other value has a scheduler try it once per node pool: while its last scheduling
   // condition (highest transitionID) names the PodGroup's node pool, the scheduler leaves it out
-  // (KAI v0.17's isPodGroupUpForScheduler). Read only when a backoff is set: that condition's
-  // node pool and the PodGroup's labels (the node-pool label's key is the scheduler's flag).
+  // (KAI v0.17's isPodGroupUpForScheduler). That condition's node pool is read only when a
+  // backoff is set.
   int32_t scheduling_backoff = -1;
   std::optional<std::string> last_condition_node_pool;
+  // metadata.labels (the node-pool label's key is the scheduler's flag).
   std::vector<std::pair<std::string, std::string>> labels;
   // Whether the scheduler leaves this PodGroup out (see scheduling_backoff). The PodGroup's node
   // pool is its `nodepool_label_key` label, "default" when absent or empty.
@@ -156,6 +157,7 @@ struct BindRequestRecord {
   std::string selected_node;
   std::string phase;    // "", "Pending", "Succeeded", "Failed"
   std::string pod_uid;  // of the owning Pod (ownerReferences); empty when not set
+  Labels labels;        // metadata.labels: the node pool it was made for (node_pool.h)
   int32_t failed_attempts = 0;
   std::optional<int32_t> backoff_limit;
   // The binder gave up: phase Failed and no attempts left (KAI's rule). A failed request no

@@ -306,9 +306,8 @@ std::string ObjectError::ToString() const {
   return std::string(InfoOf(kind).name) + " " + Key(namespace_, name) + ": " + message;
 }
 
-WatchCache::WatchCache(std::string scheduler_name, std::string nodepool_label_key)
-    : scheduler_name_(std::move(scheduler_name)),
-      nodepool_label_key_(std::move(nodepool_label_key)) {
+WatchCache::WatchCache(std::string scheduler_name, NodePool pool)
+    : scheduler_name_(std::move(scheduler_name)), pool_(std::move(pool)) {
   for (int k = 0; k < kNumKinds; ++k) {
     handlers_.push_back(std::make_unique<KindHandler>(*this, static_cast<Kind>(k)));
   }

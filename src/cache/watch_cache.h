@@ -61,6 +61,7 @@
 #include <vector>
 
 #include "cache/convert.h"
+#include "cache/node_pool.h"
 #include "kube/list_watcher.h"
 #include "kube/resource.h"
 #include "model/cluster.h"
@@ -152,11 +153,11 @@ struct CacheStats {
 class WatchCache {
  public:
   // `scheduler_name`: pods with this spec.schedulerName are scheduled; others only occupy nodes.
-  // `nodepool_label_key`: the PodGroup label naming its node pool (a PodGroup with a
-  // spec.schedulingBackoff whose last scheduling condition is for its pool is left out, as KAI
-  // does; its running pods only occupy nodes).
-  explicit WatchCache(std::string scheduler_name,
-                      std::string nodepool_label_key = "kai.scheduler/node-pool");
+  // `pool`: the node pool served (node_pool.h): Nodes, Queues and PodGroups outside it are left
+  // out, and so are the pods of its PodGroups (silently: another shard schedules them). A
+  // PodGroup with a spec.schedulingBackoff whose last scheduling condition is for its pool is
+  // left out too, as KAI does; its running pods only occupy nodes.
+  explicit WatchCache(std::string scheduler_name, NodePool pool = {});
   WatchCache(const WatchCache&) = delete;
   WatchCache& operator=(const WatchCache&) = delete;
 
@@ -261,7 +262,7 @@ class WatchCache {
   void AssembleDra(Cluster& cl, std::vector<ObjectError>& errors) const;
 
   const std::string scheduler_name_;
-  const std::string nodepool_label_key_;
+  const NodePool pool_;
   std::vector<std::unique_ptr<KindHandler>> handlers_;
 
   mutable std::mutex mu_;

@@ -22,8 +22,10 @@ bool WatchCache::IsStale(const BindRequestRecord& r, const Cluster& cl) const {
   auto pod = pods_.find(Key(r.namespace_, r.pod_name));
   const bool earlier_pod = !r.pod_uid.empty() && pod != pods_.end() && pod->second.record &&
                            pod->second.record->pod.uid != r.pod_uid;
-  return r.GaveUp() || r.selected_node.empty() || cl.FindNode(r.selected_node) == kNone ||
-         earlier_pod;
+  // A request for a node the cluster does not hold is stale when it is this pool's (the node
+  // was deleted); another shard's request (its node is in that shard) is left alone.
+  const bool node_gone = cl.FindNode(r.selected_node) == kNone && pool_.Contains(r.labels);
+  return r.GaveUp() || r.selected_node.empty() || node_gone || earlier_pod;
 }
 
 WatchCache::PodOutcome WatchCache::BuildPod(Cluster& cl, bool may_intern, const std::string& key,
@@ -71,6 +73,7 @@ WatchCache::PodOutcome WatchCache::BuildPod(Cluster& cl, bool may_intern, const 
       for (const std::string& br_key : reqs->second) {
         if (stale_keys_.count(br_key)) continue;
         const BindRequestRecord& br = *bind_requests_.at(br_key).record;
+        if (find_node(br.selected_node) == kNone) continue;  // to another shard's node
         p.status = PodStatus::kBinding;
         p.node = find_node(br.selected_node);
         p.gpu_groups = br.gpu_groups;
@@ -183,7 +186,7 @@ void WatchCache::Assemble(std::vector<ObjectError>& errors) {
 
   // Nodes, in name order; extended resources interned into this cluster's slots.
   for (const auto& [key, e] : nodes_) {
-    if (!e.record) continue;
+    if (!e.record || !pool_.Contains(e.record->node.labels)) continue;  // another shard's
     Node n = e.record->node;
     bool ok = true;
     for (const auto& [name, v] : e.record->extended) {
@@ -214,7 +217,7 @@ void WatchCache::Assemble(std::vector<ObjectError>& errors) {
   // Queues whose ancestry is complete and acyclic.
   std::set<std::string> good_queues;
   for (const auto& [name, e] : queues_) {
-    if (!e.record) continue;
+    if (!e.record || !pool_.Holds(e.raw)) continue;  // another shard's (node_pool.h)
     std::set<std::string> seen;
     std::string cur = name;
     std::string problem;
@@ -224,7 +227,7 @@ void WatchCache::Assemble(std::vector<ObjectError>& errors) {
         break;
       }
       auto it = queues_.find(cur);
-      if (it == queues_.end()) {
+      if (it == queues_.end() || !pool_.Holds(it->second.raw)) {
         problem = "spec.parentQueue: unknown queue \"" + cur + "\"";
         break;
       }
@@ -260,8 +263,9 @@ void WatchCache::Assemble(std::vector<ObjectError>& errors) {
   for (const auto& [key, e] : pod_groups_) {
     if (!e.record) continue;
     const PodGroupRecord& r = *e.record;
-    // Tried once for its node pool already (spec.schedulingBackoff): not this scheduler's now.
-    if (r.BackedOff(nodepool_label_key_)) continue;
+    // Another shard's (node_pool.h), or tried once for its node pool already
+    // (spec.schedulingBackoff): not this scheduler's now. Its pods are left out silently.
+    if (!pool_.Holds(e.raw) || r.BackedOff(pool_.label_key)) continue;
     if (!good_queues.count(r.queue)) {
       error(Kind::kPodGroup, e.raw, "spec.queue: unknown queue \"" + r.queue + "\"");
       continue;

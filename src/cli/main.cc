@@ -181,15 +181,15 @@ int main(int argc, char** argv) {
   sched_cmd->add_flag("--update-pod-eviction-condition", sched.update_pod_eviction_condition,
                       "Write the DisruptionTarget condition on a pod before evicting it");
   sched_cmd->add_option("--partition-label-value", sched.partition_label_value,
-                        "Node pool to schedule (only the default, empty, one is supported)");
+                        "Node pool (scheduling shard) to schedule: Nodes, Queues and PodGroups "
+                        "labelled with it (empty: those without the node-pool label)");
   sched_cmd
       ->add_option("--metrics-namespace", sched.metrics_namespace,
                    "Prefix of the KAI metric names (empty: none)")
       ->capture_default_str();
   sched_cmd
       ->add_option("--nodepool-label-key", sched.nodepool_label_key,
-                   "PodGroup label naming its node pool (metrics' nodepool label; node pools are "
-                   "not scheduled separately, see --partition-label-value)")
+                   "Label naming an object's node pool (see --partition-label-value)")
       ->capture_default_str();
   sched_cmd
       ->add_option("--bind-request-workers", sched.bind_request_workers,

@@ -45,12 +45,7 @@ int RunScheduler(const SchedulerOptions& options, std::ostream& out, std::ostrea
   }
   live.period = std::chrono::milliseconds(period);
   live.update_pod_eviction_condition = options.update_pod_eviction_condition;
-  if (!options.partition_label_value.empty()) {
-    err << "error: --partition-label-value=" << options.partition_label_value
-        << ": node pools are not supported; Gantry schedules the whole cluster (the default, "
-           "empty, partition)\n";
-    return 2;
-  }
+  live.partition_label_value = options.partition_label_value;
   for (const auto& w : options.warnings) err << "warning: " << w << "\n";
   if (!options.config.empty()) {
     auto text = ReadInputFile(options.config);

@@ -26,7 +26,7 @@ struct SchedulerOptions {
   std::string stuck_in_releasing_threshold;    // empty: the configuration's (2m)
   std::string allow_consolidating_reclaim;     // empty: the configuration's (true)
   bool update_pod_eviction_condition = false;  // write DisruptionTarget before evicting
-  std::string partition_label_value;           // node pools: only the default (empty) one
+  std::string partition_label_value;           // node pool served (empty: the default one)
   std::string nodepool_label_key = "kai.scheduler/node-pool";  // PodGroup label naming its pool
   std::vector<std::string> warnings;  // flags accepted without effect (compat_flags.h)
 };

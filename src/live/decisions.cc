@@ -1,5 +1,7 @@
 #include "live/decisions.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <tuple>
@@ -85,7 +87,8 @@ Object ClaimAllocations(const Session& ssn, const Pod& pod) {
 
 }  // namespace
 
-Object MakeBindRequest(const Session& ssn, const BindDecision& bind, int32_t backoff_limit) {
+Object MakeBindRequest(const Session& ssn, const BindDecision& bind, int32_t backoff_limit,
+                       const cache::NodePool& pool) {
   const Cluster& cl = ssn.cluster();
   const Pod& pod = cl.pods[bind.pod];
   int64_t count = 0;
@@ -114,12 +117,15 @@ Object MakeBindRequest(const Session& ssn, const BindDecision& bind, int32_t bac
               {"backoffLimit", backoff_limit}};
   if (!bind.gpu_groups.empty()) spec["selectedGPUGroups"] = bind.gpu_groups;
   if (!pod.claim_names.empty()) spec["resourceClaimAllocations"] = ClaimAllocations(ssn, pod);
+  Object labels{{"selected-node", cl.nodes[bind.node].name}};
+  if (!pool.label_key.empty() && !pool.value.empty()) labels[pool.label_key] = pool.value;
   return Object{
       {"apiVersion", "scheduling.run.ai/v1alpha2"},
       {"kind", "BindRequest"},
       {"metadata",
        {{"name", pod.name},
         {"namespace", pod.namespace_},
+        {"labels", std::move(labels)},
         {"ownerReferences",
          Object::array(
              {{{"apiVersion", "v1"}, {"kind", "Pod"}, {"name", pod.name}, {"uid", pod.uid}}})}}},
@@ -196,39 +202,121 @@ bool LeftPending(const Session& ssn, JobId job) {
   return had_pending;
 }
 
+namespace {
+
+// KAI's GetLastSchedulingCondition: the condition with the highest transitionID (one that is not
+// a number counts as -1), the first of equals; -1 when there is none. `id` gets its ID.
+int64_t LastConditionIndex(const Object& conditions, int64_t& id) {
+  int64_t last = -1;
+  id = 0;
+  for (size_t i = 0; i < conditions.size(); ++i) {
+    const Object& c = conditions[i];
+    if (!c.is_object()) continue;
+    const std::string text = StringOr(c, "transitionID");
+    int64_t v = -1;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size()) v = -1;
+    if (last == -1 || v > id) {
+      last = static_cast<int64_t>(i);
+      id = v;
+    }
+  }
+  return last;
+}
+
+const Object& ConditionsOf(const Object& status) {
+  static const Object none = Object::array();
+  if (!status.is_object()) return none;
+  const auto it = status.find("schedulingConditions");
+  return it != status.end() && it->is_array() ? *it : none;
+}
+
+}  // namespace
+
+std::string NodePoolOf(const Object& podgroup, std::string_view label_key) {
+  const auto meta = podgroup.find("metadata");
+  if (meta == podgroup.end() || !meta->is_object()) return kDefaultNodePool;
+  const auto labels = meta->find("labels");
+  if (labels == meta->end() || !labels->is_object()) return kDefaultNodePool;
+  std::string pool = StringOr(*labels, label_key);
+  return pool.empty() ? std::string(kDefaultNodePool) : pool;
+}
+
+std::string NodePoolPrefix(const Object& podgroup, const std::string& pool) {
+  const auto spec = podgroup.find("spec");
+  if (spec == podgroup.end() || !spec->is_object()) return {};
+  const auto backoff = spec->find("schedulingBackoff");
+  if (backoff == spec->end() || !backoff->is_number_integer() || backoff->get<int64_t>() != 1) {
+    return {};
+  }
+  return "Node-Pool '" + pool + "': ";
+}
+
 std::optional<Object> UnschedulableStatusPatch(const Session& ssn, JobId job,
                                                const Object& current_status,
+                                               const std::string& node_pool,
                                                const std::string& message, const std::string& now) {
   // As KAI: a job with pods already allocated keeps its condition (only the event is recorded).
   if (ssn.NumActiveAllocated(job) > 0) return std::nullopt;
-  int64_t transition = 0;
-  if (current_status.is_object() && current_status.contains("schedulingConditions") &&
-      current_status["schedulingConditions"].is_array()) {
-    for (const Object& c : current_status["schedulingConditions"]) {
-      if (!c.is_object() || StringOr(c, "type") != kUnschedulableOnNodePool) continue;
-      if (StringOr(c, "message") == message && StringOr(c, "status") == "True") {
-        return std::nullopt;
-      }
-      try {
-        transition = std::stoll(StringOr(c, "transitionID", "0"));
-      } catch (...) {
-        transition = 0;
+  const Object& conditions = ConditionsOf(current_status);
+  int64_t last_id = 0;
+  const int64_t last = LastConditionIndex(conditions, last_id);
+  // KAI compares with the latest condition (by transitionID) and writes nothing when it is the
+  // same and is also this pool's first condition and the last in the list (older readers take
+  // the list's last entry as the newest).
+  if (last >= 0) {
+    const Object& c = conditions[static_cast<size_t>(last)];
+    const bool same = StringOr(c, "type") == kUnschedulableOnNodePool &&
+                      StringOr(c, "nodePool") == node_pool &&
+                      StringOr(c, "reason") == kUnschedulableReason &&
+                      StringOr(c, "message") == message && StringOr(c, "status") == "True";
+    size_t own = conditions.size();
+    for (size_t i = 0; i < conditions.size(); ++i) {
+      if (conditions[i].is_object() && StringOr(conditions[i], "nodePool") == node_pool) {
+        own = i;
+        break;
       }
     }
+    if (same && own + 1 == conditions.size()) return std::nullopt;
   }
   Object reasons = Object::array();
   for (const JobFitError& e : ssn.job_state(job).fit_errors) {
     reasons.push_back({{"reason", e.reason}, {"message", JoinMessages(e.messages)}});
   }
   Object condition{{"type", kUnschedulableOnNodePool},
-                   {"nodePool", kDefaultNodePool},
+                   {"nodePool", node_pool},
                    {"reason", kUnschedulableReason},
                    {"message", message},
                    {"status", "True"},
-                   {"transitionID", std::to_string(transition + 1)},
+                   {"transitionID", std::to_string(std::max<int64_t>(last_id, 0) + 1)},
                    {"lastTransitionTime", now}};
   if (!reasons.empty()) condition["reasons"] = reasons;
-  return Object{{"status", {{"schedulingConditions", Object::array({condition})}}}};
+  // Other node pools' conditions (other scheduler shards) are kept; this pool's are squashed
+  // into the new one, appended last. A merge patch replaces the whole list, so it is all written.
+  Object list = Object::array();
+  for (const Object& c : conditions) {
+    if (c.is_object() && StringOr(c, "nodePool") != node_pool) list.push_back(c);
+  }
+  list.push_back(std::move(condition));
+  return Object{{"status", {{"schedulingConditions", std::move(list)}}}};
+}
+
+std::optional<Object> ClearConditionsPatch(const Session& ssn, JobId job,
+                                           const Object& current_status) {
+  if (ConditionsOf(current_status).empty()) return std::nullopt;
+  for (PodId p : ssn.cluster().jobs[job].pods) {
+    switch (ssn.pod(p).status) {
+      case PodStatus::kPending:
+      case PodStatus::kGated:
+      case PodStatus::kAllocated:
+      case PodStatus::kPipelined:
+      case PodStatus::kBinding:
+        return std::nullopt;  // still waiting, or its bind not yet confirmed
+      default:
+        break;
+    }
+  }
+  return Object{{"status", {{"schedulingConditions", nullptr}}}};
 }
 
 std::optional<Object> JobTimesPatch(const Session& ssn, JobId job) {

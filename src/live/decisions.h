@@ -15,9 +15,11 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "cache/node_pool.h"
 #include "framework/session.h"
 
 namespace gantry::live {
@@ -36,7 +38,10 @@ std::string ReceivedResourceType(const Pod& pod);
 // The BindRequest for a committed placement in `ssn` (before the session is closed). A pod with
 // DRA claims gets spec.resourceClaimAllocations: per claim (by the pod's name for it) the devices
 // it holds in the session, for the binder to write into the claim.
-Object MakeBindRequest(const Session& ssn, const BindDecision& bind, int32_t backoff_limit);
+// Labelled, as KAI's, with the selected node ("selected-node") and the node pool (a shard's
+// only: the default pool adds no label).
+Object MakeBindRequest(const Session& ssn, const BindDecision& bind, int32_t backoff_limit,
+                       const cache::NodePool& pool = {});
 
 // The status patch (a merge patch for the pods/status subresource) marking an evicted pod.
 Object EvictionConditionPatch(const std::string& message, const std::string& now);
@@ -62,11 +67,29 @@ std::optional<Object> PodUnschedulablePatch(const Object& pod, const std::string
 // pipelined.
 bool LeftPending(const Session& ssn, JobId job);
 
-// The merge patch for the PodGroup status subresource setting its unschedulable condition, or
-// nullopt when `current_status` (the PodGroup's .status) already carries the same message.
+// The PodGroup's node pool: its `label_key` label (--nodepool-label-key), "default" when the
+// label is absent or empty.
+std::string NodePoolOf(const Object& podgroup, std::string_view label_key);
+
+// KAI's "Node-Pool '<pool>': " prefix of the unschedulable messages (pods' and the PodGroup's)
+// of a PodGroup tried once per node pool (spec.schedulingBackoff 1); "" otherwise.
+std::string NodePoolPrefix(const Object& podgroup, const std::string& pool);
+
+// The merge patch for the PodGroup status subresource setting its unschedulable condition for
+// `node_pool`, or nullopt when the latest condition already says the same and is last in the
+// list. Conditions of other node pools are kept; this pool's earlier ones are replaced by the
+// new one, appended last with the next transitionID.
 std::optional<Object> UnschedulableStatusPatch(const Session& ssn, JobId job,
                                                const Object& current_status,
+                                               const std::string& node_pool,
                                                const std::string& message, const std::string& now);
+
+// The merge patch removing a PodGroup's scheduling conditions once none of its pods waits any
+// more (none pending or gated) and every placement is confirmed (none allocated, pipelined or
+// binding), as KAI's status updater clears them; nullopt when there are none to remove or the
+// job still waits.
+std::optional<Object> ClearConditionsPatch(const Session& ssn, JobId job,
+                                           const Object& current_status);
 
 // KAI's PodGroup annotations for a job's session facts, kai.scheduler/last-start-timestamp (when
 // the job last started: minimum runtimes) and kai.scheduler/stale-podgroup-timestamp (since when

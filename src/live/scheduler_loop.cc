@@ -41,7 +41,8 @@ class Loop {
       : client_(std::move(client)),
         options_(options),
         log_(log),
-        cache_(options.scheduler_name, options.nodepool_label_key) {}
+        pool_{options.nodepool_label_key, options.partition_label_value},
+        cache_(options.scheduler_name, pool_) {}
 
   int Run(const kube::StopSignal& stop);
 
@@ -59,6 +60,9 @@ class Loop {
   void Bind(const Pod& pod, const std::string& node, const Object& br);
   void BindAll(const Session& ssn);
   void MarkPending(const Session& ssn, JobId j);
+  void ClearConditions(const Session& ssn, JobId j);
+  // KAI labels a pod bound by a shard's scheduler with the shard's pool.
+  void LabelWithPool(const Pod& pod);
   void Event(Kind kind, const Object& involved, const std::string& type, const std::string& reason,
              const std::string& message);
 
@@ -70,6 +74,7 @@ class Loop {
   // and the embedded store when that is the client (fed a sample per cycle).
   std::unique_ptr<usagedb::UsageLister> usage_;
   usagedb::EmbeddedUsageStore* embedded_usage_ = nullptr;
+  const cache::NodePool pool_;
   cache::WatchCache cache_;
   std::set<std::string> reported_errors_;
   // Whether `message` differs from the last one sent about `uid` (and records it): an unchanged
@@ -104,6 +109,7 @@ void Loop::Event(Kind kind, const Object& involved, const std::string& type,
   info.reason = reason;
   info.message = message;
   info.component = options_.scheduler_name;
+  if (!pool_.value.empty()) info.component += "-" + pool_.value;  // as KAI names a shard
   info.instance = options_.identity;
   const kube::ResourceType& rt = cache::ResourceOf(kind);
   Object ev = kube::MakeEvent(rt, involved, info, std::chrono::system_clock::now());
@@ -179,7 +185,7 @@ void Loop::BindAll(const Session& ssn) {
   std::vector<Object> requests;
   requests.reserve(binds.size());
   for (const BindDecision& b : binds) {
-    requests.push_back(MakeBindRequest(ssn, b, options_.bind_backoff_limit));
+    requests.push_back(MakeBindRequest(ssn, b, options_.bind_backoff_limit, pool_));
   }
   const Cluster& cl = ssn.cluster();
   std::atomic<size_t> next{0};
@@ -216,6 +222,7 @@ void Loop::Bind(const Pod& pod, const std::string& node, const Object& br) {
               .count()));
     }
     cache_.Apply(Kind::kBindRequest, kube::EventType::kAdded, created.value());
+    LabelWithPool(pod);
     return;
   }
   if (created.error().IsAlreadyExists()) {
@@ -231,19 +238,54 @@ void Loop::Bind(const Pod& pod, const std::string& node, const Object& br) {
       created.error().ToString());
 }
 
+void Loop::LabelWithPool(const Pod& pod) {
+  if (pool_.value.empty()) return;
+  bool labelled = true;
+  cache_.Inspect(Kind::kPod, pod.namespace_, pod.name,
+                 [&](const Object& raw) { labelled = pool_.Holds(raw); });
+  if (labelled) return;
+  const Object patch{{"metadata", {{"labels", {{pool_.label_key, pool_.value}}}}}};
+  auto r = client_->Patch(kube::resources::kPods, pod.namespace_, pod.name, kube::PatchType::kMerge,
+                          patch);
+  if (!r.ok() && !r.error().IsNotFound()) {
+    Log("pod " + pod.namespace_ + "/" + pod.name + " node-pool label: " + r.error().ToString());
+  }
+}
+
+void Loop::ClearConditions(const Session& ssn, JobId j) {
+  const Job& job = ssn.cluster().jobs[j];
+  std::optional<Object> patch;
+  cache_.Inspect(Kind::kPodGroup, job.namespace_, job.name, [&](const Object& raw) {
+    const auto status = raw.find("status");
+    if (status != raw.end()) patch = ClearConditionsPatch(ssn, j, *status);
+  });
+  if (!patch) return;
+  auto r = client_->Patch(kube::resources::kPodGroups, job.namespace_, job.name,
+                          kube::PatchType::kMerge, *patch, "status");
+  if (r.ok()) {
+    cache_.Apply(Kind::kPodGroup, kube::EventType::kModified, r.value());
+  } else if (!r.error().IsNotFound()) {
+    Log("podgroup " + job.namespace_ + "/" + job.name + " status: " + r.error().ToString());
+  }
+}
+
 void Loop::MarkPending(const Session& ssn, JobId j) {
   const Job& job = ssn.cluster().jobs[j];
   // The PodGroup is looked at in place (no copy of the object): its uid, whether its pods are to
   // be marked, and (below) its status.
   std::string uid;
   bool mark_pods = true;
-  Object pg;  // metadata only, for events
+  std::string pool;
+  std::string prefix;  // KAI's "Node-Pool '<pool>': " for a PodGroup tried once per pool
+  Object pg;           // metadata only, for events
   if (!cache_.Inspect(Kind::kPodGroup, job.namespace_, job.name, [&](const Object& raw) {
         uid = kube::UidOf(raw);
         pg = Object{{"metadata", raw.value("metadata", Object::object())}};
         const Object* spec = raw.contains("spec") ? &raw["spec"] : nullptr;
         mark_pods = !(spec && spec->is_object() && spec->contains("markUnschedulable") &&
                       (*spec)["markUnschedulable"] == false);
+        pool = NodePoolOf(raw, options_.nodepool_label_key);
+        prefix = NodePoolPrefix(raw, pool);
       })) {
     return;
   }
@@ -260,7 +302,7 @@ void Loop::MarkPending(const Session& ssn, JobId j) {
   for (PodId p : job.pods) {
     const Pod& pod = ssn.cluster().pods[p];
     if (ssn.pod(p).status != PodStatus::kPending) continue;
-    const std::string message = PodUnschedulableMessage(ssn, p);
+    const std::string message = prefix + PodUnschedulableMessage(ssn, p);
     const bool new_message = NewMessage(pod.uid, message);
     std::optional<Object> patch;
     Object meta;
@@ -280,13 +322,13 @@ void Loop::MarkPending(const Session& ssn, JobId j) {
       }
     }
   }
-  const std::string message = UnschedulableMessage(ssn, j);
+  const std::string message = prefix + UnschedulableMessage(ssn, j);
   if (NewMessage(uid, message)) Event(Kind::kPodGroup, pg, "Normal", kUnschedulableReason, message);
   std::optional<Object> patch;
   cache_.Inspect(Kind::kPodGroup, job.namespace_, job.name, [&](const Object& raw) {
     static const Object no_status = Object::object();
     patch = UnschedulableStatusPatch(ssn, j, raw.contains("status") ? raw["status"] : no_status,
-                                     message, now);
+                                     pool, message, now);
   });
   if (!patch) return;
   auto r = client_->Patch(kube::resources::kPodGroups, job.namespace_, job.name,
@@ -348,7 +390,10 @@ void Loop::Cycle(Scheduler& scheduler) {
   int pending = 0;
   pending_now_.clear();
   for (JobId j = 0; j < static_cast<JobId>(snap.cluster->jobs.size()); ++j) {
-    if (!LeftPending(*ssn, j)) continue;
+    if (!LeftPending(*ssn, j)) {
+      ClearConditions(*ssn, j);
+      continue;
+    }
     ++pending;
     MarkPending(*ssn, j);
   }
@@ -477,6 +522,7 @@ int Loop::Run(const kube::StopSignal& stop) {
   kube::LeaderElectionConfig lec;
   lec.lease_namespace = options_.lease_namespace;
   lec.lease_name = options_.lease_name;
+  if (!pool_.value.empty()) lec.lease_name += "-" + pool_.value;  // one leader per shard
   lec.identity = options_.identity.empty() ? kube::DefaultIdentity() : options_.identity;
   kube::LeaderElector elector(client_, lec);
   obs::HttpServer server(

@@ -50,9 +50,14 @@ struct LiveSchedulerOptions {
   // Prefix of the KAI metric names (KAI's --metrics-namespace): "kai" gives
   // kai_e2e_scheduling_latency_milliseconds; empty: the bare names. A valid metric name prefix.
   std::string metrics_namespace = "kai";
-  // The PodGroup label naming its node pool, for pod_group_evicted_pods_total{nodepool} (KAI's
-  // --nodepool-label-key; without the label the pool is "default").
+  // The label naming an object's node pool (KAI's --nodepool-label-key; without it the pool is
+  // "default"): conditions, pod_group_evicted_pods_total{nodepool}, and the shard served.
   std::string nodepool_label_key = "kai.scheduler/node-pool";
+  // The node pool served, KAI's --partition-label-value (cache/node_pool.h): empty, the default
+  // pool (objects without the label). With a value, the lease and the events' component carry it
+  // ("<lease_name>-<value>", "<scheduler_name>-<value>"), so each shard elects its own leader,
+  // BindRequests are labelled with the pool and bound pods get the pool's label, as KAI's do.
+  std::string partition_label_value;
   // KAI's --update-pod-eviction-condition: an evicted pod first gets the DisruptionTarget
   // condition (off by default, as KAI).
   bool update_pod_eviction_condition = false;

@@ -128,7 +128,8 @@ TEST_F(DecisionsTest, PendingGangGetsKaisConditionOnceUntilTheMessageChanges) {
   ASSERT_TRUE(LeftPending(*ssn, 0));
   const std::string message = UnschedulableMessage(*ssn, 0);
   EXPECT_NE(message.find("GPU"), std::string::npos) << message;
-  auto patch = UnschedulableStatusPatch(*ssn, 0, json::object(), message, "2026-01-01T00:00:00Z");
+  auto patch =
+      UnschedulableStatusPatch(*ssn, 0, json::object(), "default", message, "2026-01-01T00:00:00Z");
   ASSERT_TRUE(patch.has_value());
   const json& cond = (*patch)["status"]["schedulingConditions"][0];
   EXPECT_EQ(cond["type"], "UnschedulableOnNodePool");
@@ -139,11 +140,102 @@ TEST_F(DecisionsTest, PendingGangGetsKaisConditionOnceUntilTheMessageChanges) {
   EXPECT_EQ(cond["message"], message);
   ASSERT_TRUE(cond.contains("reasons"));
   // The same message again: nothing to write.
-  EXPECT_FALSE(UnschedulableStatusPatch(*ssn, 0, (*patch)["status"], message, "later").has_value());
+  EXPECT_FALSE(UnschedulableStatusPatch(*ssn, 0, (*patch)["status"], "default", message, "later")
+                   .has_value());
   // A new message: the next transition.
-  auto next = UnschedulableStatusPatch(*ssn, 0, (*patch)["status"], "other", "later");
+  auto next = UnschedulableStatusPatch(*ssn, 0, (*patch)["status"], "default", "other", "later");
   ASSERT_TRUE(next.has_value());
   EXPECT_EQ((*next)["status"]["schedulingConditions"][0]["transitionID"], "2");
+}
+
+json Condition(const std::string& pool, const std::string& id, const std::string& message) {
+  return json{{"type", "UnschedulableOnNodePool"},
+              {"nodePool", pool},
+              {"reason", "Unschedulable"},
+              {"status", "True"},
+              {"message", message},
+              {"transitionID", id}};
+}
+
+TEST_F(DecisionsTest, ConditionsOfOtherNodePoolsAreKeptAndThisPoolsSquashedLast) {
+  cache_.Replace(Kind::kPod, {GpuPod("w0", 3), GpuPod("w1", 3)});
+  auto ssn = Run();
+  ASSERT_TRUE(LeftPending(*ssn, 0));
+  const std::string message = UnschedulableMessage(*ssn, 0);
+  // Another shard wrote transition 7 for pool-b; this pool's old condition (3) is replaced.
+  const json status{{"schedulingConditions", json::array({Condition("pool-a", "3", "old"),
+                                                          Condition("pool-b", "7", "b's")})}};
+  auto patch = UnschedulableStatusPatch(*ssn, 0, status, "pool-a", message, "now");
+  ASSERT_TRUE(patch.has_value());
+  const json& list = (*patch)["status"]["schedulingConditions"];
+  ASSERT_EQ(list.size(), 2U) << list.dump();
+  EXPECT_EQ(list[0]["nodePool"], "pool-b");
+  EXPECT_EQ(list[0]["message"], "b's");
+  EXPECT_EQ(list[1]["nodePool"], "pool-a");
+  EXPECT_EQ(list[1]["message"], message);
+  EXPECT_EQ(list[1]["transitionID"], "8");  // after the highest of all pools
+  // Written back, it is the latest and last: nothing more to write.
+  EXPECT_FALSE(UnschedulableStatusPatch(*ssn, 0, (*patch)["status"], "pool-a", message, "later")
+                   .has_value());
+  // The same text but not last in the list (an older reader takes the last as the newest):
+  // written again, moved to the end.
+  const json out_of_order{{"schedulingConditions", json::array({Condition("pool-a", "9", message),
+                                                                Condition("pool-b", "2", "b's")})}};
+  auto again = UnschedulableStatusPatch(*ssn, 0, out_of_order, "pool-a", message, "later");
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ((*again)["status"]["schedulingConditions"].back()["nodePool"], "pool-a");
+  EXPECT_EQ((*again)["status"]["schedulingConditions"].back()["transitionID"], "10");
+}
+
+TEST(NodePoolTest, PoolFromTheLabelAndKaisPrefixOnlyForASingleBackoff) {
+  const json plain{{"metadata", {{"name", "pg"}}}, {"spec", json::object()}};
+  EXPECT_EQ(NodePoolOf(plain, "kai.scheduler/node-pool"), "default");
+  EXPECT_EQ(NodePoolPrefix(plain, "default"), "");
+  json pooled = plain;
+  pooled["metadata"]["labels"]["kai.scheduler/node-pool"] = "pool-a";
+  EXPECT_EQ(NodePoolOf(pooled, "kai.scheduler/node-pool"), "pool-a");
+  EXPECT_EQ(NodePoolOf(pooled, "other/key"), "default");
+  pooled["metadata"]["labels"]["kai.scheduler/node-pool"] = "";
+  EXPECT_EQ(NodePoolOf(pooled, "kai.scheduler/node-pool"), "default");
+  json once = plain;
+  once["spec"]["schedulingBackoff"] = 1;
+  EXPECT_EQ(NodePoolPrefix(once, "pool-a"), "Node-Pool 'pool-a': ");
+  once["spec"]["schedulingBackoff"] = -1;
+  EXPECT_EQ(NodePoolPrefix(once, "pool-a"), "");
+  once["spec"]["schedulingBackoff"] = "1";  // not a number: no prefix
+  EXPECT_EQ(NodePoolPrefix(once, "pool-a"), "");
+}
+
+TEST_F(DecisionsTest, ConditionsAreClearedOnlyOnceEveryPodIsBound) {
+  const json status{{"schedulingConditions", json::array({Condition("default", "1", "x")})}};
+  // Placed this cycle (allocated, its bind not confirmed): kept.
+  cache_.Replace(Kind::kPod, {GpuPod("w0", 1), GpuPod("w1", 1)});
+  {
+    auto ssn = Run();
+    ASSERT_EQ(ssn->binds().size(), 2U);
+    EXPECT_FALSE(ClearConditionsPatch(*ssn, 0, status).has_value());
+  }
+  // Both running: cleared; and nothing to clear without conditions.
+  json r0 = GpuPod("w0", 1);
+  json r1 = GpuPod("w1", 1);
+  for (json* p : {&r0, &r1}) {
+    (*p)["spec"]["nodeName"] = "n1";
+    (*p)["status"]["phase"] = "Running";
+  }
+  cache_.Replace(Kind::kPod, {r0, r1});
+  {
+    auto ssn = Run();
+    auto patch = ClearConditionsPatch(*ssn, 0, status);
+    ASSERT_TRUE(patch.has_value());
+    EXPECT_TRUE((*patch)["status"]["schedulingConditions"].is_null()) << patch->dump();
+    EXPECT_FALSE(ClearConditionsPatch(*ssn, 0, json::object()).has_value());
+  }
+  // One of them still pending (does not fit): kept.
+  cache_.Replace(Kind::kPod, {r0, GpuPod("w1", 5)});
+  {
+    auto ssn = Run();
+    EXPECT_FALSE(ClearConditionsPatch(*ssn, 0, status).has_value());
+  }
 }
 
 TEST_F(DecisionsTest, JobMemoryCarriesStartTimesAcrossCycles) {

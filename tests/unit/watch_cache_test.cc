@@ -449,8 +449,10 @@ TEST_F(WatchCacheTest, SchedulingBackoffLeavesOutAPodGroupTriedForItsNodePool) {
       json::array({condition("pool-b", "3"), condition("default", "2")});
   cache_.Apply(Kind::kPodGroup, EventType::kModified, pg);
   EXPECT_EQ(cache_.Take().cluster->jobs.size(), 1u);
-  // ... which is the PodGroup's own pool once it is labelled so.
-  pg["metadata"]["labels"]["kai.scheduler/node-pool"] = "pool-b";
+  // ... until a later one is for its own pool again. (A PodGroup labelled for another pool is
+  // another shard's: WatchCachePoolTest; the label key: NodePoolLabelKeyIsTheSchedulers.)
+  pg["status"]["schedulingConditions"] =
+      json::array({condition("pool-b", "3"), condition("default", "4")});
   cache_.Apply(Kind::kPodGroup, EventType::kModified, pg);
   EXPECT_TRUE(cache_.Take().cluster->jobs.empty());
 
@@ -463,6 +465,71 @@ TEST_F(WatchCacheTest, SchedulingBackoffLeavesOutAPodGroupTriedForItsNodePool) {
   auto bad = ConvertPodGroup(pg);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().find("spec.schedulingBackoff"), std::string::npos) << bad.error();
+}
+
+// Node pools (KAI's scheduling shards, --partition-label-value): a shard's scheduler holds the
+// Nodes, Queues and PodGroups labelled with its pool; the default shard those without the label.
+// Pods of another shard's PodGroups are left out without an error; its BindRequests (to nodes
+// this shard does not hold) are not stale here.
+TEST(WatchCachePoolTest, AShardHoldsItsPoolsObjectsAndLeavesTheOthersAlone) {
+  auto labelled = [](json o, const std::string& pool) {
+    o["metadata"]["labels"]["kai.scheduler/node-pool"] = pool;
+    return o;
+  };
+  auto fill = [&](WatchCache& c) {
+    c.Replace(Kind::kNode, {NodeObj("plain", 4), labelled(NodeObj("a1", 4), "pool-a"),
+                            labelled(NodeObj("b1", 4), "pool-b")});
+    c.Replace(Kind::kQueue,
+              {QueueObj("root"), QueueObj("q", "root"), labelled(QueueObj("root-a"), "pool-a"),
+               labelled(QueueObj("qa", "root-a"), "pool-a")});
+    c.Replace(Kind::kPodGroup, {PodGroupObj("ns", "plain-job", "q", 1),
+                                labelled(PodGroupObj("ns", "a-job", "qa", 1), "pool-a"),
+                                labelled(PodGroupObj("ns", "b-job", "qb", 1), "pool-b")});
+    c.Replace(Kind::kPod, {PodObj("ns", "plain-0", 1, "plain-job"), PodObj("ns", "a-0", 1, "a-job"),
+                           PodObj("ns", "b-0", 1, "b-job"), PodObj("ns", "b-1", 1, "b-job")});
+    // b-1 is being bound by pool-b's scheduler to its node.
+    c.Replace(Kind::kBindRequest, {labelled(BindRequestObj("ns", "b-1", "b1"), "pool-b")});
+    for (Kind k : {Kind::kPriorityClass, Kind::kTopology, Kind::kNodeResourceTopology}) {
+      c.Replace(k, {});
+    }
+  };
+  auto names = [](const auto& items) {
+    std::set<std::string> out;
+    for (const auto& i : items) out.insert(i.name);
+    return out;
+  };
+
+  WatchCache shard("kai-scheduler", NodePool{"kai.scheduler/node-pool", "pool-a"});
+  fill(shard);
+  Snapshot a = shard.Take();
+  EXPECT_TRUE(a.errors.empty()) << a.errors[0].ToString();
+  EXPECT_EQ(names(a.cluster->nodes), (std::set<std::string>{"a1"}));
+  EXPECT_EQ(names(a.cluster->queues), (std::set<std::string>{"root-a", "qa"}));
+  EXPECT_EQ(names(a.cluster->jobs), (std::set<std::string>{"a-job"}));
+  EXPECT_TRUE(a.stale_bind_requests.empty()) << "pool-b's request is pool-b's to judge";
+
+  WatchCache defaults("kai-scheduler");
+  fill(defaults);
+  Snapshot d = defaults.Take();
+  EXPECT_TRUE(d.errors.empty()) << d.errors[0].ToString();
+  EXPECT_EQ(names(d.cluster->nodes), (std::set<std::string>{"plain"}));
+  EXPECT_EQ(names(d.cluster->queues), (std::set<std::string>{"root", "q"}));
+  EXPECT_EQ(names(d.cluster->jobs), (std::set<std::string>{"plain-job"}));
+  EXPECT_TRUE(d.stale_bind_requests.empty());
+
+  // A request of this pool's for a node that is gone is stale, as before.
+  shard.Apply(Kind::kBindRequest, EventType::kAdded,
+              labelled(BindRequestObj("ns", "a-0", "a-gone"), "pool-a"));
+  EXPECT_EQ(shard.Take().stale_bind_requests, (std::vector<ObjectRef>{{"ns", "a-0"}}));
+
+  // A node relabelled into the pool joins it; a PodGroup relabelled out leaves it.
+  shard.Apply(Kind::kNode, EventType::kModified, labelled(NodeObj("plain", 4), "pool-a"));
+  shard.Apply(Kind::kPodGroup, EventType::kModified,
+              labelled(PodGroupObj("ns", "a-job", "qa", 1), "pool-b"));
+  Snapshot moved = shard.Take();
+  EXPECT_EQ(names(moved.cluster->nodes), (std::set<std::string>{"a1", "plain"}));
+  EXPECT_TRUE(moved.cluster->jobs.empty());
+  EXPECT_TRUE(moved.errors.empty());
 }
 
 // The node-pool label's key is the scheduler's (--nodepool-label-key).

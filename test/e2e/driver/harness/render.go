@@ -2,8 +2,6 @@ package harness
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,14 +10,14 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/Masterminds/sprig/v3"
 	"sigs.k8s.io/yaml"
 )
 
 // RenderChart renders a Helm chart's templates with its values.yaml merged with overrides, for
 // a release in namespace. When a `helm` binary is on PATH it is used (`helm template`); otherwise
-// the templates are executed with Go's text/template (the engine Helm is built on) and the subset
-// of Helm's functions the chart uses: include, toYaml, nindent, indent, trim, quote, default,
-// sha256sum. The second result names the renderer.
+// the templates are executed with Go's text/template (the engine Helm is built on) and Helm's
+// functions: sprig's, and Helm's own include and toYaml. The second result names the renderer.
 func RenderChart(chartDir, release, namespace string, overrides map[string]interface{}) (string, string, error) {
 	if helm, err := exec.LookPath("helm"); err == nil && os.Getenv("GANTRY_E2E_NO_HELM") == "" {
 		args := []string{"template", release, chartDir, "--namespace", namespace}
@@ -60,36 +58,19 @@ func renderSubset(chartDir, release, namespace string, overrides map[string]inte
 	}
 	sort.Strings(files)
 	root := template.New("chart")
-	funcs := template.FuncMap{
-		"toYaml": func(v interface{}) string {
-			data, err := yaml.Marshal(v)
-			if err != nil {
-				return ""
-			}
-			return strings.TrimSuffix(string(data), "\n")
-		},
-		"indent": func(n int, s string) string {
-			pad := strings.Repeat(" ", n)
-			return pad + strings.ReplaceAll(s, "\n", "\n"+pad)
-		},
-		"nindent": func(n int, s string) string {
-			pad := strings.Repeat(" ", n)
-			return "\n" + pad + strings.ReplaceAll(s, "\n", "\n"+pad)
-		},
-		"trim":  strings.TrimSpace,
-		"quote": func(v interface{}) string { return fmt.Sprintf("%q", fmt.Sprint(v)) },
-		"default": func(def interface{}, v interface{}) interface{} {
-			if v == nil || v == "" || v == false || v == 0 {
-				return def
-			}
-			return v
-		},
-		"sha256sum": func(s string) string {
-			sum := sha256.Sum256([]byte(s))
-			return hex.EncodeToString(sum[:])
-		},
-		"include": func(string, interface{}) (string, error) { return "", nil }, // replaced below
+	// Helm's template functions: sprig's (less env and expandenv, as Helm) and Helm's own
+	// toYaml and include.
+	funcs := sprig.TxtFuncMap()
+	delete(funcs, "env")
+	delete(funcs, "expandenv")
+	funcs["toYaml"] = func(v interface{}) string {
+		data, err := yaml.Marshal(v)
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSuffix(string(data), "\n")
 	}
+	funcs["include"] = func(string, interface{}) (string, error) { return "", nil } // replaced below
 	root.Funcs(funcs)
 	funcs["include"] = func(name string, data interface{}) (string, error) {
 		var buf bytes.Buffer

@@ -192,3 +192,47 @@ func TestHelmChartValues(t *testing.T) {
 		}
 	}
 }
+
+// scheduler.nodePools: one more scheduler Deployment per pool, serving it (KAI's scheduling
+// shards), each with a lease name its Role allows; the default scheduler stays as it was.
+func TestHelmChartNodePools(t *testing.T) {
+	ctx := ctxFor(t)
+	ns := newNamespace(t, ctx, "helm-pools")
+	objs := render(t, ns, map[string]interface{}{
+		"scheduler": map[string]interface{}{"nodePools": []interface{}{"pool-a", "pool-b"}},
+	})
+	args := map[string]string{}
+	var leases []string
+	for _, o := range objs {
+		switch {
+		case o.GetKind() == "Deployment" && strings.HasPrefix(o.GetName(), "gantry-scheduler"):
+			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			args[o.GetName()] = fmt.Sprint(containers[0].(map[string]interface{})["args"])
+			sel, _, _ := unstructured.NestedStringMap(o.Object, "spec", "selector", "matchLabels")
+			if sel["app.kubernetes.io/name"] != o.GetName() {
+				t.Errorf("%s selects %v: Deployments' selectors must not overlap", o.GetName(), sel)
+			}
+		case o.GetKind() == "Role" && o.GetName() == "gantry-scheduler-leader-election":
+			rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
+			for _, r := range rules {
+				names, _, _ := unstructured.NestedStringSlice(r.(map[string]interface{}), "resourceNames")
+				leases = append(leases, names...)
+			}
+		}
+	}
+	if len(args) != 3 {
+		t.Fatalf("scheduler Deployments %v, want gantry-scheduler and one per pool", args)
+	}
+	if strings.Contains(args["gantry-scheduler"], "--partition-label-value") {
+		t.Errorf("the default scheduler serves a pool: %s", args["gantry-scheduler"])
+	}
+	for _, pool := range []string{"pool-a", "pool-b"} {
+		if !strings.Contains(args["gantry-scheduler-"+pool], "--partition-label-value "+pool) {
+			t.Errorf("gantry-scheduler-%s args %s", pool, args["gantry-scheduler-"+pool])
+		}
+	}
+	sort.Strings(leases)
+	if want := []string{"gantry-scheduler", "gantry-scheduler-pool-a", "gantry-scheduler-pool-b"}; !equalJSON(leases, want) {
+		t.Errorf("lease names the scheduler may hold: %v, want %v", leases, want)
+	}
+}

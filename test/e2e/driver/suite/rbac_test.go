@@ -92,7 +92,7 @@ func TestRBACSchedulerAccessReview(t *testing.T) {
 		{"get", "coordination.k8s.io", "leases", "", workNS, "gantry-scheduler", false},
 
 		deny("create", "", "pods", "binding", workNS), deny("create", "", "pods", "", workNS),
-		deny("update", "", "pods", "", workNS), deny("patch", "", "pods", "", workNS),
+		deny("update", "", "pods", "", workNS), allow("patch", "", "pods", "", workNS), // a shard's pool label
 		deny("update", "", "pods", "status", workNS), deny("create", "", "pods", "eviction", workNS),
 		deny("get", "", "secrets", "", workNS), deny("update", "", "secrets", "", workNS), deny("update", "", "configmaps", "", ns),
 		deny("create", "", "configmaps", "", workNS), deny("delete", "", "configmaps", "", workNS),

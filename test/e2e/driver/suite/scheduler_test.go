@@ -501,6 +501,26 @@ func TestLiveSchedulerGangDoesNotFit(t *testing.T) {
 	if err != nil {
 		t.Error(err)
 	}
+
+	// The other scheduler's pod leaves: the gang fits, is bound, and once every pod is bound the
+	// condition is removed, as KAI's status updater removes it.
+	if err := admin.Kube.CoreV1().Pods(ns).Delete(ctx, other.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	gang := []string{"trainer-0", "trainer-1", "trainer-2", "trainer-3"}
+	playBinder(t, ctx, ns, waitBindRequests(t, ctx, ns, gang))
+	waitRunning(t, ctx, ns, gang)
+	err = harness.Poll(ctx, 60*time.Second, "scheduling conditions removed once the gang runs", func(ctx context.Context) (bool, error) {
+		pg, err := admin.Dynamic.Resource(podGroupGVR).Namespace(ns).Get(ctx, "trainer", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		conds, _, _ := unstructured.NestedSlice(pg.Object, "status", "schedulingConditions")
+		return len(conds) == 0, nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
 }
 
 // Reclaim: queue A runs over its share on all 8 GPUs; queue B submits within its quota of 4. The
@@ -740,5 +760,156 @@ spec: {minMember: 1, queue: %s, preemptionDelay: 20s}
 	}
 	if alive != 1 {
 		t.Errorf("%d of A's pods remain after B reclaimed; want 1", alive)
+	}
+}
+
+// Node pools (KAI's scheduling shards): a scheduler started with --partition-label-value serves
+// the Nodes, Queues and PodGroups labelled with its pool; the default one those without the
+// label. Each shard elects its own leader (lease gantry-scheduler-<pool>, which its Role must
+// name, as docs/node-pools.md says), labels its BindRequests and bound pods with the pool, and
+// writes a single-backoff PodGroup's condition for its pool with KAI's "Node-Pool" prefix.
+func TestLiveSchedulerNodePools(t *testing.T) {
+	ctx := ctxFor(t)
+	id := suffix()
+	pool := "pool-" + id
+	const poolKey = "kai.scheduler/node-pool"
+	nodeA, nodePlain := "sched-pa-"+id, "sched-pd-"+id
+	exclusiveNodes(t, ctx, harness.GPUNode{Name: nodePlain, GPUs: 8},
+		harness.GPUNode{Name: nodeA, GPUs: 4, Labels: map[string]string{poolKey: pool}})
+	ns := newNamespace(t, ctx, "sched-pools")
+	cleanupPods(t, ns)
+
+	// The shard's lease, as an operator adds it to the leader-election Role.
+	roles := admin.Kube.RbacV1().Roles(harness.Namespace)
+	role, err := roles.Get(ctx, "gantry-scheduler-leader-election", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	original := role.DeepCopy()
+	for i := range role.Rules {
+		if len(role.Rules[i].ResourceNames) > 0 {
+			role.Rules[i].ResourceNames = append(role.Rules[i].ResourceNames, "gantry-scheduler-"+pool)
+		}
+	}
+	if _, err := roles.Update(ctx, role, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		current, err := roles.Get(context.Background(), original.Name, metav1.GetOptions{})
+		if err == nil {
+			current.Rules = original.Rules
+			roles.Update(context.Background(), current, metav1.UpdateOptions{})
+		}
+	})
+
+	qDefault, qPool := "plain-"+id, "pa-"+id
+	createQueue(t, ctx, qDefault, 0)
+	q := obj(t, fmt.Sprintf(`
+apiVersion: scheduling.run.ai/v2
+kind: Queue
+metadata: {name: %s, labels: {%s: %s}}
+spec:
+  resources:
+    gpu: {quota: 0, limit: -1, overQuotaWeight: 1}
+    cpu: {quota: 0, limit: -1, overQuotaWeight: 1}
+    memory: {quota: 0, limit: -1, overQuotaWeight: 1}
+`, qPool, poolKey, pool))
+	if _, err := admin.Dynamic.Resource(queueGVR).Create(ctx, q, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		admin.Dynamic.Resource(queueGVR).Delete(context.Background(), qPool, metav1.DeleteOptions{})
+	})
+
+	startScheduler(t)
+	shard := startScheduler(t, "--partition-label-value", pool)
+
+	// One gang per pool, 2 pods of 2 GPUs each.
+	createGang(t, ctx, ns, "in-default", qDefault, 2, 2, 2)
+	gangInPool := func(name string, pods int, gpus int64, backoff string) []string {
+		pg := obj(t, fmt.Sprintf(`
+apiVersion: scheduling.run.ai/v2alpha2
+kind: PodGroup
+metadata: {name: %s, namespace: %s, labels: {kai.scheduler/queue: %s, %s: %s}}
+spec: {minMember: %d, queue: %s%s}
+`, name, ns, qPool, poolKey, pool, pods, qPool, backoff))
+		if _, err := admin.Dynamic.Resource(podGroupGVR).Namespace(ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create podgroup %s: %v", name, err)
+		}
+		var names []string
+		for i := 0; i < pods; i++ {
+			pod := pendingPod(fmt.Sprintf("%s-%d", name, i), gpus)
+			pod.Labels["kai.scheduler/queue"] = qPool
+			pod.Annotations = map[string]string{"pod-group-name": name}
+			if _, err := admin.Kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				t.Fatalf("create pod %s: %v", pod.Name, err)
+			}
+			names = append(names, pod.Name)
+		}
+		return names
+	}
+	inPool := gangInPool("in-pool", 2, 2, "")
+	brs := waitBindRequests(t, ctx, ns, append([]string{"in-default-0", "in-default-1"}, inPool...))
+	for pod, br := range brs {
+		node, _, _ := unstructured.NestedString(br.Object, "spec", "selectedNode")
+		labels := br.GetLabels()
+		want, wantPool := nodePlain, ""
+		if contains(pod, "in-pool") {
+			want, wantPool = nodeA, pool
+		}
+		if node != want || labels[poolKey] != wantPool || labels["selected-node"] != node {
+			t.Errorf("BindRequest of %s: node %s, labels %v; want node %s, pool label %q", pod, node, labels, want, wantPool)
+		}
+	}
+	// The shard labels the pods it placed with its pool.
+	err = harness.Poll(ctx, 30*time.Second, "pods placed by the shard labelled with its pool", func(ctx context.Context) (bool, error) {
+		for _, name := range inPool {
+			p, err := admin.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil || p.Labels[poolKey] != pool {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
+	lease, err := admin.Kube.CoordinationV1().Leases(harness.Namespace).Get(ctx, "gantry-scheduler-"+pool, metav1.GetOptions{})
+	if err != nil || lease.Spec.HolderIdentity == nil || !contains(*lease.Spec.HolderIdentity, shard.identitySuffix()) {
+		t.Errorf("the shard's lease gantry-scheduler-%s: %v, %+v", pool, err, lease)
+	}
+
+	// A gang that fits only with the default pool's free GPUs stays pending in its own pool; tried
+	// once (schedulingBackoff 1), its condition is for the pool, with KAI's prefix.
+	gangInPool("too-big", 2, 2, ", schedulingBackoff: 1")
+	var cond map[string]interface{}
+	err = harness.Poll(ctx, 60*time.Second, "the pool's condition on the single-backoff gang", func(ctx context.Context) (bool, error) {
+		pg, err := admin.Dynamic.Resource(podGroupGVR).Namespace(ns).Get(ctx, "too-big", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		conds, _, _ := unstructured.NestedSlice(pg.Object, "status", "schedulingConditions")
+		for _, c := range conds {
+			cond = c.(map[string]interface{})
+		}
+		return len(conds) > 0, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, _ := cond["message"].(string)
+	if cond["nodePool"] != pool || !strings.HasPrefix(msg, "Node-Pool '"+pool+"': ") {
+		t.Errorf("condition %s: want nodePool %s and a message starting with KAI's Node-Pool prefix", toJSON(cond), pool)
+	}
+	// Tried once: the shard leaves it alone from now on, and the default shard never takes it.
+	time.Sleep(2 * time.Second)
+	items, err := bindRequests(ctx, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, br := range items {
+		if pod, _, _ := unstructured.NestedString(br.Object, "spec", "podName"); contains(pod, "too-big") {
+			t.Errorf("BindRequest for %s: the gang only fits on another pool's node", pod)
+		}
 	}
 }
