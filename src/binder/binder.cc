@@ -1,8 +1,6 @@
 #include "binder/binder.h"
 
 #include <malloc.h>
-#include <pthread.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -22,6 +20,7 @@
 #include "binder/reservation_sync.h"
 #include "binder/steps.h"
 #include "kube/leader_election.h"
+#include "kube/termination.h"
 #include "observability/http_server.h"
 #include "observability/kai_metrics.h"
 
@@ -39,13 +38,9 @@ int RunBinder(const BinderOptions& options, std::ostream& err) {
     err << "binder: --burst must be at least 1\n";
     return 2;
   }
-  // SIGTERM and SIGINT are taken by a thread of their own (sigwait); every thread started from
-  // here on inherits the blocked mask.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  kube::StopSignal stop;
+  kube::TerminationSignals signals(
+      stop, [](const char* signal) { Log(std::string("binder: ") + signal + ", stopping"); });
 
   auto transport = kube::TransportForFlag(options.kubeconfig);
   if (!transport.ok()) {
@@ -123,18 +118,6 @@ int RunBinder(const BinderOptions& options, std::ostream& err) {
              << "; " << options.workers << " workers when leading";
   Log(limit_line.str());
 
-  kube::StopSignal stop;
-  std::atomic<bool> signalled{false};
-  std::thread signal_thread([&] {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    if (!stop.stopped()) {
-      signalled = true;
-      Log(std::string("binder: ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ", stopping");
-    }
-    stop.Stop();
-  });
-
   kube::LeaderCallbacks callbacks;
   callbacks.on_started_leading = [&] {
     Log("binder: leading; starting " + std::to_string(options.workers) + " workers");
@@ -188,13 +171,7 @@ int RunBinder(const BinderOptions& options, std::ostream& err) {
       std::to_string(events.dropped()));
   if (probes != nullptr) probes->Stop();
   server.Stop();
-  bool by_signal = signalled.load();
-  if (!stop.stopped()) stop.Stop();
-  // Wakes the sigwait of our own signal thread (which then returns), if it still waits.
-  // NOLINTNEXTLINE(bugprone-bad-signal-to-kill-thread)
-  pthread_kill(signal_thread.native_handle(), SIGTERM);
-  signal_thread.join();
-  if (by_signal) {
+  if (signals.received()) {
     Log("binder: stopped");
     return 0;
   }

@@ -1,7 +1,5 @@
 #include "cli/scheduler_command.h"
 
-#include <pthread.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -12,6 +10,7 @@
 
 #include "kube/client.h"
 #include "kube/config.h"
+#include "kube/termination.h"
 #include "live/scheduler_loop.h"
 #include "observability/metrics.h"
 #include "util/duration.h"
@@ -110,29 +109,12 @@ int RunScheduler(const SchedulerOptions& options, std::ostream& out, std::ostrea
     return 2;
   }
 
-  // SIGTERM / SIGINT are taken synchronously by one thread (every thread started later inherits
-  // the blocked mask), which raises the stop signal.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   kube::StopSignal stop;
-  std::thread waiter([&] {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    stop.Stop();
-  });
+  kube::TerminationSignals signals(stop);
 
   out << "gantry scheduler: " << cfg.value().source << ", scheduler name " << options.scheduler_name
       << ", period " << period << " ms" << std::endl;
-  const int code = live::RunLiveScheduler(client.value(), live, stop, out);
-  if (!stop.stopped()) {
-    // Ended without a signal (leadership lost): wake the waiter.
-    kill(getpid(), SIGTERM);
-  }
-  waiter.join();
-  return code;
+  return live::RunLiveScheduler(client.value(), live, stop, out);
 }
 
 }  // namespace gantry::cli

@@ -1,8 +1,5 @@
 #include "podgrouper/command.h"
 
-#include <pthread.h>
-#include <signal.h>
-
 #include <algorithm>
 #include <atomic>
 #include <exception>
@@ -18,6 +15,7 @@
 #include "kube/events.h"
 #include "kube/informer.h"
 #include "kube/leader_election.h"
+#include "kube/termination.h"
 #include "observability/http_server.h"
 #include "podgrouper/controller.h"
 #include "podgrouper/kube_cluster.h"
@@ -172,11 +170,9 @@ int RunPodGrouper(const PodGrouperOptions& options, std::ostream& err) {
     err << "podgrouper: --scheduler-name must not be empty\n";
     return 2;
   }
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  kube::StopSignal stop;
+  kube::TerminationSignals signals(
+      stop, [](const char* signal) { Log(std::string("podgrouper: ") + signal + ", stopping"); });
 
   auto transport = kube::TransportForFlag(options.kubeconfig);
   if (!transport.ok()) {
@@ -219,18 +215,6 @@ int RunPodGrouper(const PodGrouperOptions& options, std::ostream& err) {
       "; grouping pods of scheduler " + options.scheduler_name + "; campaigning for lease " +
       lease.lease_namespace + "/" + lease.lease_name + " as " + lease.identity);
 
-  kube::StopSignal stop;
-  std::atomic<bool> signalled{false};
-  std::thread signal_thread([&] {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    if (!stop.stopped()) {
-      signalled = true;
-      Log(std::string("podgrouper: ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ", stopping");
-    }
-    stop.Stop();
-  });
-
   kube::LeaderCallbacks callbacks;
   callbacks.on_started_leading = [&] {
     Log("podgrouper: leading; starting " + std::to_string(options.workers) + " workers");
@@ -255,13 +239,7 @@ int RunPodGrouper(const PodGrouperOptions& options, std::ostream& err) {
   if (running != nullptr) running->Stop();
   events.Stop();
   server.Stop();
-  bool by_signal = signalled.load();
-  if (!stop.stopped()) stop.Stop();
-  // Wakes the sigwait of our own signal thread (which then returns), if it still waits.
-  // NOLINTNEXTLINE(bugprone-bad-signal-to-kill-thread)
-  pthread_kill(signal_thread.native_handle(), SIGTERM);
-  signal_thread.join();
-  if (by_signal) {
+  if (signals.received()) {
     Log("podgrouper: stopped");
     return 0;
   }

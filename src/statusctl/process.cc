@@ -1,8 +1,5 @@
 #include "statusctl/process.h"
 
-#include <pthread.h>
-#include <signal.h>
-
 #include <atomic>
 #include <mutex>
 #include <ostream>
@@ -10,6 +7,7 @@
 
 #include "binder/log.h"
 #include "kube/leader_election.h"
+#include "kube/termination.h"
 #include "kube/transport.h"
 #include "observability/http_server.h"
 
@@ -23,11 +21,9 @@ int RunControllerProcess(const std::string& name, const ProcessOptions& options,
     err << name << ": --max-concurrent-reconciles must be at least 1\n";
     return 2;
   }
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  kube::StopSignal stop;
+  kube::TerminationSignals signals(
+      stop, [&name](const char* signal) { Log(name + ": " + signal + ", stopping"); });
 
   auto transport = kube::TransportForFlag(options.kubeconfig);
   if (!transport.ok()) {
@@ -81,18 +77,6 @@ int RunControllerProcess(const std::string& name, const ProcessOptions& options,
                                 lease.lease_name + " as " + lease.identity
                           : "; leader election off"));
 
-  kube::StopSignal stop;
-  std::atomic<bool> signalled{false};
-  std::thread signal_thread([&] {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    if (!stop.stopped()) {
-      signalled = true;
-      Log(name + ": " + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ", stopping");
-    }
-    stop.Stop();
-  });
-
   auto start_term = [&] {
     Log(name + ": starting " + std::to_string(options.workers) + " workers");
     auto t = make_term(client);
@@ -124,13 +108,7 @@ int RunControllerProcess(const std::string& name, const ProcessOptions& options,
   if (running != nullptr) running->Stop();
   if (probes != nullptr) probes->Stop();
   server.Stop();
-  const bool by_signal = signalled.load();
-  if (!stop.stopped()) stop.Stop();
-  // Wakes the sigwait of our own signal thread (which then returns), if it still waits.
-  // NOLINTNEXTLINE(bugprone-bad-signal-to-kill-thread)
-  pthread_kill(signal_thread.native_handle(), SIGTERM);
-  signal_thread.join();
-  if (by_signal) {
+  if (signals.received()) {
     Log(name + ": stopped");
     return 0;
   }
