@@ -223,7 +223,7 @@ TEST(ReflectJobOrder, JsonIsKais) {
 )");
 }
 
-TEST(ReflectJobOrder, TakesNoArgumentsAndIsInKaisPluginList) {
+TEST(ReflectJobOrder, TakesNoArgumentsAndIsRegistered) {
   EXPECT_TRUE(BuiltinPlugins().Contains("reflectjoborder"));
   PluginConfig with_argument = Named("reflectjoborder");
   with_argument.arguments["depth"] = "3";
