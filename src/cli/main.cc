@@ -159,6 +159,12 @@ int main(int argc, char** argv) {
                    "Address serving /metrics, /healthz and /readyz (empty: none)")
       ->capture_default_str();
   sched_cmd
+      ->add_option("--plugin-server-port", sched.plugin_server_port,
+                   "Port of the plugin server on 127.0.0.1 (plugins' HTTP endpoints such as "
+                   "reflectjoborder's /get-job-order; 0: a free port, logged)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  sched_cmd
       ->add_option("--qps", sched.qps, "Client-side limit of API requests per second (0: none)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000000));
@@ -225,7 +231,6 @@ int main(int argc, char** argv) {
                    "there is no profiler endpoint");
   sched_compat.Add(*sched_cmd, "pyroscope-block-profiler-rate", "5",
                    "there is no profiler endpoint");
-  sched_compat.Add(*sched_cmd, "plugin-server-port", "8081", "there is no plugin server");
   sched_compat.Add(*sched_cmd, "cpu-worker-node-label-key", "node-role.kubernetes.io/cpu-worker",
                    "node roles are not read");
   sched_compat.Add(*sched_cmd, "gpu-worker-node-label-key", "node-role.kubernetes.io/gpu-worker",

@@ -23,6 +23,7 @@ int RunScheduler(const SchedulerOptions& options, std::ostream& out, std::ostrea
   live.scheduler_name = options.scheduler_name;
   live.lease_namespace = options.lease_namespace;
   live.metrics_address = options.metrics_address;
+  live.plugin_server_port = options.plugin_server_port;
   if (!options.metrics_namespace.empty() &&
       !obs::IsValidMetricName(options.metrics_namespace + "_x")) {
     err << "error: --metrics-namespace: \"" << options.metrics_namespace

@@ -14,6 +14,7 @@ struct SchedulerOptions {
   std::string config;         // scheduler configuration (YAML); empty: the defaults
   std::string lease_namespace = "gantry-system";
   std::string metrics_address = ":8080";
+  int plugin_server_port = 8081;          // KAI's plugin server on 127.0.0.1 (0: a free port)
   std::string metrics_namespace = "kai";  // prefix of the KAI metric names
   int bind_request_workers = 8;           // BindRequests created at once
   int status_recording_workers = 5;       // PodGroup annotation patches sent at once

@@ -74,6 +74,10 @@ void SessionHooks::AddPreJobAllocationFn(PreJobAllocationFn fn) {
   pre_job_allocation_fns_.push_back(std::move(fn));
 }
 
+void SessionHooks::AddSessionOpenedFn(SessionOpenedFn fn) {
+  session_opened_fns_.push_back(std::move(fn));
+}
+
 void SessionHooks::AddJobCapacityFn(JobCapacityFn fn) {
   job_capacity_fns_.push_back(std::move(fn));
 }
@@ -257,6 +261,10 @@ bool SessionHooks::SubsetNodes(const SubGroupRef& ref, std::span<const PodId> ta
 
 void SessionHooks::PreJobAllocation(JobId j) {
   for (const auto& fn : pre_job_allocation_fns_) fn(session(), j);
+}
+
+void SessionHooks::SessionOpened() {
+  for (const auto& fn : session_opened_fns_) fn(session());
 }
 
 void SessionHooks::OnJobSolutionStart() const {

@@ -48,6 +48,8 @@
 //                                             preempt (PreemptScenarioValid)
 // OnJobSolutionStartFn         -            all called
 //                                             reclaim (OnJobSolutionStart)
+// SessionOpenedFn              -            all called, once every plugin is open
+//                                             Session::Open (SessionOpened)
 // EventHandler                 -            all called on every (de)allocation
 //                                             Statement (FireAllocate, ...)
 // Set*Fn (deserved, fair share, allocated)
@@ -268,6 +270,9 @@ using SubsetNodesFn = std::function<bool(Session&, const SubGroupRef&, std::span
                                          std::span<const NodeId> nodes, bool record,
                                          std::vector<std::vector<NodeId>>& out)>;
 using PreJobAllocationFn = std::function<void(Session&, JobId)>;
+// Called once the session is fully open (every plugin's callbacks registered), before the first
+// action: for plugins that read the session as the actions will see it (reflectjoborder).
+using SessionOpenedFn = std::function<void(Session&)>;
 
 struct EventHandler {
   PodEventFn on_allocate;    // a pod started to occupy resources (allocated or pipelined)
@@ -314,6 +319,7 @@ class SessionHooks {
   void AddReclaimRejectionRulesFn(RejectionRulesFn fn);
   void AddPreemptScenarioValidatorFn(ScenarioValidatorFn fn);
   void AddOnJobSolutionStartFn(OnJobSolutionStartFn fn);
+  void AddSessionOpenedFn(SessionOpenedFn fn);
   void SetQueueDeservedFn(QueueQuantitiesFn fn) { queue_deserved_fn_ = std::move(fn); }
   void SetQueueFairShareFn(QueueQuantitiesFn fn) { queue_fair_share_fn_ = std::move(fn); }
   void SetQueueAllocatedFn(QueueQuantitiesFn fn) { queue_allocated_fn_ = std::move(fn); }
@@ -358,6 +364,7 @@ class SessionHooks {
                    std::span<const NodeId> nodes, bool record,
                    std::vector<std::vector<NodeId>>& out);
   void PreJobAllocation(JobId j);
+  void SessionOpened();
   void FireAllocate(PodId p);
   void FireDeallocate(PodId p);
 
@@ -407,6 +414,7 @@ class SessionHooks {
   std::vector<RejectionRulesFn> reclaim_rejection_rules_fns_;
   std::vector<ScenarioValidatorFn> preempt_validator_fns_;
   std::vector<OnJobSolutionStartFn> on_job_solution_start_fns_;
+  std::vector<SessionOpenedFn> session_opened_fns_;
   QueueQuantitiesFn queue_fair_share_fn_;
   QueueQuantitiesFn queue_deserved_fn_;
   QueueQuantitiesFn queue_allocated_fn_;

@@ -67,6 +67,14 @@ bool JobsByQueue::Eligible(JobId j) const {
   return true;
 }
 
+JobsOrderOptions AllocateJobsOrderOptions(const Session& ssn) {
+  JobsOrderOptions options;
+  options.filter_non_pending = true;
+  options.filter_unready = true;
+  options.max_jobs_per_queue = ssn.config().QueueDepth("allocate");
+  return options;
+}
+
 void JobsByQueue::InitializeWithAllJobs() {
   if (options_.max_jobs_per_queue >= 0) {
     // The depth limit: pop every eligible job from an unlimited queue of the same options (within

@@ -48,6 +48,11 @@ struct JobsOrderOptions {
   int max_jobs_per_queue = -1;
 };
 
+// The options allocate visits jobs with (KAI's allocate: jobs with pending pods that are ready
+// for scheduling, at most the configuration's queue depth of "allocate" per leaf queue). Shared
+// with the reflectjoborder plugin, which reports that order.
+JobsOrderOptions AllocateJobsOrderOptions(const Session& ssn);
+
 class LeafHeapCache;
 
 class JobsByQueue {

@@ -24,6 +24,7 @@ Result<PluginPtr> PluginRegistry::Create(const PluginConfig& config) const {
 
 std::vector<std::string> PluginRegistry::Names() const {
   std::vector<std::string> names;
+  names.reserve(factories_.size());
   for (const auto& [name, _] : factories_) names.push_back(name);
   return names;
 }
@@ -46,6 +47,7 @@ ActionPtr ActionRegistry::Create(std::string_view name) const {
 
 std::vector<std::string> ActionRegistry::Names() const {
   std::vector<std::string> names;
+  names.reserve(factories_.size());
   for (const auto& [name, _] : factories_) names.push_back(name);
   return names;
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "framework/config.h"
+#include "framework/plugin_http.h"
 #include "util/status.h"
 
 namespace gantry {
@@ -29,6 +30,9 @@ class Plugin {
   virtual void OnSessionOpen(Session& ssn) = 0;
   // Called once when the session closes, in configuration order.
   virtual void OnSessionClose(Session& /*ssn*/) {}
+  // Adds the HTTP endpoints the plugin serves (KAI's ssn.AddHttpHandler; see plugin_http.h).
+  // Called at most once, before the first session, and only where a plugin server runs.
+  virtual void AddHttpHandlers(PluginHttpHandlers& /*handlers*/) {}
 };
 using PluginPtr = std::unique_ptr<Plugin>;
 

@@ -99,6 +99,7 @@ void Session::Open(std::span<Plugin* const> plugins, std::span<const PluginConfi
   }
   opening_ = nullptr;
   ranking_.classes_enabled = ranking_.classes_enabled && NodeCallbacksDependOnlyOnShapeAndState();
+  SessionOpened();
 }
 
 void Session::Close() {

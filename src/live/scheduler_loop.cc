@@ -20,6 +20,7 @@
 #include "kube/time_format.h"
 #include "live/annotation_writer.h"
 #include "live/decisions.h"
+#include "live/plugin_server.h"
 #include "observability/http_server.h"
 #include "observability/kai_metrics.h"
 #include "scheduler/registry.h"
@@ -487,6 +488,22 @@ int Loop::Run(const kube::StopSignal& stop) {
   }
   for (const auto& w : config.warnings) Log("warning: scheduler configuration: " + w);
   for (const auto& w : scheduler.value()->warnings()) Log("warning: scheduler configuration: " + w);
+  // The plugin server, before anything else starts (a port that cannot be bound ends the process
+  // at once); destroyed before the scheduler, whose plugins answer its requests.
+  std::unique_ptr<obs::HttpServer> plugin_server;
+  if (options_.plugin_server_port >= 0) {
+    const PluginHttpHandlers handlers = scheduler.value()->HttpHandlers();
+    auto started = StartPluginServer(options_.plugin_server_port, handlers);
+    if (!started.ok()) {
+      Log("error: " + started.error());
+      return 2;
+    }
+    plugin_server = std::move(started).value();
+    std::string paths;
+    for (const auto& [path, handler] : handlers) paths += (paths.empty() ? "" : ", ") + path;
+    Log("plugin server on 127.0.0.1:" + std::to_string(plugin_server->port()) + " (" +
+        (paths.empty() ? "no plugin endpoints" : paths) + ")");
+  }
   if (config.usage_db) {
     auto client = usagedb::MakeUsageClient(*config.usage_db);
     if (!client.ok()) {
@@ -580,6 +597,7 @@ int Loop::Run(const kube::StopSignal& stop) {
   stop_election.Stop();
   election.join();
   server.Stop();
+  if (plugin_server) plugin_server->Stop();
   for (auto& w : watchers) w->Stop();
   for (auto& t : threads) t.join();
   const cache::CacheStats stats = cache_.stats();

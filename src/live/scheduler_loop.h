@@ -47,6 +47,10 @@ struct LiveSchedulerOptions {
   // served (`gantry scheduler` defaults to ":8080"). /readyz is 200 once the leader is known and,
   // on the leader, the cache has synced.
   std::string metrics_address;
+  // Port of the plugin server on 127.0.0.1 (live/plugin_server.h: the plugins' HTTP endpoints,
+  // such as reflectjoborder's /get-job-order); 0: a free port; -1: not served (`gantry scheduler`
+  // defaults to KAI's 8081). A port that cannot be bound stops the scheduler with an error.
+  int plugin_server_port = -1;
   // Prefix of the KAI metric names (KAI's --metrics-namespace): "kai" gives
   // kai_e2e_scheduling_latency_milliseconds; empty: the bare names. A valid metric name prefix.
   std::string metrics_namespace = "kai";

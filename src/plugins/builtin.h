@@ -22,6 +22,7 @@ void RegisterGpuSharingPlugins(PluginRegistry& r);
 void RegisterTopologyPlugin(PluginRegistry& r);
 void RegisterDynamicResourcesPlugin(PluginRegistry& r);
 void RegisterPendingPlugins(PluginRegistry& r);
+void RegisterReflectJobOrderPlugin(PluginRegistry& r);
 void RegisterNumaPlugin(PluginRegistry& r);
 void RegisterScenarioGeneratorPlugins(PluginRegistry& r);  // sg-nodelocalgreedy, sg-multinodegang
 

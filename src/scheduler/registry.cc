@@ -23,6 +23,7 @@ void RegisterBuiltinPlugins(PluginRegistry& registry) {
   RegisterTopologyPlugin(registry);            // plugins/topology/
   RegisterDynamicResourcesPlugin(registry);    // plugins/dynamicresources/
   RegisterPendingPlugins(registry);            // plugins/pending/: snapshot
+  RegisterReflectJobOrderPlugin(registry);     // plugins/reflectjoborder/
   RegisterFragmentationPlugin(registry);       // plugins/fragmentation/: gpufragmentation
   RegisterScenarioGeneratorPlugins(registry);  // plugins/scenario_generators/: sg-nodelocalgreedy,
                                                //   sg-multinodegang

@@ -49,6 +49,16 @@ std::unique_ptr<Session> Scheduler::OpenSession(const Cluster& cluster, int64_t 
   return ssn;
 }
 
+PluginHttpHandlers Scheduler::HttpHandlers() {
+  PluginHttpHandlers handlers;
+  for (auto& plugin : plugins_) {
+    PluginHttpHandlers own;
+    plugin->AddHttpHandlers(own);
+    for (auto& [path, handler] : own) handlers[path] = std::move(handler);
+  }
+  return handlers;
+}
+
 void Scheduler::RunActions(Session& ssn,
                            const std::function<void(std::string_view, double)>& observe) {
   for (auto& action : actions_) {

@@ -36,6 +36,10 @@ class Scheduler {
   void RunActions(Session& ssn,
                   const std::function<void(std::string_view, double)>& observe = nullptr);
   void CloseSession(Session& ssn) { ssn.Close(); }
+  // The plugins' HTTP endpoints (framework/plugin_http.h), asked of each plugin in configuration
+  // order (a later plugin's handler for the same path replaces an earlier one, as in KAI's
+  // plugin server). For the live scheduler's plugin server; call once, before the first session.
+  PluginHttpHandlers HttpHandlers();
 
  private:
   explicit Scheduler(SchedulerConfig config) : config_(std::move(config)) {}

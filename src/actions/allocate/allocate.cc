@@ -217,9 +217,7 @@ bool AllocateJobTaskList(Session& ssn, Statement& stmt, std::span<const NodeId> 
 }
 
 void AllocateAction::Execute(Session& ssn) {
-  JobsOrderOptions options;
-  options.max_jobs_per_queue = ssn.config().QueueDepth("allocate");
-  JobsByQueue jobs(ssn, options);
+  JobsByQueue jobs(ssn, AllocateJobsOrderOptions(ssn));
   jobs.InitializeWithAllJobs();
   while (!jobs.empty()) {
     const JobId j = jobs.PopNext();

@@ -308,7 +308,8 @@ func TestFaultSchedules(t *testing.T) {
 	start := time.Now()
 	schedProc := superviseGantry(t, bin, "scheduler", "scheduler", "--kubeconfig", schedKC,
 		"--scheduler-name", "kai-scheduler", "--period", "200ms",
-		"--namespace-for-leases", harness.Namespace, "--metrics-address", "127.0.0.1:0")
+		"--namespace-for-leases", harness.Namespace, "--metrics-address", "127.0.0.1:0",
+		"--plugin-server-port", "0")
 	binderProc := superviseGantry(t, bin, "binder", "binder", "--kubeconfig", binderKC,
 		"--metrics-address", "127.0.0.1:0", "--resource-reservation-pod-image", reservationImage,
 		"--workers", "2")

@@ -129,8 +129,10 @@ func TestOperatorRenderedArgs(t *testing.T) {
 		}
 	}
 	sched := &schedulerProcess{done: make(chan error, 1)}
+	// (A free port for the plugin server: in the pod it has a loopback of its own, on this shared
+	// host KAI's 8081 may be taken.)
 	sched.cmd = exec.Command(bin, append(append([]string{"scheduler"}, schedArgs...),
-		"--kubeconfig", env.Kubeconfig(harness.SchedulerUser))...)
+		"--kubeconfig", env.Kubeconfig(harness.SchedulerUser), "--plugin-server-port", "0")...)
 	sched.cmd.Stdout, sched.cmd.Stderr = sched, sched
 	if err := sched.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -72,7 +72,7 @@ func startScheduler(t *testing.T, extra ...string) *schedulerProcess {
 		"--scheduler-name", "kai-scheduler",
 		"--period", period,
 		"--namespace-for-leases", harness.Namespace,
-		"--metrics-address", "127.0.0.1:0")
+		"--metrics-address", "127.0.0.1:0", "--plugin-server-port", "0")
 	p.cmd.Args = append(p.cmd.Args, extra...)
 	p.cmd.Stdout, p.cmd.Stderr = p, p
 	if err := p.cmd.Start(); err != nil {

@@ -251,7 +251,8 @@ spec: {minMember: 1, queue: default-queue, priorityClassName: train}
 	}
 	schedArgs := adapt(t, containerArgs(t, release, "gantry-scheduler"), map[string]string{"--config": configFile})
 	scheduler := swapProcess(t, bin, "scheduler", append(schedArgs,
-		"--kubeconfig", env.Kubeconfig(harness.SchedulerUser), "--metrics-address", "127.0.0.1:0"))
+		"--kubeconfig", env.Kubeconfig(harness.SchedulerUser), "--metrics-address", "127.0.0.1:0",
+		"--plugin-server-port", "0"))
 	binderArgs := containerArgs(t, release, "gantry-binder")
 	binderProc := swapProcess(t, bin, "binder", append(binderArgs,
 		"--kubeconfig", env.Kubeconfig(harness.BinderUser), "--metrics-address", "127.0.0.1:0"))
