@@ -9,6 +9,7 @@
 #include "cli/compat_flags.h"
 #include "cli/scheduler_command.h"
 #include "cli/simulate_command.h"
+#include "kube/client_flags.h"
 #include "podgrouper/flags.h"
 #include "statusctl/flags.h"
 #include "util/allocator.h"
@@ -65,9 +66,8 @@ int main(int argc, char** argv) {
   gantry::binder::BinderOptions binder;
   auto* binder_cmd = app.add_subcommand(
       "binder", "Carry out BindRequests: bind their pods and report in their status");
-  binder_cmd->add_option(
-      "--kubeconfig", binder.kubeconfig,
-      "kubeconfig file (default: $KUBECONFIG, else in-cluster, else ~/.kube/config)");
+  gantry::kube::AddClientFlags(*binder_cmd, binder.kubeconfig, binder.qps, binder.burst,
+                               "; events have a limit of their own");
   binder_cmd
       ->add_option("--metrics-bind-address,--metrics-address", binder.metrics_address,
                    "Address serving /metrics, /healthz and /readyz")
@@ -80,15 +80,6 @@ int main(int argc, char** argv) {
                    "BindRequests carried out concurrently (KAI's flag name; --workers is the same)")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
-  binder_cmd
-      ->add_option("--qps", binder.qps,
-                   "Client-side limit of API requests per second (0: none); events have a "
-                   "limit of their own")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 1e6));
-  binder_cmd->add_option("--burst", binder.burst, "Requests allowed at once above --qps")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1000000));
   binder_cmd
       ->add_option("--namespace-for-leases", binder.lease_namespace,
                    "Namespace of the leader-election Lease (gantry-binder)")
@@ -138,8 +129,7 @@ int main(int argc, char** argv) {
   auto* sched_cmd = app.add_subcommand(
       "scheduler", "Run the live scheduler against a Kubernetes cluster (until SIGTERM)");
   // KAI's flag names first (as KAI's operator renders them); Gantry's earlier names are aliases.
-  sched_cmd->add_option("--kubeconfig", sched.kubeconfig,
-                        "Kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
+  gantry::kube::AddClientFlags(*sched_cmd, sched.kubeconfig, sched.qps, sched.burst);
   sched_cmd
       ->add_option("--scheduler-name", sched.scheduler_name,
                    "Schedule pods whose spec.schedulerName is this")
@@ -164,13 +154,6 @@ int main(int argc, char** argv) {
                    "reflectjoborder's /get-job-order; 0: a free port, logged)")
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
-  sched_cmd
-      ->add_option("--qps", sched.qps, "Client-side limit of API requests per second (0: none)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 1000000));
-  sched_cmd->add_option("--burst", sched.burst, "Requests allowed at once above --qps")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1000000));
   sched_cmd->add_option("--queue-label-key", sched.queue_label_key,
                         "Label naming a workload's queue (default: the configuration's, "
                         "kai.scheduler/queue)");

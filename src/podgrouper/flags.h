@@ -4,13 +4,13 @@
 
 #include <CLI/CLI.hpp>
 
+#include "kube/client_flags.h"
 #include "podgrouper/command.h"
 
 namespace gantry::podgrouper {
 
 inline void AddPodGrouperFlags(CLI::App& cmd, PodGrouperOptions& o) {
-  cmd.add_option("--kubeconfig", o.kubeconfig,
-                 "Kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
+  kube::AddClientFlags(cmd, o.kubeconfig, o.qps, o.burst);
   cmd.add_option("--metrics-address,--metrics-bind-address", o.metrics_address,
                  "Address serving /metrics, /healthz and /readyz")
       ->capture_default_str();
@@ -35,12 +35,6 @@ inline void AddPodGrouperFlags(CLI::App& cmd, PodGrouperOptions& o) {
   cmd.add_option("--max-concurrent-reconciles", o.workers, "Pods reconciled at once")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
-  cmd.add_option("--qps", o.qps, "Client-side limit of API requests per second (0: none)")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 1e6));
-  cmd.add_option("--burst", o.burst, "Requests allowed at once above --qps")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1000000));
   cmd.add_option("--namespace-for-leases", o.lease_namespace,
                  "Namespace of the leader-election Lease (gantry-podgrouper)")
       ->capture_default_str();

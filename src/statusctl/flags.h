@@ -4,25 +4,19 @@
 
 #include <CLI/CLI.hpp>
 
+#include "kube/client_flags.h"
 #include "statusctl/podgroup_controller.h"
 #include "statusctl/queue_controller.h"
 
 namespace gantry::statusctl {
 
 inline void AddProcessFlags(CLI::App& cmd, ProcessOptions& o) {
-  cmd.add_option("--kubeconfig", o.kubeconfig,
-                 "Kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
+  kube::AddClientFlags(cmd, o.kubeconfig, o.qps, o.burst);
   cmd.add_flag("--leader-elect", o.leader_elect,
                "Campaign for a Lease and run only while holding it (one active replica)");
   cmd.add_option("--namespace-for-leases", o.lease_namespace,
                  "Namespace of the leader-election Lease")
       ->capture_default_str();
-  cmd.add_option("--qps", o.qps, "Client-side limit of API requests per second (0: none)")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 1e6));
-  cmd.add_option("--burst", o.burst, "Requests allowed at once above --qps")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1000000));
   cmd.add_option("--max-concurrent-reconciles", o.workers, "Objects reconciled at once")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
