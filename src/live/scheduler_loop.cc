@@ -62,6 +62,8 @@ class Loop {
   void BindAll(const Session& ssn);
   void MarkPending(const Session& ssn, JobId j);
   void ClearConditions(const Session& ssn, JobId j);
+  // Sends a merge patch of the PodGroup's status; the answer goes into the cache.
+  void PatchPodGroupStatus(const Job& job, const Object& patch);
   // KAI labels a pod bound by a shard's scheduler with the shard's pool.
   void LabelWithPool(const Pod& pod);
   void Event(Kind kind, const Object& involved, const std::string& type, const std::string& reason,
@@ -253,6 +255,16 @@ void Loop::LabelWithPool(const Pod& pod) {
   }
 }
 
+void Loop::PatchPodGroupStatus(const Job& job, const Object& patch) {
+  auto r = client_->Patch(kube::resources::kPodGroups, job.namespace_, job.name,
+                          kube::PatchType::kMerge, patch, "status");
+  if (r.ok()) {
+    cache_.Apply(Kind::kPodGroup, kube::EventType::kModified, r.value());
+  } else if (!r.error().IsNotFound()) {
+    Log("podgroup " + job.namespace_ + "/" + job.name + " status: " + r.error().ToString());
+  }
+}
+
 void Loop::ClearConditions(const Session& ssn, JobId j) {
   const Job& job = ssn.cluster().jobs[j];
   std::optional<Object> patch;
@@ -260,14 +272,7 @@ void Loop::ClearConditions(const Session& ssn, JobId j) {
     const auto status = raw.find("status");
     if (status != raw.end()) patch = ClearConditionsPatch(ssn, j, *status);
   });
-  if (!patch) return;
-  auto r = client_->Patch(kube::resources::kPodGroups, job.namespace_, job.name,
-                          kube::PatchType::kMerge, *patch, "status");
-  if (r.ok()) {
-    cache_.Apply(Kind::kPodGroup, kube::EventType::kModified, r.value());
-  } else if (!r.error().IsNotFound()) {
-    Log("podgroup " + job.namespace_ + "/" + job.name + " status: " + r.error().ToString());
-  }
+  if (patch) PatchPodGroupStatus(job, *patch);
 }
 
 void Loop::MarkPending(const Session& ssn, JobId j) {
@@ -331,14 +336,7 @@ void Loop::MarkPending(const Session& ssn, JobId j) {
     patch = UnschedulableStatusPatch(ssn, j, raw.contains("status") ? raw["status"] : no_status,
                                      pool, message, now);
   });
-  if (!patch) return;
-  auto r = client_->Patch(kube::resources::kPodGroups, job.namespace_, job.name,
-                          kube::PatchType::kMerge, *patch, "status");
-  if (r.ok()) {
-    cache_.Apply(Kind::kPodGroup, kube::EventType::kModified, r.value());
-  } else if (!r.error().IsNotFound()) {
-    Log("podgroup " + job.namespace_ + "/" + job.name + " status: " + r.error().ToString());
-  }
+  if (patch) PatchPodGroupStatus(job, *patch);
 }
 
 void Loop::Cycle(Scheduler& scheduler) {
