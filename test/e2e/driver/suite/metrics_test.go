@@ -73,7 +73,7 @@ func TestLiveSchedulerMetrics(t *testing.T) {
 
 	// The counters are added once a cycle's decisions are written: the cycle that created the
 	// preemptor's BindRequest has done so before the next scrape shows it; poll briefly.
-	port := sched.metricsPort(t)
+	port := sched.port(t)
 	var metrics string
 	harness.Poll(ctx, 10*time.Second, "preempt counted", func(ctx context.Context) (bool, error) {
 		_, metrics = httpGet(t, port, "/metrics")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -128,41 +127,17 @@ func TestOperatorRenderedArgs(t *testing.T) {
 			leaseRights(t, ctx, strings.TrimPrefix(a, "--namespace="))
 		}
 	}
-	sched := &schedulerProcess{done: make(chan error, 1)}
 	// (A free port for the plugin server: in the pod it has a loopback of its own, on this shared
 	// host KAI's 8081 may be taken.)
-	sched.cmd = exec.Command(bin, append(append([]string{"scheduler"}, schedArgs...),
+	sched := startGantryBin(t, bin, "scheduler", append(append([]string{"scheduler"}, schedArgs...),
 		"--kubeconfig", env.Kubeconfig(harness.SchedulerUser), "--plugin-server-port", "0")...)
-	sched.cmd.Stdout, sched.cmd.Stderr = sched, sched
-	if err := sched.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { sched.done <- sched.cmd.Wait() }()
-	t.Cleanup(func() {
-		sched.stop(t)
-		if t.Failed() {
-			t.Logf("scheduler output:\n%s", sched.output())
-		}
-	})
 
 	binderArgs := adapt(t, operatorArgs(t, "binder-args.txt"), map[string]string{
 		"--metrics-bind-address":      "127.0.0.1:0",
 		"--health-probe-bind-address": "127.0.0.1:0",
 	})
-	cmd := exec.Command(bin, append(append([]string{"binder"}, binderArgs...),
+	out := startGantryBin(t, bin, "binder", append(append([]string{"binder"}, binderArgs...),
 		"--kubeconfig", env.Kubeconfig(harness.BinderUser))...)
-	out := &schedulerProcess{done: make(chan error, 1), cmd: cmd}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { out.done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		out.stop(t)
-		if t.Failed() {
-			t.Logf("binder output:\n%s", out.output())
-		}
-	})
 
 	pods := createGang(t, ctx, ns, "one", queue, 1, 1, 1)
 	err := harness.Poll(ctx, 60*time.Second, pods[0]+" bound to "+node, func(ctx context.Context) (bool, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,30 +27,13 @@ import (
 // the pods a workload's controller would create, with the ownerReferences and labels that
 // controller sets.
 
-func startPodGrouper(t *testing.T) *schedulerProcess {
+func startPodGrouper(t *testing.T) *gantryProcess {
 	t.Helper()
-	bin := os.Getenv("GANTRY_BIN")
-	if bin == "" {
-		t.Skip("GANTRY_BIN is not set")
-	}
-	p := &schedulerProcess{done: make(chan error, 1)}
-	p.cmd = exec.Command(bin, "podgrouper",
+	return startGantry(t, "podgrouper", "podgrouper",
 		"--kubeconfig", env.Kubeconfig(harness.PodGrouperUser),
 		"--scheduler-name", "kai-scheduler",
 		"--namespace-for-leases", harness.Namespace,
 		"--metrics-address", "127.0.0.1:0")
-	p.cmd.Stdout, p.cmd.Stderr = p, p
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start %s podgrouper: %v", bin, err)
-	}
-	go func() { p.done <- p.cmd.Wait() }()
-	t.Cleanup(func() {
-		p.stop(t)
-		if t.Failed() {
-			t.Logf("podgrouper %d output:\n%s", p.cmd.Process.Pid, p.output())
-		}
-	})
-	return p
 }
 
 // podGroupOf waits until the pod names a PodGroup that exists, and returns both.

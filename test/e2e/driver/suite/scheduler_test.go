@@ -1,18 +1,12 @@
 package suite
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"regexp"
-	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -31,91 +25,26 @@ import (
 // create (fair shares depend on the whole cluster): `GANTRY_E2E_NODES=0 run.sh up DIR`, as the
 // CTest fixture e2e.sched.up does.
 
-// schedulerProcess is a running `gantry scheduler`.
-type schedulerProcess struct {
-	cmd      *exec.Cmd
-	mu       sync.Mutex
-	out      bytes.Buffer
-	done     chan error
-	stopOnce sync.Once
-}
-
-func (p *schedulerProcess) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.Write(b)
-}
-
-func (p *schedulerProcess) output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.String()
-}
-
 // startScheduler runs the scheduler until the test ends, then stops it with SIGTERM and checks
 // it exits cleanly (code 0) within 10 seconds. `extra` are further flags (e.g. --config FILE).
-func startScheduler(t *testing.T, extra ...string) *schedulerProcess {
+func startScheduler(t *testing.T, extra ...string) *gantryProcess {
 	t.Helper()
-	bin := os.Getenv("GANTRY_BIN")
-	if bin == "" {
-		t.Skip("GANTRY_BIN is not set")
-	}
 	// A short period keeps the functional tests quick; the throughput benchmark runs the
 	// product's default (GANTRY_E2E_SCHEDULER_PERIOD=1s, set by perf.sh).
 	period := os.Getenv("GANTRY_E2E_SCHEDULER_PERIOD")
 	if period == "" {
 		period = "200ms"
 	}
-	p := &schedulerProcess{done: make(chan error, 1)}
-	p.cmd = exec.Command(bin, "scheduler",
+	args := []string{"scheduler",
 		"--kubeconfig", env.Kubeconfig(harness.SchedulerUser),
 		"--scheduler-name", "kai-scheduler",
 		"--period", period,
 		"--namespace-for-leases", harness.Namespace,
-		"--metrics-address", "127.0.0.1:0", "--plugin-server-port", "0")
-	p.cmd.Args = append(p.cmd.Args, extra...)
-	p.cmd.Stdout, p.cmd.Stderr = p, p
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start %s scheduler: %v", bin, err)
-	}
-	go func() { p.done <- p.cmd.Wait() }()
-	t.Cleanup(func() {
-		p.stop(t)
-		if t.Failed() {
-			t.Logf("scheduler %d output:\n%s", p.cmd.Process.Pid, p.output())
-		}
-	})
-	return p
+		"--metrics-address", "127.0.0.1:0",
+		// Several schedulers may run side by side on this host's loopback.
+		"--plugin-server-port", "0"}
+	return startGantry(t, "scheduler", append(args, extra...)...)
 }
-
-// stop sends SIGTERM and expects exit code 0 within 10 seconds (once; later calls do nothing).
-func (p *schedulerProcess) stop(t *testing.T) {
-	p.stopOnce.Do(func() {
-		p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-p.done:
-			if err != nil {
-				t.Errorf("scheduler exited with %v after SIGTERM; output:\n%s", err, p.output())
-			}
-		case <-time.After(10 * time.Second):
-			p.cmd.Process.Kill()
-			<-p.done
-			t.Errorf("scheduler did not exit within 10s of SIGTERM; output:\n%s", p.output())
-		}
-	})
-}
-
-// kill ends the process with SIGKILL, as a crash would (no lease released); a later stop does
-// nothing.
-func (p *schedulerProcess) kill() {
-	p.stopOnce.Do(func() {
-		p.cmd.Process.Kill()
-		<-p.done
-	})
-}
-
-// identitySuffix ends the scheduler's leader-election identity (host name and process id).
-func (p *schedulerProcess) identitySuffix() string { return fmt.Sprintf("_%d", p.cmd.Process.Pid) }
 
 // exclusiveNodes creates the test's fake GPU nodes and skips the test when the cluster has other
 // nodes (their capacity would change fair shares and placements).
@@ -363,7 +292,7 @@ func TestLiveSchedulerBindsGang(t *testing.T) {
 	}
 	// The process reports what it did under KAI's scheduler metric names (prefixed kai_, as a
 	// live KAI exports them; TestLiveSchedulerMetrics checks every family).
-	port := sched.metricsPort(t)
+	port := sched.port(t)
 	for _, path := range []string{"/healthz", "/readyz"} {
 		if code, _ := httpGet(t, port, path); code != 200 {
 			t.Errorf("%s: status %d", path, code)
@@ -377,19 +306,6 @@ func TestLiveSchedulerBindsGang(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
-}
-
-var schedulerServing = regexp.MustCompile(`serving /metrics, /healthz, /readyz on port (\d+)`)
-
-// metricsPort is the port the process reported serving /metrics on.
-func (p *schedulerProcess) metricsPort(t *testing.T) int {
-	t.Helper()
-	m := schedulerServing.FindStringSubmatch(p.output())
-	if m == nil {
-		t.Fatalf("the scheduler did not report its metrics port:\n%s", p.output())
-	}
-	port, _ := strconv.Atoi(m[1])
-	return port
 }
 
 func httpGet(t *testing.T, port int, path string) (int, string) {
@@ -617,7 +533,7 @@ func TestLiveSchedulerLeaderElection(t *testing.T) {
 		}
 		return *lease.Spec.HolderIdentity, nil
 	}
-	waitHolder := func(p *schedulerProcess, what string) {
+	waitHolder := func(p *gantryProcess, what string) {
 		t.Helper()
 		err := harness.Poll(ctx, 30*time.Second, what, func(ctx context.Context) (bool, error) {
 			h, err := holder(ctx)

@@ -1,16 +1,9 @@
 package suite
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"regexp"
-	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,82 +19,6 @@ import (
 // run as processes under their own users (deploy/rbac) next to the scheduler, the binder and the
 // fake kubelet. Needs a control plane whose only nodes are the ones the test creates (CTest:
 // e2e.status on the e2e.sched.up control plane).
-
-// gantryProcess is a running gantry verb whose output is kept for its port and for failures.
-type gantryProcess struct {
-	name     string
-	cmd      *exec.Cmd
-	mu       sync.Mutex
-	out      bytes.Buffer
-	done     chan error
-	stopOnce sync.Once
-}
-
-func (p *gantryProcess) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.Write(b)
-}
-
-func (p *gantryProcess) output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.String()
-}
-
-// startGantry runs `gantry ARGS...` until the test ends, then expects exit 0 within 10 s of
-// SIGTERM.
-func startGantry(t *testing.T, name string, args ...string) *gantryProcess {
-	t.Helper()
-	bin := os.Getenv("GANTRY_BIN")
-	if bin == "" {
-		t.Skip("GANTRY_BIN is not set")
-	}
-	p := &gantryProcess{name: name, done: make(chan error, 1)}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Stdout, p.cmd.Stderr = p, p
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go func() { p.done <- p.cmd.Wait() }()
-	t.Cleanup(func() {
-		p.stopOnce.Do(func() {
-			p.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case err := <-p.done:
-				if err != nil {
-					t.Errorf("%s exited with %v after SIGTERM", name, err)
-				}
-			case <-time.After(10 * time.Second):
-				p.cmd.Process.Kill()
-				<-p.done
-				t.Errorf("%s did not exit within 10s of SIGTERM", name)
-			}
-		})
-		if t.Failed() {
-			t.Logf("%s output:\n%s", name, p.output())
-		}
-	})
-	return p
-}
-
-var controllerServing = regexp.MustCompile(`serving /metrics, /healthz, /readyz on port (\d+)`)
-
-func (p *gantryProcess) port(t *testing.T) int {
-	t.Helper()
-	var port int
-	err := harness.Poll(context.Background(), 10*time.Second, p.name+" reports its port", func(context.Context) (bool, error) {
-		if m := controllerServing.FindStringSubmatch(p.output()); m != nil {
-			port, _ = strconv.Atoi(m[1])
-			return true, nil
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("%v\n%s", err, p.output())
-	}
-	return port
-}
 
 // sameResources: two ResourceLists (as JSON maps) hold the same amounts; absent and empty are
 // the same, and so are "1000m" and "1".

@@ -3,7 +3,6 @@ package suite
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -70,22 +69,9 @@ func content(o *unstructured.Unstructured) map[string]interface{} {
 }
 
 // swapProcess starts `gantry VERB args...` until the test ends (SIGTERM, exit 0 expected).
-func swapProcess(t *testing.T, bin, verb string, args []string) *schedulerProcess {
+func swapProcess(t *testing.T, bin, verb string, args []string) *gantryProcess {
 	t.Helper()
-	p := &schedulerProcess{done: make(chan error, 1)}
-	p.cmd = exec.Command(bin, append([]string{verb}, args...)...)
-	p.cmd.Stdout, p.cmd.Stderr = p, p
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.done <- p.cmd.Wait() }()
-	t.Cleanup(func() {
-		p.stop(t)
-		if t.Failed() {
-			t.Logf("%s output:\n%s", verb, p.output())
-		}
-	})
-	return p
+	return startGantryBin(t, bin, verb, append([]string{verb}, args...)...)
 }
 
 // containerArgs returns the arguments of the rendered Deployment's container.

@@ -70,7 +70,7 @@ func TestTimeBasedFairshare(t *testing.T) {
 				`sum(sum_over_time(kube_node_status_capacity{resource="nvidia_com_gpu"}[10m]))`, qa))
 	}
 
-	run := func(t *testing.T, kValue string, staleness string) (*schedulerProcess, func(string) map[string]int) {
+	run := func(t *testing.T, kValue string, staleness string) (*gantryProcess, func(string) map[string]int) {
 		cfg := filepath.Join(t.TempDir(), "scheduler.yaml")
 		writeFile(t, cfg, schedulerConfigWithUsage(prom.url, kValue, staleness))
 		sched := startScheduler(t, "--config", cfg)
