@@ -83,6 +83,7 @@ class PodAffinityPlugin : public Plugin {
       if (HasScoringTerms(c.pods[p])) scoring_pods_.push_back(p);
     }
     cached_pod_ = kNone;
+    skipped_.assign(c.pods.size(), 0);
     // No pod has a term that counts: every score is 0 (Kubernetes skips), so nothing is
     // registered and the session keeps ranking by node class.
     if (scoring_pods_.empty()) return;
@@ -95,7 +96,7 @@ class PodAffinityPlugin : public Plugin {
         {.batch =
              [this](const Session& s, PodId p, std::span<std::pair<double, NodeId>> scored) {
                Refresh(s, p);
-               if (scores_.Empty()) return;
+               if (skipped_[p]) return;
                for (auto& [score, n] : scored) score += NodeScore(s, n);
              },
          .depends_on = NodeDependence::kShapeAndStateOnly});
@@ -103,6 +104,7 @@ class PodAffinityPlugin : public Plugin {
 
   void OnSessionClose(Session&) override {
     scoring_pods_.clear();
+    skipped_.clear();
     scores_.Clear();
     cached_pod_ = kNone;
   }
@@ -110,7 +112,7 @@ class PodAffinityPlugin : public Plugin {
  private:
   double Score(const Session& s, PodId p, NodeId n) {
     Refresh(s, p);
-    return scores_.Empty() ? 0.0 : NodeScore(s, n);
+    return skipped_[p] ? 0.0 : NodeScore(s, n);
   }
 
   double NodeScore(const Session& s, NodeId n) const {
@@ -119,7 +121,9 @@ class PodAffinityPlugin : public Plugin {
 
   // KAI's PreScore for pod p, once per pod and placement epoch: every pod on a node counts (the
   // pod's own preferred terms may match any of them), or only the pods whose terms count when p
-  // has no preferred terms.
+  // has no preferred terms. When nothing is counted (Kubernetes' Skip), KAI marks the pod and
+  // scores it 0 for the rest of the session, even once later placements would count: so does
+  // this (skipped_).
   void Refresh(const Session& s, PodId p) {
     if (cached_pod_ == p && cached_epoch_ == s.placement_epoch()) return;
     cached_pod_ = p;
@@ -137,9 +141,11 @@ class PodAffinityPlugin : public Plugin {
     } else {
       for (PodId o : scoring_pods_) count(o);
     }
+    if (scores_.Empty()) skipped_[p] = 1;
   }
 
   std::vector<PodId> scoring_pods_;  // pods whose own terms can add to another pod's score
+  std::vector<char> skipped_;        // per pod: once skipped, scored 0 (KAI's skipOrderFn)
   PodId cached_pod_ = kNone;
   uint64_t cached_epoch_ = 0;
   podaffinity::TopologyScores scores_;

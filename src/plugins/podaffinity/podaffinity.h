@@ -13,7 +13,9 @@
 // score is the sum, over the keys it has, of the entry for its value: the raw Kubernetes score
 // (KAI does not normalize it), times scores::kK8sPlugins. H is HardPodAffinityWeight: KAI builds
 // the Kubernetes plugin with zero-valued arguments, so H = 0 and P's required terms add nothing.
-// When nothing was counted (Kubernetes' Skip), every node scores 0.
+// When nothing was counted (Kubernetes' Skip), every node scores 0, and KAI keeps scoring that pod
+// 0 for the rest of the session (its skip mark is never cleared), even after placements that
+// would count.
 //
 // A term with no namespaces means its owner's namespace. Not modelled: namespaceSelector (a term
 // is read with its namespaces list only) and a term without labelSelector, which Kubernetes

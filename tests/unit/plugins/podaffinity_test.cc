@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/statement.h"
 #include "plugins/plugin_test_base.h"
 
 namespace gantry::plugin_test {
@@ -381,6 +382,38 @@ TEST_F(PodAffinityTest, ReleasingPodsCount) {
   c_.Finalize();
   EXPECT_EQ(NodeName(*RunCycle(c_), p), "n-b");
   EXPECT_EQ(NodeName(*RunCycle(c_, Without(SchedulerConfig::Default(), "podaffinity")), p), "n-a");
+}
+
+TEST_F(PodAffinityTest, ASkippedPodScoresZeroForTheRestOfTheSession) {
+  // KAI marks a pod whose PreScore counted nothing and never clears the mark in the session: p is
+  // ranked before db is placed (nothing to count), then again after db is placed on n-b; KAI
+  // still scores it 0, so binpack keeps n-a. A fresh session, with db placed, sends p to n-b.
+  TwoNodes();
+  Running("other", a_, "other");  // binpack prefers n-a
+  const JobId db = AddJob(c_, "db", {.queue = "q", .pod = kGpuPod});
+  const PodId db_pod = PodOf(c_, db, 0);
+  c_.pods[db_pod].labels.Set("app", "db");
+  const PodId p = Pending("p");
+  c_.pods[p].preferred_pod_affinity = {OnHost(10, "db")};
+  c_.Finalize();
+  auto scheduler = testutil::MakeScheduler();
+  auto rank = [](Session& s, PodId pod) {
+    s.RankFittingNodes(pod, s.all_nodes(), /*record=*/false);
+    return s.cluster().nodes[s.NextRankedNode()].name;
+  };
+  {
+    auto ssn = scheduler->OpenSession(c_, testutil::kNowMs);
+    EXPECT_EQ(rank(*ssn, p), "n-a");
+    Statement stmt(*ssn);
+    stmt.Allocate(db_pod, b_);
+    EXPECT_EQ(rank(*ssn, p), "n-a");
+  }
+  {
+    auto ssn = scheduler->OpenSession(c_, testutil::kNowMs);
+    Statement stmt(*ssn);
+    stmt.Allocate(db_pod, b_);
+    EXPECT_EQ(rank(*ssn, p), "n-b");
+  }
 }
 
 TEST_F(PodAffinityTest, NoTermsKeepsRankingByClass) {
