@@ -93,21 +93,47 @@ LabelSelector Selector(const Object* sel, const std::string& field) {
   return out;
 }
 
+// One PodAffinityTerm object; `f` names it in errors.
+PodAffinityTerm AffinityTerm(const Object& term, const std::string& f) {
+  PodAffinityTerm t;
+  t.selector = Selector(At(term, {"labelSelector"}), f + ".labelSelector");
+  t.topology_key = Str(term, {"topologyKey"});
+  if (t.topology_key.empty()) Fail(f + ".topologyKey", "missing");
+  for (const auto& ns : List(term, {"namespaces"}, f + ".namespaces")) {
+    if (ns.is_string()) t.namespaces.push_back(ns.get<std::string>());
+  }
+  return t;
+}
+
 std::vector<PodAffinityTerm> AffinityTerms(const Object& spec, const char* kind,
                                            const std::string& field) {
   std::vector<PodAffinityTerm> out;
   const Object& terms =
       List(spec, {"affinity", kind, "requiredDuringSchedulingIgnoredDuringExecution"}, field);
   for (size_t i = 0; i < terms.size(); ++i) {
+    out.push_back(AffinityTerm(terms[i], field + "[" + std::to_string(i) + "]"));
+  }
+  return out;
+}
+
+// spec.affinity.<kind>.preferredDuringSchedulingIgnoredDuringExecution: weighted terms, the
+// weight a whole number from 1 to 100 as the API server validates it.
+std::vector<WeightedPodAffinityTerm> PreferredAffinityTerms(const Object& spec, const char* kind) {
+  std::vector<WeightedPodAffinityTerm> out;
+  const std::string field =
+      std::string("spec.affinity.") + kind + ".preferredDuringSchedulingIgnoredDuringExecution";
+  const Object& terms =
+      List(spec, {"affinity", kind, "preferredDuringSchedulingIgnoredDuringExecution"}, field);
+  for (size_t i = 0; i < terms.size(); ++i) {
     const std::string f = field + "[" + std::to_string(i) + "]";
-    PodAffinityTerm t;
-    t.selector = Selector(At(terms[i], {"labelSelector"}), f + ".labelSelector");
-    t.topology_key = Str(terms[i], {"topologyKey"});
-    if (t.topology_key.empty()) Fail(f + ".topologyKey", "missing");
-    for (const auto& ns : List(terms[i], {"namespaces"}, f + ".namespaces")) {
-      if (ns.is_string()) t.namespaces.push_back(ns.get<std::string>());
-    }
-    out.push_back(std::move(t));
+    WeightedPodAffinityTerm w;
+    const auto weight = Number(terms[i], {"weight"}, f + ".weight");
+    if (!weight) Fail(f + ".weight", "missing");
+    w.weight = IntField<int32_t>(*weight, f + ".weight", 1, 100);
+    const Object* term = At(terms[i], {"podAffinityTerm"});
+    if (!term) Fail(f + ".podAffinityTerm", "missing");
+    w.term = AffinityTerm(*term, f + ".podAffinityTerm");
+    out.push_back(std::move(w));
   }
   return out;
 }
@@ -450,6 +476,8 @@ Result<PodRecord> ConvertPod(const Object& pod) {
     }
     p.pod_affinity = AffinityTerms(spec, "podAffinity", "spec.affinity.podAffinity");
     p.pod_anti_affinity = AffinityTerms(spec, "podAntiAffinity", "spec.affinity.podAntiAffinity");
+    p.preferred_pod_affinity = PreferredAffinityTerms(spec, "podAffinity");
+    p.preferred_pod_anti_affinity = PreferredAffinityTerms(spec, "podAntiAffinity");
     for (const auto& t : List(spec, {"tolerations"}, "spec.tolerations")) {
       Toleration tol;
       tol.key = Str(t, {"key"});

@@ -18,9 +18,10 @@ namespace gantry {
 SchedulerConfig SchedulerConfig::Default() {
   SchedulerConfig c;
   c.actions = {"allocate", "consolidation", "reclaim", "preempt", "stalegangeviction"};
-  for (const char* name : {"predicates", "proportion", "priority", "elastic", "kubeflow", "ray",
-                           "nodeavailability", "gpusharingorder", "gpupack", "resourcetype",
-                           "subgrouporder", "taskorder", "nominatednode", "dynamicresources"}) {
+  for (const char* name :
+       {"predicates", "proportion", "priority", "elastic", "kubeflow", "ray", "nodeavailability",
+        "gpusharingorder", "gpupack", "resourcetype", "podaffinity", "subgrouporder", "taskorder",
+        "nominatednode", "dynamicresources"}) {
     c.plugins.push_back({name, {}, {}});
   }
   c.plugins.push_back({"nodeplacement", {{"cpu", "binpack"}, {"gpu", "binpack"}}, {}});

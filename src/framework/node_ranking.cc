@@ -222,7 +222,7 @@ void Session::Reclassify(NodeId n) {
 }
 
 bool Session::PodRankableByClass(PodId p) const {
-  if (!ranking_.classes_enabled || any_anti_affinity_) return false;
+  if (!ranking_.classes_enabled || any_anti_affinity_ || any_preferred_pod_affinity_) return false;
   const Pod& pod = cluster_.pods[p];
   return !pod.IsSharedGpu() && pod.claims.empty() && pod.node_selector.empty() &&
          pod.required_node_affinity.empty() && pod.host_ports.empty() && pod.pod_affinity.empty() &&

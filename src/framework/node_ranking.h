@@ -12,8 +12,9 @@
 //   the order of the scores does not depend on which non-fitting nodes are candidates. Records no
 //   fit errors.
 // - PodRankableByClass: no shared GPU, claims, node selector, affinities, host ports (the pods on
-//   a node decide those) or nominated node, and classes enabled: then which non-fitting nodes are
-//   candidates does not matter.
+//   a node decide those) or nominated node, no pod of the cluster with anti-affinity or preferred
+//   (anti-)affinity terms (the podaffinity score reads node labels and the pods on nodes), and
+//   classes enabled: then which non-fitting nodes are candidates does not matter.
 //   AllPodsWholeGpuRankableByClass: every pod of the cluster asks for whole GPUs (more than zero)
 //   and is rankable by class (computed once: both depend only on the pods' specs and settings).
 // - pod_briefs (PodBrief below), FitsIdle, FitsIdleOrReleasing (the pod fits the node's idle

@@ -70,8 +70,10 @@ Session::Session(const Cluster& cluster, const SchedulerConfig& config, int64_t 
     if (HasPendingPods(j)) jobs_pending_at_open_.push_back(j);
   }
 
-  for (const Pod& pod : pods)
+  for (const Pod& pod : pods) {
     any_anti_affinity_ = any_anti_affinity_ || !pod.pod_anti_affinity.empty();
+    any_preferred_pod_affinity_ = any_preferred_pod_affinity_ || pod.HasPreferredPodAffinity();
+  }
   BuildNodeClasses();
 
   queue_versions_.assign(cluster.queues.size(), 0);

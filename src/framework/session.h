@@ -307,6 +307,9 @@ class Session : public SessionHooks, public SessionVersions, public SessionGpuDe
   std::vector<ActionCounts> action_counts_;
   std::vector<PluginTiming> plugin_timings_;
   bool any_anti_affinity_ = false;
+  // Any pod has preferred inter-pod (anti-)affinity terms: the podaffinity score may then depend
+  // on the pods on each node for every pod (theirs may match it), so none is ranked by class.
+  bool any_preferred_pod_affinity_ = false;
   std::vector<uint8_t> elastic_;             // per job: IsElastic
   std::vector<PodId> single_pod_;            // per job: single_pod
   std::vector<JobId> jobs_pending_at_open_;  // see jobs_pending_at_open

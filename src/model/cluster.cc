@@ -58,6 +58,13 @@ bool LabelSelector::Matches(const Labels& labels) const {
   return true;
 }
 
+bool PodAffinityTerm::MatchesPod(const Pod& owner, const Pod& other) const {
+  const bool in_namespace = namespaces.empty() ? other.namespace_ == owner.namespace_
+                                               : std::find(namespaces.begin(), namespaces.end(),
+                                                           other.namespace_) != namespaces.end();
+  return in_namespace && selector.Matches(other.labels);
+}
+
 double Pod::RequestedGpus() const {
   switch (gpu_kind) {
     case GpuRequestKind::kWhole:

@@ -78,11 +78,23 @@ struct LabelSelector {
   bool Matches(const Labels& labels) const;
 };
 
-// A required inter-pod (anti-)affinity term.
+struct Pod;
+
+// An inter-pod (anti-)affinity term.
 struct PodAffinityTerm {
   LabelSelector selector;
   std::string topology_key;
   std::vector<std::string> namespaces;  // empty: the pod's own namespace
+  // Whether `other` is in the term's namespaces (those of `owner`, the pod the term belongs to,
+  // when none are named) and has labels the selector matches.
+  bool MatchesPod(const Pod& owner, const Pod& other) const;
+};
+
+// A preferred inter-pod (anti-)affinity term (preferredDuringSchedulingIgnoredDuringExecution):
+// the term and its weight, 1 to 100.
+struct WeightedPodAffinityTerm {
+  int32_t weight = 0;
+  PodAffinityTerm term;
 };
 
 // A port of the node a pod's container binds (spec.containers[].ports[] with a hostPort):
@@ -206,6 +218,13 @@ struct Pod {
   std::vector<Toleration> tolerations;
   std::vector<PodAffinityTerm> pod_affinity;
   std::vector<PodAffinityTerm> pod_anti_affinity;
+  // Preferred inter-pod affinity and anti-affinity: scored by the podaffinity plugin, never a
+  // filter.
+  std::vector<WeightedPodAffinityTerm> preferred_pod_affinity;
+  std::vector<WeightedPodAffinityTerm> preferred_pod_anti_affinity;
+  bool HasPreferredPodAffinity() const {
+    return !preferred_pod_affinity.empty() || !preferred_pod_anti_affinity.empty();
+  }
   NodeId nominated_node = kNone;
   // Host ports of the app containers and restartable init containers (sidecars), which no other
   // pod on the node may use (see HostPort).

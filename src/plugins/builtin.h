@@ -17,6 +17,7 @@ void RegisterTaskOrderPlugin(PluginRegistry& r);
 void RegisterSubGroupOrderPlugin(PluginRegistry& r);
 void RegisterNodePlacementPlugin(PluginRegistry& r);
 void RegisterNodeScorePlugins(PluginRegistry& r);  // nodeavailability, resourcetype, nominatednode
+void RegisterPodAffinityPlugin(PluginRegistry& r);
 void RegisterMinRuntimePlugin(PluginRegistry& r);
 void RegisterGpuSharingPlugins(PluginRegistry& r);
 void RegisterTopologyPlugin(PluginRegistry& r);

@@ -153,7 +153,9 @@ void ParseTask(const Obj& o, Scenario& sc, JobId job_id, SubGroupBuild& b, bool 
               "annotations",
               "numa_placement_observed",
               "host_ports",
-              "config_maps"});
+              "config_maps",
+              "preferred_pod_affinity",
+              "preferred_pod_anti_affinity"});
   Pod p;
   p.name = o.Str("name");
   p.uid = p.name;
@@ -256,6 +258,28 @@ void ParseTask(const Obj& o, Scenario& sc, JobId job_id, SubGroupBuild& b, bool 
   if (o.Has("pod_anti_affinity_topology_key")) {
     p.pod_anti_affinity.push_back(affinity_term("pod_anti_affinity_topology_key"));
   }
+  // Preferred terms: [{weight, topology_key, match_labels, namespaces}] (Gantry's addition).
+  auto preferred_terms = [&](const std::string& key) {
+    std::vector<WeightedPodAffinityTerm> out;
+    const json& terms = o.Array(key);
+    for (size_t i = 0; i < terms.size(); ++i) {
+      Obj w(terms[i], o.where() + "." + key + "[" + std::to_string(i) + "]");
+      w.OnlyKeys({"weight", "topology_key", "match_labels", "namespaces"});
+      WeightedPodAffinityTerm t;
+      t.weight = w.IntIn("weight", std::nullopt, 1, 100);
+      t.term.topology_key = w.Str("topology_key");
+      if (t.term.topology_key.empty()) w.FailField("topology_key", "must not be empty");
+      for (const auto& [k, v] : w.StrMap("match_labels")) t.term.selector.match_labels.Set(k, v);
+      for (const auto& ns : w.Array("namespaces")) {
+        if (!ns.is_string()) w.FailField("namespaces", "must be a list of strings");
+        t.term.namespaces.push_back(ns.get<std::string>());
+      }
+      out.push_back(std::move(t));
+    }
+    return out;
+  };
+  p.preferred_pod_affinity = preferred_terms("preferred_pod_affinity");
+  p.preferred_pod_anti_affinity = preferred_terms("preferred_pod_anti_affinity");
   for (const auto& t : o.Array("tolerations")) {
     Obj to(t, o.where() + ".tolerations");
     to.OnlyKeys({"key", "operator", "value", "effect"});

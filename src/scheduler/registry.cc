@@ -17,6 +17,7 @@ void RegisterBuiltinPlugins(PluginRegistry& registry) {
   RegisterNodePlacementPlugin(registry);       // plugins/nodeplacement/
   RegisterNodeScorePlugins(registry);          // plugins/node_scores/: nodeavailability,
                                                //   resourcetype, nominatednode
+  RegisterPodAffinityPlugin(registry);         // plugins/podaffinity/
   RegisterMinRuntimePlugin(registry);          // plugins/minruntime/
   RegisterGpuSharingPlugins(registry);         // plugins/gpu_sharing_order/: gpusharingorder,
                                                //   gpupack, gpuspread

@@ -289,7 +289,10 @@ json RichPod() {
         {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "zone"}]},
       "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"labelSelector": {"matchLabels": {"app": "y"}}, "topologyKey": "host",
-         "namespaces": ["ns"]}]}})");
+         "namespaces": ["ns"]}],
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+          {"weight": 5, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "z"}},
+                                            "topologyKey": "host"}}]}})");
   pod["spec"]["tolerations"] =
       json::parse(R"([{"key": "k", "operator": "Equal", "value": "v", "effect": "NoSchedule"}])");
   pod["spec"]["schedulingGates"] = json::parse(R"([{"name": "wait"}])");
@@ -316,6 +319,12 @@ void ExpectSameRecord(const cache::PodRecord& a, const cache::PodRecord& b) {
   EXPECT_EQ(a.pod.required_node_affinity.size(), b.pod.required_node_affinity.size());
   EXPECT_EQ(a.pod.pod_affinity.size(), b.pod.pod_affinity.size());
   EXPECT_EQ(a.pod.pod_anti_affinity.size(), b.pod.pod_anti_affinity.size());
+  EXPECT_EQ(a.pod.preferred_pod_affinity.size(), b.pod.preferred_pod_affinity.size());
+  ASSERT_EQ(a.pod.preferred_pod_anti_affinity.size(), b.pod.preferred_pod_anti_affinity.size());
+  for (size_t i = 0; i < a.pod.preferred_pod_anti_affinity.size(); ++i) {
+    EXPECT_EQ(a.pod.preferred_pod_anti_affinity[i].weight,
+              b.pod.preferred_pod_anti_affinity[i].weight);
+  }
   ASSERT_EQ(a.pod.tolerations.size(), b.pod.tolerations.size());
   for (size_t i = 0; i < a.pod.tolerations.size(); ++i) {
     EXPECT_EQ(a.pod.tolerations[i].key, b.pod.tolerations[i].key);

@@ -232,6 +232,75 @@ TEST(ConvertTest, PodSelectorsAffinitiesTolerations) {
   EXPECT_EQ(p.pod_anti_affinity[0].topology_key, "kubernetes.io/hostname");
 }
 
+TEST(ConvertTest, PodPreferredAffinityTermsWithWeights) {
+  json pod = PodObj("ns", "p", 1);
+  pod["spec"]["affinity"] = json::parse(R"({
+      "podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 30, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "db"}},
+                                           "topologyKey": "zone", "namespaces": ["data"]}}]},
+      "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 100, "podAffinityTerm": {"labelSelector": {"matchExpressions": [
+            {"key": "app", "operator": "In", "values": ["web"]}]},
+          "topologyKey": "kubernetes.io/hostname"}},
+        {"weight": 1, "podAffinityTerm": {"topologyKey": "rack"}}]}})");
+  auto r = ConvertPod(pod);
+  ASSERT_TRUE(r.ok()) << r.error();
+  const Pod& p = r.value().pod;
+  EXPECT_TRUE(p.pod_affinity.empty());
+  EXPECT_TRUE(p.pod_anti_affinity.empty());
+  ASSERT_EQ(p.preferred_pod_affinity.size(), 1u);
+  EXPECT_EQ(p.preferred_pod_affinity[0].weight, 30);
+  EXPECT_EQ(p.preferred_pod_affinity[0].term.topology_key, "zone");
+  EXPECT_EQ(*p.preferred_pod_affinity[0].term.selector.match_labels.Get("app"), "db");
+  EXPECT_EQ(p.preferred_pod_affinity[0].term.namespaces, std::vector<std::string>{"data"});
+  ASSERT_EQ(p.preferred_pod_anti_affinity.size(), 2u);
+  EXPECT_EQ(p.preferred_pod_anti_affinity[0].weight, 100);
+  EXPECT_EQ(p.preferred_pod_anti_affinity[0].term.selector.expressions.size(), 1u);
+  EXPECT_EQ(p.preferred_pod_anti_affinity[1].weight, 1);
+  EXPECT_EQ(p.preferred_pod_anti_affinity[1].term.topology_key, "rack");
+
+  // Bad input is named by its field.
+  const std::string anti =
+      "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnored"
+      "DuringExecution";
+  json bad = pod;
+  bad["spec"]["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][1]
+     ["weight"] = 0;
+  auto e = ConvertPod(bad);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.error().find(anti + "[1].weight: must be a whole number from 1 to 100"),
+            std::string::npos)
+      << e.error();
+  bad = pod;
+  bad["spec"]["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][1]
+      .erase("weight");
+  e = ConvertPod(bad);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.error(), anti + "[1].weight: missing");
+  bad = pod;
+  bad["spec"]["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][1]
+      .erase("podAffinityTerm");
+  e = ConvertPod(bad);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.error(), anti + "[1].podAffinityTerm: missing");
+  bad = pod;
+  bad["spec"]["affinity"]["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]
+     ["podAffinityTerm"]
+         .erase("topologyKey");
+  e = ConvertPod(bad);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.error(),
+            "spec.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]"
+            ".podAffinityTerm.topologyKey: missing");
+  bad = pod;
+  bad["spec"]["affinity"]["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] = 3;
+  e = ConvertPod(bad);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.error(),
+            "spec.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution: must be a "
+            "list");
+}
+
 TEST(ConvertTest, PodHostPortsAsKubernetesNodePortsReadsThem) {
   json pod = PodObj("ns", "p", 1);
   pod["spec"]["containers"][0]["ports"] = json::parse(R"([
