@@ -17,7 +17,7 @@
 // Arguments: weight (score per GPU of fragmentation avoided, default 1), max_shapes (typical
 // shapes kept, default 256), measure (which view of fragmentation.h: "unusable" - the FGD paper's
 // -, "unfilled", or "mean" of the two, the default), stranding (weight of a stranded GPU relative
-// to a fragmented one, default 4; 0 leaves it out).
+// to a fragmented one, default 1; 0 leaves it out).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -256,7 +256,7 @@ void RegisterFragmentationPlugin(PluginRegistry& r) {
     }
     double weight = 1;
     long max_shapes = 256;
-    double stranding = 4;
+    double stranding = 1;
     try {
       if (auto it = args.find("weight"); it != args.end()) weight = std::stod(it->second);
       if (auto it = args.find("stranding"); it != args.end()) stranding = std::stod(it->second);
