@@ -241,9 +241,8 @@ TEST(Fragmentation, UnfilledSeesRemaindersAndCpuStrandedGpus) {
 // The fluid view: free GPUs the node's free CPU and memory cannot feed at the workload's average
 // demand per GPU (GPU-weighted over the shapes with GPUs; CPU-only shapes do not count).
 TEST(Fragmentation, StrandedGpusAreTheFreeGpusCpuAndMemoryCannotFeed) {
-  const frag::PodShape shapes[] = {{12000, 40e9, 1, 0, 0.25},
-                                   {3000, 4e9, 0, 0.5, 0.5},
-                                   {32000, 100e9, 0, 0, 0.25}};
+  const frag::PodShape shapes[] = {
+      {12000, 40e9, 1, 0, 0.25}, {3000, 4e9, 0, 0.5, 0.5}, {32000, 100e9, 0, 0, 0.25}};
   const frag::PerGpu per = frag::DemandPerGpu(shapes);
   // GPUs: 0.25 * 1 + 0.5 * 0.5 = 0.5; CPU: 0.25 * 12000 + 0.5 * 3000 = 4500; memory: 12e9.
   EXPECT_DOUBLE_EQ(per.cpu_millis, 9000);
@@ -339,6 +338,8 @@ TEST(Fragmentation, PluginBeatsBinpackOnASmallTrace) {
   }
   EXPECT_GT(frag_sum / 8, binpack_sum / 8 + 1) << "gpufragmentation must beat binpack by a point";
   EXPECT_GT(frag_sum / 8, unusable_sum / 8 + 1) << "the mean measure must beat the unusable one";
+  std::cout << "means: gpufragmentation " << frag_sum / 8 << "%, without stranding "
+            << unstranded_sum / 8 << "%\n";
 }
 
 }  // namespace

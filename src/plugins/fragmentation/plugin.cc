@@ -250,7 +250,8 @@ class FragmentationPlugin : public Plugin {
 
 void RegisterFragmentationPlugin(PluginRegistry& r) {
   r.Register("gpufragmentation", [](const auto& args) -> Result<PluginPtr> {
-    if (auto ok = plugin_util::CheckArgumentNames(args, {"weight", "max_shapes", "measure", "stranding"});
+    if (auto ok =
+            plugin_util::CheckArgumentNames(args, {"weight", "max_shapes", "measure", "stranding"});
         !ok.ok()) {
       return Error{ok.error()};
     }
@@ -278,9 +279,8 @@ void RegisterFragmentationPlugin(PluginRegistry& r) {
                      "\" is not one of unusable, unfilled, mean"};
       }
     }
-    return PluginPtr(
-        std::make_unique<FragmentationPlugin>(weight, static_cast<size_t>(max_shapes), measure,
-                                             stranding));
+    return PluginPtr(std::make_unique<FragmentationPlugin>(weight, static_cast<size_t>(max_shapes),
+                                                           measure, stranding));
   });
 }
 
