@@ -238,6 +238,27 @@ TEST(Fragmentation, UnfilledSeesRemaindersAndCpuStrandedGpus) {
   EXPECT_DOUBLE_EQ(frag::Fragmentation(node, cpu_heavy), 1.25);
 }
 
+// The fluid view: free GPUs the node's free CPU and memory cannot feed at the workload's average
+// demand per GPU (GPU-weighted over the shapes with GPUs; CPU-only shapes do not count).
+TEST(Fragmentation, StrandedGpusAreTheFreeGpusCpuAndMemoryCannotFeed) {
+  const frag::PodShape shapes[] = {
+      {12000, 40e9, 1, 0, 0.25}, {3000, 4e9, 0, 0.5, 0.5}, {32000, 100e9, 0, 0, 0.25}};
+  const frag::PerGpu per = frag::DemandPerGpu(shapes);
+  // GPUs: 0.25 * 1 + 0.5 * 0.5 = 0.5; CPU: 0.25 * 12000 + 0.5 * 3000 = 4500; memory: 12e9.
+  EXPECT_DOUBLE_EQ(per.cpu_millis, 9000);
+  EXPECT_DOUBLE_EQ(per.memory_bytes, 24e9);
+  // 3.5 free GPUs, CPU for 2 of them, memory for 3: 1.5 stranded.
+  EXPECT_DOUBLE_EQ(frag::StrandedGpus({18000, 72e9, {1.0, 1.0, 1.0, 0.5}}, per), 1.5);
+  // Memory short first.
+  EXPECT_DOUBLE_EQ(frag::StrandedGpus({90000, 24e9, {1.0, 1.0}}, per), 1.0);
+  // Enough of both, no GPU free, or no demand known: nothing stranded.
+  EXPECT_DOUBLE_EQ(frag::StrandedGpus({90000, 96e9, {1.0, 1.0}}, per), 0);
+  EXPECT_DOUBLE_EQ(frag::StrandedGpus({0, 0, {}}, per), 0);
+  EXPECT_DOUBLE_EQ(frag::StrandedGpus({0, 0, {1.0}}, frag::PerGpu{}), 0);
+  const frag::PodShape cpu_only[] = {{32000, 100e9, 0, 0, 1}};
+  EXPECT_DOUBLE_EQ(frag::DemandPerGpu(cpu_only).cpu_millis, 0);
+}
+
 // A small openb-like inflation (node types with different CPU per GPU; fractions of 0.81, 0.47,
 // 0.32, 0.65 and 0.16, whole GPUs with little or much CPU, CPU-only pods): over eight seeds the
 // fragmentation-aware placement allocates more GPUs than KAI's default packing.
@@ -290,6 +311,12 @@ TEST(Fragmentation, PluginBeatsBinpackOnASmallTrace) {
   unusable_config.replace(unusable_config.find("{name: gpufragmentation}"),
                           std::string("{name: gpufragmentation}").size(),
                           "{name: gpufragmentation, arguments: {measure: unusable}}");
+  // Without the stranded-GPU term.
+  std::string unstranded_config = frag_config;
+  unstranded_config.replace(unstranded_config.find("{name: gpufragmentation}"),
+                            std::string("{name: gpufragmentation}").size(),
+                            "{name: gpufragmentation, arguments: {stranding: 0}}");
+  double unstranded_sum = 0;
   double frag_sum = 0;
   double binpack_sum = 0;
   double unusable_sum = 0;
@@ -297,6 +324,8 @@ TEST(Fragmentation, PluginBeatsBinpackOnASmallTrace) {
     const Outcome f = MustRun(common + frag_config, seed);
     const Outcome b = MustRun(common + binpack_config, seed);
     const Outcome u = MustRun(common + unusable_config, seed);
+    const Outcome n = MustRun(common + unstranded_config, seed);
+    unstranded_sum += n.gpu_allocation_ratio;
     ASSERT_GT(f.pods_dropped, 0);  // 130% cannot all fit: the placement decides what does
     ASSERT_GT(b.pods_dropped, 0);
     frag_sum += f.gpu_allocation_ratio;
@@ -304,10 +333,13 @@ TEST(Fragmentation, PluginBeatsBinpackOnASmallTrace) {
     unusable_sum += u.gpu_allocation_ratio;
     std::cout << "seed " << seed << ": gpufragmentation " << f.gpu_allocation_ratio
               << "%, with the unusable measure only " << u.gpu_allocation_ratio << "%, binpack "
-              << b.gpu_allocation_ratio << "%\n";
+              << b.gpu_allocation_ratio << "%, without stranding " << n.gpu_allocation_ratio
+              << "%\n";
   }
   EXPECT_GT(frag_sum / 8, binpack_sum / 8 + 1) << "gpufragmentation must beat binpack by a point";
   EXPECT_GT(frag_sum / 8, unusable_sum / 8 + 1) << "the mean measure must beat the unusable one";
+  std::cout << "means: gpufragmentation " << frag_sum / 8 << "%, without stranding "
+            << unstranded_sum / 8 << "%\n";
 }
 
 }  // namespace

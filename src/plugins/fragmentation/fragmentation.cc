@@ -90,6 +90,33 @@ double ExpectedFragmentation(const NodeFree& node, std::span<const PodShape> sha
   return sum;
 }
 
+PerGpu DemandPerGpu(std::span<const PodShape> shapes) {
+  double gpus = 0;
+  PerGpu sum;
+  for (const PodShape& s : shapes) {
+    const double g = s.whole > 0 ? s.whole : s.fraction;
+    if (g <= 0) continue;
+    gpus += s.weight * g;
+    sum.cpu_millis += s.weight * s.cpu_millis;
+    sum.memory_bytes += s.weight * s.memory_bytes;
+  }
+  if (gpus <= kEps) return {};
+  return {sum.cpu_millis / gpus, sum.memory_bytes / gpus};
+}
+
+double StrandedGpus(const NodeFree& node, const PerGpu& per_gpu) {
+  double free_total = 0;
+  for (double f : node.gpu_free) free_total += f;
+  double fed = free_total;
+  if (per_gpu.cpu_millis > kEps) {
+    fed = std::min(fed, std::max(0.0, node.cpu_millis) / per_gpu.cpu_millis);
+  }
+  if (per_gpu.memory_bytes > kEps) {
+    fed = std::min(fed, std::max(0.0, node.memory_bytes) / per_gpu.memory_bytes);
+  }
+  return std::max(0.0, free_total - fed);
+}
+
 void ShapeCounter::Add(double cpu_millis, double memory_bytes, int whole, double fraction) {
   const Key k{std::llround(cpu_millis / 100), std::llround(memory_bytes / (256.0 * 1048576)), whole,
               whole > 0 ? 0 : std::llround(fraction * 100)};

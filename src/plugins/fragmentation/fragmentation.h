@@ -14,6 +14,13 @@
 // occurs. Placing a pod where it adds the least expected fragmentation keeps the cluster able to
 // host the pods that will come. (On the Alibaba openb trace, docs/simulation.md, the average of
 // the two views allocates more GPUs than either alone.)
+//
+// Both views are myopic about CPU and memory: taking 16 cores from a node with plenty left changes
+// no shape's fit, so a CPU-heavy GPU pod looks as good on a node short of CPU per GPU as on one
+// with CPU to spare, and the former's GPUs end up stranded once its CPU runs out. StrandedGpus is
+// the fluid view of that: the free GPUs the node's free CPU and memory cannot feed at the
+// workload's average CPU and memory per GPU. Its change under a placement steers CPU-heavy pods to
+// CPU-rich nodes and CPU-light ones to CPU-poor nodes, before any shape stops fitting.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +58,17 @@ double UnfilledGpus(const NodeFree& node, const PodShape& shape);
 // The weighted mean over `shapes` (weights summing to 1).
 double ExpectedFragmentation(const NodeFree& node, std::span<const PodShape> shapes,
                              Measure m = Measure::kMean);
+
+// The workload's CPU and memory per GPU: the shapes' GPU-weighted means (shapes without GPUs left
+// out; zeros when no shape has GPUs).
+struct PerGpu {
+  double cpu_millis = 0;
+  double memory_bytes = 0;
+};
+PerGpu DemandPerGpu(std::span<const PodShape> shapes);
+// Free GPUs of `node` beyond what its free CPU and memory can feed at `per_gpu` (0 when per_gpu is
+// zero): free GPUs - min(free GPUs, free CPU / CPU per GPU, free memory / memory per GPU).
+double StrandedGpus(const NodeFree& node, const PerGpu& per_gpu);
 
 // Builds the typical shapes from pod requests: pods with the same GPU demand (whole count, or
 // the fraction rounded to hundredths) and CPU / memory (rounded to 1/10 core and 256 MiB) form one

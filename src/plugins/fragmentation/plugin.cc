@@ -7,9 +7,17 @@
 // plugin orders a node's devices by that (a GPU order function outweighing gpupack's, which then
 // only breaks ties), and scores the node with the same device.
 //
+// A node's score also counts the change of its stranded GPUs (fragmentation.h's fluid view: free
+// GPUs its free CPU and memory cannot feed at the workload's CPU and memory per GPU), `stranding`
+// times: a placement that leaves a node short of CPU for its free GPUs costs even while every
+// typical shape still fits, and one that uses the GPUs of a CPU-starved node gains. On the openb
+// default trace this moves the allocation more than any change to the shape view did
+// (docs/simulation.md).
+//
 // Arguments: weight (score per GPU of fragmentation avoided, default 1), max_shapes (typical
 // shapes kept, default 256), measure (which view of fragmentation.h: "unusable" - the FGD paper's
-// -, "unfilled", or "mean" of the two, the default).
+// -, "unfilled", or "mean" of the two, the default), stranding (weight of a stranded GPU relative
+// to a fragmented one, default 1; 0 leaves it out).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -34,8 +42,8 @@ constexpr double kDeviceWeight = 100;
 
 class FragmentationPlugin : public Plugin {
  public:
-  FragmentationPlugin(double weight, size_t max_shapes, frag::Measure measure)
-      : weight_(weight), max_shapes_(max_shapes), measure_(measure) {}
+  FragmentationPlugin(double weight, size_t max_shapes, frag::Measure measure, double stranding)
+      : weight_(weight), max_shapes_(max_shapes), measure_(measure), stranding_(stranding) {}
   std::string_view name() const override { return "gpufragmentation"; }
 
   void OnSessionOpen(Session& ssn) override {
@@ -57,6 +65,7 @@ class FragmentationPlugin : public Plugin {
     }
     if (counter_.total() > 0 && (shapes_.empty() || counter_.total() * 10 >= built_from_ * 11)) {
       shapes_ = counter_.Shapes(max_shapes_);
+      per_gpu_ = frag::DemandPerGpu(shapes_);
       built_from_ = counter_.total();
       memo_.clear();
       before_.clear();
@@ -180,6 +189,7 @@ class FragmentationPlugin : public Plugin {
     const uint64_t digest = Digest(f);
     if (!cached.valid || cached.digest != digest) cached = {true, digest, Expected(f, digest)};
     const double before = cached.value;
+    const double stranded_before = Stranded(f);
     f.cpu_millis -= pod.request.cpu_millis;
     f.memory_bytes -= pod.request.memory_bytes;
     if (pod.IsSharedGpu()) {
@@ -187,15 +197,18 @@ class FragmentationPlugin : public Plugin {
       if (f.cpu_millis < -kEps || f.memory_bytes < -kEps) return 0;
       const double share = Share(pod, node);
       double best = 0;
-      bool found = false;
+      size_t best_entry = f.gpu_free.size();
       for (size_t i = 0; i < f.gpu_free.size(); ++i) {
         if (f.gpu_free[i] + kEps < share) continue;
         const double v = AfterShare(f, i, share);
-        if (!found || v < best) best = v;
-        found = true;
+        if (best_entry == f.gpu_free.size() || v < best) {
+          best = v;
+          best_entry = i;
+        }
       }
-      if (!found) return 0;
-      return -weight_ * (best - before);
+      if (best_entry == f.gpu_free.size()) return 0;
+      f.gpu_free[best_entry] -= share;  // (the stranded GPUs do not depend on the device)
+      return -weight_ * (best - before + stranding_ * (Stranded(f) - stranded_before));
     } else if (pod.request.gpus > 0) {
       int left = static_cast<int>(pod.request.gpus);
       // Unused devices come first in Free's order: drop `left` of them.
@@ -205,12 +218,18 @@ class FragmentationPlugin : public Plugin {
       f.gpu_free.erase(f.gpu_free.begin(), f.gpu_free.begin() + left);
     }
     if (f.cpu_millis < -kEps || f.memory_bytes < -kEps) return 0;
-    return -weight_ * (Expected(f) - before);
+    return -weight_ * (Expected(f) - before + stranding_ * (Stranded(f) - stranded_before));
+  }
+
+  double Stranded(const frag::NodeFree& f) const {
+    return stranding_ > 0 ? frag::StrandedGpus(f, per_gpu_) : 0;
   }
 
   double weight_;
   size_t max_shapes_;
   frag::Measure measure_;
+  double stranding_;
+  frag::PerGpu per_gpu_;
   std::unordered_set<std::string> seen_;
   frag::ShapeCounter counter_;
   int64_t built_from_ = 0;
@@ -231,20 +250,23 @@ class FragmentationPlugin : public Plugin {
 
 void RegisterFragmentationPlugin(PluginRegistry& r) {
   r.Register("gpufragmentation", [](const auto& args) -> Result<PluginPtr> {
-    if (auto ok = plugin_util::CheckArgumentNames(args, {"weight", "max_shapes", "measure"});
+    if (auto ok =
+            plugin_util::CheckArgumentNames(args, {"weight", "max_shapes", "measure", "stranding"});
         !ok.ok()) {
       return Error{ok.error()};
     }
     double weight = 1;
     long max_shapes = 256;
+    double stranding = 1;
     try {
       if (auto it = args.find("weight"); it != args.end()) weight = std::stod(it->second);
+      if (auto it = args.find("stranding"); it != args.end()) stranding = std::stod(it->second);
       if (auto it = args.find("max_shapes"); it != args.end()) max_shapes = std::stol(it->second);
     } catch (const std::exception&) {
-      return Error{"arguments \"weight\" and \"max_shapes\" must be numbers"};
+      return Error{"arguments \"weight\", \"max_shapes\" and \"stranding\" must be numbers"};
     }
-    if (!(weight >= 0) || max_shapes < 1) {
-      return Error{"argument \"weight\" must be >= 0 and \"max_shapes\" >= 1"};
+    if (!(weight >= 0) || max_shapes < 1 || !(stranding >= 0)) {
+      return Error{"arguments \"weight\" and \"stranding\" must be >= 0 and \"max_shapes\" >= 1"};
     }
     frag::Measure measure = frag::Measure::kMean;
     if (auto it = args.find("measure"); it != args.end()) {
@@ -257,8 +279,8 @@ void RegisterFragmentationPlugin(PluginRegistry& r) {
                      "\" is not one of unusable, unfilled, mean"};
       }
     }
-    return PluginPtr(
-        std::make_unique<FragmentationPlugin>(weight, static_cast<size_t>(max_shapes), measure));
+    return PluginPtr(std::make_unique<FragmentationPlugin>(weight, static_cast<size_t>(max_shapes),
+                                                           measure, stranding));
   });
 }
 
