@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cache/convert.h"
 #include "util/checked_number.h"
@@ -60,6 +61,20 @@ std::optional<double> Number(const Object& o, std::initializer_list<const char*>
 
 // A resource list (requests, allocatable, overhead) into named quantities in base units.
 std::map<std::string, double> ResourceList(const Object* list, const std::string& field);
+
+// Label selectors and inter-pod affinity terms (convert_affinity.cc).
+// A matchExpressions list (In, NotIn, Exists, DoesNotExist, Gt, Lt).
+std::vector<SelectorRequirement> Requirements(const Object& list, const std::string& field);
+// A LabelSelector object (null: the empty selector).
+LabelSelector Selector(const Object* sel, const std::string& field);
+// One PodAffinityTerm object; `f` names it in errors.
+PodAffinityTerm AffinityTerm(const Object& term, const std::string& f);
+// spec.affinity.<kind>.requiredDuringSchedulingIgnoredDuringExecution.
+std::vector<PodAffinityTerm> AffinityTerms(const Object& spec, const char* kind,
+                                           const std::string& field);
+// spec.affinity.<kind>.preferredDuringSchedulingIgnoredDuringExecution: weighted terms, the
+// weight a whole number from 1 to 100 as the API server validates it.
+std::vector<WeightedPodAffinityTerm> PreferredAffinityTerms(const Object& spec, const char* kind);
 
 // Runs a converter body, turning BadField and JSON type errors into an Error.
 template <typename T, typename Fn>
