@@ -41,7 +41,8 @@ run_stage() {
 }
 
 # Runs a long step, printing a line every minute while it runs (the step runs in the background
-# and is waited for here, so nothing is left running).
+# and is waited for here, so nothing is left running). The lines go to stderr, so that a caller
+# silencing the step's own output (`with_progress ... >/dev/null`) still shows them.
 with_progress() {
   local what="$1" start cmd rc=0 next=60
   shift
@@ -51,12 +52,12 @@ with_progress() {
   while kill -0 "$cmd" 2>/dev/null; do
     sleep 2
     if [ $(($(date +%s) - start)) -ge "$next" ]; then
-      echo "   ... $what: ${next}s"
+      echo "   ... $what: ${next}s" >&2
       next=$((next + 60))
     fi
   done
   wait "$cmd" || rc=$?
-  echo "   $what: $(($(date +%s) - start))s"
+  echo "   $what: $(($(date +%s) - start))s" >&2
   return "$rc"
 }
 
