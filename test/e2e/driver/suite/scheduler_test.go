@@ -124,6 +124,12 @@ spec: {minMember: %d, queue: %s}
 func createGang(t *testing.T, ctx context.Context, ns, name, queue string, pods, minMember int, gpus int64) []string {
 	t.Helper()
 	createPodGroup(t, ctx, ns, name, queue, minMember)
+	return createGangPods(t, ctx, ns, name, queue, pods, gpus)
+}
+
+// createGangPods creates the pods of PodGroup ns/name (pending, in queue, each asking for gpus).
+func createGangPods(t *testing.T, ctx context.Context, ns, name, queue string, pods int, gpus int64) []string {
+	t.Helper()
 	var names []string
 	for i := 0; i < pods; i++ {
 		pod := pendingPod(fmt.Sprintf("%s-%d", name, i), gpus)
@@ -752,17 +758,7 @@ spec: {minMember: %d, queue: %s%s}
 		if _, err := admin.Dynamic.Resource(podGroupGVR).Namespace(ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("create podgroup %s: %v", name, err)
 		}
-		var names []string
-		for i := 0; i < pods; i++ {
-			pod := pendingPod(fmt.Sprintf("%s-%d", name, i), gpus)
-			pod.Labels["kai.scheduler/queue"] = qPool
-			pod.Annotations = map[string]string{"pod-group-name": name}
-			if _, err := admin.Kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-				t.Fatalf("create pod %s: %v", pod.Name, err)
-			}
-			names = append(names, pod.Name)
-		}
-		return names
+		return createGangPods(t, ctx, ns, name, qPool, pods, gpus)
 	}
 	inPool := gangInPool("in-pool", 2, 2, "")
 	brs := waitBindRequests(t, ctx, ns, append([]string{"in-default-0", "in-default-1"}, inPool...))
