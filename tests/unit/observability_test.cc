@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "loopback_http.h"
 #include "observability/http_server.h"
 #include "observability/kai_metrics.h"
 #include "observability/metrics.h"
@@ -299,30 +300,6 @@ TEST(KaiMetrics, BinderWorkqueueFamiliesAsControllerRuntimeRegistersThem) {
   }
 }
 
-// One request over a fresh loopback connection; returns the raw response.
-std::string RawRequest(int port, const std::string& request) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    close(fd);
-    return "connect failed";
-  }
-  send(fd, request.data(), request.size(), MSG_NOSIGNAL);
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, static_cast<size_t>(n));
-  close(fd);
-  return out;
-}
-
-std::string Get(int port, const std::string& path) {
-  return RawRequest(port, "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n");
-}
-
 TEST(HttpServer, ServesMetricsHealthAndReadiness) {
   Registry r;
   r.AddCounter("hits_total", "Hits").With({}).Inc(5);
@@ -333,7 +310,7 @@ TEST(HttpServer, ServesMetricsHealthAndReadiness) {
   ASSERT_TRUE(started.ok()) << started.error();
   ASSERT_GT(server.port(), 0);
 
-  std::string metrics = Get(server.port(), "/metrics");
+  std::string metrics = test_http::LoopbackGet(server.port(), "/metrics");
   EXPECT_EQ(metrics.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << metrics;
   EXPECT_NE(metrics.find("Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n"),
             std::string::npos);
@@ -342,22 +319,26 @@ TEST(HttpServer, ServesMetricsHealthAndReadiness) {
             std::string::npos)
       << metrics;
 
-  EXPECT_EQ(Get(server.port(), "/healthz").rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
-  std::string not_ready = Get(server.port(), "/readyz");
+  EXPECT_EQ(test_http::LoopbackGet(server.port(), "/healthz").rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
+  std::string not_ready = test_http::LoopbackGet(server.port(), "/readyz");
   EXPECT_EQ(not_ready.rfind("HTTP/1.1 503 Service Unavailable\r\n", 0), 0u) << not_ready;
   EXPECT_NE(not_ready.find("caches not synced"), std::string::npos);
   ready = true;
-  EXPECT_EQ(Get(server.port(), "/readyz?verbose=1").rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
+  EXPECT_EQ(
+      test_http::LoopbackGet(server.port(), "/readyz?verbose=1").rfind("HTTP/1.1 200 OK\r\n", 0),
+      0u);
 
-  EXPECT_EQ(Get(server.port(), "/nope").rfind("HTTP/1.1 404 ", 0), 0u);
-  EXPECT_EQ(RawRequest(server.port(), "POST /metrics HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 405 ", 0),
+  EXPECT_EQ(test_http::LoopbackGet(server.port(), "/nope").rfind("HTTP/1.1 404 ", 0), 0u);
+  EXPECT_EQ(test_http::LoopbackRequest(server.port(), "POST /metrics HTTP/1.1\r\n\r\n")
+                .rfind("HTTP/1.1 405 ", 0),
             0u);
-  EXPECT_EQ(RawRequest(server.port(), "garbage\r\n\r\n").rfind("HTTP/1.1 400 ", 0), 0u);
-  std::string head = RawRequest(server.port(), "HEAD /healthz HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(test_http::LoopbackRequest(server.port(), "garbage\r\n\r\n").rfind("HTTP/1.1 400 ", 0),
+            0u);
+  std::string head = test_http::LoopbackRequest(server.port(), "HEAD /healthz HTTP/1.1\r\n\r\n");
   EXPECT_EQ(head.rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
   EXPECT_EQ(head.substr(head.size() - 4), "\r\n\r\n");  // headers only
   server.Stop();
-  EXPECT_EQ(Get(server.port(), "/healthz"), "connect failed");
+  EXPECT_EQ(test_http::LoopbackGet(server.port(), "/healthz"), "connect failed");
 }
 
 // A probe port (the binder's --health-probe-bind-address, as controller-runtime's probe server)
@@ -368,13 +349,13 @@ TEST(HttpServer, ProbeServerServesOnlyTheProbes) {
   ServeProbes(probes, [&] { return Readiness{ready.load(), "no leader known yet"}; });
   auto started = probes.Start();
   ASSERT_TRUE(started.ok()) << started.error();
-  EXPECT_EQ(Get(probes.port(), "/healthz").rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
-  std::string not_ready = Get(probes.port(), "/readyz");
+  EXPECT_EQ(test_http::LoopbackGet(probes.port(), "/healthz").rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
+  std::string not_ready = test_http::LoopbackGet(probes.port(), "/readyz");
   EXPECT_EQ(not_ready.rfind("HTTP/1.1 503 ", 0), 0u) << not_ready;
   EXPECT_NE(not_ready.find("no leader known yet"), std::string::npos) << not_ready;
   ready = true;
-  EXPECT_EQ(Get(probes.port(), "/readyz").rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
-  EXPECT_EQ(Get(probes.port(), "/metrics").rfind("HTTP/1.1 404 ", 0), 0u);
+  EXPECT_EQ(test_http::LoopbackGet(probes.port(), "/readyz").rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
+  EXPECT_EQ(test_http::LoopbackGet(probes.port(), "/metrics").rfind("HTTP/1.1 404 ", 0), 0u);
   probes.Stop();
 }
 
@@ -384,7 +365,7 @@ TEST(HttpServer, RejectsOversizedHeadersAndAnswersManyClients) {
   ServeObservability(server, r, nullptr);
   ASSERT_TRUE(server.Start().ok());
   std::string big = "GET /healthz HTTP/1.1\r\nX: " + std::string(4096, 'a');
-  EXPECT_EQ(RawRequest(server.port(), big).rfind("HTTP/1.1 431 ", 0), 0u);
+  EXPECT_EQ(test_http::LoopbackRequest(server.port(), big).rfind("HTTP/1.1 431 ", 0), 0u);
 
   std::atomic<int> ok{0};
   std::vector<std::thread> clients;
@@ -392,7 +373,7 @@ TEST(HttpServer, RejectsOversizedHeadersAndAnswersManyClients) {
   for (int i = 0; i < 8; ++i) {
     clients.emplace_back([&] {
       for (int j = 0; j < 20; ++j) {
-        std::string resp = Get(server.port(), "/readyz");
+        std::string resp = test_http::LoopbackGet(server.port(), "/readyz");
         // Past the connection limit the server may answer 503 at once; never nothing.
         if (resp.rfind("HTTP/1.1 200 OK\r\n", 0) == 0)
           ++ok;
@@ -418,7 +399,7 @@ TEST(HttpServer, StopInterruptsAnIdleConnection) {
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   // A served request afterwards proves the idle connection was accepted first.
-  EXPECT_EQ(Get(server.port(), "/healthz").rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
+  EXPECT_EQ(test_http::LoopbackGet(server.port(), "/healthz").rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
   server.Stop();
   char c;
   EXPECT_EQ(recv(fd, &c, 1, 0), 0);  // closed by the server

@@ -1,9 +1,5 @@
 // reflectjoborder (KAI's plugin of the same name) and the live scheduler's plugin server that
 // serves its /get-job-order.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <map>
@@ -14,6 +10,7 @@
 #include <vector>
 
 #include "live/plugin_server.h"
+#include "loopback_http.h"
 #include "plugin_test_base.h"
 
 namespace gantry::plugin_test {
@@ -233,27 +230,6 @@ TEST(ReflectJobOrder, TakesNoArgumentsAndIsRegistered) {
 
 // --- The plugin server -------------------------------------------------------------------------
 
-// GET `path` over a fresh loopback connection; returns the raw response.
-std::string Get(int port, const std::string& path) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    close(fd);
-    return "connect failed";
-  }
-  const std::string request = "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n";
-  send(fd, request.data(), request.size(), MSG_NOSIGNAL);
-  std::string out;
-  char buf[4096];
-  ssize_t n = 0;
-  while ((n = recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, static_cast<size_t>(n));
-  close(fd);
-  return out;
-}
-
 std::string BodyOf(const std::string& response) {
   const size_t at = response.find("\r\n\r\n");
   return at == std::string::npos ? "" : response.substr(at + 4);
@@ -266,19 +242,19 @@ TEST(PluginServer, ServesTheJobOrderOnLoopback) {
   const int port = server.value()->port();
   ASSERT_GT(port, 0);
 
-  const std::string before = Get(port, kPath);
+  const std::string before = test_http::LoopbackGet(port, kPath);
   EXPECT_EQ(before.rfind("HTTP/1.1 503 ", 0), 0u) << before;
   EXPECT_EQ(BodyOf(before), "Job order data not ready\n");
 
   const Cluster c = TwoQueues();
   auto ssn = scheduler->OpenSession(c, testutil::kNowMs);
-  const std::string after = Get(port, kPath);
+  const std::string after = test_http::LoopbackGet(port, kPath);
   EXPECT_EQ(after.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << after;
   EXPECT_TRUE(Contains(after, "Content-Type: application/json\r\n"));
   const auto json = nlohmann::json::parse(BodyOf(after));
   EXPECT_EQ(Ids(json.at("queue_order").at("team-b")),
             (std::vector<std::string>{"b-high", "b-low"}));
-  EXPECT_EQ(Get(port, "/get-snapshot").rfind("HTTP/1.1 404 ", 0), 0u);
+  EXPECT_EQ(test_http::LoopbackGet(port, "/get-snapshot").rfind("HTTP/1.1 404 ", 0), 0u);
   server.value()->Stop();
 }
 
