@@ -203,8 +203,12 @@ func TestHelmChartNodePools(t *testing.T) {
 	})
 	args := map[string]string{}
 	var leases []string
+	services := map[string]string{} // metrics Service name -> its app label and selector
 	for _, o := range objs {
 		switch {
+		case o.GetKind() == "Service" && strings.HasPrefix(o.GetName(), "gantry-scheduler"):
+			sel, _, _ := unstructured.NestedStringMap(o.Object, "spec", "selector")
+			services[o.GetName()] = o.GetLabels()["app"] + " " + sel["app.kubernetes.io/name"]
 		case o.GetKind() == "Deployment" && strings.HasPrefix(o.GetName(), "gantry-scheduler"):
 			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
 			args[o.GetName()] = fmt.Sprint(containers[0].(map[string]interface{})["args"])
@@ -234,5 +238,15 @@ func TestHelmChartNodePools(t *testing.T) {
 	sort.Strings(leases)
 	if want := []string{"gantry-scheduler", "gantry-scheduler-pool-a", "gantry-scheduler-pool-b"}; !equalJSON(leases, want) {
 		t.Errorf("lease names the scheduler may hold: %v, want %v", leases, want)
+	}
+	// One metrics Service per scheduler, labelled app: <schedulerName>-<shard> as KAI's operator
+	// labels its per-shard Services, each selecting its own Deployment's pods.
+	wantServices := map[string]string{
+		"gantry-scheduler":        "kai-scheduler-default gantry-scheduler",
+		"gantry-scheduler-pool-a": "kai-scheduler-pool-a gantry-scheduler-pool-a",
+		"gantry-scheduler-pool-b": "kai-scheduler-pool-b gantry-scheduler-pool-b",
+	}
+	if !equalJSON(services, wantServices) {
+		t.Errorf("scheduler metrics Services (app label, selector): %v, want %v", services, wantServices)
 	}
 }
