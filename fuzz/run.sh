@@ -22,8 +22,12 @@ if [ -z "${ASAN_SYMBOLIZER_PATH:-}" ] && [ -x /usr/lib/llvm-16/bin/llvm-symboliz
   export ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-16/bin/llvm-symbolizer
 fi
 
+# A new folder gets no tests or benchmarks; an existing one keeps its choice (scripts/test.sh builds
+# the unit tests in this folder too, for its sanitizer stage, so the libraries are built once).
+new_folder=()
+[ -f "$dir/CMakeCache.txt" ] || new_folder=(-DGANTRY_BUILD_TESTS=OFF -DGANTRY_BUILD_BENCH=OFF)
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-16 \
-  -DGANTRY_FUZZ=ON -DGANTRY_BUILD_TESTS=OFF -DGANTRY_BUILD_BENCH=OFF >/dev/null
+  -DGANTRY_FUZZ=ON "${new_folder[@]}" >/dev/null
 ninja -C "$dir" -j "$jobs" gantry_fuzz
 
 status=0

@@ -15,6 +15,7 @@ TEST_PACKAGES=(
   clang-16 libclang-rt-16-dev  # the libFuzzer targets (fuzz/)
   chromium                     # headless rendering test of `gantry simulate --out` reports
   prometheus                   # e2e: the usage database of time-based fairshare
+  ccache                       # scripts/test.sh: repeated builds (CI on one machine) reuse objects
 )
 
 missing=()

@@ -4,15 +4,21 @@
 #   those the change touches), e2e tools (the Go test driver and kube-apiserver/etcd, built before
 #   CTest so that no test timeout has to cover a cold build), tests (unit, conformance, e2e),
 #   conformance counts, fuzz (short runs, when clang-16 is installed), ASan + UBSan build and
-#   tests, ThreadSanitizer build and the threaded tests, and a profile-guided release build
-#   checked to decide as the plain one.
+#   tests, ThreadSanitizer build and the threaded tests; with GANTRY_TEST_PGO=1 also a
+#   profile-guided release build checked to decide as the plain one (off by default: no shipped
+#   binary is built with profiles, and its two extra release builds took a third of the run on a
+#   slow machine; scripts/build-pgo.sh checks its own decisions whenever it is run).
 # Every stage runs even when an earlier one failed (a later stage that needs an earlier one's
 # output then fails too, and says so); the end lists each stage's result and the script exits
 # non-zero if any failed. The perf label (benchmarks) is excluded; run it with
 # `ctest --test-dir build -L perf -V`.
 #
+# When ccache is installed (scripts/setup.sh installs it) every C++ build goes through it, with
+# paths taken relative to this checkout, so that a fresh clone elsewhere reuses earlier results;
+# GANTRY_NO_CCACHE=1 turns it off (a cold machine's timing).
+#
 # Environment: GANTRY_REQUIRE_CORPUS=1 makes an absent ../shared/conformance a failure instead of
-# a note (CI sets it); GANTRY_FUZZ_SECONDS (default 20) is each fuzz target's time and
+# a note (CI sets it); GANTRY_TEST_PGO=1 adds the profile-guided stage; GANTRY_FUZZ_SECONDS (default 20) is each fuzz target's time and
 # GANTRY_FUZZ_SEED (default 1; 0 = a new seed per run) libFuzzer's seed (see fuzz/run.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +27,14 @@ corpus="$(pwd)/../shared/conformance"
 script_start=$(date +%s)
 
 declare -a stage_names=() stage_results=()
+
+if [ "${GANTRY_NO_CCACHE:-0}" != 1 ] && command -v ccache >/dev/null; then
+  # Read by CMake when it configures a build folder (also fuzz/run.sh's and build-pgo.sh's).
+  export CMAKE_CXX_COMPILER_LAUNCHER=ccache
+  CCACHE_BASEDIR="$(pwd)"
+  export CCACHE_BASEDIR
+  echo "C++ builds through ccache ($(ccache --version | head -n 1))"
+fi
 
 # run_stage NAME FUNCTION: runs FUNCTION (under set -e in a subshell), records its result.
 run_stage() {
@@ -121,20 +135,33 @@ stage_fuzz() {
 }
 
 stage_asan() {
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGANTRY_SANITIZE=ON \
-    -DGANTRY_BUILD_BENCH=OFF >/dev/null
-  with_progress "ASan + UBSan build" ninja -C build-asan -j "$jobs" gantry_unit_tests gantry
+  local dir
+  if command -v clang++-16 >/dev/null && [ -f build-fuzz/CMakeCache.txt ]; then
+    # The fuzz stage's folder (clang-16, ASan + UBSan, RelWithDebInfo): the unit tests and the CLI
+    # link the libraries the fuzz targets were built from, so they are compiled once.
+    dir=build-fuzz
+    cmake -S . -B "$dir" -DGANTRY_BUILD_TESTS=ON >/dev/null
+    if [ -z "${ASAN_SYMBOLIZER_PATH:-}" ] && [ -x /usr/lib/llvm-16/bin/llvm-symbolizer ]; then
+      export ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-16/bin/llvm-symbolizer
+    fi
+  else
+    dir=build-asan
+    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGANTRY_SANITIZE=ON \
+      -DGANTRY_BUILD_BENCH=OFF >/dev/null
+  fi
+  echo "sanitizer build: $dir ($(grep '^CMAKE_CXX_COMPILER:' "$dir/CMakeCache.txt" | cut -d= -f2))"
+  with_progress "ASan + UBSan build" ninja -C "$dir" -j "$jobs" gantry_unit_tests gantry
   local failed=0
   if [ -d "$corpus/lists" ]; then
     echo "-- gating conformance lists under the sanitizers"
     while read -r list; do
       [ -n "$list" ] || continue
-      ./build-asan/gantry conformance --list "$corpus/lists/$list.txt" || failed=1
+      "./$dir/gantry" conformance --list "$corpus/lists/$list.txt" || failed=1
     done < <(grep -v '^#' tests/conformance/gating.txt)
   fi
   echo "-- unit tests under the sanitizers"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --test-dir build-asan -L unit --output-on-failure -j "$jobs" || failed=1
+    ctest --test-dir "$dir" -L unit --output-on-failure -j "$jobs" || failed=1
   return "$failed"
 }
 
@@ -171,7 +198,9 @@ run_stage "conformance counts per list" stage_conformance_counts
 run_stage "fuzz targets (short runs)" stage_fuzz
 run_stage "sanitizer build (ASan + UBSan), unit tests and gating lists" stage_asan
 run_stage "ThreadSanitizer build, threaded unit tests" stage_tsan
-run_stage "profile-guided release build: the same decisions as the plain one" stage_pgo
+if [ "${GANTRY_TEST_PGO:-0}" = 1 ]; then
+  run_stage "profile-guided release build: the same decisions as the plain one" stage_pgo
+fi
 
 echo
 echo "== stages ($(($(date +%s) - script_start))s in all)"
@@ -186,6 +215,9 @@ for i in "${!stage_names[@]}"; do
   esac
 done
 echo "stages: $passed passed, $failed failed"
+if [ "${GANTRY_TEST_PGO:-0}" != 1 ]; then
+  echo "(not run: the profile-guided build; GANTRY_TEST_PGO=1 adds it)"
+fi
 # Details a failed stage left for the end of the log (a CI log is often read from its end).
 if [ -s build-fuzz/fuzz/failures.txt ]; then
   echo

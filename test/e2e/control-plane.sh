@@ -34,7 +34,9 @@ build() {
     return
   fi
   mkdir -p "$out"
-  (cd "$here/k8sbins" && go build -o "$out/" ./cmd/...) >&2
+  # Without DWARF and symbol tables (-s -w): the binaries are only run, never debugged, and
+  # leaving them out shortens the links of these large binaries.
+  (cd "$here/k8sbins" && go build -ldflags "-s -w" -o "$out/" ./cmd/...) >&2
   echo "$out"
 }
 
