@@ -7,6 +7,7 @@
 #include "binder/binder.h"
 #include "cli/commands.h"
 #include "cli/compat_flags.h"
+#include "cli/kai_shard.h"
 #include "cli/scheduler_command.h"
 #include "cli/simulate_command.h"
 #include "kube/client_flags.h"
@@ -242,6 +243,38 @@ int main(int argc, char** argv) {
   gantry::statusctl::AddQueueControllerFlags(*queue_controller_cmd, queue_controller,
                                              queue_label_map, queue_label_defaults);
 
+  gantry::cli::KaiShardOptions shard;
+  auto* shard_cmd = app.add_subcommand(
+      "kai-shard",
+      "Print KAI SchedulingShards as KAI's operator renders them: the scheduler configuration, "
+      "its arguments, or the values of Gantry's Helm chart (docs/node-pools.md)");
+  shard_cmd
+      ->add_option("files", shard.files,
+                   "SchedulingShard files (YAML or JSON, one or a list; -: standard input)")
+      ->required();
+  shard_cmd->add_option("--output,-o", shard.output, "config, args or helm-values")
+      ->check(CLI::IsMember({"config", "args", "helm-values"}))
+      ->capture_default_str();
+  shard_cmd
+      ->add_option("--scheduler-name", shard.globals.scheduler_name,
+                   "KAI Config's global.schedulerName")
+      ->capture_default_str();
+  shard_cmd->add_option("--namespace", shard.globals.namespace_name, "KAI Config's namespace")
+      ->capture_default_str();
+  shard_cmd->add_option("--replicas", shard.globals.replicas, "KAI Config's scheduler.replicas")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  shard_cmd
+      ->add_option("--config-path", shard.globals.config_path,
+                   "Where the scheduler's container mounts the configuration")
+      ->capture_default_str();
+  shard_cmd->add_option("--metrics-namespace", shard.globals.metrics_namespace,
+                        "KAI Config's queueController.metricsNamespace");
+  shard_cmd->add_flag("--internal-prometheus", shard.globals.internal_prometheus,
+                      "KAI Config's prometheus.enabled (the usage database's default address)");
+  shard_cmd->add_option("--external-prometheus-url", shard.globals.external_prometheus_url,
+                        "KAI Config's prometheus.externalPrometheusUrl");
+
   // KAI's operator renders `--partition-label-value=` (an empty value: the default partition);
   // CLI11 would take the next argument as its value. An empty value of a flag whose default is
   // empty changes nothing, so such arguments are dropped before parsing.
@@ -284,6 +317,13 @@ int main(int argc, char** argv) {
   if (sched_cmd->parsed()) {
     sched.warnings = sched_compat.Warnings();
     return gantry::cli::RunScheduler(sched, std::cout, std::cerr);
+  }
+  if (shard_cmd->parsed()) {
+    // The shard's args are passed on only as flags `gantry scheduler` takes.
+    auto takes_flag = [sched_cmd](const std::string& name) {
+      return sched_cmd->get_option_no_throw("--" + name) != nullptr;
+    };
+    return gantry::cli::RunKaiShard(shard, takes_flag, std::cout, std::cerr);
   }
   if (bench_cmd->parsed()) return gantry::cli::RunBench(bench, std::cout, std::cerr);
   if (sim_cmd->parsed()) return gantry::cli::RunSimulate(simulate, std::cout, std::cerr);

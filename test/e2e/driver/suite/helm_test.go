@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
 
 	"gantry/test/e2e/driver/harness"
 )
@@ -248,5 +250,87 @@ func TestHelmChartNodePools(t *testing.T) {
 	}
 	if !equalJSON(services, wantServices) {
 		t.Errorf("scheduler metrics Services (app label, selector): %v, want %v", services, wantServices)
+	}
+}
+
+// KAI's SchedulingShards, as `kubectl get schedulingshards -o yaml` lists them, through
+// `gantry kai-shard -o helm-values` into the chart: each pool's scheduler mounts a ConfigMap with
+// its own shard's configuration and takes its shard's args; the default pool's shard becomes
+// scheduler.config.
+func TestHelmChartFromKAIShards(t *testing.T) {
+	bin := os.Getenv("GANTRY_BIN")
+	if bin == "" {
+		t.Skip("GANTRY_BIN is not set")
+	}
+	shards := filepath.Join(t.TempDir(), "shards.yaml")
+	if err := os.WriteFile(shards, []byte(`apiVersion: v1
+kind: List
+items:
+- apiVersion: kai.scheduler/v1
+  kind: SchedulingShard
+  metadata: {name: default}
+  spec: {kValue: 0.5}
+- apiVersion: kai.scheduler/v1
+  kind: SchedulingShard
+  metadata: {name: inference}
+  spec:
+    partitionLabelValue: pool-b
+    placementStrategy: {gpu: spread}
+    args: {schedule-period: 2s}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, "kai-shard", "-o", "helm-values", shards)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("gantry kai-shard: %v\n%s", err, stderr.String())
+	}
+	var values map[string]interface{}
+	if err := yaml.Unmarshal(out, &values); err != nil {
+		t.Fatalf("kai-shard's values are not YAML: %v\n%s", err, out)
+	}
+	objs := render(t, newNamespace(t, ctxFor(t), "helm-shards"), values)
+
+	configs := map[string]string{} // ConfigMap -> config.yaml
+	mounts := map[string]string{}  // scheduler Deployment -> the ConfigMap it mounts
+	args := map[string]string{}
+	for _, o := range objs {
+		switch {
+		case o.GetKind() == "ConfigMap" && strings.HasPrefix(o.GetName(), "gantry-scheduler-config"):
+			configs[o.GetName()], _, _ = unstructured.NestedString(o.Object, "data", "config.yaml")
+		case o.GetKind() == "Deployment" && strings.HasPrefix(o.GetName(), "gantry-scheduler"):
+			spec, _, _ := unstructured.NestedMap(o.Object, "spec", "template", "spec")
+			volumes, _, _ := unstructured.NestedSlice(spec, "volumes")
+			for _, v := range volumes {
+				if name, found, _ := unstructured.NestedString(v.(map[string]interface{}), "configMap", "name"); found {
+					mounts[o.GetName()] = name
+				}
+			}
+			containers, _, _ := unstructured.NestedSlice(spec, "containers")
+			args[o.GetName()] = fmt.Sprint(containers[0].(map[string]interface{})["args"])
+		}
+	}
+	if want := map[string]string{
+		"gantry-scheduler":        "gantry-scheduler-config",
+		"gantry-scheduler-pool-b": "gantry-scheduler-config-pool-b",
+	}; !equalJSON(mounts, want) {
+		t.Fatalf("scheduler Deployments mount %v, want %v", mounts, want)
+	}
+	def, pool := configs["gantry-scheduler-config"], configs["gantry-scheduler-config-pool-b"]
+	if !strings.Contains(def, "kValue: \"0.5\"") || !strings.Contains(def, "name: gpupack") ||
+		!strings.Contains(def, "consolidation") {
+		t.Errorf("default pool's configuration is not its shard's (kValue 0.5, binpack):\n%s", def)
+	}
+	if !strings.Contains(pool, "name: gpuspread") || strings.Contains(pool, "name: gpupack") ||
+		strings.Contains(pool, "consolidation") {
+		t.Errorf("pool-b's configuration is not its shard's (GPU spread, no consolidation):\n%s", pool)
+	}
+	if !strings.Contains(args["gantry-scheduler-pool-b"], "--partition-label-value pool-b --schedule-period=2s") {
+		t.Errorf("pool-b's scheduler args %s, want its pool and its shard's --schedule-period=2s", args["gantry-scheduler-pool-b"])
+	}
+	if strings.Contains(args["gantry-scheduler"], "--schedule-period=2s") {
+		t.Errorf("the default scheduler took pool-b's args: %s", args["gantry-scheduler"])
 	}
 }
