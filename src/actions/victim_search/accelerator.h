@@ -296,6 +296,11 @@ class SearchAccelerator final : public RejectionProofs {
         !CouldFitProfile(pending_profile_, [&](double g) { return FreeBlocks(nodes, g); })) {
       return VictimStep::kFail;
     }
+    // (The same per required topology domain, see domain_precheck.h.)
+    if (!placed && victim_placed && domain_.Active() && domain_.FailsNow(ssn_, nodes)) {
+      ++stats_->precheck_domain;
+      return VictimStep::kFail;
+    }
     if (!placed && may_skip && !verify_ && RejectionCertainOncePlaced(nodes)) {
       unsolvable_ = true;
       return VictimStep::kFail;

@@ -132,6 +132,36 @@ class DomainPrecheck {
     return false;
   }
 
+  // Whether some confined sub-group fits in no domain of `nodes` (the feasible ones) as the
+  // session is now: counted afresh. For a simulation before the pending pods' turn, where victims
+  // placed again only take free GPUs away (false when a count is not a whole number).
+  bool FailsNow(const Session& ssn, const std::vector<NodeId>& nodes) {
+    const auto free = ssn.non_allocated_gpus();
+    for (NodeId n : nodes) {
+      if (!ExactlySummable(free[n])) return false;
+    }
+    for (const Confined& k : confined_) {
+      if (!k.active) continue;
+      const size_t sizes = k.profile.steps.size() + 1;
+      counts_.assign(static_cast<size_t>(k.domains->count) * sizes, 0.0);
+      for (NodeId n : nodes) {
+        const int32_t d = k.domains->of_node[n];
+        if (d < 0) continue;
+        double* counts = &counts_[static_cast<size_t>(d) * sizes];
+        counts[0] += NodeBlocks(free[n], 0);
+        for (size_t s = 1; s < sizes; ++s) {
+          counts[s] += NodeBlocks(free[n], k.profile.steps[s - 1].first);
+        }
+      }
+      bool fits = false;
+      for (int32_t d = 0; d < k.domains->count && !fits; ++d) {
+        fits = FitsCounts(k, &counts_[static_cast<size_t>(d) * sizes]);
+      }
+      if (!fits) return true;
+    }
+    return false;
+  }
+
   // Whether the rule may decide anything in this batch.
   bool Active() const {
     for (const Confined& k : confined_) {
