@@ -58,8 +58,8 @@ struct Tree {
     return -2;
   }
   const std::string& LevelName(int level) const {
-    static const std::string kRoot = "root";
-    return level < 0 ? kRoot : topology->levels[static_cast<size_t>(level)];
+    static const std::string root_name = "root";
+    return level < 0 ? root_name : topology->levels[static_cast<size_t>(level)];
   }
 };
 
