@@ -531,7 +531,8 @@ int main(int argc, char** argv) {
         if (st.jobs == 0) continue;
         std::printf(
             "# nodes=%d victim search %s: jobs %llu solved %llu | prefixes %llu scenarios %llu | "
-            "pre-checked %llu proven unsolvable %llu simulated %llu (not placed %llu, rejected "
+            "pre-checked %llu [%llu per domain] proven unsolvable %llu simulated %llu (not placed "
+            "%llu, rejected "
             "%llu [%llu proven early], "
             "accepted %llu) | "
             "%.1f ms | slowest job %s: %s, %llu simulated, %.1f ms\n",
@@ -540,6 +541,7 @@ int main(int argc, char** argv) {
             static_cast<unsigned long long>(st.prefixes),
             static_cast<unsigned long long>(st.scenarios),
             static_cast<unsigned long long>(st.precheck),
+            static_cast<unsigned long long>(st.precheck_domain),
             static_cast<unsigned long long>(st.proven_before),
             static_cast<unsigned long long>(st.simulations),
             static_cast<unsigned long long>(st.not_placed),

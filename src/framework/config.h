@@ -39,6 +39,9 @@ struct SchedulerParams {
   double stuck_in_releasing_threshold_seconds = 120;
   // Victim search shortcuts that give the same result with less work (off only to verify that).
   bool solver_shortcuts = true;
+  // With the shortcuts on: the victim search's capacity pre-check per required topology domain
+  // (victim_search/domain_precheck.h). Off only for the differential tests of that rule.
+  bool solver_domain_precheck = true;
 };
 
 // KAI's `usageDBConfig`: where the scheduler reads the queues' historical usage (time-based

@@ -70,6 +70,10 @@ void SessionHooks::AddSubsetNodesFn(SubsetNodesFn fn, NodeDependence depends_on)
   subset_nodes_fns_.push_back(std::move(fn));
 }
 
+void SessionHooks::AddRequiredDomainsFn(RequiredDomainsFn fn) {
+  required_domains_fns_.push_back(std::move(fn));
+}
+
 void SessionHooks::AddPreJobAllocationFn(PreJobAllocationFn fn) {
   pre_job_allocation_fns_.push_back(std::move(fn));
 }
@@ -229,6 +233,13 @@ bool SessionHooks::PreemptScenarioValid(const ScenarioInfo& scenario) const {
     if (!fn(session(), scenario)) return false;
   }
   return true;
+}
+
+const NodeDomains* SessionHooks::RequiredDomains(const SubGroupRef& ref) const {
+  for (const auto& fn : required_domains_fns_) {
+    if (const NodeDomains* d = fn(session(), ref)) return d;
+  }
+  return nullptr;
 }
 
 bool SessionHooks::SubsetNodes(const SubGroupRef& ref, std::span<const PodId> tasks,

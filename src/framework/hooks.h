@@ -26,6 +26,8 @@
 //                                             allocate (SelectSharedGpus)
 // SubsetNodesFn                -            each splits the sets the previous one made
 //                                             allocate (SubsetNodes)
+// RequiredDomainsFn            -            the first non-null answer
+//                                             victim search, shortcuts on (RequiredDomains)
 // PreJobAllocationFn           -            all called
 //                                             allocate (PreJobAllocation)
 // JobCapacityFn                -            the first one only
@@ -269,6 +271,17 @@ struct SubGroupRef {
 using SubsetNodesFn = std::function<bool(Session&, const SubGroupRef&, std::span<const PodId> tasks,
                                          std::span<const NodeId> nodes, bool record,
                                          std::vector<std::vector<NodeId>>& out)>;
+// A partition of the nodes into the domains a sub-group's pods must share: every node set a
+// subset-node function makes for the sub-group's tasks lies inside one domain, so the pods
+// placed through SubsetNodes all land in one domain. `of_node`: per node, its domain (0 to
+// count - 1), or -1 for a node no set of the sub-group holds.
+struct NodeDomains {
+  std::vector<int32_t> of_node;
+  int32_t count = 0;
+};
+// The partition of a sub-group whose placement is confined so (null: none is promised; e.g. the
+// topology plugin's required level). The answer stays valid for the whole session.
+using RequiredDomainsFn = std::function<const NodeDomains*(const Session&, const SubGroupRef&)>;
 using PreJobAllocationFn = std::function<void(Session&, JobId)>;
 // Called once the session is fully open (every plugin's callbacks registered), before the first
 // action: for plugins that read the session as the actions will see it (reflectjoborder).
@@ -307,6 +320,7 @@ class SessionHooks {
   void AddPredicateFn(PredicateFn fn, PredicateOptions options = {});
   void AddGpuOrderFn(GpuOrderFn fn, NodeDependence depends_on = NodeDependence::kAnything);
   void AddSubsetNodesFn(SubsetNodesFn fn, NodeDependence depends_on = NodeDependence::kAnything);
+  void AddRequiredDomainsFn(RequiredDomainsFn fn);
   void AddPreJobAllocationFn(PreJobAllocationFn fn);
   void AddJobCapacityFn(JobCapacityFn fn);
   void AddTaskCapacityFn(TaskCapacityFn fn);
@@ -363,6 +377,9 @@ class SessionHooks {
   bool SubsetNodes(const SubGroupRef& ref, std::span<const PodId> tasks,
                    std::span<const NodeId> nodes, bool record,
                    std::vector<std::vector<NodeId>>& out);
+  // The domains the sub-group's pods placed through SubsetNodes must share (see
+  // RequiredDomainsFn), or null.
+  const NodeDomains* RequiredDomains(const SubGroupRef& ref) const;
   void PreJobAllocation(JobId j);
   void SessionOpened();
   void FireAllocate(PodId p);
@@ -402,6 +419,7 @@ class SessionHooks {
   std::vector<PredicateBatchFn> predicate_batch_fns_;  // per predicate_fns_ entry, or null
   std::vector<GpuOrderFn> gpu_order_fns_;
   std::vector<SubsetNodesFn> subset_nodes_fns_;
+  std::vector<RequiredDomainsFn> required_domains_fns_;
   std::vector<PreJobAllocationFn> pre_job_allocation_fns_;
   std::vector<JobCapacityFn> job_capacity_fns_;
   std::vector<TaskCapacityFn> task_capacity_fns_;

@@ -55,6 +55,7 @@ class SearchAccelerator final : public RejectionProofs {
     if (KeptEvictionBase::Applies(ssn_)) {
       kept_base_ = std::make_unique<KeptEvictionBase>(std::move(new_statement));
     }
+    domain_.StartSearch(ssn_, job_);
   }
   ~SearchAccelerator() { ssn_.SetNodeChangeLog(nullptr); }
   SearchAccelerator(const SearchAccelerator&) = delete;
@@ -84,6 +85,7 @@ class SearchAccelerator final : public RejectionProofs {
     ResetFrees();
     SortedGpuSizes(ssn_, pending, sizes_scratch_);
     MakeProfile(sizes_scratch_, pending_profile_);
+    domain_.StartPrefix(ssn_, pending);
   }
 
   // --- Victims-queue pops (replayed instead of popping a copy per prefix)
@@ -111,10 +113,16 @@ class SearchAccelerator final : public RejectionProofs {
   // A batch's recorded victims are evicted.
   void StartBatch() {
     CountBaseBlocks();
+    domain_.CountBase(ssn_, feasible_list_);
     touched_.clear();
     touched_epoch_ = ssn_.placement_epoch();
   }
-  void OnScenario() { ++stats_->scenarios; }
+  // A scenario starts, in the batch's base state.
+  void OnScenario() {
+    ++stats_->scenarios;
+    // (A rejected scenario keeps the nodes its evictions made feasible: counted again.)
+    if (!domain_.BaseCovers(feasible_list_)) domain_.CountBase(ssn_, feasible_list_);
+  }
 
   // Whether every node of `nodes` (the latest victim job's) is unsolvable without simulating
   // (see rejection_proofs.h). `evict(node, potential, added)` and `undo(cp, added)` are the
@@ -131,7 +139,9 @@ class SearchAccelerator final : public RejectionProofs {
     for (NodeId node : nodes) {
       const auto cp = stmt.checkpoint();
       if (!evict(node, potential, added)) continue;
-      bool proven = !CouldFitProfile(pending_profile_, [&](double g) { return ScenarioBlocks(g); });
+      bool proven =
+          !CouldFitProfile(pending_profile_, [&](double g) { return ScenarioBlocks(g); }) ||
+          DomainFailsAfterEvictions();
       if (!proven && (added.empty() || FeasibleListInsensitive())) {
         PrepareRejecting(scenario, potential, nullptr, /*track=*/false);
         proven = RejectionCertainBeforePlacing(scenario);
@@ -185,7 +195,8 @@ class SearchAccelerator final : public RejectionProofs {
   // Before placing: an outcome when decided without simulating.
   std::optional<Outcome> BeforeSimulation(const Scenario& scenario,
                                           std::span<const PodId> potential, bool may_skip) {
-    if (!CouldFitProfile(pending_profile_, [&](double g) { return ScenarioBlocks(g); })) {
+    if (!CouldFitProfile(pending_profile_, [&](double g) { return ScenarioBlocks(g); }) ||
+        DomainFailsAfterEvictions()) {
       ++stats_->precheck;
       return Outcome::kFailed;
     }
@@ -283,6 +294,11 @@ class SearchAccelerator final : public RejectionProofs {
     // necessary condition for placing them fails, their turn will fail (kFailed).
     if (!placed && victim_placed &&
         !CouldFitProfile(pending_profile_, [&](double g) { return FreeBlocks(nodes, g); })) {
+      return VictimStep::kFail;
+    }
+    // (The same per required topology domain, see domain_precheck.h.)
+    if (!placed && victim_placed && domain_.Active() && domain_.FailsNow(ssn_, nodes)) {
+      ++stats_->precheck_domain;
       return VictimStep::kFail;
     }
     if (!placed && may_skip && !verify_ && RejectionCertainOncePlaced(nodes)) {

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "actions/victim_search/domain_precheck.h"
 #include "actions/victim_search/gpu_blocks.h"
 #include "actions/victim_search/scenario.h"
 #include "actions/victim_search/search_state.h"
@@ -185,7 +186,29 @@ class CapacityBlocks : public SearchState {
   // not exact (then the caller simulates as usual).
   bool FailsPrecheckAfterEvicting() {
     if (!hypothetical_exact_) return false;
-    return !CouldFitProfile(pending_profile_, [&](double g) { return HypotheticalBlocks(g); });
+    if (!CouldFitProfile(pending_profile_, [&](double g) { return HypotheticalBlocks(g); })) {
+      return true;
+    }
+    // (hypothetical_exact_: every count is a whole number.)
+    if (domain_.Active() &&
+        domain_.Fails(touched_, [&](size_t i) { return hypothetical_free_[i]; })) {
+      ++stats_->precheck_domain;
+      return true;
+    }
+    return false;
+  }
+
+  // Whether the pre-check per topology domain (domain_precheck.h) fails right after the
+  // scenario's evictions (touched_ lists the nodes they changed). False when not exact.
+  bool DomainFailsAfterEvictions() {
+    if (!domain_.Active() || touched_epoch_ != ssn_.placement_epoch()) return false;
+    const auto free = ssn_.non_allocated_gpus();
+    for (const TouchedNode& t : touched_) {
+      if (!ExactlySummable(free[t.node])) return false;
+    }
+    if (!domain_.Fails(touched_, [&](size_t i) { return free[touched_[i].node]; })) return false;
+    ++stats_->precheck_domain;
+    return true;
   }
 
   // Blocks of g free GPUs (g = 0: free GPUs) of the feasible nodes once the scenario's
@@ -404,6 +427,7 @@ class CapacityBlocks : public SearchState {
   mutable uint64_t blocks_version_ = 0;
   std::vector<std::pair<double, double>> hypothetical_blocks_;  // (size, blocks), one scenario
   bool hypothetical_exact_ = false;
+  DomainPrecheck domain_;       // the pre-check per required topology domain
   std::vector<PodFree> frees_;  // per slot of the prefix's Scenario::group_pods (CatchUpFrees)
   std::vector<uint64_t> union_job_stamp_;  // UnionFailsPrecheck's jobs taken (union_stamp_)
   uint64_t union_stamp_ = 0;

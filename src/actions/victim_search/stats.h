@@ -15,21 +15,23 @@ namespace gantry {
 // (a scenario decided by the capacity pre-check is not simulated). Kept per thread; reset by
 // ResetSolverStats.
 struct SolverActionStats {
-  uint64_t jobs = 0;           // SolveJob calls
-  uint64_t solved = 0;         // of which solved
-  uint64_t prefixes = 0;       // pod prefixes searched
-  uint64_t scenarios = 0;      // scenarios that passed the scenario filters (simulated or not)
-  uint64_t precheck = 0;       // simulations skipped by the capacity pre-check (per node or not)
-  uint64_t simulations = 0;    // placements simulated (AllocatePreemptorAndVictims)
-  uint64_t not_placed = 0;     // of which the pending pods did not fit
-  uint64_t rejected = 0;       // of which the validator rejected the outcome
-  uint64_t proven = 0;         // of which rejected by a proven bound, stopped early
-                               // (SolverSpec::rejection_rules: the validator was not asked)
-  uint64_t accepted = 0;       // of which the validator accepted the outcome
-  uint64_t proven_before = 0;  // node simulations a rejection rule proved hopeless before the
-                               // pending pods' turn: skipped before placing anything (not in
-                               // `simulations`) or stopped ahead of that turn (counted there
-                               // too); with proofs verified, they are run to the end
+  uint64_t jobs = 0;             // SolveJob calls
+  uint64_t solved = 0;           // of which solved
+  uint64_t prefixes = 0;         // pod prefixes searched
+  uint64_t scenarios = 0;        // scenarios that passed the scenario filters (simulated or not)
+  uint64_t precheck = 0;         // simulations skipped by the capacity pre-check (per node or not)
+  uint64_t precheck_domain = 0;  // of which by the pre-check per topology domain (before
+                                 // evicting or once evicted; domain_precheck.h)
+  uint64_t simulations = 0;      // placements simulated (AllocatePreemptorAndVictims)
+  uint64_t not_placed = 0;       // of which the pending pods did not fit
+  uint64_t rejected = 0;         // of which the validator rejected the outcome
+  uint64_t proven = 0;           // of which rejected by a proven bound, stopped early
+                                 // (SolverSpec::rejection_rules: the validator was not asked)
+  uint64_t accepted = 0;         // of which the validator accepted the outcome
+  uint64_t proven_before = 0;    // node simulations a rejection rule proved hopeless before the
+                                 // pending pods' turn: skipped before placing anything (not in
+                                 // `simulations`) or stopped ahead of that turn (counted there
+                                 // too); with proofs verified, they are run to the end
   uint64_t proven_without_evicting = 0;  // of proven_before: proven before evicting anything
   uint64_t proven_by_recorded = 0;       // of proven_without_evicting: from the rules of the
                                          // recorded victims alone (kept per prefix), the scenario's

@@ -17,7 +17,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <unordered_map>
+#include <utility>
 
 #include "framework/session.h"
 #include "plugins/builtin.h"
@@ -56,8 +58,8 @@ struct Tree {
     return -2;
   }
   const std::string& LevelName(int level) const {
-    static const std::string kRoot = "root";
-    return level < 0 ? kRoot : topology->levels[static_cast<size_t>(level)];
+    static const std::string root_name = "root";
+    return level < 0 ? root_name : topology->levels[static_cast<size_t>(level)];
   }
 };
 
@@ -110,6 +112,7 @@ class TopologyPlugin : public Plugin {
     const Cluster& c = ssn.cluster();
     trees_.clear();
     tree_index_.clear();
+    required_domains_.clear();
     scores_.clear();
     signatures_.clear();
     acc_cache_.clear();
@@ -120,12 +123,16 @@ class TopologyPlugin : public Plugin {
                                 std::vector<std::vector<NodeId>>& out) {
       return SubsetNodes(s, ref, tasks, nodes, record, out);
     });
+    ssn.AddRequiredDomainsFn([this](const Session& s, const SubGroupRef& ref) {
+      return RequiredDomains(s.cluster(), ref);
+    });
     ssn.AddPreJobAllocationFn([this](Session&, JobId) { scores_.clear(); });
     ssn.AddNodeOrderFn([this](const Session& s, PodId p, NodeId n) { return Score(s, p, n); });
   }
 
   void OnSessionClose(Session&) override {
     trees_.clear();
+    required_domains_.clear();
     scores_.clear();
     signatures_.clear();
     acc_cache_.clear();
@@ -356,6 +363,33 @@ class TopologyPlugin : public Plugin {
     }
     for (NodeId n : valid) valid_flag[n] = 0;  // all zero again for the next call
     return true;
+  }
+
+  // The domains of a sub-group's required level, as the victim search's pre-check reads them
+  // (RequiredDomainsFn). SubsetNodes gives such a sub-group only node sets of domains from its
+  // preferred level up to its required one, and a domain of those levels lies inside one domain
+  // of the required level (a domain's id is its label path from the top level). Null without a
+  // required level of a known topology (the root is no confinement).
+  const NodeDomains* RequiredDomains(const Cluster& c, const SubGroupRef& ref) {
+    const auto& constraint = ConstraintOf(c, ref);
+    if (!constraint || constraint->topology.empty() || constraint->required_level.empty()) {
+      return nullptr;
+    }
+    const auto found = tree_index_.find(constraint->topology);
+    if (found == tree_index_.end()) return nullptr;
+    const Tree& tree = trees_[found->second];
+    const int level = tree.LevelIndex(constraint->required_level);
+    if (level < 0) return nullptr;
+    auto [it, inserted] = required_domains_.try_emplace({found->second, level});
+    NodeDomains& nd = it->second;
+    if (inserted) {
+      nd.of_node.assign(c.nodes.size(), -1);
+      for (int32_t d : tree.by_level[static_cast<size_t>(level)]) {
+        for (NodeId n : tree.domains[d].nodes) nd.of_node[n] = nd.count;
+        ++nd.count;
+      }
+    }
+    return &nd;
   }
 
   // KAI's lowestCommonDomainID.
@@ -712,6 +746,8 @@ class TopologyPlugin : public Plugin {
 
   std::vector<Tree> trees_;
   std::unordered_map<std::string, size_t> tree_index_;
+  // RequiredDomains' answers, per (tree, level), made on first use.
+  std::map<std::pair<size_t, int>, NodeDomains> required_domains_;
   Pod test_;  // scratch representative pod (no allocation per node)
   // Scratch of SubsetNodes, kept between calls: the candidate nodes in the topology, and the same
   // as flags per node (all zero between calls).

@@ -1,0 +1,218 @@
+// Accelerator of the victim search: the capacity pre-check per required topology domain (issue 24).
+//
+// Why it is sound. A sub-group of the pending job (a group or a pod set) whose placement the
+// subset-node functions confine to one domain (Session::RequiredDomains: the topology plugin, for
+// a required level) has all of its pending pods placed inside the feasible nodes of a single
+// domain of that level, or not at all. The whole-GPU block condition (gpu_blocks.h) is necessary
+// for placing pods on a set of nodes; so when it fails in every domain for some such sub-group,
+// the pending pods cannot be placed and the simulation ends kFailed, exactly as when the
+// cluster-wide pre-check (capacity_blocks.h) fails. The counts are those the cluster-wide
+// pre-check uses, split by domain: the free GPUs (idle + releasing) of the feasible nodes once the
+// scenario's evictions are done.
+//
+// How it is counted. Per batch, the blocks of every domain in the prefix's base state (recorded
+// victims evicted). Evictions only add free GPUs and feasible nodes, so when some domain already
+// fits in the base state the rule cannot apply to the batch; otherwise only a domain holding a
+// node the scenario touches can fit, and those few are counted from the base counts corrected on
+// the touched nodes. Sums are used only while every count is a whole number (exact in any order);
+// otherwise the rule stays out of the way.
+//
+// Part of SearchAccelerator (accelerator.h, through CapacityBlocks), which exists only with the
+// solver shortcuts on; SchedulerParams::solver_domain_precheck switches this rule alone off (the
+// differential tests compare the decisions with and without it).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "actions/victim_search/gpu_blocks.h"
+#include "framework/session.h"
+
+namespace gantry::victim_search {
+
+class DomainPrecheck {
+ public:
+  // The pending job's confined sub-groups (none, or the rule switched off: the rule does
+  // nothing for this search).
+  void StartSearch(const Session& ssn, JobId job) {
+    confined_.clear();
+    if (!ssn.params().solver_domain_precheck) return;
+    const Job& j = ssn.cluster().jobs[job];
+    for (size_t g = 0; g < j.groups.size(); ++g) {
+      const SubGroupRef ref{job, false, static_cast<int32_t>(g)};
+      Add(ssn, ref);
+    }
+    for (size_t s = 0; s < j.pod_sets.size(); ++s) {
+      const SubGroupRef ref{job, true, static_cast<int32_t>(s)};
+      Add(ssn, ref);
+    }
+  }
+
+  // A prefix starts with these pending pods: the GPU profile of those of each sub-group.
+  void StartPrefix(const Session& ssn, const std::vector<PodId>& pending) {
+    const Cluster& c = ssn.cluster();
+    for (Confined& k : confined_) {
+      members_.clear();
+      for (PodId p : pending) {
+        if (Holds(c, k.ref, p)) members_.push_back(p);
+      }
+      SortedGpuSizes(ssn, members_, sizes_);
+      MakeProfile(sizes_, k.profile);
+      k.active = false;
+    }
+  }
+
+  // The batch's base state (the session holds it): counts each sub-group's domains over the
+  // feasible nodes `feasible`. The rule applies to a sub-group only when no domain fits yet.
+  void CountBase(const Session& ssn, const std::vector<NodeId>& feasible) {
+    counted_feasible_ = feasible.size();
+    const auto free = ssn.non_allocated_gpus();
+    bool exact = true;
+    for (NodeId n : feasible) exact = exact && ExactlySummable(free[n]);
+    for (Confined& k : confined_) {
+      k.active = false;
+      if (!exact || k.profile.always_fits) continue;
+      const size_t sizes = k.profile.steps.size() + 1;  // free GPUs, then each step's size
+      k.base.assign(static_cast<size_t>(k.domains->count) * sizes, 0.0);
+      for (NodeId n : feasible) {
+        const int32_t d = k.domains->of_node[n];
+        if (d < 0) continue;
+        double* counts = &k.base[static_cast<size_t>(d) * sizes];
+        counts[0] += NodeBlocks(free[n], 0);
+        for (size_t i = 1; i < sizes; ++i)
+          counts[i] += NodeBlocks(free[n], k.profile.steps[i - 1].first);
+      }
+      bool some_fits = false;
+      for (int32_t d = 0; d < k.domains->count && !some_fits; ++d) {
+        some_fits = FitsCounts(k, &k.base[static_cast<size_t>(d) * sizes]);
+      }
+      k.active = !some_fits;
+    }
+  }
+  // Whether the base counts still cover the feasible nodes (a rejected scenario keeps the nodes
+  // its evictions made feasible, as KAI does; the counts are then made again).
+  bool BaseCovers(const std::vector<NodeId>& feasible) const {
+    return counted_feasible_ == feasible.size();
+  }
+
+  // Whether some confined sub-group fits in no domain once the scenario's evictions are done.
+  // `touched`: the nodes the scenario changes (`node`, `base_free`: free GPUs in the base state,
+  // `was_feasible`: counted in the base), `after(i)`: the free GPUs of touched[i] after the
+  // evictions (whole numbers, or the caller does not ask).
+  template <typename Touched, typename After>
+  bool Fails(const std::vector<Touched>& touched, const After& after) {
+    for (Confined& k : confined_) {
+      if (!k.active) continue;
+      bool fits = false;
+      const size_t sizes = k.profile.steps.size() + 1;
+      for (size_t i = 0; i < touched.size() && !fits; ++i) {
+        const int32_t d = k.domains->of_node[touched[i].node];
+        // (Each domain once: at the first of its touched nodes.)
+        bool first = d >= 0;
+        for (size_t e = 0; e < i && first; ++e) first = k.domains->of_node[touched[e].node] != d;
+        if (!first) continue;
+        counts_.assign(
+            k.base.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(d) * sizes),
+            k.base.begin() + static_cast<std::ptrdiff_t>((static_cast<size_t>(d) + 1) * sizes));
+        for (size_t e = i; e < touched.size(); ++e) {
+          if (k.domains->of_node[touched[e].node] != d) continue;
+          const double f = after(e);
+          const double b = touched[e].base_free;
+          const bool was = touched[e].was_feasible;
+          counts_[0] += NodeBlocks(f, 0) - (was ? NodeBlocks(b, 0) : 0);
+          for (size_t s = 1; s < sizes; ++s) {
+            const double g = k.profile.steps[s - 1].first;
+            counts_[s] += NodeBlocks(f, g) - (was ? NodeBlocks(b, g) : 0);
+          }
+        }
+        fits = FitsCounts(k, counts_.data());
+      }
+      if (!fits) return true;
+    }
+    return false;
+  }
+
+  // Whether some confined sub-group fits in no domain of `nodes` (the feasible ones) as the
+  // session is now: counted afresh. For a simulation before the pending pods' turn, where victims
+  // placed again only take free GPUs away (false when a count is not a whole number).
+  bool FailsNow(const Session& ssn, const std::vector<NodeId>& nodes) {
+    const auto free = ssn.non_allocated_gpus();
+    for (NodeId n : nodes) {
+      if (!ExactlySummable(free[n])) return false;
+    }
+    for (const Confined& k : confined_) {
+      if (!k.active) continue;
+      const size_t sizes = k.profile.steps.size() + 1;
+      counts_.assign(static_cast<size_t>(k.domains->count) * sizes, 0.0);
+      for (NodeId n : nodes) {
+        const int32_t d = k.domains->of_node[n];
+        if (d < 0) continue;
+        double* counts = &counts_[static_cast<size_t>(d) * sizes];
+        counts[0] += NodeBlocks(free[n], 0);
+        for (size_t s = 1; s < sizes; ++s) {
+          counts[s] += NodeBlocks(free[n], k.profile.steps[s - 1].first);
+        }
+      }
+      bool fits = false;
+      for (int32_t d = 0; d < k.domains->count && !fits; ++d) {
+        fits = FitsCounts(k, &counts_[static_cast<size_t>(d) * sizes]);
+      }
+      if (!fits) return true;
+    }
+    return false;
+  }
+
+  // Whether the rule may decide anything in this batch.
+  bool Active() const {
+    for (const Confined& k : confined_) {
+      if (k.active) return true;
+    }
+    return false;
+  }
+
+ private:
+  struct Confined {
+    SubGroupRef ref;
+    const NodeDomains* domains = nullptr;
+    SizeProfile profile;  // the prefix's pending pods of the sub-group
+    // Per domain, its free GPUs then its blocks of each step's size, in the batch's base state.
+    std::vector<double> base;
+    bool active = false;  // no domain fits in the base state (and the counts are exact)
+  };
+
+  void Add(const Session& ssn, const SubGroupRef& ref) {
+    const NodeDomains* domains = ssn.RequiredDomains(ref);
+    if (domains == nullptr) return;
+    Confined& k = confined_.emplace_back();
+    k.ref = ref;
+    k.domains = domains;
+  }
+
+  // Whether pod `p` is one of the sub-group's.
+  static bool Holds(const Cluster& c, const SubGroupRef& ref, PodId p) {
+    const Pod& pod = c.pods[p];
+    if (ref.pod_set) return pod.pod_set == ref.index;
+    const Job& job = c.jobs[ref.job];
+    int32_t g = job.pod_sets[static_cast<size_t>(pod.pod_set)].parent_group;
+    while (g != kNone && g != ref.index) g = job.groups[static_cast<size_t>(g)].parent;
+    return g == ref.index;
+  }
+
+  // CouldFitProfile on one domain's counts (free GPUs, then the steps' sizes in order).
+  static bool FitsCounts(const Confined& k, const double* counts) {
+    if (k.profile.always_fits) return true;
+    if (k.profile.total > counts[0]) return false;
+    for (size_t s = 0; s < k.profile.steps.size(); ++s) {
+      if (k.profile.steps[s].second > counts[s + 1]) return false;
+    }
+    return true;
+  }
+
+  std::vector<Confined> confined_;
+  size_t counted_feasible_ = 0;  // feasible nodes counted in the base counts
+  std::vector<PodId> members_;   // (scratch lists)
+  std::vector<double> sizes_;
+  std::vector<double> counts_;
+};
+
+}  // namespace gantry::victim_search
