@@ -98,7 +98,8 @@ int64_t PodRequestsMemo::computed() const {
 
 std::optional<std::string> NodeFitError(
     const nlohmann::json& pod, const nlohmann::json& node,
-    const std::vector<std::shared_ptr<const nlohmann::json>>& pods_on_node, PodRequestsMemo* memo) {
+    const std::vector<std::shared_ptr<const nlohmann::json>>& pods_on_node, PodRequestsMemo* memo,
+    const std::set<std::string>& dra_backed) {
   const std::string node_name = kube::NameOf(node);
   const std::string uid = kube::UidOf(pod);
   ResourceAmounts allocatable;
@@ -135,6 +136,7 @@ std::optional<std::string> NodeFitError(
     if (want <= 0) continue;
     auto a = allocatable.find(name);
     int64_t total = a == allocatable.end() ? 0 : a->second;
+    if (total == 0 && dra_backed.count(name)) continue;
     int64_t free = std::max<int64_t>(0, total - used[name]);
     if (want > free) {
       auto show = [&](int64_t v) {

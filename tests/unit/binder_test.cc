@@ -734,6 +734,23 @@ TEST(NodeFit, CountsPodSlotsAndIgnoresThePodItself) {
             std::optional<std::string>("node n has no free pod slot (1 of 1 used)"));
 }
 
+TEST(NodeFit, DraBackedExtendedResourcesTheNodeHasNoneOfAreNotChecked) {
+  json node = {{"metadata", {{"name", "n"}}},
+               {"status", {{"allocatable", {{"pods", "10"}, {"example.com/plugin", "1"}}}}}};
+  json pod = json::parse(R"({"metadata": {"uid": "me"}, "spec": {"containers": [{"resources":
+    {"requests": {"example.com/accel": "2", "example.com/plugin": "1"}}}]}})");
+  EXPECT_EQ(
+      NodeFitError(pod, node, {}),
+      std::optional<std::string>("node n has 0 of example.com/accel free, the pod requests 2"));
+  // KEP-5004: the BindRequest gives the pod DRA devices for it.
+  EXPECT_EQ(NodeFitError(pod, node, {}, nullptr, {"example.com/accel"}), std::nullopt);
+  // A resource the node does have stays checked.
+  pod["spec"]["containers"][0]["resources"]["requests"]["example.com/plugin"] = "2";
+  EXPECT_EQ(
+      NodeFitError(pod, node, {}, nullptr, {"example.com/accel", "example.com/plugin"}),
+      std::optional<std::string>("node n has 1 of example.com/plugin free, the pod requests 2"));
+}
+
 TEST(NodeFit, TheMemoParsesEachPodVersionOnceAndAnswersAsWithout) {
   json node = {{"metadata", {{"name", "n"}}},
                {"status", {{"allocatable", {{"pods", "10"}, {"nvidia.com/gpu", "8"}}}}}};
