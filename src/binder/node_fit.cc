@@ -142,8 +142,15 @@ std::optional<std::string> NodeFitError(
       auto show = [&](int64_t v) {
         return name == "cpu" ? std::to_string(v) + "m" : std::to_string(v);
       };
-      return "node " + node_name + " has " + show(free) + " of " + name +
-             " free, the pod requests " + show(want);
+      std::string why = "node ";
+      why += node_name;
+      why += " has ";
+      why += show(free);
+      why += " of ";
+      why += name;
+      why += " free, the pod requests ";
+      why += show(want);
+      return why;
     }
   }
   return std::nullopt;

@@ -89,7 +89,7 @@ class FakeCluster {
         --fail_binds;
         return reply(500, Status(500, "InternalError"));
       }
-      if (body["metadata"].value("uid", "") != pod["metadata"]["uid"]) {
+      if (body["metadata"].value("uid", "") != pod["metadata"]["uid"].get<std::string>()) {
         return reply(409, Status(409, "Conflict"));
       }
       if (!pod["spec"].value("nodeName", "").empty()) return reply(409, Status(409, "Conflict"));
@@ -108,7 +108,8 @@ class FakeCluster {
       if (r.method == "GET") return reply(200, br);
       if (r.method == "PUT" && status) {
         json next = json::parse(r.body);
-        if (next["metadata"].value("resourceVersion", "") != br["metadata"]["resourceVersion"] ||
+        if (next["metadata"].value("resourceVersion", "") !=
+                br["metadata"]["resourceVersion"].get<std::string>() ||
             conflict_status_writes > 0) {
           if (conflict_status_writes > 0) --conflict_status_writes;
           return reply(409, Status(409, "Conflict"));
@@ -195,6 +196,7 @@ class BinderTest : public ::testing::Test {
     std::lock_guard<std::mutex> lock(cluster_.mu);
     auto values = [](const std::map<std::string, json>& m) {
       std::vector<json> out;
+      out.reserve(m.size());
       for (const auto& [key, object] : m) out.push_back(object);
       return out;
     };
