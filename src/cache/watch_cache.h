@@ -262,8 +262,8 @@ class WatchCache {
   // once nodes and pods are in.
   void AssembleDra(Cluster& cl, std::vector<ObjectError>& errors) const;
   // KEP-5004 (part of AssembleDra): the device classes' extended resource names resolved into
-  // the pending pods' DraExtendedResources, and stand-in claims holding the devices of
-  // BindRequests whose pods are being bound. `device_index` finds a device by (driver, pool,
+  // the pending pods' DraExtendedResources, and stand-in claims holding the devices of the
+  // BindRequests of placed pods. `device_index` finds a device by (driver, pool,
   // name).
   void AssembleDraExtended(Cluster& cl,
                            const std::map<std::tuple<std::string, std::string, std::string>,

@@ -630,12 +630,15 @@ void WatchCache::AssembleDraExtended(
     if (p == kNone) continue;
     cl.pods[p].dra_extended = std::move(resources);
   }
-  // A pod being bound holds the devices of its BindRequest's extended-resource claim until the
-  // binder has created the claim (which then holds them): a stand-in claim keeps them taken.
+  // A pod placed through its BindRequest holds the devices of the request's extended-resource
+  // claim: a stand-in claim keeps them taken until the binder has made the real claim, and while
+  // the cache may see the pod bound before the claim's status (two watches; a device held twice
+  // is no harm). Not once the binder gave up (it deleted the claim) or the pod is done.
   for (const auto& [key, e] : bind_requests_) {
-    if (!e.record || e.record->extended_allocation.empty()) continue;
+    if (!e.record || e.record->extended_allocation.empty() || e.record->GaveUp()) continue;
     const PodId p = pod_id(e.record->namespace_, e.record->pod_name);
-    if (p == kNone || cl.pods[p].status != PodStatus::kBinding) continue;
+    if (p == kNone || !IsActiveUsed(cl.pods[p].status)) continue;
+    if (!e.record->pod_uid.empty() && e.record->pod_uid != cl.pods[p].uid) continue;
     ResourceClaim held;
     held.name = "<extended-resources>";
     held.namespace_ = e.record->namespace_;

@@ -353,6 +353,37 @@ TEST_F(DraExtendedCacheTest, PodsGetDevicesFromSlicesAndTheBindRequestCarriesThe
   EXPECT_FALSE(br3["spec"].contains("extendedResourceClaimAllocation"));
 }
 
+TEST_F(DraExtendedCacheTest, ABoundPodsRequestHoldsTheDevicesUntilTheBinderGivesUp) {
+  AddPods({AccelPod("big", 2)});
+  Snapshot snap = cache_.Take();
+  auto ssn = scheduler_->OpenSession(*snap.cluster, 0);
+  scheduler_->RunActions(*ssn);
+  ASSERT_EQ(ssn->binds().size(), 1u);
+  json br = live::MakeBindRequest(*ssn, ssn->binds()[0], 3);
+  br["metadata"]["resourceVersion"] = "1";
+  br["status"] = {{"phase", "Succeeded"}};
+  cache_.Apply(Kind::kBindRequest, EventType::kAdded, br);
+  // The pod is bound, but the cache has not seen the claim the binder made yet (another watch).
+  json bound = AccelPod("big", 2);
+  bound["spec"]["nodeName"] = "dra";
+  cache_.Apply(Kind::kPod, EventType::kModified, bound);
+  AddPods({AccelPod("one", 1)});
+  snap = cache_.Take();
+  EXPECT_EQ(snap.cluster->pods[snap.cluster->FindPod("big")].status, PodStatus::kBound);
+  auto ssn2 = scheduler_->OpenSession(*snap.cluster, 1);
+  scheduler_->RunActions(*ssn2);
+  EXPECT_TRUE(ssn2->binds().empty());
+  // A request the binder gave up on (it deleted its claim) holds nothing.
+  br["status"] = {{"phase", "Failed"}, {"failedAttempts", 4}};
+  br["metadata"]["resourceVersion"] = "2";
+  cache_.Apply(Kind::kBindRequest, EventType::kModified, br);
+  snap = cache_.Take();
+  auto ssn3 = scheduler_->OpenSession(*snap.cluster, 2);
+  scheduler_->RunActions(*ssn3);
+  ASSERT_EQ(ssn3->binds().size(), 1u);
+  EXPECT_EQ(snap.cluster->pods[ssn3->binds()[0].pod].name, "one");
+}
+
 TEST_F(DraExtendedCacheTest, DeviceTakenBackWhenThePodIsRemovedFromTheNode) {
   AddPods({AccelPod("a", 1)});
   Snapshot snap = cache_.Take();
