@@ -77,6 +77,18 @@ Result<BindRequest> ParseBindRequest(const nlohmann::json& object) {
     br.resource_claim_allocations = static_cast<int>(spec["resourceClaimAllocations"].size());
     br.claim_allocations = spec["resourceClaimAllocations"];
   }
+  if (spec.contains("extendedResourceClaimAllocation") &&
+      !spec["extendedResourceClaimAllocation"].is_null()) {
+    const auto& ext = spec["extendedResourceClaimAllocation"];
+    if (!ext.is_object())
+      return Error{where + "spec.extendedResourceClaimAllocation: not an object"};
+    for (const char* list : {"deviceRequests", "containerMappings"}) {
+      if (ext.contains(list) && !ext[list].is_null() && !ext[list].is_array()) {
+        return Error{where + "spec.extendedResourceClaimAllocation." + list + ": not a list"};
+      }
+    }
+    br.extended_claim_allocation = ext;
+  }
   const auto& meta = object.contains("metadata") ? object["metadata"] : empty;
   if (meta.contains("ownerReferences") && meta["ownerReferences"].is_array()) {
     for (const auto& ref : meta["ownerReferences"]) {

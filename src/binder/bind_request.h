@@ -51,6 +51,10 @@ struct BindRequest {
   int resource_claim_allocations = 0;  // entries in spec.resourceClaimAllocations
   // spec.resourceClaimAllocations as written: [{name, allocation}] (DRA; see dra_step.h).
   nlohmann::json claim_allocations = nlohmann::json::array();
+  // spec.extendedResourceClaimAllocation as written: {allocation, deviceRequests,
+  // containerMappings} of the claim to create for the pod's DRA-backed extended resources
+  // (KEP-5004; see dra_step.h); null when absent.
+  nlohmann::json extended_claim_allocation = nullptr;
   std::optional<int> backoff_limit;
   // The uid of the pod in an ownerReference of kind Pod and name pod_name ("" when none): the
   // pod the scheduler decided about.

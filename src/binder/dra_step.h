@@ -19,6 +19,21 @@
 // An entry without an allocation, or naming a claim the pod does not have, fails the request
 // without retries; a claim not generated from its template yet, or missing, is a failed attempt
 // (retried).
+//
+// DRA-backed extended resources (KEP-5004): spec.extendedResourceClaimAllocation = {allocation,
+// deviceRequests, containerMappings} is the scheduler's "special claim" for the pod's extended
+// resources that device classes back. After the claims above, the step
+//   - finds the pod's claim of a previous attempt (annotated
+//     resource.kubernetes.io/extended-resource-claim: "true", controlled by the pod: same name
+//     and uid) or creates it: generateName <pod>-extended-resources-, that annotation, the
+//     resource.kubernetes.io/delete-protection finalizer, the pod as controlling owner (blocking
+//     its deletion), spec.devices.requests = deviceRequests;
+//   - writes its status as for the claims above (allocation unless it has one, the pod in
+//     reservedFor);
+//   - sets the pod's status.extendedResourceClaimStatus = {resourceClaimName, requestMappings:
+//     containerMappings}, which the kubelet reads to hand the devices to the containers.
+// Rollback deletes that claim and clears the pod's extendedResourceClaimStatus. An entry without
+// an allocation fails the request without retries.
 #pragma once
 
 #include <memory>
@@ -38,6 +53,9 @@ class DynamicResourcesStep : public BindStep {
   std::optional<std::string> Rollback(BindAttempt& attempt) override;
 
  private:
+  std::optional<StepError> BindExtendedClaim(BindAttempt& attempt);
+  std::optional<std::string> RollbackExtendedClaim(BindAttempt& attempt);
+
   std::shared_ptr<kube::Client> client_;
 };
 

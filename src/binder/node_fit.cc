@@ -98,7 +98,8 @@ int64_t PodRequestsMemo::computed() const {
 
 std::optional<std::string> NodeFitError(
     const nlohmann::json& pod, const nlohmann::json& node,
-    const std::vector<std::shared_ptr<const nlohmann::json>>& pods_on_node, PodRequestsMemo* memo) {
+    const std::vector<std::shared_ptr<const nlohmann::json>>& pods_on_node, PodRequestsMemo* memo,
+    const std::set<std::string>& dra_backed) {
   const std::string node_name = kube::NameOf(node);
   const std::string uid = kube::UidOf(pod);
   ResourceAmounts allocatable;
@@ -135,13 +136,21 @@ std::optional<std::string> NodeFitError(
     if (want <= 0) continue;
     auto a = allocatable.find(name);
     int64_t total = a == allocatable.end() ? 0 : a->second;
+    if (total == 0 && dra_backed.count(name)) continue;
     int64_t free = std::max<int64_t>(0, total - used[name]);
     if (want > free) {
       auto show = [&](int64_t v) {
         return name == "cpu" ? std::to_string(v) + "m" : std::to_string(v);
       };
-      return "node " + node_name + " has " + show(free) + " of " + name +
-             " free, the pod requests " + show(want);
+      std::string why = "node ";
+      why += node_name;
+      why += " has ";
+      why += show(free);
+      why += " of ";
+      why += name;
+      why += " free, the pod requests ";
+      why += show(want);
+      return why;
     }
   }
   return std::nullopt;

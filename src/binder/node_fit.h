@@ -13,6 +13,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -63,10 +64,12 @@ class PodRequestsMemo {
 
 // Why `pod` does not fit on `node` given the pods already bound there (the pod itself, if among
 // them, is ignored), e.g. "node n1 has 1 of nvidia.com/gpu free, the pod requests 2"; nullopt
-// when it fits. `memo` (may be null) keeps the bound pods' requests between calls.
+// when it fits. `memo` (may be null) keeps the bound pods' requests between calls. Resources in
+// `dra_backed` the node has none of are not checked: DRA devices serve them (KEP-5004; Kubernetes'
+// fit check leaves such resources to the DRA allocator too).
 std::optional<std::string> NodeFitError(
     const nlohmann::json& pod, const nlohmann::json& node,
     const std::vector<std::shared_ptr<const nlohmann::json>>& pods_on_node,
-    PodRequestsMemo* memo = nullptr);
+    PodRequestsMemo* memo = nullptr, const std::set<std::string>& dra_backed = {});
 
 }  // namespace gantry::binder

@@ -1,8 +1,11 @@
 #include "binder/steps.h"
 
+#include <set>
+
 #include "binder/dra_step.h"
 #include "binder/gpu_sharing_step.h"
 #include "binder/node_fit.h"
+#include "util/json_fields.h"
 
 namespace gantry::binder {
 
@@ -36,7 +39,17 @@ std::vector<std::string> BindSteps::Rollback(BindAttempt& attempt, size_t comple
 
 std::optional<StepError> NodeResourcesStep::PreBind(BindAttempt& attempt) {
   std::vector<kube::ObjectPtr> pods = cache_.PodsOnNode(attempt.request.selected_node);
-  if (auto why = NodeFitError(attempt.pod, attempt.node, pods, &memo_)) return StepError{*why};
+  // The extended resources the scheduler gave DRA devices for (KEP-5004).
+  std::set<std::string> dra_backed;
+  const nlohmann::json& ext = attempt.request.extended_claim_allocation;
+  if (ext.is_object() && ext.contains("containerMappings") && ext["containerMappings"].is_array()) {
+    for (const nlohmann::json& m : ext["containerMappings"]) {
+      if (m.is_object()) dra_backed.insert(StringOr(m, "resourceName"));
+    }
+  }
+  if (auto why = NodeFitError(attempt.pod, attempt.node, pods, &memo_, dra_backed)) {
+    return StepError{*why};
+  }
   return std::nullopt;
 }
 

@@ -265,8 +265,12 @@ Result<NodeRecord> ConvertNode(const Object& node) {
     }
     const Object* u = At(node, {"spec", "unschedulable"});
     n.unschedulable = u && u->is_boolean() && u->get<bool>();
-    Distribute(ResourceList(At(node, {"status", "allocatable"}), "status.allocatable"),
-               n.allocatable, rec.extended, /*include_pods=*/true);
+    const auto allocatable =
+        ResourceList(At(node, {"status", "allocatable"}), "status.allocatable");
+    Distribute(allocatable, n.allocatable, rec.extended, /*include_pods=*/true);
+    for (const auto& [name, v] : allocatable) {  // sorted: a std::map
+      if (v > 0 && IsExtendedResourceName(name)) n.extended_resources.push_back(name);
+    }
     // Allocatable GPUs are whole devices; fractions of a device are not a Kubernetes quantity
     // a device plugin reports, so they are floored (as a count of devices).
     n.gpu_count = IntField<int32_t>(std::floor(n.allocatable.gpus),
@@ -435,6 +439,8 @@ Result<PodRecord> ConvertPod(const Object& pod) {
       if (!claims.ok()) throw BadField{claims.error()};
       rec.claims = std::move(claims).value();
     }
+    // KEP-5004: only a pod still to be placed can get the special claim (a placed one has it).
+    if (rec.node_name.empty()) rec.extended_requests = ContainerExtendedRequests(spec);
     return rec;
   });
 }
@@ -699,6 +705,15 @@ Result<BindRequestRecord> ConvertBindRequest(const Object& br) {
                                           f + ".allocation.devices.results");
       if (!devices.ok()) throw BadField{devices.error()};
       r.claim_allocations.emplace_back(name, std::move(devices).value());
+    }
+    if (const Object* ext = At(br, {"spec", "extendedResourceClaimAllocation"});
+        ext && !ext->is_null()) {
+      const Object* results = At(*ext, {"allocation", "devices", "results"});
+      auto devices =
+          ConvertDeviceResults(results ? *results : Object::array(),
+                               "spec.extendedResourceClaimAllocation.allocation.devices.results");
+      if (!devices.ok()) throw BadField{devices.error()};
+      r.extended_allocation = std::move(devices).value();
     }
     return r;
   });

@@ -23,6 +23,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -92,6 +94,20 @@ struct PodClaimRef {
   bool operator==(const PodClaimRef&) const = default;
 };
 
+// KEP-5004: one container's request of an extended resource (a name with a domain outside
+// kubernetes.io, nvidia.com/gpu included), a whole positive count. Device classes may back it.
+struct ContainerExtendedRequest {
+  int32_t container = 0;  // index among the init containers followed by the app containers
+  std::string container_name;
+  bool short_lived = false;  // an init container that is not a sidecar (restartPolicy Always)
+  std::string resource;
+  int64_t count = 0;
+  // The resource's place among the names of the container's requests in byte order (the "j"
+  // of the special claim's request name container-<i>-request-<j>).
+  int32_t key_index = 0;
+  bool operator==(const ContainerExtendedRequest&) const = default;
+};
+
 struct PodRecord {
   // The model pod with request, GPU kind, labels, selectors, affinities, tolerations and status
   // filled; job, pod_set, node and nominated_node are resolved at assembly.
@@ -104,6 +120,9 @@ struct PodRecord {
   std::string subgroup;   // the kai.scheduler/subgroup-name label
   int64_t creation_ms = 0;
   std::vector<PodClaimRef> claims;  // spec.resourceClaims (DRA)
+  // The containers' extended-resource requests (KEP-5004: resolved against device classes at
+  // assembly).
+  std::vector<ContainerExtendedRequest> extended_requests;
   // status.qosClass is Guaranteed (set by the API server at creation, never changed). A job is
   // Guaranteed (Job::qos_class, what the numa plugin reads) when all its pods are.
   bool qos_guaranteed = false;
@@ -169,6 +188,9 @@ struct BindRequestRecord {
   // spec.resourceClaimAllocations: the devices the scheduler chose per pod claim (by the pod's
   // name for the claim), which the binder writes into the claims.
   std::vector<std::pair<std::string, std::vector<DeviceResult>>> claim_allocations;
+  // spec.extendedResourceClaimAllocation.allocation.devices.results (KEP-5004): the devices of
+  // the claim the binder creates for the pod's DRA-backed extended resources.
+  std::vector<DeviceResult> extended_allocation;
 };
 
 struct PriorityClassRecord {
@@ -184,7 +206,26 @@ struct PriorityClassRecord {
 struct DeviceClassRecord {
   std::string name;
   std::string driver;  // empty: none recognised
+  // spec.extendedResourceName (KEP-5004): pods asking for this extended resource get devices of
+  // the class on nodes without it; empty when unset. Every class is also reachable as
+  // deviceclass.resource.kubernetes.io/<name>.
+  std::string extended_resource_name;
+  int64_t creation_ms = 0;  // metadata.creationTimestamp: the newer class wins a shared name
 };
+
+// The implicit extended resource name of every device class (KEP-5004).
+inline constexpr std::string_view kDeviceClassResourcePrefix =
+    "deviceclass.resource.kubernetes.io/";
+// Kubernetes' test for an extended resource name: a qualified name with a domain outside
+// kubernetes.io, not starting with "requests.".
+bool IsExtendedResourceName(std::string_view name);
+// The extended resources of `requests` that `class_of` (resource name -> device class) maps,
+// with the special claim's device requests and container mappings Kubernetes derives for them
+// (app containers and sidecars get a request each; plain init containers reuse the devices of
+// containers not started yet, and share one request, the largest). Sorted by resource name.
+std::vector<DraExtendedResource> DraExtendedResources(
+    const std::vector<ContainerExtendedRequest>& requests,
+    const std::map<std::string, std::string, std::less<>>& class_of);
 
 // A ResourceSlice: devices of a driver in a pool, on one node (spec.nodeName) or on every node
 // (spec.allNodes). Slices limited by spec.nodeSelector or per-device node selection are refused.
@@ -271,6 +312,9 @@ Result<ResourceSliceRecord> ConvertResourceSlice(const Object& slice);
 Result<ResourceClaimRecord> ConvertResourceClaim(const Object& claim);
 // A pod's spec.resourceClaims (also filled by ConvertPod into PodRecord::claims).
 Result<std::vector<PodClaimRef>> ConvertPodClaims(const Object& pod);
+// The containers' extended-resource requests of a pod spec (PodRecord::extended_requests);
+// throws BadField on a malformed one (for use inside a converter).
+std::vector<ContainerExtendedRequest> ContainerExtendedRequests(const Object& spec);
 // A list of allocation results (status.allocation.devices.results, or the same field of a
 // BindRequest's resourceClaimAllocations); `field` prefixes error messages.
 Result<std::vector<DeviceResult>> ConvertDeviceResults(const Object& results,

@@ -269,11 +269,13 @@ std::shared_ptr<const kube::FieldFilter> FieldsOf(Kind kind) {
                                     "metadata",
                                     "spec.schedulerName",
                                     "spec.nodeName",
+                                    "spec.containers.name",  // KEP-5004's container mappings
                                     "spec.containers.resources",
                                     "spec.containers.ports",
                                     "spec.containers.env",
                                     "spec.containers.envFrom",
                                     "spec.containers.volumeMounts",
+                                    "spec.initContainers.name",
                                     "spec.initContainers.resources",
                                     "spec.initContainers.restartPolicy",
                                     "spec.initContainers.ports",

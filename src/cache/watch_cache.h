@@ -56,6 +56,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -260,6 +261,13 @@ class WatchCache {
   // claims with their allocations and reservations) and the pods' claims; called by Assemble
   // once nodes and pods are in.
   void AssembleDra(Cluster& cl, std::vector<ObjectError>& errors) const;
+  // KEP-5004 (part of AssembleDra): the device classes' extended resource names resolved into
+  // the pending pods' DraExtendedResources, and stand-in claims holding the devices of the
+  // BindRequests of placed pods. `device_index` finds a device by (driver, pool,
+  // name).
+  void AssembleDraExtended(Cluster& cl,
+                           const std::map<std::tuple<std::string, std::string, std::string>,
+                                          DeviceRef>& device_index) const;
 
   const std::string scheduler_name_;
   const NodePool pool_;

@@ -121,6 +121,8 @@ bool WatchCache::TryPatch() {
     if (it == pods_.end()) continue;  // a request naming a pod the cache does not hold
     if (!it->second.record || has_error(Kind::kPod, key)) return false;
     if (!it->second.record->claims.empty()) return false;  // see above
+    // KEP-5004: device classes decide what the pod's extended requests are (AssembleDra).
+    if (!it->second.record->extended_requests.empty() && !device_classes_.empty()) return false;
     Pod p;
     std::string set_name;
     std::string error;
@@ -482,6 +484,8 @@ void WatchCache::AssembleDra(Cluster& cl, std::vector<ObjectError>& errors) cons
     cl.resource_slices.push_back(std::move(rs));
   }
 
+  AssembleDraExtended(cl, device_index);
+
   // Nothing more to do without claims (the common case: no per-pod work at all).
   const bool pods_with_claims = std::any_of(pods_.begin(), pods_.end(), [](const auto& kv) {
     return kv.second.record && !kv.second.record->claims.empty();
@@ -584,6 +588,70 @@ void WatchCache::AssembleDra(Cluster& cl, std::vector<ObjectError>& errors) cons
         }
       }
     }
+  }
+}
+
+void WatchCache::AssembleDraExtended(
+    Cluster& cl,
+    const std::map<std::tuple<std::string, std::string, std::string>, DeviceRef>& device_index)
+    const {
+  // Extended resource name -> device class: every class by its implicit name, and by
+  // spec.extendedResourceName, where the newest class (then the first by name) wins a name
+  // several classes set.
+  std::map<std::string, std::string, std::less<>> class_of;
+  std::map<std::string, int64_t> created;
+  for (const auto& [name, e] : device_classes_) {
+    if (!e.record) continue;
+    const DeviceClassRecord& r = *e.record;
+    class_of[std::string(kDeviceClassResourcePrefix) + r.name] = r.name;
+    if (r.extended_resource_name.empty()) continue;
+    auto it = created.find(r.extended_resource_name);
+    if (it == created.end() || it->second < r.creation_ms) {
+      class_of[r.extended_resource_name] = r.name;
+      created[r.extended_resource_name] = r.creation_ms;
+    }
+  }
+  if (class_of.empty()) return;
+  std::unordered_map<std::string, PodId> pod_ids;
+  auto pod_id = [&](const std::string& ns, const std::string& name) -> PodId {
+    if (pod_ids.empty()) {
+      for (size_t p = 0; p < cl.pods.size(); ++p) {
+        pod_ids.emplace(Key(cl.pods[p].namespace_, cl.pods[p].name), static_cast<PodId>(p));
+      }
+    }
+    auto it = pod_ids.find(Key(ns, name));
+    return it == pod_ids.end() ? kNone : it->second;
+  };
+  for (const auto& [key, rec] : pods_) {
+    if (!rec.record || rec.record->extended_requests.empty()) continue;
+    auto resources = DraExtendedResources(rec.record->extended_requests, class_of);
+    if (resources.empty()) continue;
+    const PodId p = pod_id(rec.record->pod.namespace_, rec.record->pod.name);
+    if (p == kNone) continue;
+    cl.pods[p].dra_extended = std::move(resources);
+  }
+  // A pod placed through its BindRequest holds the devices of the request's extended-resource
+  // claim: a stand-in claim keeps them taken until the binder has made the real claim, and while
+  // the cache may see the pod bound before the claim's status (two watches; a device held twice
+  // is no harm). Not once the binder gave up (it deleted the claim) or the pod is done.
+  for (const auto& [key, e] : bind_requests_) {
+    if (!e.record || e.record->extended_allocation.empty() || e.record->GaveUp()) continue;
+    const PodId p = pod_id(e.record->namespace_, e.record->pod_name);
+    if (p == kNone || !IsActiveUsed(cl.pods[p].status)) continue;
+    if (!e.record->pod_uid.empty() && e.record->pod_uid != cl.pods[p].uid) continue;
+    ResourceClaim held;
+    held.name = "<extended-resources>";
+    held.namespace_ = e.record->namespace_;
+    for (const DeviceResult& d : e.record->extended_allocation) {
+      auto it = device_index.find(std::make_tuple(d.driver, d.pool, d.device));
+      if (it == device_index.end()) continue;
+      held.allocation.push_back(it->second);
+      held.device_requests.push_back(d.request);
+    }
+    held.count = static_cast<int32_t>(held.allocation.size());
+    held.allocated = true;
+    held.reserved.push_back(p);
+    if (held.count > 0) cl.resource_claims.push_back(std::move(held));
   }
 }
 

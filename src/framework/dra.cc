@@ -2,7 +2,34 @@
 
 #include <algorithm>
 
+#include "util/checked_number.h"
+
 namespace gantry {
+
+std::vector<const DraExtendedResource*> ExtendedResourcesNeedingDra(const Pod& pod,
+                                                                    const Node& node) {
+  std::vector<const DraExtendedResource*> out;
+  for (const DraExtendedResource& e : pod.dra_extended) {
+    if (!node.HasExtendedResource(e.resource)) out.push_back(&e);
+  }
+  return out;
+}
+
+bool DraState::Pick(const std::string& device_class, int64_t count, NodeId n,
+                    std::vector<DeviceRef>& taken) const {
+  const auto& slices = cluster_.resource_slices;
+  for (size_t si = 0; si < slices.size() && count > 0; ++si) {
+    const ResourceSlice& s = slices[si];
+    if (!Reachable(s, n) || s.device_class != device_class) continue;
+    for (int32_t dv = 0; dv < s.device_count && count > 0; ++dv) {
+      const DeviceRef d{static_cast<int32_t>(si), dv};
+      if (OwnerOf(d) != -1 || std::find(taken.begin(), taken.end(), d) != taken.end()) continue;
+      taken.push_back(d);
+      --count;
+    }
+  }
+  return count == 0;
+}
 
 DraState::DraState(const Cluster& cluster) : cluster_(cluster), claims_(cluster.resource_claims) {
   int32_t total = 0;
@@ -34,12 +61,19 @@ bool DraState::Fits(const Pod& pod, NodeId n) const {
       if (!Reachable(s, n) || s.device_class != rc.device_class) continue;
       for (int32_t dv = 0; dv < s.device_count && need > 0; ++dv) {
         const DeviceRef d{static_cast<int32_t>(si), dv};
-        if (OwnerOf(d) >= 0 || std::find(taken.begin(), taken.end(), d) != taken.end()) continue;
+        if (OwnerOf(d) != -1 || std::find(taken.begin(), taken.end(), d) != taken.end()) continue;
         taken.push_back(d);
         --need;
       }
     }
     if (need > 0) return false;
+  }
+  // The special claim: its devices on n, one request after another (at most 32 in a claim).
+  int64_t devices = 0;
+  for (const DraExtendedResource* e : ExtendedResourcesNeedingDra(pod, cluster_.nodes[n])) {
+    devices += e->Devices();
+    if (devices > kMaxDevicesPerClaim) return false;
+    if (!Pick(e->device_class, e->Devices(), n, taken)) return false;
   }
   return true;
 }
@@ -60,7 +94,7 @@ void DraState::Reserve(PodId p, const Pod& pod, NodeId n) {
       for (int32_t dv = 0; dv < s.device_count && static_cast<int32_t>(chosen.size()) < rc.count;
            ++dv) {
         const DeviceRef d{static_cast<int32_t>(si), dv};
-        if (OwnerOf(d) < 0) chosen.push_back(d);
+        if (OwnerOf(d) == -1) chosen.push_back(d);
       }
     }
     if (static_cast<int32_t>(chosen.size()) < rc.count) continue;  // not allocatable here
@@ -68,9 +102,30 @@ void DraState::Reserve(PodId p, const Pod& pod, NodeId n) {
     rc.allocation = std::move(chosen);
     rc.allocated = true;
   }
+  // The special claim (KAI logs and goes on when it cannot be allocated; the predicate has
+  // checked it).
+  if (pod.dra_extended.empty() || extended_.count(p)) return;
+  ExtendedClaim claim;
+  int64_t devices = 0;
+  for (const DraExtendedResource* e : ExtendedResourcesNeedingDra(pod, cluster_.nodes[n])) {
+    for (const ExtendedDeviceRequest& r : e->requests) {
+      devices += r.count;
+      if (devices > kMaxDevicesPerClaim || !Pick(e->device_class, r.count, n, claim.devices)) {
+        return;
+      }
+      claim.requests.resize(claim.devices.size(), r.name);
+    }
+  }
+  if (claim.devices.empty()) return;  // the node's device plugin serves them all
+  for (const DeviceRef& d : claim.devices) Owner(d) = -2 - p;
+  extended_.emplace(p, std::move(claim));
 }
 
 void DraState::Unreserve(PodId p, const Pod& pod) {
+  if (auto it = extended_.find(p); it != extended_.end()) {
+    for (const DeviceRef& d : it->second.devices) Owner(d) = -1;
+    extended_.erase(it);
+  }
   for (int32_t c : pod.claims) {
     ResourceClaim& rc = claims_[c];
     std::erase(rc.reserved, p);

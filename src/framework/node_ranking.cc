@@ -224,9 +224,10 @@ void Session::Reclassify(NodeId n) {
 bool Session::PodRankableByClass(PodId p) const {
   if (!ranking_.classes_enabled || any_anti_affinity_ || any_preferred_pod_affinity_) return false;
   const Pod& pod = cluster_.pods[p];
-  return !pod.IsSharedGpu() && pod.claims.empty() && pod.node_selector.empty() &&
-         pod.required_node_affinity.empty() && pod.host_ports.empty() && pod.pod_affinity.empty() &&
-         pod.pod_anti_affinity.empty() && pod.nominated_node == kNone;
+  return !pod.IsSharedGpu() && pod.claims.empty() && pod.dra_extended.empty() &&
+         pod.node_selector.empty() && pod.required_node_affinity.empty() &&
+         pod.host_ports.empty() && pod.pod_affinity.empty() && pod.pod_anti_affinity.empty() &&
+         pod.nominated_node == kNone;
 }
 
 void Session::BuildPodBriefs() const {

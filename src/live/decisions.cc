@@ -85,6 +85,64 @@ Object ClaimAllocations(const Session& ssn, const Pod& pod) {
   return out;
 }
 
+// KEP-5004: the special claim of the pod's DRA-backed extended resources on its node, as KAI's
+// BindRequest carries it (spec.extendedResourceClaimAllocation): the devices chosen, the
+// claim's device requests and the containers' mappings onto them. Null when the pod has none
+// there.
+Object ExtendedClaimAllocation(const Session& ssn, PodId p, NodeId n) {
+  const Cluster& cl = ssn.cluster();
+  const ExtendedClaim* claim = ssn.dra().extended(p);
+  if (claim == nullptr || claim->devices.empty()) return nullptr;
+  const Pod& pod = cl.pods[p];
+  std::vector<std::pair<std::string, Object>> requests;  // by name
+  Object mappings = Object::array();
+  for (const DraExtendedResource* e : ExtendedResourcesNeedingDra(pod, cl.nodes[n])) {
+    for (const ExtendedDeviceRequest& r : e->requests) {
+      requests.emplace_back(r.name, Object{{"name", r.name},
+                                           {"exactly",
+                                            {{"deviceClassName", e->device_class},
+                                             {"allocationMode", "ExactCount"},
+                                             {"count", r.count}}}});
+    }
+    for (const ExtendedResourceMapping& m : e->mappings) {
+      mappings.push_back({{"containerName", m.container},
+                          {"resourceName", e->resource},
+                          {"requestName", m.request}});
+    }
+  }
+  std::stable_sort(requests.begin(), requests.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  Object device_requests = Object::array();
+  for (auto& [name, r] : requests) device_requests.push_back(std::move(r));
+  Object results = Object::array();
+  bool node_local = false;
+  for (size_t k = 0; k < claim->devices.size(); ++k) {
+    const DeviceRef& d = claim->devices[k];
+    const ResourceSlice& s = cl.resource_slices[d.slice];
+    const std::string pool = !s.pool.empty()   ? s.pool
+                             : s.node != kNone ? cl.nodes[s.node].name
+                                               : s.name;
+    const std::string device = d.device < static_cast<int32_t>(s.device_names.size())
+                                   ? s.device_names[d.device]
+                                   : std::to_string(d.device);
+    results.push_back({{"request", claim->requests[k]},
+                       {"driver", s.driver},
+                       {"pool", pool},
+                       {"device", device}});
+    node_local = node_local || s.node != kNone;
+  }
+  Object allocation{{"devices", {{"results", results}}}};
+  if (node_local)
+    allocation["nodeSelector"] = {
+        {"nodeSelectorTerms",
+         Object::array({{{"matchFields", Object::array({{{"key", "metadata.name"},
+                                                         {"operator", "In"},
+                                                         {"values", {cl.nodes[n].name}}}})}}})}};
+  return Object{{"allocation", std::move(allocation)},
+                {"deviceRequests", std::move(device_requests)},
+                {"containerMappings", std::move(mappings)}};
+}
+
 }  // namespace
 
 Object MakeBindRequest(const Session& ssn, const BindDecision& bind, int32_t backoff_limit,
@@ -117,6 +175,11 @@ Object MakeBindRequest(const Session& ssn, const BindDecision& bind, int32_t bac
               {"backoffLimit", backoff_limit}};
   if (!bind.gpu_groups.empty()) spec["selectedGPUGroups"] = bind.gpu_groups;
   if (!pod.claim_names.empty()) spec["resourceClaimAllocations"] = ClaimAllocations(ssn, pod);
+  if (!pod.dra_extended.empty()) {
+    if (Object ext = ExtendedClaimAllocation(ssn, bind.pod, bind.node); !ext.is_null()) {
+      spec["extendedResourceClaimAllocation"] = std::move(ext);
+    }
+  }
   Object labels{{"selected-node", cl.nodes[bind.node].name}};
   if (!pool.label_key.empty() && !pool.value.empty()) labels[pool.label_key] = pool.value;
   return Object{

@@ -89,6 +89,10 @@ double Pod::RequestGpuQuota() const {
 
 bool ResourceClaim::IsGpuClaim() const { return IsGpuDeviceClass(device_class); }
 
+bool Node::HasExtendedResource(std::string_view resource) const {
+  return std::binary_search(extended_resources.begin(), extended_resources.end(), resource);
+}
+
 double Pod::InitGpuQuota(double min_node_gpu_memory_mib) const {
   double gpus = RequestGpuQuota();
   if (gpu_kind == GpuRequestKind::kMemory && min_node_gpu_memory_mib > 0) {
@@ -156,6 +160,8 @@ void Cluster::Finalize() {
     const std::string* mig = node.labels.Get("node-role.kubernetes.io/mig-enabled");
     key += (mig ? *mig : std::string("-")) + '|';
     for (const auto& t : node.taints) key += t.key + '=' + t.value + ':' + t.effect + ';';
+    key += '|';
+    for (const auto& r : node.extended_resources) key += r + ';';
     node.shape = shapes.emplace(key, static_cast<int32_t>(shapes.size())).first->second;
   }
 

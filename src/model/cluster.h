@@ -171,6 +171,36 @@ struct ResourceClaim {
   bool IsGpuClaim() const;  // KAI: the device class name contains "gpu"
 };
 
+// KEP-5004 (DRA-backed extended resources): one of a pod's extended resources that a
+// DeviceClass backs (spec.extendedResourceName, or the implicit name
+// deviceclass.resource.kubernetes.io/<class>). On a node that reports none of the resource in
+// its allocatable, the pod gets devices of the class through a ResourceClaim the binder creates
+// for it (KAI's "special claim"): one exact-count device request per (container, resource),
+// named container-<i>-request-<j>, which the containers map onto (pod
+// status.extendedResourceClaimStatus). Live mode only: scenarios have no such requests.
+struct ExtendedDeviceRequest {
+  std::string name;  // container-<i>-request-<j>
+  int64_t count = 0;
+  bool operator==(const ExtendedDeviceRequest&) const = default;
+};
+struct ExtendedResourceMapping {
+  std::string container;
+  std::string request;  // an ExtendedDeviceRequest's name
+  bool operator==(const ExtendedResourceMapping&) const = default;
+};
+struct DraExtendedResource {
+  std::string resource;      // the extended resource name the pod asks for
+  std::string device_class;  // the DeviceClass backing it
+  std::vector<ExtendedDeviceRequest> requests;
+  std::vector<ExtendedResourceMapping> mappings;
+  int64_t Devices() const {
+    int64_t n = 0;
+    for (const auto& r : requests) n += r.count;
+    return n;
+  }
+  bool operator==(const DraExtendedResource&) const = default;
+};
+
 struct Node {
   std::string name;
   Labels labels;
@@ -183,6 +213,11 @@ struct Node {
   // Rank of the name in byte order among all nodes: equal scores are broken by it.
   int32_t name_rank = 0;
   int32_t dra_gpus = 0;  // GPUs published by DRA ResourceSlices (included in allocatable.gpus)
+  // Live mode: the extended resources (names with a domain, nvidia.com/gpu included) the node
+  // reports a non-zero allocatable of, sorted. A DRA-backed extended resource among them is
+  // served by the node's device plugin, not through DRA (KEP-5004).
+  std::vector<std::string> extended_resources;
+  bool HasExtendedResource(std::string_view resource) const;
   // Nodes with the same value have the same allocatable resources, taints, schedulability and
   // MIG setup: they differ only in name and labels (set by Cluster::Finalize).
   int32_t shape = 0;
@@ -211,6 +246,8 @@ struct Pod {
   // name them; empty in scenarios.
   std::vector<std::string> claim_names;
   int32_t dra_gpus = 0;
+  // KEP-5004: the pod's extended resources backed by device classes, by resource name.
+  std::vector<DraExtendedResource> dra_extended;
 
   Labels labels;
   Labels node_selector;

@@ -102,7 +102,8 @@ start() {
     --service-account-key-file "$dir/sa.pub" --service-account-signing-key-file "$dir/sa.key" \
     --token-auth-file "$dir/tokens.csv" --client-ca-file "$dir/client-ca.crt" \
     --authorization-mode RBAC \
-    --disable-admission-plugins ServiceAccount >"$dir/apiserver.log" 2>&1 &
+    --disable-admission-plugins ServiceAccount \
+    --feature-gates DRAExtendedResource=true >"$dir/apiserver.log" 2>&1 &
   local api_pid=$!
 
   local ready=""

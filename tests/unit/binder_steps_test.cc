@@ -109,7 +109,19 @@ class FakeApi {
         return reply(201, cm);
       }
       std::string key = ns + "/" + rest.substr(kind.size() + 1);
+      const bool pod_status = kind == "pods" && key.ends_with("/status");
+      if (pod_status) key = key.substr(0, key.size() - 7);
       if (!store.count(key)) return reply(404, Status(404, "NotFound"));
+      if (pod_status && r.method == "PATCH") {
+        ++pod_status_patches;
+        if (fail_pod_status_patches > 0) {
+          --fail_pod_status_patches;
+          return reply(500, Status(500, "InternalError"));
+        }
+        json patch = json::parse(r.body);
+        store[key]["status"].merge_patch(patch.value("status", json::object()));
+        return reply(200, store[key]);
+      }
       if (r.method == "GET") return reply(200, store[key]);
       if (r.method == "PATCH") {
         if (fail_pod_patches > 0 && kind == "pods") {
@@ -130,6 +142,21 @@ class FakeApi {
     if (path.starts_with(claims_prefix)) {
       std::string rest = path.substr(claims_prefix.size());
       std::string ns = rest.substr(0, rest.find('/'));
+      if (rest == ns + "/resourceclaims" && r.method == "GET") {
+        json items = json::array();
+        for (auto& [key, claim] : claims) {
+          if (claim["metadata"]["namespace"] == ns) items.push_back(claim);
+        }
+        return reply(200, {{"items", items}, {"metadata", {{"resourceVersion", "1"}}}});
+      }
+      if (rest == ns + "/resourceclaims" && r.method == "POST") {
+        json claim = json::parse(r.body);
+        claim["metadata"]["name"] =
+            claim["metadata"]["generateName"].get<std::string>() + std::to_string(++generated);
+        claim["metadata"]["resourceVersion"] = std::to_string(++rv);
+        claims[ns + "/" + claim["metadata"]["name"].get<std::string>()] = claim;
+        return reply(201, claim);
+      }
       std::string name = rest.substr(ns.size() + 16);  // "/resourceclaims/"
       bool status = name.ends_with("/status");
       if (status) name = name.substr(0, name.size() - 7);
@@ -137,10 +164,15 @@ class FakeApi {
       if (!claims.count(key)) return reply(404, Status(404, "NotFound"));
       json& claim = claims[key];
       if (r.method == "GET") return reply(200, claim);
+      if (r.method == "DELETE" && !status) {
+        deleted.push_back("claim " + key);
+        claims.erase(key);
+        return reply(200, Status(200, "Success"));
+      }
       if (r.method == "PUT" && status) {
         json next = json::parse(r.body);
-        if (conflicts > 0 ||
-            next["metadata"].value("resourceVersion", "") != claim["metadata"]["resourceVersion"]) {
+        if (conflicts > 0 || next["metadata"].value("resourceVersion", "") !=
+                                 claim["metadata"]["resourceVersion"].get<std::string>()) {
           if (conflicts > 0) {
             --conflicts;
             claim["metadata"]["resourceVersion"] = std::to_string(++rv);  // someone else wrote
@@ -182,6 +214,9 @@ class FakeApi {
   std::vector<json> created_reservations;
   std::string device_plugin_index;  // set on reservation pods as they are created; "" never
   int fail_pod_patches = 0;
+  int fail_pod_status_patches = 0;
+  int pod_status_patches = 0;
+  int generated = 0;
   int conflicts = 0;
   int status_writes = 0;
   int rv = 10;
@@ -519,6 +554,128 @@ TEST_F(StepsTest, ClaimFailuresNameTheClaimAndUndoEarlierClaims) {
       json::array({{{"name", "t"}, {"resourceClaimName", "p-t-x1"}}});
   EXPECT_FALSE(run(json::array({{{"name", "t"}, {"allocation", Allocation("gpu-1")}}})));
   EXPECT_EQ(api_.claims["ns/p-t-x1"]["status"]["allocation"], Allocation("gpu-1"));
+}
+
+// KEP-5004: the special claim of a pod's DRA-backed extended resources.
+json ExtendedAllocation() {
+  return {
+      {"allocation",
+       {{"devices",
+         {{"results", json::array({{{"request", "container-0-request-1"},
+                                    {"driver", "accel.example.com"},
+                                    {"pool", "n1"},
+                                    {"device", "accel-0"}}})}}}}},
+      {"deviceRequests",
+       json::array(
+           {{{"name", "container-0-request-1"},
+             {"exactly",
+              {{"deviceClassName", "accel"}, {"allocationMode", "ExactCount"}, {"count", 1}}}}})},
+      {"containerMappings", json::array({{{"containerName", "main"},
+                                          {"resourceName", "example.com/accel"},
+                                          {"requestName", "container-0-request-1"}}})}};
+}
+
+TEST_F(StepsTest, ExtendedResourceClaimIsCreatedAllocatedAndNamedInThePodStatus) {
+  json pod = api_.AddPod("ns", "p");
+  json node = json::object();
+  BindRequest br = RegularRequest("p");
+  br.extended_claim_allocation = ExtendedAllocation();
+  DynamicResourcesStep step(client_);
+  BindAttempt attempt{br, pod, node};
+  auto err = step.PreBind(attempt);
+  ASSERT_FALSE(err) << err->message;
+  ASSERT_EQ(api_.claims.size(), 1u);
+  const std::string key = api_.claims.begin()->first;
+  EXPECT_EQ(key, "ns/p-extended-resources-1");
+  const json claim = api_.claims[key];
+  const json& meta = claim["metadata"];
+  EXPECT_EQ(meta["generateName"], "p-extended-resources-");
+  EXPECT_EQ(meta["annotations"],
+            json({{"resource.kubernetes.io/extended-resource-claim", "true"}}));
+  EXPECT_EQ(meta["finalizers"], json::array({"resource.kubernetes.io/delete-protection"}));
+  EXPECT_EQ(meta["ownerReferences"], json::array({{{"apiVersion", "v1"},
+                                                   {"kind", "Pod"},
+                                                   {"name", "p"},
+                                                   {"uid", "uid-p"},
+                                                   {"controller", true},
+                                                   {"blockOwnerDeletion", true}}}));
+  EXPECT_EQ(claim["spec"]["devices"]["requests"], ExtendedAllocation()["deviceRequests"]);
+  EXPECT_EQ(claim["status"]["allocation"], ExtendedAllocation()["allocation"]);
+  EXPECT_EQ(claim["status"]["reservedFor"],
+            json::array({{{"resource", "pods"}, {"name", "p"}, {"uid", "uid-p"}}}));
+  EXPECT_EQ(Pod("ns/p")["status"]["extendedResourceClaimStatus"],
+            json({{"resourceClaimName", "p-extended-resources-1"},
+                  {"requestMappings", ExtendedAllocation()["containerMappings"]}}));
+
+  // Another attempt takes the claim over instead of making a second one.
+  BindAttempt again{br, pod, node};
+  ASSERT_FALSE(step.PreBind(again));
+  EXPECT_EQ(api_.claims.size(), 1u);
+
+  // Rolled back: the claim is deleted and the pod's status no longer names it.
+  EXPECT_FALSE(step.Rollback(attempt));
+  EXPECT_TRUE(api_.claims.empty());
+  EXPECT_EQ(api_.deleted, (std::vector<std::string>{"claim ns/p-extended-resources-1"}));
+  EXPECT_FALSE(Pod("ns/p")["status"].contains("extendedResourceClaimStatus"));
+}
+
+TEST_F(StepsTest, ExtendedResourceClaimFailuresRollBackTheClaim) {
+  json pod = api_.AddPod("ns", "p");
+  json node = json::object();
+  DynamicResourcesStep step(client_);
+  BindRequest br = RegularRequest("p");
+  br.extended_claim_allocation = {{"deviceRequests", json::array()}};
+  BindAttempt empty{br, pod, node};
+  auto err = step.PreBind(empty);
+  ASSERT_TRUE(err);
+  EXPECT_FALSE(err->retryable);
+  EXPECT_EQ(err->message, "empty allocation in extended resource bind request for pod ns/p");
+  EXPECT_TRUE(api_.claims.empty());
+
+  // The pod's status cannot be written: the claim just created is deleted again.
+  br.extended_claim_allocation = ExtendedAllocation();
+  api_.fail_pod_status_patches = 1;
+  BindAttempt attempt{br, pod, node};
+  err = step.PreBind(attempt);
+  ASSERT_TRUE(err);
+  EXPECT_TRUE(err->retryable);
+  EXPECT_NE(err->message.find("failed to update pod status for extended resource claim for pod "
+                              "ns/p"),
+            std::string::npos)
+      << err->message;
+  EXPECT_TRUE(api_.claims.empty());
+  EXPECT_EQ(api_.deleted, (std::vector<std::string>{"claim ns/p-extended-resources-1"}));
+
+  // With a resource claim of the pod as well: both are undone when the special claim fails.
+  api_.AddClaim("ns", "c1");
+  pod["spec"]["resourceClaims"] = json::array({{{"name", "gpu"}, {"resourceClaimName", "c1"}}});
+  br.resource_claim_allocations = 1;
+  br.claim_allocations = json::array({{{"name", "gpu"}, {"allocation", Allocation("gpu-0")}}});
+  api_.fail_pod_status_patches = 1;
+  BindAttempt both{br, pod, node};
+  ASSERT_TRUE(step.PreBind(both));
+  EXPECT_FALSE(api_.claims["ns/c1"]["status"].contains("allocation"));
+  EXPECT_EQ(api_.claims.size(), 1u);
+}
+
+TEST(BindRequestParseTest, ExtendedResourceClaimAllocation) {
+  json obj = {{"metadata", {{"name", "p"}, {"namespace", "ns"}}},
+              {"spec",
+               {{"podName", "p"},
+                {"selectedNode", "n1"},
+                {"extendedResourceClaimAllocation", ExtendedAllocation()}}}};
+  auto br = ParseBindRequest(obj);
+  ASSERT_TRUE(br.ok()) << br.error();
+  EXPECT_EQ(br.value().extended_claim_allocation, ExtendedAllocation());
+  obj["spec"].erase("extendedResourceClaimAllocation");
+  br = ParseBindRequest(obj);
+  ASSERT_TRUE(br.ok());
+  EXPECT_TRUE(br.value().extended_claim_allocation.is_null());
+  obj["spec"]["extendedResourceClaimAllocation"] = {{"deviceRequests", "x"}};
+  br = ParseBindRequest(obj);
+  ASSERT_FALSE(br.ok());
+  EXPECT_EQ(br.error(),
+            "BindRequest ns/p: spec.extendedResourceClaimAllocation.deviceRequests: not a list");
 }
 
 TEST_F(StepsTest, DefaultStepsRollBackTheGpuReservationWhenALaterStepFails) {

@@ -89,7 +89,7 @@ class FakeCluster {
         --fail_binds;
         return reply(500, Status(500, "InternalError"));
       }
-      if (body["metadata"].value("uid", "") != pod["metadata"]["uid"]) {
+      if (body["metadata"].value("uid", "") != pod["metadata"]["uid"].get<std::string>()) {
         return reply(409, Status(409, "Conflict"));
       }
       if (!pod["spec"].value("nodeName", "").empty()) return reply(409, Status(409, "Conflict"));
@@ -108,7 +108,8 @@ class FakeCluster {
       if (r.method == "GET") return reply(200, br);
       if (r.method == "PUT" && status) {
         json next = json::parse(r.body);
-        if (next["metadata"].value("resourceVersion", "") != br["metadata"]["resourceVersion"] ||
+        if (next["metadata"].value("resourceVersion", "") !=
+                br["metadata"]["resourceVersion"].get<std::string>() ||
             conflict_status_writes > 0) {
           if (conflict_status_writes > 0) --conflict_status_writes;
           return reply(409, Status(409, "Conflict"));
@@ -195,6 +196,7 @@ class BinderTest : public ::testing::Test {
     std::lock_guard<std::mutex> lock(cluster_.mu);
     auto values = [](const std::map<std::string, json>& m) {
       std::vector<json> out;
+      out.reserve(m.size());
       for (const auto& [key, object] : m) out.push_back(object);
       return out;
     };
@@ -732,6 +734,23 @@ TEST(NodeFit, CountsPodSlotsAndIgnoresThePodItself) {
   json other = {{"metadata", {{"uid", "other"}}}, {"spec", json::object()}};
   EXPECT_EQ(NodeFitError(pod, node, {std::make_shared<const json>(other)}),
             std::optional<std::string>("node n has no free pod slot (1 of 1 used)"));
+}
+
+TEST(NodeFit, DraBackedExtendedResourcesTheNodeHasNoneOfAreNotChecked) {
+  json node = {{"metadata", {{"name", "n"}}},
+               {"status", {{"allocatable", {{"pods", "10"}, {"example.com/plugin", "1"}}}}}};
+  json pod = json::parse(R"({"metadata": {"uid": "me"}, "spec": {"containers": [{"resources":
+    {"requests": {"example.com/accel": "2", "example.com/plugin": "1"}}}]}})");
+  EXPECT_EQ(
+      NodeFitError(pod, node, {}),
+      std::optional<std::string>("node n has 0 of example.com/accel free, the pod requests 2"));
+  // KEP-5004: the BindRequest gives the pod DRA devices for it.
+  EXPECT_EQ(NodeFitError(pod, node, {}, nullptr, {"example.com/accel"}), std::nullopt);
+  // A resource the node does have stays checked.
+  pod["spec"]["containers"][0]["resources"]["requests"]["example.com/plugin"] = "2";
+  EXPECT_EQ(
+      NodeFitError(pod, node, {}, nullptr, {"example.com/accel", "example.com/plugin"}),
+      std::optional<std::string>("node n has 1 of example.com/plugin free, the pod requests 2"));
 }
 
 TEST(NodeFit, TheMemoParsesEachPodVersionOnceAndAnswersAsWithout) {

@@ -439,8 +439,9 @@ class PredicatesPlugin : public Plugin {
       return "Legacy MIG jobs cannot be scheduled on node " + c.nodes[n].name;
     }
     if (pod.IsCpuOnly()) return std::nullopt;
-    if (pod.request.gpus > 0 && c.nodes[n].dra_gpus > 0) {
-      return std::string("device-plugin GPU requests cannot be scheduled on DRA-only nodes");
+    // KAI v0.17 (KEP-5004) lets whole-GPU requests onto DRA nodes; shared GPUs stay off them.
+    if (pod.IsSharedGpu() && c.nodes[n].dra_gpus > 0) {
+      return std::string("fractional/shared GPU pods are not yet supported on DRA-only nodes");
     }
     const bool mig_pod = pod.gpu_kind == GpuRequestKind::kMig;
     if (!mig_enabled_[n]) {

@@ -222,7 +222,7 @@ TEST_F(PredicatesTest, FastPathLeavesMigGpuMemoryAndDraCasesToTheFullChecks) {
   c_.nodes[mig_off].allocatable.scalars[mig_slot] = 4;
   // Whole GPUs but no known GPU memory: a plain node too.
   const NodeId no_memory = AddNode(c_, "n-no-memory", 2);
-  // Device-plugin GPUs next to DRA GPUs: not plain (device-plugin requests are kept off it).
+  // Device-plugin GPUs next to DRA GPUs: not plain (shared-GPU requests are kept off it).
   const NodeId dra = AddNode(c_, "n-dra", 2);
   c_.nodes[dra].dra_gpus = 2;
   const NodeId plain = AddNode(c_, "n-plain", 2);
@@ -260,8 +260,10 @@ TEST_F(PredicatesTest, FastPathLeavesMigGpuMemoryAndDraCasesToTheFullChecks) {
   EXPECT_TRUE(Contains(reason(memory, no_memory),
                        "node is not a gpu node or the gpu memory count on the node was not "
                        "synced yet"));
-  EXPECT_TRUE(Contains(reason(whole, dra),
-                       "device-plugin GPU requests cannot be scheduled on DRA-only nodes"));
+  // KAI v0.17 (KEP-5004) lets whole-GPU requests onto DRA nodes; shared ones stay off them.
+  EXPECT_EQ(reason(whole, dra), "fits");
+  EXPECT_TRUE(Contains(reason(memory, dra),
+                       "fractional/shared GPU pods are not yet supported on DRA-only nodes"));
 }
 
 // Rankings check and score their candidates with the plugins' batch functions (predicates,

@@ -222,6 +222,10 @@ func RunningStatus(pod *corev1.Pod, node *corev1.Node) corev1.PodStatus {
 		PodIPs:    []corev1.PodIP{{IP: podIP}},
 		StartTime: &now,
 		QOSClass:  pod.Status.QOSClass,
+		// Written before the pod runs and kept by the kubelet, which reads them: the claims made
+		// for the pod (DRA; its DRA-backed extended resources, KEP-5004).
+		ResourceClaimStatuses:       pod.Status.ResourceClaimStatuses,
+		ExtendedResourceClaimStatus: pod.Status.ExtendedResourceClaimStatus,
 	}
 	for _, t := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized,
 		corev1.ContainersReady, corev1.PodReady} {

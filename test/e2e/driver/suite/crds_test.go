@@ -160,6 +160,19 @@ spec:
         nodeSelectorTerms:
         - matchFields: [{key: metadata.name, operator: In, values: [gpu-node-0]}]
       allocationTimestamp: "2025-06-01T10:00:00Z"
+  extendedResourceClaimAllocation:
+    allocation:
+      devices:
+        results:
+        - {request: container-0-request-1, driver: accel.example.com, pool: gpu-node-0, device: accel-1}
+      nodeSelector:
+        nodeSelectorTerms:
+        - matchFields: [{key: metadata.name, operator: In, values: [gpu-node-0]}]
+    deviceRequests:
+    - name: container-0-request-1
+      exactly: {deviceClassName: accel, allocationMode: ExactCount, count: 1}
+    containerMappings:
+    - {containerName: main, resourceName: example.com/accel, requestName: container-0-request-1}
 `
 
 const exampleTopology = `
@@ -249,6 +262,9 @@ func TestCRDsRejectMalformed(t *testing.T) {
 		{"bindrequest device result without driver", bindRequestGVR,
 			br(`{podName: p, resourceClaimAllocations: [{name: c, allocation: {devices: {results: [{request: r, pool: p, device: d}]}}}]}`),
 			"driver"},
+		{"bindrequest extended mapping without requestName", bindRequestGVR,
+			br(`{podName: p, extendedResourceClaimAllocation: {containerMappings: [{containerName: c, resourceName: example.com/x}]}}`),
+			"requestName"},
 		{"topology without spec", topologyGVR, topo(""), "spec"},
 		{"topology without levels", topologyGVR, topo("spec: {levels: []}"), "spec.levels"},
 		{"topology with 17 levels", topologyGVR, topo("spec: {levels: [" + strings.Join(seventeen, ", ") + "]}"), "spec.levels"},

@@ -122,6 +122,9 @@ func TestRBACBinderAccessReview(t *testing.T) {
 		allow("create", "", "events", "", workNS), allow("create", "events.k8s.io", "events", "", workNS),
 		allow("get", "resource.k8s.io", "resourceclaims", "", workNS), allow("update", "resource.k8s.io", "resourceclaims", "status", workNS),
 		allow("patch", "resource.k8s.io", "resourceclaims", "status", workNS),
+		// The claims of DRA-backed extended resources (KEP-5004) are the binder's to make and undo.
+		allow("create", "resource.k8s.io", "resourceclaims", "", workNS),
+		allow("delete", "resource.k8s.io", "resourceclaims", "", workNS),
 		allow("create", "coordination.k8s.io", "leases", "", ns),
 		{"get", "coordination.k8s.io", "leases", "", ns, "gantry-binder", true},
 		{"update", "coordination.k8s.io", "leases", "", ns, "gantry-scheduler", false},
@@ -135,7 +138,6 @@ func TestRBACBinderAccessReview(t *testing.T) {
 		deny("list", "scheduling.run.ai", "queues", "", ""), deny("patch", "scheduling.run.ai", "podgroups", "status", workNS),
 		deny("patch", "scheduling.run.ai", "podgroups", "", workNS),
 		deny("list", "resource.k8s.io", "resourceslices", "", ""), deny("update", "resource.k8s.io", "resourceclaims", "", workNS),
-		deny("create", "resource.k8s.io", "resourceclaims", "", workNS),
 		deny("list", "scheduling.k8s.io", "priorityclasses", "", ""), deny("list", "kai.scheduler", "topologies", "", ""),
 	}
 	accessReview(t, ctx, binder, checks)
