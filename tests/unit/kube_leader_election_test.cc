@@ -43,7 +43,8 @@ class FakeLeaseServer {
     if (r.method == "PUT" && r.path == kLeasePath) {
       json next = json::parse(r.body);
       if (lease.is_null()) return status(404, "NotFound");
-      if (next["metadata"].value("resourceVersion", "") != lease["metadata"]["resourceVersion"]) {
+      if (next["metadata"].value("resourceVersion", "") !=
+          lease["metadata"]["resourceVersion"].get<std::string>()) {
         return status(409, "Conflict");
       }
       lease = next;
