@@ -47,6 +47,27 @@ std::string ReceivedResourceType(const Pod& pod) {
 
 namespace {
 
+// One device of an AllocationResult (resource.k8s.io/v1): its request, driver, pool (the slice's
+// pool, else its node, else its name) and device name.
+Object DeviceResult(const Cluster& cl, const DeviceRef& d, const std::string& request) {
+  const ResourceSlice& s = cl.resource_slices[d.slice];
+  const std::string pool = !s.pool.empty()   ? s.pool
+                           : s.node != kNone ? cl.nodes[s.node].name
+                                             : s.name;
+  const std::string device = d.device < static_cast<int32_t>(s.device_names.size())
+                                 ? s.device_names[d.device]
+                                 : std::to_string(d.device);
+  return {{"request", request}, {"driver", s.driver}, {"pool", pool}, {"device", device}};
+}
+
+// The node selector Kubernetes' allocator writes for devices on one node.
+Object NodeSelectorFor(const std::string& node) {
+  return {{"nodeSelectorTerms",
+           Object::array({{{"matchFields", Object::array({{{"key", "metadata.name"},
+                                                           {"operator", "In"},
+                                                           {"values", {node}}}})}}})}};
+}
+
 // The devices each of the pod's claims holds in the session (DRA), as resource.k8s.io/v1
 // AllocationResults keyed by the pod's name for the claim; devices on one node come with a node
 // selector for it, as Kubernetes' allocator writes them.
@@ -60,26 +81,13 @@ Object ClaimAllocations(const Session& ssn, const Pod& pod) {
     std::string node;
     for (size_t k = 0; k < rc.allocation.size(); ++k) {
       const DeviceRef& d = rc.allocation[k];
-      const ResourceSlice& s = cl.resource_slices[d.slice];
-      const std::string pool = !s.pool.empty()   ? s.pool
-                               : s.node != kNone ? cl.nodes[s.node].name
-                                                 : s.name;
-      const std::string device = d.device < static_cast<int32_t>(s.device_names.size())
-                                     ? s.device_names[d.device]
-                                     : std::to_string(d.device);
-      const std::string request = k < rc.device_requests.size() ? rc.device_requests[k] : "";
       results.push_back(
-          {{"request", request}, {"driver", s.driver}, {"pool", pool}, {"device", device}});
+          DeviceResult(cl, d, k < rc.device_requests.size() ? rc.device_requests[k] : ""));
+      const ResourceSlice& s = cl.resource_slices[d.slice];
       if (s.node != kNone) node = cl.nodes[s.node].name;
     }
     Object allocation{{"devices", {{"results", results}}}};
-    if (!node.empty()) {
-      allocation["nodeSelector"] = {
-          {"nodeSelectorTerms",
-           Object::array({{{"matchFields", Object::array({{{"key", "metadata.name"},
-                                                           {"operator", "In"},
-                                                           {"values", {node}}}})}}})}};
-    }
+    if (!node.empty()) allocation["nodeSelector"] = NodeSelectorFor(node);
     out.push_back({{"name", pod.claim_names[i]}, {"allocation", allocation}});
   }
   return out;
@@ -118,26 +126,11 @@ Object ExtendedClaimAllocation(const Session& ssn, PodId p, NodeId n) {
   bool node_local = false;
   for (size_t k = 0; k < claim->devices.size(); ++k) {
     const DeviceRef& d = claim->devices[k];
-    const ResourceSlice& s = cl.resource_slices[d.slice];
-    const std::string pool = !s.pool.empty()   ? s.pool
-                             : s.node != kNone ? cl.nodes[s.node].name
-                                               : s.name;
-    const std::string device = d.device < static_cast<int32_t>(s.device_names.size())
-                                   ? s.device_names[d.device]
-                                   : std::to_string(d.device);
-    results.push_back({{"request", claim->requests[k]},
-                       {"driver", s.driver},
-                       {"pool", pool},
-                       {"device", device}});
-    node_local = node_local || s.node != kNone;
+    results.push_back(DeviceResult(cl, d, claim->requests[k]));
+    node_local = node_local || cl.resource_slices[d.slice].node != kNone;
   }
   Object allocation{{"devices", {{"results", results}}}};
-  if (node_local)
-    allocation["nodeSelector"] = {
-        {"nodeSelectorTerms",
-         Object::array({{{"matchFields", Object::array({{{"key", "metadata.name"},
-                                                         {"operator", "In"},
-                                                         {"values", {cl.nodes[n].name}}}})}}})}};
+  if (node_local) allocation["nodeSelector"] = NodeSelectorFor(cl.nodes[n].name);
   return Object{{"allocation", std::move(allocation)},
                 {"deviceRequests", std::move(device_requests)},
                 {"containerMappings", std::move(mappings)}};
