@@ -11,6 +11,9 @@
 #
 #   bash fuzz/run.sh [BUILD_DIR] [SECONDS] [SEED]   # CI: 20 s per target, seed 1
 #   bash fuzz/run.sh build-fuzz 3600 0              # an hour per target, fresh seeds
+#
+# GANTRY_UNITY_BUILD=ON|OFF, when set, is passed to CMake (scripts/test.sh sets it; unset, the
+# folder keeps its choice).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build-fuzz}
@@ -26,6 +29,7 @@ fi
 # the unit tests in this folder too, for its sanitizer stage, so the libraries are built once).
 new_folder=()
 [ -f "$dir/CMakeCache.txt" ] || new_folder=(-DGANTRY_BUILD_TESTS=OFF -DGANTRY_BUILD_BENCH=OFF)
+[ -z "${GANTRY_UNITY_BUILD:-}" ] || new_folder+=("-DGANTRY_UNITY_BUILD=$GANTRY_UNITY_BUILD")
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-16 \
   -DGANTRY_FUZZ=ON "${new_folder[@]}" >/dev/null
 ninja -C "$dir" -j "$jobs" gantry_fuzz

@@ -61,6 +61,13 @@ echo "lint: ${#files[@]} C++ file(s) changed since $(git rev-parse --short "$bas
 if [ ! -f "$build_dir/compile_commands.json" ]; then
   cmake -S . -B "$build_dir" -G Ninja -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
 fi
+# A unity build's compile_commands.json names its batches, not the sources: the per-file commands
+# come from a folder configured (not built) beside it, file by file.
+if grep -q '^GANTRY_UNITY_BUILD:BOOL=ON' "$build_dir/CMakeCache.txt" 2>/dev/null; then
+  build_dir="$build_dir/per-file-commands"
+  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
+    -DGANTRY_UNITY_BUILD=OFF >/dev/null
+fi
 echo "== $clang_tidy"
 # Headers are checked through the sources that include them (--header-filter below); a header alone
 # has no compile command, so only sources are handed over, and each source once.

@@ -17,6 +17,11 @@
 # paths taken relative to this checkout, so that a fresh clone elsewhere reuses earlier results;
 # GANTRY_NO_CCACHE=1 turns it off (a cold machine's timing).
 #
+# Its builds are unity builds (GANTRY_UNITY_BUILD: sources compiled in batches, a third of the
+# CPU of one compiler run per file, which is what a cold machine waits for); GANTRY_UNITY=0 builds
+# file by file, as the default configuration does. Each changed file is still compiled alone, by
+# clang-tidy in the lint stage.
+#
 # Environment: GANTRY_REQUIRE_CORPUS=1 makes an absent ../shared/conformance a failure instead of
 # a note (CI sets it); GANTRY_TEST_PGO=1 adds the profile-guided stage; GANTRY_FUZZ_SECONDS (default 20) is each fuzz target's time and
 # GANTRY_FUZZ_SEED (default 1; 0 = a new seed per run) libFuzzer's seed (see fuzz/run.sh).
@@ -27,6 +32,14 @@ corpus="$(pwd)/../shared/conformance"
 script_start=$(date +%s)
 
 declare -a stage_names=() stage_results=()
+
+if [ "${GANTRY_UNITY:-1}" = 0 ]; then
+  export GANTRY_UNITY_BUILD=OFF
+else
+  export GANTRY_UNITY_BUILD=ON
+fi
+# Passed to every CMake configuration below (fuzz/run.sh reads the variable itself).
+unity="-DGANTRY_UNITY_BUILD=$GANTRY_UNITY_BUILD"
 
 if [ "${GANTRY_NO_CCACHE:-0}" != 1 ] && command -v ccache >/dev/null; then
   # Read by CMake when it configures a build folder (also fuzz/run.sh's and build-pgo.sh's).
@@ -89,12 +102,13 @@ stage_corpus() {
 }
 
 stage_release_build() {
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "$unity" >/dev/null
   with_progress "release build" ninja -C build -j "$jobs"
 }
 
 stage_lint() {
-  # compile_commands.json of the release build (CMAKE_EXPORT_COMPILE_COMMANDS is on).
+  # compile_commands.json of the release build (CMAKE_EXPORT_COMPILE_COMMANDS is on; for a unity
+  # build, lint.sh configures a folder of per-file commands beside it).
   BUILD_DIR=build with_progress "lint" bash scripts/lint.sh
 }
 
@@ -140,14 +154,14 @@ stage_asan() {
     # The fuzz stage's folder (clang-16, ASan + UBSan, RelWithDebInfo): the unit tests and the CLI
     # link the libraries the fuzz targets were built from, so they are compiled once.
     dir=build-fuzz
-    cmake -S . -B "$dir" -DGANTRY_BUILD_TESTS=ON >/dev/null
+    cmake -S . -B "$dir" -DGANTRY_BUILD_TESTS=ON "$unity" >/dev/null
     if [ -z "${ASAN_SYMBOLIZER_PATH:-}" ] && [ -x /usr/lib/llvm-16/bin/llvm-symbolizer ]; then
       export ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-16/bin/llvm-symbolizer
     fi
   else
     dir=build-asan
     cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGANTRY_SANITIZE=ON \
-      -DGANTRY_BUILD_BENCH=OFF >/dev/null
+      -DGANTRY_BUILD_BENCH=OFF "$unity" >/dev/null
   fi
   echo "sanitizer build: $dir ($(grep '^CMAKE_CXX_COMPILER:' "$dir/CMakeCache.txt" | cut -d= -f2))"
   with_progress "ASan + UBSan build" ninja -C "$dir" -j "$jobs" gantry_unit_tests gantry
@@ -167,7 +181,7 @@ stage_asan() {
 
 stage_tsan() {
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGANTRY_TSAN=ON \
-    -DGANTRY_BUILD_BENCH=OFF >/dev/null
+    -DGANTRY_BUILD_BENCH=OFF "$unity" >/dev/null
   with_progress "ThreadSanitizer build" ninja -C build-tsan -j "$jobs" gantry_threaded_tests
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ./build-tsan/tests/unit/gantry_threaded_tests
 }

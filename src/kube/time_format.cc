@@ -99,18 +99,18 @@ std::optional<std::chrono::system_clock::time_point> ParseTime(std::string_view 
                        int64_t{hour} * 3600 + int64_t{min} * 60 + sec - offset_secs;
   // RFC 3339 spans years 0000-9999; the clock's 64-bit nanoseconds span about 1678-2262. Times
   // outside that saturate to the clock's first or last instant (order is kept; nothing wraps).
-  using Clock = std::chrono::system_clock;
-  const int64_t max_secs =
-      std::chrono::duration_cast<std::chrono::seconds>(Clock::time_point::max().time_since_epoch())
-          .count() -
-      1;
-  const int64_t min_secs =
-      std::chrono::duration_cast<std::chrono::seconds>(Clock::time_point::min().time_since_epoch())
-          .count() +
-      1;
-  if (secs > max_secs) return Clock::time_point::max();
-  if (secs < min_secs) return Clock::time_point::min();
-  return Clock::time_point(std::chrono::seconds(secs)) + std::chrono::microseconds(micros);
+  using SystemClock = std::chrono::system_clock;
+  const int64_t max_secs = std::chrono::duration_cast<std::chrono::seconds>(
+                               SystemClock::time_point::max().time_since_epoch())
+                               .count() -
+                           1;
+  const int64_t min_secs = std::chrono::duration_cast<std::chrono::seconds>(
+                               SystemClock::time_point::min().time_since_epoch())
+                               .count() +
+                           1;
+  if (secs > max_secs) return SystemClock::time_point::max();
+  if (secs < min_secs) return SystemClock::time_point::min();
+  return SystemClock::time_point(std::chrono::seconds(secs)) + std::chrono::microseconds(micros);
 }
 
 }  // namespace gantry::kube

@@ -43,6 +43,8 @@ inline constexpr const char* kSegmentRequiredAnnotation =
     "kai.scheduler/segment-topology-required-placement";
 inline constexpr const char* kSegmentPreferredAnnotation =
     "kai.scheduler/segment-topology-preferred-placement";
+// The most segments a workload may be split into (KAI's pytorchjob and leaderworkerset groupers).
+inline constexpr int kMaxSegments = 10000;
 inline constexpr const char* kMinMemberOverrideAnnotation = "kai.scheduler/batch-min-member";
 inline constexpr const char* kDefaultQueueName = "default-queue";
 inline constexpr const char* kTrainPriorityClass = "train";

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "api_status.h"
 #include "binder/dra_step.h"
 #include "binder/gpu_sharing_step.h"
 #include "binder/reservation_sync.h"
@@ -20,9 +21,7 @@ namespace {
 using nlohmann::json;
 using std::chrono::milliseconds;
 
-json Status(int code, const std::string& reason) {
-  return {{"kind", "Status"}, {"code", code}, {"reason", reason}, {"message", reason}};
-}
+using test_support::ApiStatus;
 
 std::string Decode(std::string s) {
   for (auto [from, to] : {std::pair{"%3D", "="}, std::pair{"%2F", "/"}, std::pair{"%2C", ","}}) {
@@ -84,7 +83,7 @@ class FakeApi {
     if (pod_list && r.method == "POST") {
       json pod = json::parse(r.body);
       const std::string key = list_ns + "/" + pod["metadata"]["name"].get<std::string>();
-      if (pods.count(key)) return reply(409, Status(409, "AlreadyExists"));
+      if (pods.count(key)) return reply(409, ApiStatus(409, "AlreadyExists"));
       pod["metadata"]["uid"] = "uid-" + pod["metadata"]["name"].get<std::string>();
       pod["status"] = {{"phase", "Pending"}};
       if (list_ns == kReservationNamespace) {
@@ -111,12 +110,12 @@ class FakeApi {
       std::string key = ns + "/" + rest.substr(kind.size() + 1);
       const bool pod_status = kind == "pods" && key.ends_with("/status");
       if (pod_status) key = key.substr(0, key.size() - 7);
-      if (!store.count(key)) return reply(404, Status(404, "NotFound"));
+      if (!store.count(key)) return reply(404, ApiStatus(404, "NotFound"));
       if (pod_status && r.method == "PATCH") {
         ++pod_status_patches;
         if (fail_pod_status_patches > 0) {
           --fail_pod_status_patches;
-          return reply(500, Status(500, "InternalError"));
+          return reply(500, ApiStatus(500, "InternalError"));
         }
         json patch = json::parse(r.body);
         store[key]["status"].merge_patch(patch.value("status", json::object()));
@@ -126,7 +125,7 @@ class FakeApi {
       if (r.method == "PATCH") {
         if (fail_pod_patches > 0 && kind == "pods") {
           --fail_pod_patches;
-          return reply(500, Status(500, "InternalError"));
+          return reply(500, ApiStatus(500, "InternalError"));
         }
         store[key].merge_patch(json::parse(r.body));
         return reply(200, store[key]);
@@ -134,7 +133,7 @@ class FakeApi {
       if (r.method == "DELETE") {
         store.erase(key);
         deleted.push_back(key);
-        return reply(200, Status(200, "Success"));
+        return reply(200, ApiStatus(200, "Success"));
       }
     }
     // Resource claims.
@@ -161,13 +160,13 @@ class FakeApi {
       bool status = name.ends_with("/status");
       if (status) name = name.substr(0, name.size() - 7);
       std::string key = ns + "/" + name;
-      if (!claims.count(key)) return reply(404, Status(404, "NotFound"));
+      if (!claims.count(key)) return reply(404, ApiStatus(404, "NotFound"));
       json& claim = claims[key];
       if (r.method == "GET") return reply(200, claim);
       if (r.method == "DELETE" && !status) {
         deleted.push_back("claim " + key);
         claims.erase(key);
-        return reply(200, Status(200, "Success"));
+        return reply(200, ApiStatus(200, "Success"));
       }
       if (r.method == "PUT" && status) {
         json next = json::parse(r.body);
@@ -177,7 +176,7 @@ class FakeApi {
             --conflicts;
             claim["metadata"]["resourceVersion"] = std::to_string(++rv);  // someone else wrote
           }
-          return reply(409, Status(409, "Conflict"));
+          return reply(409, ApiStatus(409, "Conflict"));
         }
         claim["status"] = next.value("status", json::object());
         claim["metadata"]["resourceVersion"] = std::to_string(++rv);
@@ -185,7 +184,7 @@ class FakeApi {
         return reply(200, claim);
       }
     }
-    return reply(400, Status(400, "BadRequest: " + r.method + " " + r.path));
+    return reply(400, ApiStatus(400, "BadRequest: " + r.method + " " + r.path));
   }
 
   json& AddPod(const std::string& ns, const std::string& name, json annotations = json::object()) {

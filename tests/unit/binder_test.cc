@@ -15,6 +15,7 @@
 #include <mutex>
 #include <thread>
 
+#include "api_status.h"
 #include "binder/api_counter.h"
 #include "binder/bind_request.h"
 #include "binder/cache.h"
@@ -37,9 +38,7 @@ using std::chrono::seconds;
 
 constexpr const char* kBrPrefix = "/apis/scheduling.run.ai/v1alpha2/namespaces/";
 
-json Status(int code, const std::string& reason) {
-  return {{"kind", "Status"}, {"code", code}, {"reason", reason}, {"message", reason}};
-}
+using test_support::ApiStatus;
 
 // A tiny API server: BindRequests (status subresource with resourceVersion checks), pods
 // (binding subresource with uid precondition, list by spec.nodeName), nodes, events.
@@ -63,7 +62,7 @@ class FakeCluster {
     }
     if (path.starts_with("/api/v1/nodes/")) {
       std::string name = path.substr(14);
-      if (!nodes.count(name)) return reply(404, Status(404, "NotFound"));
+      if (!nodes.count(name)) return reply(404, ApiStatus(404, "NotFound"));
       return reply(200, nodes[name]);
     }
     if (path.starts_with("/api/v1/namespaces/")) {  // pods
@@ -75,7 +74,7 @@ class FakeCluster {
       bool status = name.ends_with("/status");
       if (status) name = name.substr(0, name.size() - 7);
       std::string key = ns + "/" + name;
-      if (!pods.count(key)) return reply(404, Status(404, "NotFound"));
+      if (!pods.count(key)) return reply(404, ApiStatus(404, "NotFound"));
       json& pod = pods[key];
       if (status && r.method == "PATCH") {
         pod_status_patches.push_back(json::parse(r.body));
@@ -87,14 +86,14 @@ class FakeCluster {
       bind_bodies.push_back(body);
       if (fail_binds > 0) {
         --fail_binds;
-        return reply(500, Status(500, "InternalError"));
+        return reply(500, ApiStatus(500, "InternalError"));
       }
       if (body["metadata"].value("uid", "") != pod["metadata"]["uid"].get<std::string>()) {
-        return reply(409, Status(409, "Conflict"));
+        return reply(409, ApiStatus(409, "Conflict"));
       }
-      if (!pod["spec"].value("nodeName", "").empty()) return reply(409, Status(409, "Conflict"));
+      if (!pod["spec"].value("nodeName", "").empty()) return reply(409, ApiStatus(409, "Conflict"));
       pod["spec"]["nodeName"] = body["target"]["name"];
-      return reply(201, Status(201, "Created"));
+      return reply(201, ApiStatus(201, "Created"));
     }
     if (path.starts_with(kBrPrefix)) {
       std::string rest = path.substr(std::string(kBrPrefix).size());
@@ -103,7 +102,7 @@ class FakeCluster {
       bool status = name.ends_with("/status");
       if (status) name = name.substr(0, name.size() - 7);
       std::string key = ns + "/" + name;
-      if (!brs.count(key)) return reply(404, Status(404, "NotFound"));
+      if (!brs.count(key)) return reply(404, ApiStatus(404, "NotFound"));
       json& br = brs[key];
       if (r.method == "GET") return reply(200, br);
       if (r.method == "PUT" && status) {
@@ -112,7 +111,7 @@ class FakeCluster {
                 br["metadata"]["resourceVersion"].get<std::string>() ||
             conflict_status_writes > 0) {
           if (conflict_status_writes > 0) --conflict_status_writes;
-          return reply(409, Status(409, "Conflict"));
+          return reply(409, ApiStatus(409, "Conflict"));
         }
         br["status"] = next["status"];
         br["metadata"]["resourceVersion"] = std::to_string(++rv);
@@ -120,7 +119,7 @@ class FakeCluster {
         return reply(200, br);
       }
     }
-    return reply(400, Status(400, "BadRequest: " + r.method + " " + r.path));
+    return reply(400, ApiStatus(400, "BadRequest: " + r.method + " " + r.path));
   }
 
   void AddNode(const std::string& name, int gpus, const std::string& cpu = "32") {

@@ -17,6 +17,9 @@
 #include "scheduler/scheduler.h"
 
 namespace gantry::cache {
+// A namespace of its own: its object builders take other arguments than the same-named ones of
+// the other watch-cache tests, which a unity build compiles in the same unit.
+namespace extended_claims_test {
 namespace {
 
 using kube::EventType;
@@ -404,4 +407,5 @@ TEST_F(DraExtendedCacheTest, DeviceTakenBackWhenThePodIsRemovedFromTheNode) {
 }
 
 }  // namespace
+}  // namespace extended_claims_test
 }  // namespace gantry::cache

@@ -14,7 +14,6 @@ namespace {
 constexpr const char* kWorkerIndexLabel = "leaderworkerset.sigs.k8s.io/worker-index";
 constexpr const char* kGroupIndexLabel = "leaderworkerset.sigs.k8s.io/group-index";
 constexpr const char* kSizeAnnotation = "leaderworkerset.sigs.k8s.io/size";
-constexpr int kMaxSegments = 10000;
 
 bool IsLeader(const kube::Object& pod) { return Label(pod, kWorkerIndexLabel) == "0"; }
 bool Divisible(int size, int segment) { return (size - 1) % segment == 0; }

@@ -13,7 +13,6 @@ namespace {
 
 constexpr const char* kReplicaTypeLabel = "training.kubeflow.org/replica-type";
 constexpr const char* kReplicaIndexLabel = "training.kubeflow.org/replica-index";
-constexpr int kMaxSegments = 10000;
 
 std::string WorkerTemplateAnnotation(const kube::Object& specs, const std::string& key) {
   const kube::Object* v = At(specs, {"Worker", "template", "metadata", "annotations", key});
