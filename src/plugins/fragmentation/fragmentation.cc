@@ -124,8 +124,15 @@ void ShapeCounter::Add(double cpu_millis, double memory_bytes, int whole, double
   ++total_;
 }
 
-std::vector<PodShape> ShapeCounter::Shapes(size_t max_shapes) const {
-  std::vector<std::pair<Key, int64_t>> items(counts_.begin(), counts_.end());
+std::vector<PodShape> ShapeCounter::Shapes(size_t max_shapes, bool gpu_only) const {
+  std::vector<std::pair<Key, int64_t>> items;
+  if (gpu_only) {
+    std::unordered_map<Key, int64_t, KeyHash> by_gpu;
+    for (const auto& [k, n] : counts_) by_gpu[Key{0, 0, k.whole, k.fraction}] += n;
+    items.assign(by_gpu.begin(), by_gpu.end());
+  } else {
+    items.assign(counts_.begin(), counts_.end());
+  }
   // Most frequent first; the key breaks ties so the result does not depend on hash order.
   std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) {
     if (a.second != b.second) return a.second > b.second;

@@ -73,11 +73,12 @@ double StrandedGpus(const NodeFree& node, const PerGpu& per_gpu);
 // Builds the typical shapes from pod requests: pods with the same GPU demand (whole count, or
 // the fraction rounded to hundredths) and CPU / memory (rounded to 1/10 core and 256 MiB) form one
 // shape; at most `max_shapes` most frequent shapes are kept and their weights renormalised.
+// `gpu_only`: shapes by GPU demand alone (CPU and memory 0, pods differing only in them merged).
 class ShapeCounter {
  public:
   void Add(double cpu_millis, double memory_bytes, int whole, double fraction);
   int64_t total() const { return total_; }
-  std::vector<PodShape> Shapes(size_t max_shapes) const;
+  std::vector<PodShape> Shapes(size_t max_shapes, bool gpu_only = false) const;
 
  private:
   struct Key {
