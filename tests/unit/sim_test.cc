@@ -327,6 +327,48 @@ jobs: [{name: a, queue: q, tasks: [{name: a-0, state: pending, gpus: 1}]}]
   EXPECT_NE(error.find("fit_cpu_memory"), std::string::npos) << error;
 }
 
+// The final waste of a device by its free share, learned by filling devices with the shapes.
+TEST(Fragmentation, GapWasteIsWhatADeviceEndsWith) {
+  const frag::PodShape shapes[] = {
+      {0, 0, 1, 0, 0.2}, {0, 0, 0, 0.47, 0.4}, {0, 0, 0, 0.32, 0.2}, {0, 0, 0, 0.65, 0.2}};
+  const std::vector<double> value = frag::GapWaste(shapes, 2000, 1);
+  ASSERT_EQ(value.size(), 101u);
+  EXPECT_EQ(value[0], 0);
+  EXPECT_EQ(value[100], 0);            // an unused device goes to a whole-GPU pod
+  EXPECT_NEAR(value[53], 0.06, 0.02);  // another 0.47 comes
+  EXPECT_NEAR(value[21], 0.21, 1e-9);  // nothing fills 0.21
+  EXPECT_LT(value[68], 0.15);          // mostly filled: a 0.65, two 0.32 (or a 0.47: 0.21 left)
+  EXPECT_EQ(frag::GapWaste(shapes, 2000, 1), value);  // deterministic
+  // A 0.32: the device with 0.53 free adds less fragmentation now, an unused device less waste
+  // in the end (0.21 stays free there, while 0.68 is filled).
+  auto one = [](double free_share) { return frag::NodeFree{1e6, 1e12, {free_share}}; };
+  const double frag_on_partial = frag::ExpectedFragmentation(one(0.21), shapes) -
+                                 frag::ExpectedFragmentation(one(0.53), shapes);
+  const double frag_on_unused = frag::ExpectedFragmentation(one(0.68), shapes) -
+                                frag::ExpectedFragmentation(one(1.0), shapes);
+  EXPECT_LT(frag_on_partial, frag_on_unused);
+  EXPECT_GT(value[21] - value[53], value[68] - value[100]);
+}
+
+TEST(Fragmentation, GapValueIsBetweenZeroAndOne) {
+  auto sim = ParseSimulation(R"(
+nodes: [{name: n1, gpus: 1}]
+config:
+  actions: [allocate]
+  plugins: [{name: predicates}, {name: gpufragmentation, arguments: {gap_value: 2}}]
+queues: [{name: q, resources: {gpu: {quota: -1}}}]
+jobs: [{name: a, queue: q, tasks: [{name: a-0, state: pending, gpus: 1}]}]
+)",
+                             "f.yaml", "");
+  std::string error = sim.ok() ? "" : sim.error();
+  if (sim.ok()) {
+    auto out = sim::Run(sim.value(), std::nullopt, std::nullopt);
+    ASSERT_FALSE(out.ok());
+    error = out.error();
+  }
+  EXPECT_NE(error.find("gap_value"), std::string::npos) << error;
+}
+
 // A small openb-like inflation (node types with different CPU per GPU; fractions of 0.81, 0.47,
 // 0.32, 0.65 and 0.16, whole GPUs with little or much CPU, CPU-only pods): over eight seeds the
 // fragmentation-aware placement allocates more GPUs than KAI's default packing.
