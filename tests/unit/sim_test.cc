@@ -259,6 +259,116 @@ TEST(Fragmentation, StrandedGpusAreTheFreeGpusCpuAndMemoryCannotFeed) {
   EXPECT_DOUBLE_EQ(frag::DemandPerGpu(cpu_only).cpu_millis, 0);
 }
 
+// Shapes by GPU demand alone (the plugin's default): pods differing only in CPU or memory merge.
+TEST(Fragmentation, GpuOnlyShapesMergePodsOfOneGpuDemand) {
+  frag::ShapeCounter counter;
+  counter.Add(4000, 8e9, 0, 0.47);
+  counter.Add(12000, 32e9, 0, 0.47);
+  counter.Add(8000, 16e9, 1, 0);
+  counter.Add(8000, 16e9, 0, 0);  // CPU-only
+  EXPECT_EQ(counter.Shapes(256).size(), 4u);
+  const auto shapes = counter.Shapes(256, /*gpu_only=*/true);
+  ASSERT_EQ(shapes.size(), 3u);
+  EXPECT_DOUBLE_EQ(shapes[0].fraction, 0.47);  // most frequent first
+  EXPECT_DOUBLE_EQ(shapes[0].weight, 0.5);
+  for (const frag::PodShape& s : shapes) {
+    EXPECT_EQ(s.cpu_millis, 0);
+    EXPECT_EQ(s.memory_bytes, 0);
+  }
+}
+
+// Why the views count GPUs only: a fraction that fills a half-used device on a node with CPU for
+// one more whole-GPU pod (and 1.5 free GPUs) takes CPU below that pod's need. With CPU in the
+// shapes the whole node's free GPU then counts as lost to that shape, so filling the device looks
+// no better than opening a fresh one on an idle node; counting GPUs only, filling it is a gain
+// and the fresh device a loss. (CPU is left to the stranded-GPU term, a fluid view without the
+// cliff.)
+TEST(Fragmentation, GpuOnlyViewsPreferFillingAPartlyUsedDevice) {
+  frag::ShapeCounter counter;
+  for (int i = 0; i < 3; ++i) counter.Add(8000, 16e9, 1, 0);
+  counter.Add(2000, 4e9, 0, 0.5);
+  const frag::PodShape pod{2000, 4e9, 0, 0.5, 0};
+  // Node a: one device half used, one free, CPU for one whole-GPU pod plus a little.
+  const frag::NodeFree a_before{9000, 64e9, {1.0, 0.5}};
+  const frag::NodeFree a_after{a_before.cpu_millis - pod.cpu_millis, 64e9, {1.0, 0.0}};
+  // Node b: two free devices and CPU to spare; the pod opens one of them.
+  const frag::NodeFree b_before{64000, 64e9, {1.0, 1.0}};
+  const frag::NodeFree b_after{64000 - pod.cpu_millis, 64e9, {1.0, 0.5}};
+  auto added = [](const std::vector<frag::PodShape>& shapes, const frag::NodeFree& before,
+                  const frag::NodeFree& after) {
+    return frag::ExpectedFragmentation(after, shapes) - frag::ExpectedFragmentation(before, shapes);
+  };
+  const auto full = counter.Shapes(256);
+  const auto gpu_only = counter.Shapes(256, /*gpu_only=*/true);
+  // With CPU: filling a's device adds fragmentation (its last free GPU is lost to whole pods).
+  EXPECT_GT(added(full, a_before, a_after), 0);
+  EXPECT_GE(added(full, a_before, a_after), added(full, b_before, b_after));
+  // GPUs only: filling a's device removes fragmentation, opening b's adds some.
+  EXPECT_LT(added(gpu_only, a_before, a_after), 0);
+  EXPECT_GT(added(gpu_only, b_before, b_after), 0);
+}
+
+TEST(Fragmentation, FitCpuMemoryMustBeABoolean) {
+  auto sim = ParseSimulation(R"(
+nodes: [{name: n1, gpus: 1}]
+config:
+  actions: [allocate]
+  plugins: [{name: predicates}, {name: gpufragmentation, arguments: {fit_cpu_memory: maybe}}]
+queues: [{name: q, resources: {gpu: {quota: -1}}}]
+jobs: [{name: a, queue: q, tasks: [{name: a-0, state: pending, gpus: 1}]}]
+)",
+                             "f.yaml", "");
+  std::string error = sim.ok() ? "" : sim.error();
+  if (sim.ok()) {
+    auto out = sim::Run(sim.value(), std::nullopt, std::nullopt);
+    ASSERT_FALSE(out.ok());
+    error = out.error();
+  }
+  EXPECT_NE(error.find("fit_cpu_memory"), std::string::npos) << error;
+}
+
+// The final waste of a device by its free share, learned by filling devices with the shapes.
+TEST(Fragmentation, GapWasteIsWhatADeviceEndsWith) {
+  const frag::PodShape shapes[] = {
+      {0, 0, 1, 0, 0.2}, {0, 0, 0, 0.47, 0.4}, {0, 0, 0, 0.32, 0.2}, {0, 0, 0, 0.65, 0.2}};
+  const std::vector<double> value = frag::GapWaste(shapes, 2000, 1);
+  ASSERT_EQ(value.size(), 101u);
+  EXPECT_EQ(value[0], 0);
+  EXPECT_EQ(value[100], 0);            // an unused device goes to a whole-GPU pod
+  EXPECT_NEAR(value[53], 0.06, 0.02);  // another 0.47 comes
+  EXPECT_NEAR(value[21], 0.21, 1e-9);  // nothing fills 0.21
+  EXPECT_LT(value[68], 0.15);          // mostly filled: a 0.65, two 0.32 (or a 0.47: 0.21 left)
+  EXPECT_EQ(frag::GapWaste(shapes, 2000, 1), value);  // deterministic
+  // A 0.32: the device with 0.53 free adds less fragmentation now, an unused device less waste
+  // in the end (0.21 stays free there, while 0.68 is filled).
+  auto one = [](double free_share) { return frag::NodeFree{1e6, 1e12, {free_share}}; };
+  const double frag_on_partial = frag::ExpectedFragmentation(one(0.21), shapes) -
+                                 frag::ExpectedFragmentation(one(0.53), shapes);
+  const double frag_on_unused = frag::ExpectedFragmentation(one(0.68), shapes) -
+                                frag::ExpectedFragmentation(one(1.0), shapes);
+  EXPECT_LT(frag_on_partial, frag_on_unused);
+  EXPECT_GT(value[21] - value[53], value[68] - value[100]);
+}
+
+TEST(Fragmentation, GapValueIsBetweenZeroAndOne) {
+  auto sim = ParseSimulation(R"(
+nodes: [{name: n1, gpus: 1}]
+config:
+  actions: [allocate]
+  plugins: [{name: predicates}, {name: gpufragmentation, arguments: {gap_value: 2}}]
+queues: [{name: q, resources: {gpu: {quota: -1}}}]
+jobs: [{name: a, queue: q, tasks: [{name: a-0, state: pending, gpus: 1}]}]
+)",
+                             "f.yaml", "");
+  std::string error = sim.ok() ? "" : sim.error();
+  if (sim.ok()) {
+    auto out = sim::Run(sim.value(), std::nullopt, std::nullopt);
+    ASSERT_FALSE(out.ok());
+    error = out.error();
+  }
+  EXPECT_NE(error.find("gap_value"), std::string::npos) << error;
+}
+
 // A small openb-like inflation (node types with different CPU per GPU; fractions of 0.81, 0.47,
 // 0.32, 0.65 and 0.16, whole GPUs with little or much CPU, CPU-only pods): over eight seeds the
 // fragmentation-aware placement allocates more GPUs than KAI's default packing.
