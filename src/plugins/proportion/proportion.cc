@@ -119,6 +119,7 @@ void ProportionPlugin::OnSessionOpen(Session& ssn) {
         return VictimQueueKey(s, q, victims);
       },
       [this](const Session& s, QueueId q, const JobView& job) { return JobQueueKey(s, q, job); });
+  ssn.SetQueueOrderTotalOnSiblings(SiblingOrderTotal(c));
   ssn.AddJobCapacityFn([this](const Session& s, JobId j, std::span<const PodId> pods) {
     return CheckCapacity(s, j, RequestedQuota(s.cluster(), pods), /*check_limit=*/true);
   });
