@@ -247,10 +247,17 @@ class SearchAccelerator final : public RejectionProofs {
     if (!order_base_) return nullptr;
     JobsByQueue& order = order_base_->NextOrder();
     // (Sized up front and written by index: this runs for every simulation.)
-    to_order_.resize(pending_jobs.size() + victim_jobs.size());
+    // (The pending jobs the base does not hold, listed once: the same ones every simulation.)
+    if (!outside_base_known_) {
+      outside_base_known_ = true;
+      for (JobId j : pending_jobs) {
+        if (!order_base_->Holds(j)) outside_base_.push_back(j);
+      }
+    }
+    to_order_.resize(outside_base_.size() + victim_jobs.size());
     size_t n = 0;
-    for (JobId j : pending_jobs) {
-      if (!is_victim_job[j] && !order_base_->Holds(j)) to_order_[n++] = j;
+    for (JobId j : outside_base_) {
+      if (!is_victim_job[j]) to_order_[n++] = j;
     }
     for (JobId j : victim_jobs) {
       if (j != job_ && !order_base_->Holds(j)) to_order_[n++] = j;
@@ -360,8 +367,10 @@ class SearchAccelerator final : public RejectionProofs {
   bool order_base_decided_ = false;
   std::unique_ptr<SimulationOrderBase> order_base_;
   std::unique_ptr<IdleQueues> idle_;  // with the base, where the idle-queue rule applies
-  std::vector<JobId> to_order_;       // (SimulationOrder's scratch)
-  size_t to_act_ = 0;                 // the order's entries left that act (SimulationOrder)
+  bool outside_base_known_ = false;
+  std::vector<JobId> outside_base_;  // the pending jobs the base does not hold
+  std::vector<JobId> to_order_;      // (SimulationOrder's scratch)
+  size_t to_act_ = 0;                // the order's entries left that act (SimulationOrder)
   // The current simulation: proven hopeless before placing / before evicting (verify mode), a
   // rule certain, stopped before the pending pods' turn, every victim asks for whole GPUs.
   bool proven_before_ = false;
