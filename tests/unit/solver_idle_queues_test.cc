@@ -77,11 +77,10 @@ std::string Generate(const ShapeCase& k, bench::ClusterGenSummary& summary) {
   options.nodes = k.nodes;
   options.seed = k.seed;
   options.busy_shared = std::string(k.shape) == "busy";
-  const std::string file =
-      (std::filesystem::temp_directory_path() /
-       ("gantry-idle-queues-" + std::to_string(::getpid()) + "-" + k.shape + "-" +
-        std::to_string(k.nodes) + "-" + std::to_string(k.seed) + ".json"))
-          .string();
+  std::string file = (std::filesystem::temp_directory_path() /
+                      ("gantry-idle-queues-" + std::to_string(::getpid()) + "-" + k.shape + "-" +
+                       std::to_string(k.nodes) + "-" + std::to_string(k.seed) + ".json"))
+                         .string();
   std::string error;
   EXPECT_TRUE(bench::WriteClusterScenario(options, file, summary, error)) << error;
   return file;
