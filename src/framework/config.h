@@ -42,6 +42,9 @@ struct SchedulerParams {
   // With the shortcuts on: the victim search's capacity pre-check per required topology domain
   // (victim_search/domain_precheck.h). Off only for the differential tests of that rule.
   bool solver_domain_precheck = true;
+  // With the shortcuts on: the simulations' job order leaves out the leaf queues holding only
+  // jobs the simulation skips (victim_search/idle_queues.h). Off only for its differential tests.
+  bool solver_idle_queues = true;
 };
 
 // KAI's `usageDBConfig`: where the scheduler reads the queues' historical usage (time-based

@@ -27,13 +27,20 @@ void SessionHooks::AddPodSetOrderFn(PodSetOrderFn fn) {
 
 void SessionHooks::AddQueueOrderFn(QueueOrderFn fn, bool pod_states_only,
                                    QueueOrderKeyFn victim_key, JobQueueOrderKeyFn job_key) {
+  last_queue_order_first_ = false;
   if (Disabled("queue_order")) return;
+  last_queue_order_first_ = queue_order_fns_.empty();
   if (queue_order_fns_.empty()) {
     victim_queue_key_ = std::move(victim_key);
     job_queue_key_ = std::move(job_key);
   }
   queue_order_fns_.push_back(std::move(fn));
   queue_order_pod_states_only_ = queue_order_pod_states_only_ && pod_states_only;
+}
+
+void SessionHooks::SetQueueOrderTotalOnSiblings(bool total) {
+  // (Only the first function's answers decide: it never answers 0.)
+  if (last_queue_order_first_) queue_order_total_on_siblings_ = total;
 }
 
 void SessionHooks::AddNodePreOrderFn(NodePreOrderFn fn, NodeDependence depends_on) {

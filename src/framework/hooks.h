@@ -314,6 +314,12 @@ class SessionHooks {
   // `job_key` (optional): in job order (see JobQueueOrderKeyFn).
   void AddQueueOrderFn(QueueOrderFn fn, bool pod_states_only = false,
                        QueueOrderKeyFn victim_key = nullptr, JobQueueOrderKeyFn job_key = nullptr);
+  // Called right after AddQueueOrderFn by a plugin whose function never answers 0 and, for two
+  // sibling queues (children of one queue, or two roots) whose sides are otherwise equal, decides
+  // by a strict total order of the queues alone: then the function orders sibling queues with
+  // their jobs (or victims) totally, so the best of a set of siblings is the best of any subset
+  // holding it (QueueOrderTotalOnSiblings). Only the first queue order function counts.
+  void SetQueueOrderTotalOnSiblings(bool total);
   void AddNodePreOrderFn(NodePreOrderFn fn, NodeDependence depends_on = NodeDependence::kAnything);
   void AddNodeOrderFn(NodeOrderFn fn, NodeOrderOptions options = {});
   void AddPrePredicateFn(PrePredicateFn fn);
@@ -343,6 +349,8 @@ class SessionHooks {
   // --- What the registrations promise -------------------------------------------------------
   bool JobOrderDependsOnlyOnOwnPods() const { return job_order_own_pods_only_; }
   bool QueueOrderDependsOnlyOnPodStates() const { return queue_order_pod_states_only_; }
+  // See SetQueueOrderTotalOnSiblings (false unless the first queue order function said so).
+  bool QueueOrderTotalOnSiblings() const { return queue_order_total_on_siblings_; }
   // Whether every node callback registered depends only on the node's shape and state.
   bool NodeCallbacksDependOnlyOnShapeAndState() const { return node_fns_shape_and_state_only_; }
   // Whether any reclaim victim filter is registered (without one, ReclaimVictimFilter accepts
@@ -407,8 +415,10 @@ class SessionHooks {
   std::vector<PodSetOrderFn> pod_set_order_fns_;
   std::vector<QueueOrderFn> queue_order_fns_;
   bool queue_order_pod_states_only_ = true;
-  QueueOrderKeyFn victim_queue_key_;  // the first queue order function's key, if given
-  JobQueueOrderKeyFn job_queue_key_;  // its job-order key, if given
+  bool queue_order_total_on_siblings_ = false;
+  bool last_queue_order_first_ = false;  // the last AddQueueOrderFn added the first function
+  QueueOrderKeyFn victim_queue_key_;     // the first queue order function's key, if given
+  JobQueueOrderKeyFn job_queue_key_;     // its job-order key, if given
   bool node_fns_shape_and_state_only_ = true;
   std::vector<NodePreOrderFn> node_pre_order_fns_;
   std::vector<NodeOrderFn> node_order_fns_;

@@ -542,6 +542,26 @@ void JobsByQueue::NoteAdded(QueueId leaf, size_t count) {
   size_ += count;
 }
 
+void JobsByQueue::Mute(QueueId leaf) {
+  const int count = active_jobs_[leaf];
+  if (count == 0) return;
+  // The entries leave the leaf's heap (they stay numbered, unused). The counts above it drop as
+  // for `count` pops, the change counters rise as for one.
+  heaps_[leaf].clear();
+  if (lazy_) lazy_best_[leaf] = -1;  // (an empty list is ordered, built or not)
+  RefreshFront(leaf);
+  const auto& queues = ssn_.cluster().queues;
+  for (QueueId a = leaf; a != kNone;) {
+    active_jobs_[a] -= count;
+    ++changes_[static_cast<size_t>(a) + 1];
+    const QueueId up = queues[a].parent;
+    last_child_[up == kNone ? 0 : static_cast<size_t>(up) + 1] = a;
+    a = up;
+  }
+  ++changes_[0];
+  size_ -= static_cast<size_t>(count);
+}
+
 void JobsByQueue::PushMany(const std::vector<JobId>& jobs) {
   const auto& cluster = ssn_.cluster();
   // Leaf queues receiving entries, with how many each; the counters above them are raised once

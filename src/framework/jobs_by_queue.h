@@ -92,6 +92,10 @@ class JobsByQueue {
   void PushView(JobView v);
   // Adds many jobs at once (one heap build per queue instead of one insertion each).
   void PushMany(const std::vector<JobId>& jobs);
+  // Leaves the entries queued in leaf queue `leaf` out of the order from now on: they are never
+  // popped, and size() and empty() no longer count them (for the victim search's idle queues,
+  // victim_search/idle_queues.h). Entries pushed to it later count as usual.
+  void Mute(QueueId leaf);
   // Removes and returns the next job, or kNone when empty.
   JobId PopNext();
   // Removes and returns the next entry; empty() must be false.

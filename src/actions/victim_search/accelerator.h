@@ -13,7 +13,7 @@
 // - victims-queue pops replayed across prefixes (pop_replay.h): StartPops, PopsEmpty, NextPop;
 // - recorded victims kept evicted (kept_base.h): KeepPrefix, KeptStatement, MakeClean, OnAccepted;
 // - the simulations' job order from a base (simulation_order.h): SimulationOrder, NotePopped,
-//   OnlyPendingJobsLeft;
+//   OnlyPendingJobsLeft; without its idle leaf queues (idle_queues.h): SimulationOrder;
 // - counters (stats.h): every point.
 #pragma once
 
@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "actions/allocate/allocate.h"
+#include "actions/victim_search/idle_queues.h"
 #include "actions/victim_search/kept_base.h"
 #include "actions/victim_search/pop_replay.h"
 #include "actions/victim_search/rejection_proofs.h"
@@ -240,25 +241,35 @@ class SearchAccelerator final : public RejectionProofs {
       if (SimulationOrderBase::Applies(ssn_)) {
         order_base_ = std::make_unique<SimulationOrderBase>(ssn_, options, pending_jobs,
                                                             is_victim_job, to_order_);
+        if (IdleQueues::Applies(ssn_)) idle_ = std::make_unique<IdleQueues>(ssn_);
       }
     }
     if (!order_base_) return nullptr;
     JobsByQueue& order = order_base_->NextOrder();
     // (Sized up front and written by index: this runs for every simulation.)
-    to_order_.resize(pending_jobs.size() + victim_jobs.size());
+    // (The pending jobs the base does not hold, listed once: the same ones every simulation.)
+    if (!outside_base_known_) {
+      outside_base_known_ = true;
+      for (JobId j : pending_jobs) {
+        if (!order_base_->Holds(j)) outside_base_.push_back(j);
+      }
+    }
+    to_order_.resize(outside_base_.size() + victim_jobs.size());
     size_t n = 0;
-    for (JobId j : pending_jobs) {
-      if (!is_victim_job[j] && !order_base_->Holds(j)) to_order_[n++] = j;
+    for (JobId j : outside_base_) {
+      if (!is_victim_job[j]) to_order_[n++] = j;
     }
     for (JobId j : victim_jobs) {
       if (j != job_ && !order_base_->Holds(j)) to_order_[n++] = j;
     }
     to_order_.resize(n);
     order.PushMany(to_order_);
+    if (idle_) stats_->idle_queues += idle_->Start(ssn_, order, job_, victim_jobs);
     return &order;
   }
-  // An entry of the order was popped (`acts`: the preemptor or a victim job).
-  void NotePopped(bool acts) {
+  // An entry of job j was popped from the order (`acts`: the preemptor or a victim job).
+  void NotePopped(JobId j, bool acts) {
+    if (acts && idle_ && idle_->Popped(ssn_, j)) ++stats_->idle_queues;
     if (acts && to_act_ > 0) --to_act_;
   }
   // Whether the rest of the order only skips pending jobs.
@@ -355,8 +366,11 @@ class SearchAccelerator final : public RejectionProofs {
   std::unique_ptr<KeptEvictionBase> kept_base_;  // absent where undo is not exact
   bool order_base_decided_ = false;
   std::unique_ptr<SimulationOrderBase> order_base_;
-  std::vector<JobId> to_order_;  // (SimulationOrder's scratch)
-  size_t to_act_ = 0;            // the order's entries left that act (SimulationOrder)
+  std::unique_ptr<IdleQueues> idle_;  // with the base, where the idle-queue rule applies
+  bool outside_base_known_ = false;
+  std::vector<JobId> outside_base_;  // the pending jobs the base does not hold
+  std::vector<JobId> to_order_;      // (SimulationOrder's scratch)
+  size_t to_act_ = 0;                // the order's entries left that act (SimulationOrder)
   // The current simulation: proven hopeless before placing / before evicting (verify mode), a
   // rule certain, stopped before the pending pods' turn, every victim asks for whole GPUs.
   bool proven_before_ = false;

@@ -438,7 +438,7 @@ class Solver {
     while (!order->empty()) {
       if (accel_ && accel_->OnlyPendingJobsLeft()) break;
       const JobView v = order->PopNextView();
-      if (accel_) accel_->NotePopped(v.job == job_ || is_victim_job_[v.job]);
+      if (accel_) accel_->NotePopped(v.job, v.job == job_ || is_victim_job_[v.job]);
       if (v.job == job_) {
         if (!AllocateJobTaskList(ssn_, stmt, nodes, job_, scenario.pending(), true,
                                  /*nodes_cover_free_gpus=*/true)) {

@@ -23,6 +23,9 @@ struct SolverActionStats {
   uint64_t precheck_domain = 0;  // of which by the pre-check per topology domain (before
                                  // evicting or once evicted; domain_precheck.h)
   uint64_t simulations = 0;      // placements simulated (AllocatePreemptorAndVictims)
+  uint64_t idle_queues = 0;      // leaf queues left out of the simulations' job orders, idle
+                                 // from the start or from the pop of their last acting entry
+                                 // (idle_queues.h)
   uint64_t not_placed = 0;       // of which the pending pods did not fit
   uint64_t rejected = 0;         // of which the validator rejected the outcome
   uint64_t proven = 0;           // of which rejected by a proven bound, stopped early

@@ -156,6 +156,11 @@ class ProportionPlugin : public Plugin {
   // first). Rules (7) and (8) depend only on the queues, fixed for the session.
   int CompareSides(const Session& s, QueueId l, QueueId r, const QueueSide& ls,
                    const QueueSide& rs) const;
+  // Whether rules (7) and (8) order every two sibling queues (children of one queue, or two
+  // roots) as a strict total order: creation times differ, and where rule (7) decides it agrees
+  // with rule (8). Then CompareSides is a strict total order on siblings (rules (1) to (6) are
+  // finite numbers compared in turn), what Session::QueueOrderTotalOnSiblings promises.
+  bool SiblingOrderTotal(const Cluster& c) const;
   // The side of queue q with `job` (nullptr: none) to allocate and without `victims`, computed
   // from the queue's share. (Out of line: the kept sides are the common case.)
   [[gnu::noinline]] QueueSide MakeSide(const Session& s, QueueId q, const JobView* job,

@@ -1,6 +1,10 @@
 #include "plugins/proportion/proportion.h"
 
+#include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -70,11 +74,18 @@ void ProportionPlugin::OnSessionOpen(Session& ssn) {
   victim_sides_.assign(c.queues.size(), {});
   job_sides_.assign(c.queues.size(), {});
   // Queue shares are sums of pod quantities, added and taken away as pods come and go. With
-  // whole numbers only (well inside a double's exact range) those sums are exact, so the
-  // shares are a function of the statuses of the pods in the queue's subtree: so is the queue
-  // order (its other inputs are the queues and the jobs' or victims' pods, of the same
-  // subtrees, with their statuses and virtual flags).
-  double magnitude = 0;
+  // whole numbers only, well inside a double's exact range, those sums are exact, so the shares
+  // are a function of the statuses of the pods in the queue's subtree: so is the queue order (its
+  // other inputs are the queues and the jobs' or victims' pods, of the same subtrees, with their
+  // statuses and virtual flags). Per resource: when every quantity of a resource is a multiple
+  // of 2^k, so is every sum of them, and a double holds such sums exactly up to 2^(53+k); any sum
+  // of some of the quantities, added or taken away, stays within the sum of their magnitudes,
+  // which must stay below 2^(52+k) (a bit of margin). (Memory in bytes is a multiple of a large
+  // power of two: 64 GB = 2^15 * 5^9, 1 GiB = 2^30. Without the factor, the busy benchmark shape
+  // passed the bound already at 1,000 nodes: 4.6e15 bytes of pod memory in all.)
+  std::array<double, kQueueResources.size()> magnitude{};
+  std::array<int, kQueueResources.size()> zero_bits{};
+  zero_bits.fill(64);
   bool whole = true;
   for (const Pod& pod : c.pods) {
     // What a shared-GPU pod is charged depends on the node it is placed on, not only on its
@@ -82,11 +93,22 @@ void ProportionPlugin::OnSessionOpen(Session& ssn) {
     whole = whole && !pod.IsSharedGpu();
     const Quantities q = PodQuantities(c, pod);
     for (auto res : kQueueResources) {
-      whole = whole && q[res] == std::floor(q[res]);
-      magnitude += std::abs(q[res]);
+      const double v = std::abs(q[res]);
+      whole = whole && v == std::floor(v) && v < 0x1p63;
+      if (!whole) break;
+      const auto i = static_cast<size_t>(res);
+      magnitude[i] += v;
+      if (const auto bits = static_cast<uint64_t>(v); bits != 0) {
+        zero_bits[i] = std::min(zero_bits[i], std::countr_zero(bits));
+      }
     }
   }
-  const bool pod_states_only = whole && magnitude < 0x1p52;
+  bool within = true;
+  for (auto res : kQueueResources) {
+    const auto i = static_cast<size_t>(res);
+    within = within && magnitude[i] < std::ldexp(1.0, 52 + zero_bits[i]);
+  }
+  const bool pod_states_only = whole && within;
   exact_sums_ = pod_states_only;
   ssn.AddQueueOrderFn(
       [this](const Session& s, QueueId l, QueueId r, const JobView* lj, const JobView* rj,
@@ -97,6 +119,7 @@ void ProportionPlugin::OnSessionOpen(Session& ssn) {
         return VictimQueueKey(s, q, victims);
       },
       [this](const Session& s, QueueId q, const JobView& job) { return JobQueueKey(s, q, job); });
+  ssn.SetQueueOrderTotalOnSiblings(SiblingOrderTotal(c));
   ssn.AddJobCapacityFn([this](const Session& s, JobId j, std::span<const PodId> pods) {
     return CheckCapacity(s, j, RequestedQuota(s.cluster(), pods), /*check_limit=*/true);
   });

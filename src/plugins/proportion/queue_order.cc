@@ -1,4 +1,7 @@
 // KAI's queue order (queue_order package): the rules once, over QueueSide values (plugin.h).
+#include <utility>
+#include <vector>
+
 #include "framework/session.h"
 #include "plugins/proportion/plugin.h"
 
@@ -50,6 +53,33 @@ int ProportionPlugin::CompareSides(const Session& s, QueueId l, QueueId r, const
   const Queue& rq = s.cluster().queues[r];
   if (lq.creation_ms < rq.creation_ms) return -1;
   return 1;
+}
+
+bool ProportionPlugin::SiblingOrderTotal(const Cluster& c) const {
+  // Sibling groups: the roots, and the children of each queue. (Pairs within a group only.)
+  std::vector<std::vector<QueueId>> groups(c.queues.size() + 1);
+  for (QueueId q = 0; q < static_cast<QueueId>(c.queues.size()); ++q) {
+    const QueueId parent = c.queues[q].parent;
+    groups[parent == kNone ? 0 : static_cast<size_t>(parent) + 1].push_back(q);
+  }
+  // (Pairs are checked one by one: past this many siblings the answer is no, not worth it.)
+  constexpr size_t kMaxSiblings = 2048;
+  for (const std::vector<QueueId>& group : groups) {
+    if (group.size() > kMaxSiblings) return false;
+    for (size_t i = 0; i < group.size(); ++i) {
+      for (size_t k = i + 1; k < group.size(); ++k) {
+        QueueId l = group[i];
+        QueueId r = group[k];
+        if (c.queues[l].creation_ms == c.queues[r].creation_ms) return false;
+        if (c.queues[r].creation_ms < c.queues[l].creation_ms) std::swap(l, r);
+        // l is created first: rule (7) must not put r first.
+        const Quantities& la = allocatable_share_[l];
+        const Quantities& ra = allocatable_share_[r];
+        if (!LessEqual(la, ra) && LessEqual(ra, la)) return false;
+      }
+    }
+  }
+  return true;
 }
 
 ProportionPlugin::QueueSide ProportionPlugin::MakeSide(const Session& s, QueueId q,
