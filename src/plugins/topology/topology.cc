@@ -32,6 +32,20 @@ namespace {
 constexpr int kAllocatablePodsNotSet = -1;
 constexpr double kRequiredResourceNotInDomainRatio = 1000.0;
 
+// What a leaf domain (one without children) keeps between SubsetNodes calls: the sum of its
+// nodes' free resources and, per representative pod, how many copies its nodes hold. Both are
+// functions of its nodes' states alone, and a node's state changes only with its
+// Session::node_version, so they are summed again (in the same node order, so the same sums to
+// the bit) only when one of those versions moved; the placement epoch (which moves with every
+// node's change) spares even that scan while nothing was placed or removed anywhere.
+struct LeafCache {
+  bool valid = false;
+  uint64_t checked_epoch = 0;  // the placement epoch when the node versions were last compared
+  uint32_t revision = 0;       // changes whenever `free` is summed again
+  Resources free;
+  std::vector<std::pair<uint32_t, int>> allocatable;  // per signature: (revision + 1, count)
+};
+
 struct Domain {
   std::string id;
   int level = -1;  // index into the topology's levels; -1 is the root
@@ -40,6 +54,10 @@ struct Domain {
   std::vector<char> has_node;  // per node id (only for membership tests)
   int allocatable_pods = kAllocatablePodsNotSet;
   Resources free;  // idle + releasing of the domain's nodes (whole GPUs only)
+  // Kept between SubsetNodes calls (SchedulerParams::topology_incremental), see LeafCache.
+  LeafCache leaf;
+  // The order keys of the last sort of `children`, in their sorted order (SortTree).
+  std::vector<double> sort_keys;
 };
 
 struct Tree {
@@ -49,6 +67,7 @@ struct Tree {
   std::vector<std::unordered_map<std::string, int32_t>> by_id;
   std::vector<std::vector<int32_t>> by_level;
   std::vector<char> in_topology;  // per node
+  std::vector<uint32_t> seen_version;  // per node: its node version when its leaf last summed it
   // The level index of a label key, -1 for "root", -2 when unknown.
   int LevelIndex(const std::string& key) const {
     if (key == "root") return -1;
@@ -142,10 +161,11 @@ class TopologyPlugin : public Plugin {
   void Build(const Cluster& c, const Topology& t) {
     Tree tree;
     tree.topology = &t;
-    tree.domains.push_back(Domain{"root", -1, {}, {}, {}, kAllocatablePodsNotSet, {}});
+    tree.domains.push_back(Domain{"root", -1, {}, {}, {}, kAllocatablePodsNotSet, {}, {}, {}});
     tree.by_id.resize(t.levels.size());
     tree.by_level.resize(t.levels.size());
     tree.in_topology.assign(c.nodes.size(), 0);
+    tree.seen_version.assign(c.nodes.size(), 0);
     std::vector<NodeId> order(c.nodes.size());
     for (NodeId n = 0; n < static_cast<NodeId>(c.nodes.size()); ++n) {
       order[static_cast<size_t>(c.nodes[n].name_rank)] = n;
@@ -165,7 +185,7 @@ class TopologyPlugin : public Plugin {
         }
         auto [it, inserted] = tree.by_id[li].emplace(id, static_cast<int32_t>(tree.domains.size()));
         if (inserted) {
-          tree.domains.push_back(Domain{id, li, {}, {}, {}, kAllocatablePodsNotSet, {}});
+          tree.domains.push_back(Domain{id, li, {}, {}, {}, kAllocatablePodsNotSet, {}, {}, {}});
           tree.by_level[li].push_back(it->second);
         }
         Domain& d = tree.domains[it->second];
@@ -421,21 +441,55 @@ class TopologyPlugin : public Plugin {
     return it == tree.by_id[static_cast<size_t>(depth)].end() ? 0 : it->second;
   }
 
+  // The free resources of domain d and of the domains under it (the others stay zero). Inner
+  // domains add their children's in the children's current order, as the reference does, so
+  // the sums are the same to the bit with or without the leaf cache.
   void ComputeFree(const Session& s, Tree& tree, int32_t d) {
     Domain& dom = tree.domains[d];
     if (dom.children.empty()) {
-      for (NodeId n : dom.nodes) {
-        const NodeState& st = s.node(n);
-        dom.free += st.idle;
-        dom.free += st.releasing;
+      if (s.params().topology_incremental) {
+        RefreshLeaf(s, tree, dom);
+        dom.free = dom.leaf.free;
+        return;
       }
-      dom.free.pods = 0;
+      dom.free = LeafFree(s, dom);
       return;
     }
     for (int32_t child : dom.children) {
       ComputeFree(s, tree, child);
       dom.free += tree.domains[child].free;
     }
+  }
+
+  static Resources LeafFree(const Session& s, const Domain& dom) {
+    Resources free;
+    for (NodeId n : dom.nodes) {
+      const NodeState& st = s.node(n);
+      free += st.idle;
+      free += st.releasing;
+    }
+    free.pods = 0;
+    return free;
+  }
+
+  // Sums a leaf's free resources again if one of its nodes changed since the last sum.
+  static void RefreshLeaf(const Session& s, Tree& tree, Domain& dom) {
+    LeafCache& leaf = dom.leaf;
+    const uint64_t epoch = s.placement_epoch();
+    if (leaf.valid && leaf.checked_epoch == epoch) return;
+    bool changed = !leaf.valid;
+    for (NodeId n : dom.nodes) {
+      const uint32_t v = s.node_version(n);
+      if (tree.seen_version[n] != v) {
+        tree.seen_version[n] = v;
+        changed = true;
+      }
+    }
+    leaf.valid = true;
+    leaf.checked_epoch = epoch;
+    if (!changed) return;
+    ++leaf.revision;
+    leaf.free = LeafFree(s, dom);
   }
 
   // KAI's useRepresentorPodsAccounting: every pod or none uses GPUs, and every extended
@@ -511,6 +565,21 @@ class TopologyPlugin : public Plugin {
     Domain& dom = tree.domains[d];
     dom.allocatable_pods = 0;
     if (dom.children.empty()) {
+      if (any_resource && s.params().topology_incremental) {
+        RefreshLeaf(s, tree, dom);
+        auto& per_signature = dom.leaf.allocatable;
+        if (per_signature.size() <= static_cast<size_t>(signature_)) {
+          per_signature.resize(static_cast<size_t>(signature_) + 1, {0, 0});
+        }
+        auto& entry = per_signature[static_cast<size_t>(signature_)];
+        if (entry.first != dom.leaf.revision + 1) {
+          int sum = 0;
+          for (NodeId n : dom.nodes) sum += CachedAccommodation(s, n, max);
+          entry = {dom.leaf.revision + 1, sum};
+        }
+        dom.allocatable_pods = entry.second;
+        return dom.allocatable_pods;
+      }
       for (NodeId n : dom.nodes) {
         dom.allocatable_pods += any_resource ? CachedAccommodation(s, n, max) : all;
       }
@@ -634,9 +703,24 @@ class TopologyPlugin : public Plugin {
   }
 
   // Bin packing: children fullest first (by the job's ratio to their free resources), then by id.
+  // The order is a function of the keys alone (ties broken by the unique ids), so children already
+  // sorted under the same keys, position for position, are not sorted again.
   void SortTree(const Session& s, Tree& tree, int32_t d, const Resources& asked, int max_depth) {
     if (max_depth == -3) return;
     Domain& dom = tree.domains[d];
+    const bool incremental = s.params().topology_incremental;
+    bool same_keys = incremental && dom.sort_keys.size() == dom.children.size();
+    for (size_t i = 0; same_keys && i < dom.children.size(); ++i) {
+      // (NaN keys compare unequal: sorted again.)
+      same_keys = RatioToFree(s, asked, tree.domains[dom.children[i]]) == dom.sort_keys[i];
+    }
+    if (same_keys) {
+      if (dom.level == max_depth) return;
+      for (size_t i = 0; i < dom.children.size(); ++i) {
+        SortTree(s, tree, tree.domains[d].children[i], asked, max_depth);
+      }
+      return;
+    }
     std::vector<std::pair<double, int32_t>> keyed;
     keyed.reserve(dom.children.size());
     for (int32_t child : dom.children) {
@@ -647,6 +731,10 @@ class TopologyPlugin : public Plugin {
       return tree.domains[a.second].id < tree.domains[b.second].id;
     });
     for (size_t i = 0; i < keyed.size(); ++i) tree.domains[d].children[i] = keyed[i].second;
+    if (incremental) {
+      dom.sort_keys.resize(keyed.size());
+      for (size_t i = 0; i < keyed.size(); ++i) dom.sort_keys[i] = keyed[i].first;
+    }
     if (tree.domains[d].level == max_depth) return;
     const std::vector<int32_t> children = tree.domains[d].children;
     for (int32_t child : children) SortTree(s, tree, child, asked, max_depth);
