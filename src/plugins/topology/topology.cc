@@ -56,8 +56,16 @@ struct Domain {
   Resources free;  // idle + releasing of the domain's nodes (whole GPUs only)
   // Kept between SubsetNodes calls (SchedulerParams::topology_incremental), see LeafCache.
   LeafCache leaf;
-  // The order keys of the last sort of `children`, in their sorted order (SortTree).
+  // A stamp of `free` (Tree::stamps): a leaf's changes when it is summed again, an inner
+  // domain's is the largest of its children's and of `order_stamp` (its children reordered: the
+  // same sum added in another order), so it changes whenever `free` may have.
+  uint64_t free_stamp = 0;
+  uint64_t order_stamp = 0;
+  // The order keys of the last sort of `children`, in their sorted order (SortTree), and the
+  // request and children's largest free stamp they were computed from.
   std::vector<double> sort_keys;
+  uint64_t keys_asked = 0;  // Tree::asked_serial
+  uint64_t keys_stamp = 0;
 };
 
 struct Tree {
@@ -68,6 +76,13 @@ struct Tree {
   std::vector<std::vector<int32_t>> by_level;
   std::vector<char> in_topology;  // per node
   std::vector<uint32_t> seen_version;  // per node: its node version when its leaf last summed it
+  uint64_t stamps = 0;                 // the last stamp given (Domain::free_stamp)
+  Resources asked;                     // the request of the last SortTree
+  uint64_t asked_serial = 0;           // changes with `asked`
+  // Per level, per node: the index of the node's domain at that level (-1: not in the tree);
+  // LowestCommonDomain compares these instead of label values unless some value is empty.
+  std::vector<std::vector<int32_t>> node_domain;
+  bool empty_label_value = false;
   // The level index of a label key, -1 for "root", -2 when unknown.
   int LevelIndex(const std::string& key) const {
     if (key == "root") return -1;
@@ -161,11 +176,12 @@ class TopologyPlugin : public Plugin {
   void Build(const Cluster& c, const Topology& t) {
     Tree tree;
     tree.topology = &t;
-    tree.domains.push_back(Domain{"root", -1, {}, {}, {}, kAllocatablePodsNotSet, {}, {}, {}});
+    tree.domains.push_back(MakeDomain("root", -1));
     tree.by_id.resize(t.levels.size());
     tree.by_level.resize(t.levels.size());
     tree.in_topology.assign(c.nodes.size(), 0);
     tree.seen_version.assign(c.nodes.size(), 0);
+    tree.node_domain.assign(t.levels.size(), std::vector<int32_t>(c.nodes.size(), -1));
     std::vector<NodeId> order(c.nodes.size());
     for (NodeId n = 0; n < static_cast<NodeId>(c.nodes.size()); ++n) {
       order[static_cast<size_t>(c.nodes[n].name_rank)] = n;
@@ -185,11 +201,14 @@ class TopologyPlugin : public Plugin {
         }
         auto [it, inserted] = tree.by_id[li].emplace(id, static_cast<int32_t>(tree.domains.size()));
         if (inserted) {
-          tree.domains.push_back(Domain{id, li, {}, {}, {}, kAllocatablePodsNotSet, {}, {}, {}});
+          tree.domains.push_back(MakeDomain(id, li));
           tree.by_level[li].push_back(it->second);
         }
         Domain& d = tree.domains[it->second];
         d.nodes.push_back(n);
+        tree.node_domain[static_cast<size_t>(li)][n] = it->second;
+        tree.empty_label_value = tree.empty_label_value ||
+                                 node.labels.Get(t.levels[static_cast<size_t>(li)])->empty();
         if (child >= 0) AddChild(tree, it->second, child);
         child = it->second;
       }
@@ -202,6 +221,13 @@ class TopologyPlugin : public Plugin {
     }
     tree_index_.emplace(t.name, trees_.size());
     trees_.push_back(std::move(tree));
+  }
+
+  static Domain MakeDomain(std::string id, int level) {
+    Domain d;
+    d.id = std::move(id);
+    d.level = level;
+    return d;
   }
 
   static void AddChild(Tree& tree, int32_t parent, int32_t child) {
@@ -261,7 +287,9 @@ class TopologyPlugin : public Plugin {
     for (NodeId n : nodes) {
       if (tree.in_topology[n]) valid.push_back(n);
     }
-    int32_t domain_index = LowestCommonDomain(c, tree, valid, *constraint);
+    int32_t domain_index = s.params().topology_incremental && !tree.empty_label_value
+                               ? LowestCommonDomainByIndex(tree, valid, *constraint)
+                               : LowestCommonDomain(c, tree, valid, *constraint);
     Domain& domain = tree.domains[domain_index];
 
     for (Domain& d : tree.domains) {
@@ -312,6 +340,10 @@ class TopologyPlugin : public Plugin {
       return true;
     }
     const int max_depth = preferred != -3 ? preferred : required;
+    if (s.params().topology_incremental && !(asked == tree.asked)) {
+      tree.asked = asked;
+      ++tree.asked_serial;
+    }
     SortTree(s, tree, domain_index, asked, max_depth);
     if (preferred != -3) {
       auto& sc = scores_[Key(ref)];
@@ -412,6 +444,26 @@ class TopologyPlugin : public Plugin {
     return &nd;
   }
 
+  // LowestCommonDomain from the nodes' domain indices: a level's domains are the distinct value
+  // paths down to it, so nodes that agree on the levels above agree on this level's value exactly
+  // when they share its domain. (Not with empty label values, which the label comparison
+  // treats specially.)
+  static int32_t LowestCommonDomainByIndex(const Tree& tree, const std::vector<NodeId>& valid,
+                                           const TopologyConstraint& tc) {
+    if (valid.empty()) return 0;
+    int32_t found = 0;
+    for (size_t li = 0; li < tree.topology->levels.size(); ++li) {
+      const std::vector<int32_t>& of_node = tree.node_domain[li];
+      const int32_t d = of_node[valid.front()];
+      for (NodeId n : valid) {
+        if (of_node[n] != d) return found;
+      }
+      found = d;
+      if (tc.preferred_level == tree.topology->levels[li]) break;
+    }
+    return found;
+  }
+
   // KAI's lowestCommonDomainID.
   static int32_t LowestCommonDomain(const Cluster& c, const Tree& tree,
                                     const std::vector<NodeId>& valid,
@@ -455,10 +507,13 @@ class TopologyPlugin : public Plugin {
       dom.free = LeafFree(s, dom);
       return;
     }
+    uint64_t stamp = dom.order_stamp;
     for (int32_t child : dom.children) {
       ComputeFree(s, tree, child);
       dom.free += tree.domains[child].free;
+      stamp = std::max(stamp, tree.domains[child].free_stamp);
     }
+    dom.free_stamp = stamp;
   }
 
   static Resources LeafFree(const Session& s, const Domain& dom) {
@@ -490,6 +545,7 @@ class TopologyPlugin : public Plugin {
     if (!changed) return;
     ++leaf.revision;
     leaf.free = LeafFree(s, dom);
+    dom.free_stamp = ++tree.stamps;
   }
 
   // KAI's useRepresentorPodsAccounting: every pod or none uses GPUs, and every extended
@@ -710,9 +766,21 @@ class TopologyPlugin : public Plugin {
     Domain& dom = tree.domains[d];
     const bool incremental = s.params().topology_incremental;
     bool same_keys = incremental && dom.sort_keys.size() == dom.children.size();
-    for (size_t i = 0; same_keys && i < dom.children.size(); ++i) {
+    uint64_t children_stamp = 0;
+    for (int32_t child : dom.children) {
+      children_stamp = std::max(children_stamp, tree.domains[child].free_stamp);
+    }
+    // The keys are a function of the request and the children's free resources: when neither
+    // changed since they were computed, they are the same (and so is the order).
+    const bool keys_known = same_keys && dom.keys_asked == tree.asked_serial &&
+                            dom.keys_stamp == children_stamp;
+    for (size_t i = 0; same_keys && !keys_known && i < dom.children.size(); ++i) {
       // (NaN keys compare unequal: sorted again.)
       same_keys = RatioToFree(s, asked, tree.domains[dom.children[i]]) == dom.sort_keys[i];
+    }
+    if (incremental) {
+      dom.keys_asked = tree.asked_serial;
+      dom.keys_stamp = children_stamp;
     }
     if (same_keys) {
       if (dom.level == max_depth) return;
@@ -730,8 +798,13 @@ class TopologyPlugin : public Plugin {
       if (a.first != b.first) return a.first > b.first;
       return tree.domains[a.second].id < tree.domains[b.second].id;
     });
-    for (size_t i = 0; i < keyed.size(); ++i) tree.domains[d].children[i] = keyed[i].second;
+    bool reordered = false;
+    for (size_t i = 0; i < keyed.size(); ++i) {
+      reordered = reordered || tree.domains[d].children[i] != keyed[i].second;
+      tree.domains[d].children[i] = keyed[i].second;
+    }
     if (incremental) {
+      if (reordered) dom.order_stamp = ++tree.stamps;
       dom.sort_keys.resize(keyed.size());
       for (size_t i = 0; i < keyed.size(); ++i) dom.sort_keys[i] = keyed[i].first;
     }
