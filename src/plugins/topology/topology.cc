@@ -74,7 +74,7 @@ struct Tree {
   // Per level: domain id -> index, and the domains in creation order.
   std::vector<std::unordered_map<std::string, int32_t>> by_id;
   std::vector<std::vector<int32_t>> by_level;
-  std::vector<char> in_topology;  // per node
+  std::vector<char> in_topology;       // per node
   std::vector<uint32_t> seen_version;  // per node: its node version when its leaf last summed it
   uint64_t stamps = 0;                 // the last stamp given (Domain::free_stamp)
   Resources asked;                     // the request of the last SortTree
@@ -207,8 +207,8 @@ class TopologyPlugin : public Plugin {
         Domain& d = tree.domains[it->second];
         d.nodes.push_back(n);
         tree.node_domain[static_cast<size_t>(li)][n] = it->second;
-        tree.empty_label_value = tree.empty_label_value ||
-                                 node.labels.Get(t.levels[static_cast<size_t>(li)])->empty();
+        tree.empty_label_value =
+            tree.empty_label_value || node.labels.Get(t.levels[static_cast<size_t>(li)])->empty();
         if (child >= 0) AddChild(tree, it->second, child);
         child = it->second;
       }
@@ -772,8 +772,8 @@ class TopologyPlugin : public Plugin {
     }
     // The keys are a function of the request and the children's free resources: when neither
     // changed since they were computed, they are the same (and so is the order).
-    const bool keys_known = same_keys && dom.keys_asked == tree.asked_serial &&
-                            dom.keys_stamp == children_stamp;
+    const bool keys_known =
+        same_keys && dom.keys_asked == tree.asked_serial && dom.keys_stamp == children_stamp;
     for (size_t i = 0; same_keys && !keys_known && i < dom.children.size(); ++i) {
       // (NaN keys compare unequal: sorted again.)
       same_keys = RatioToFree(s, asked, tree.domains[dom.children[i]]) == dom.sort_keys[i];
