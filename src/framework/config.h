@@ -45,6 +45,11 @@ struct SchedulerParams {
   // With the shortcuts on: the simulations' job order leaves out the leaf queues holding only
   // jobs the simulation skips (victim_search/idle_queues.h). Off only for its differential tests.
   bool solver_idle_queues = true;
+  // The topology plugin keeps each leaf domain's free resources and representative-pod counts
+  // between its calls (summed again only when a node of the domain changed) and re-sorts a
+  // domain's children only when their order keys changed. Off: everything recomputed over the
+  // tree on every call, the reference for the differential test (topology_incremental_test.cc).
+  bool topology_incremental = true;
 };
 
 // KAI's `usageDBConfig`: where the scheduler reads the queues' historical usage (time-based

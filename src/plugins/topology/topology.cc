@@ -32,6 +32,20 @@ namespace {
 constexpr int kAllocatablePodsNotSet = -1;
 constexpr double kRequiredResourceNotInDomainRatio = 1000.0;
 
+// What a leaf domain (one without children) keeps between SubsetNodes calls: the sum of its
+// nodes' free resources and, per representative pod, how many copies its nodes hold. Both are
+// functions of its nodes' states alone, and a node's state changes only with its
+// Session::node_version, so they are summed again (in the same node order, so the same sums to
+// the bit) only when one of those versions moved; the placement epoch (which moves with every
+// node's change) spares even that scan while nothing was placed or removed anywhere.
+struct LeafCache {
+  bool valid = false;
+  uint64_t checked_epoch = 0;  // the placement epoch when the node versions were last compared
+  uint32_t revision = 0;       // changes whenever `free` is summed again
+  Resources free;
+  std::vector<std::pair<uint32_t, int>> allocatable;  // per signature: (revision + 1, count)
+};
+
 struct Domain {
   std::string id;
   int level = -1;  // index into the topology's levels; -1 is the root
@@ -40,6 +54,18 @@ struct Domain {
   std::vector<char> has_node;  // per node id (only for membership tests)
   int allocatable_pods = kAllocatablePodsNotSet;
   Resources free;  // idle + releasing of the domain's nodes (whole GPUs only)
+  // Kept between SubsetNodes calls (SchedulerParams::topology_incremental), see LeafCache.
+  LeafCache leaf;
+  // A stamp of `free` (Tree::stamps): a leaf's changes when it is summed again, an inner
+  // domain's is the largest of its children's and of `order_stamp` (its children reordered: the
+  // same sum added in another order), so it changes whenever `free` may have.
+  uint64_t free_stamp = 0;
+  uint64_t order_stamp = 0;
+  // The order keys of the last sort of `children`, in their sorted order (SortTree), and the
+  // request and children's largest free stamp they were computed from.
+  std::vector<double> sort_keys;
+  uint64_t keys_asked = 0;  // Tree::asked_serial
+  uint64_t keys_stamp = 0;
 };
 
 struct Tree {
@@ -48,7 +74,15 @@ struct Tree {
   // Per level: domain id -> index, and the domains in creation order.
   std::vector<std::unordered_map<std::string, int32_t>> by_id;
   std::vector<std::vector<int32_t>> by_level;
-  std::vector<char> in_topology;  // per node
+  std::vector<char> in_topology;       // per node
+  std::vector<uint32_t> seen_version;  // per node: its node version when its leaf last summed it
+  uint64_t stamps = 0;                 // the last stamp given (Domain::free_stamp)
+  Resources asked;                     // the request of the last SortTree
+  uint64_t asked_serial = 0;           // changes with `asked`
+  // Per level, per node: the index of the node's domain at that level (-1: not in the tree);
+  // LowestCommonDomain compares these instead of label values unless some value is empty.
+  std::vector<std::vector<int32_t>> node_domain;
+  bool empty_label_value = false;
   // The level index of a label key, -1 for "root", -2 when unknown.
   int LevelIndex(const std::string& key) const {
     if (key == "root") return -1;
@@ -142,10 +176,12 @@ class TopologyPlugin : public Plugin {
   void Build(const Cluster& c, const Topology& t) {
     Tree tree;
     tree.topology = &t;
-    tree.domains.push_back(Domain{"root", -1, {}, {}, {}, kAllocatablePodsNotSet, {}});
+    tree.domains.push_back(MakeDomain("root", -1));
     tree.by_id.resize(t.levels.size());
     tree.by_level.resize(t.levels.size());
     tree.in_topology.assign(c.nodes.size(), 0);
+    tree.seen_version.assign(c.nodes.size(), 0);
+    tree.node_domain.assign(t.levels.size(), std::vector<int32_t>(c.nodes.size(), -1));
     std::vector<NodeId> order(c.nodes.size());
     for (NodeId n = 0; n < static_cast<NodeId>(c.nodes.size()); ++n) {
       order[static_cast<size_t>(c.nodes[n].name_rank)] = n;
@@ -165,11 +201,14 @@ class TopologyPlugin : public Plugin {
         }
         auto [it, inserted] = tree.by_id[li].emplace(id, static_cast<int32_t>(tree.domains.size()));
         if (inserted) {
-          tree.domains.push_back(Domain{id, li, {}, {}, {}, kAllocatablePodsNotSet, {}});
+          tree.domains.push_back(MakeDomain(id, li));
           tree.by_level[li].push_back(it->second);
         }
         Domain& d = tree.domains[it->second];
         d.nodes.push_back(n);
+        tree.node_domain[static_cast<size_t>(li)][n] = it->second;
+        tree.empty_label_value =
+            tree.empty_label_value || node.labels.Get(t.levels[static_cast<size_t>(li)])->empty();
         if (child >= 0) AddChild(tree, it->second, child);
         child = it->second;
       }
@@ -182,6 +221,13 @@ class TopologyPlugin : public Plugin {
     }
     tree_index_.emplace(t.name, trees_.size());
     trees_.push_back(std::move(tree));
+  }
+
+  static Domain MakeDomain(std::string id, int level) {
+    Domain d;
+    d.id = std::move(id);
+    d.level = level;
+    return d;
   }
 
   static void AddChild(Tree& tree, int32_t parent, int32_t child) {
@@ -241,7 +287,9 @@ class TopologyPlugin : public Plugin {
     for (NodeId n : nodes) {
       if (tree.in_topology[n]) valid.push_back(n);
     }
-    int32_t domain_index = LowestCommonDomain(c, tree, valid, *constraint);
+    int32_t domain_index = s.params().topology_incremental && !tree.empty_label_value
+                               ? LowestCommonDomainByIndex(tree, valid, *constraint)
+                               : LowestCommonDomain(c, tree, valid, *constraint);
     Domain& domain = tree.domains[domain_index];
 
     for (Domain& d : tree.domains) {
@@ -292,6 +340,10 @@ class TopologyPlugin : public Plugin {
       return true;
     }
     const int max_depth = preferred != -3 ? preferred : required;
+    if (s.params().topology_incremental && !(asked == tree.asked)) {
+      tree.asked = asked;
+      ++tree.asked_serial;
+    }
     SortTree(s, tree, domain_index, asked, max_depth);
     if (preferred != -3) {
       auto& sc = scores_[Key(ref)];
@@ -392,6 +444,26 @@ class TopologyPlugin : public Plugin {
     return &nd;
   }
 
+  // LowestCommonDomain from the nodes' domain indices: a level's domains are the distinct value
+  // paths down to it, so nodes that agree on the levels above agree on this level's value exactly
+  // when they share its domain. (Not with empty label values, which the label comparison
+  // treats specially.)
+  static int32_t LowestCommonDomainByIndex(const Tree& tree, const std::vector<NodeId>& valid,
+                                           const TopologyConstraint& tc) {
+    if (valid.empty()) return 0;
+    int32_t found = 0;
+    for (size_t li = 0; li < tree.topology->levels.size(); ++li) {
+      const std::vector<int32_t>& of_node = tree.node_domain[li];
+      const int32_t d = of_node[valid.front()];
+      for (NodeId n : valid) {
+        if (of_node[n] != d) return found;
+      }
+      found = d;
+      if (tc.preferred_level == tree.topology->levels[li]) break;
+    }
+    return found;
+  }
+
   // KAI's lowestCommonDomainID.
   static int32_t LowestCommonDomain(const Cluster& c, const Tree& tree,
                                     const std::vector<NodeId>& valid,
@@ -421,21 +493,59 @@ class TopologyPlugin : public Plugin {
     return it == tree.by_id[static_cast<size_t>(depth)].end() ? 0 : it->second;
   }
 
+  // The free resources of domain d and of the domains under it (the others stay zero). Inner
+  // domains add their children's in the children's current order, as the reference does, so
+  // the sums are the same to the bit with or without the leaf cache.
   void ComputeFree(const Session& s, Tree& tree, int32_t d) {
     Domain& dom = tree.domains[d];
     if (dom.children.empty()) {
-      for (NodeId n : dom.nodes) {
-        const NodeState& st = s.node(n);
-        dom.free += st.idle;
-        dom.free += st.releasing;
+      if (s.params().topology_incremental) {
+        RefreshLeaf(s, tree, dom);
+        dom.free = dom.leaf.free;
+        return;
       }
-      dom.free.pods = 0;
+      dom.free = LeafFree(s, dom);
       return;
     }
+    uint64_t stamp = dom.order_stamp;
     for (int32_t child : dom.children) {
       ComputeFree(s, tree, child);
       dom.free += tree.domains[child].free;
+      stamp = std::max(stamp, tree.domains[child].free_stamp);
     }
+    dom.free_stamp = stamp;
+  }
+
+  static Resources LeafFree(const Session& s, const Domain& dom) {
+    Resources free;
+    for (NodeId n : dom.nodes) {
+      const NodeState& st = s.node(n);
+      free += st.idle;
+      free += st.releasing;
+    }
+    free.pods = 0;
+    return free;
+  }
+
+  // Sums a leaf's free resources again if one of its nodes changed since the last sum.
+  static void RefreshLeaf(const Session& s, Tree& tree, Domain& dom) {
+    LeafCache& leaf = dom.leaf;
+    const uint64_t epoch = s.placement_epoch();
+    if (leaf.valid && leaf.checked_epoch == epoch) return;
+    bool changed = !leaf.valid;
+    for (NodeId n : dom.nodes) {
+      const uint32_t v = s.node_version(n);
+      if (tree.seen_version[n] != v) {
+        tree.seen_version[n] = v;
+        changed = true;
+      }
+    }
+    leaf.valid = true;
+    leaf.checked_epoch = epoch;
+    if (!changed) return;
+    ++leaf.revision;
+    leaf.free = LeafFree(s, dom);
+    dom.free_stamp = ++tree.stamps;
   }
 
   // KAI's useRepresentorPodsAccounting: every pod or none uses GPUs, and every extended
@@ -511,6 +621,21 @@ class TopologyPlugin : public Plugin {
     Domain& dom = tree.domains[d];
     dom.allocatable_pods = 0;
     if (dom.children.empty()) {
+      if (any_resource && s.params().topology_incremental) {
+        RefreshLeaf(s, tree, dom);
+        auto& per_signature = dom.leaf.allocatable;
+        if (per_signature.size() <= static_cast<size_t>(signature_)) {
+          per_signature.resize(static_cast<size_t>(signature_) + 1, {0, 0});
+        }
+        auto& entry = per_signature[static_cast<size_t>(signature_)];
+        if (entry.first != dom.leaf.revision + 1) {
+          int sum = 0;
+          for (NodeId n : dom.nodes) sum += CachedAccommodation(s, n, max);
+          entry = {dom.leaf.revision + 1, sum};
+        }
+        dom.allocatable_pods = entry.second;
+        return dom.allocatable_pods;
+      }
       for (NodeId n : dom.nodes) {
         dom.allocatable_pods += any_resource ? CachedAccommodation(s, n, max) : all;
       }
@@ -634,9 +759,36 @@ class TopologyPlugin : public Plugin {
   }
 
   // Bin packing: children fullest first (by the job's ratio to their free resources), then by id.
+  // The order is a function of the keys alone (ties broken by the unique ids), so children already
+  // sorted under the same keys, position for position, are not sorted again.
   void SortTree(const Session& s, Tree& tree, int32_t d, const Resources& asked, int max_depth) {
     if (max_depth == -3) return;
     Domain& dom = tree.domains[d];
+    const bool incremental = s.params().topology_incremental;
+    bool same_keys = incremental && dom.sort_keys.size() == dom.children.size();
+    uint64_t children_stamp = 0;
+    for (int32_t child : dom.children) {
+      children_stamp = std::max(children_stamp, tree.domains[child].free_stamp);
+    }
+    // The keys are a function of the request and the children's free resources: when neither
+    // changed since they were computed, they are the same (and so is the order).
+    const bool keys_known =
+        same_keys && dom.keys_asked == tree.asked_serial && dom.keys_stamp == children_stamp;
+    for (size_t i = 0; same_keys && !keys_known && i < dom.children.size(); ++i) {
+      // (NaN keys compare unequal: sorted again.)
+      same_keys = RatioToFree(s, asked, tree.domains[dom.children[i]]) == dom.sort_keys[i];
+    }
+    if (incremental) {
+      dom.keys_asked = tree.asked_serial;
+      dom.keys_stamp = children_stamp;
+    }
+    if (same_keys) {
+      if (dom.level == max_depth) return;
+      for (size_t i = 0; i < dom.children.size(); ++i) {
+        SortTree(s, tree, tree.domains[d].children[i], asked, max_depth);
+      }
+      return;
+    }
     std::vector<std::pair<double, int32_t>> keyed;
     keyed.reserve(dom.children.size());
     for (int32_t child : dom.children) {
@@ -646,7 +798,16 @@ class TopologyPlugin : public Plugin {
       if (a.first != b.first) return a.first > b.first;
       return tree.domains[a.second].id < tree.domains[b.second].id;
     });
-    for (size_t i = 0; i < keyed.size(); ++i) tree.domains[d].children[i] = keyed[i].second;
+    bool reordered = false;
+    for (size_t i = 0; i < keyed.size(); ++i) {
+      reordered = reordered || tree.domains[d].children[i] != keyed[i].second;
+      tree.domains[d].children[i] = keyed[i].second;
+    }
+    if (incremental) {
+      if (reordered) dom.order_stamp = ++tree.stamps;
+      dom.sort_keys.resize(keyed.size());
+      for (size_t i = 0; i < keyed.size(); ++i) dom.sort_keys[i] = keyed[i].first;
+    }
     if (tree.domains[d].level == max_depth) return;
     const std::vector<int32_t> children = tree.domains[d].children;
     for (int32_t child : children) SortTree(s, tree, child, asked, max_depth);
