@@ -20,6 +20,9 @@
 #include "scheduler/scheduler.h"
 
 namespace gantry {
+// Its own namespace: the other differential tests define a CycleDecisions and a ShapeCase of
+// their own, and a unity build compiles them in one unit.
+namespace topology_incremental_test {
 namespace {
 
 struct CycleDecisions {
@@ -110,4 +113,5 @@ INSTANTIATE_TEST_SUITE_P(Shapes, TopologyIncrementalTest, ::testing::ValuesIn(Ca
                          });
 
 }  // namespace
+}  // namespace topology_incremental_test
 }  // namespace gantry
