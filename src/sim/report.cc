@@ -234,7 +234,24 @@ nlohmann::json ToJson(const Outcome& o) {
   std::map<std::string, int> by_action;
   for (const auto& e : o.evictions) ++by_action[e.action];
   j["evictions_by_action"] = by_action;
+  if (!o.inflation) {
+    nlohmann::json placements = nlohmann::json::array();
+    for (const auto& p : o.placements) {
+      placements.push_back(
+          {{"cycle", p.cycle}, {"time", p.t}, {"job", p.job}, {"pod", p.pod}, {"node", p.node}});
+    }
+    j["placements"] = placements;
+  }
   return j;
+}
+
+std::string PlacementsCsv(const Outcome& o) {
+  std::ostringstream out;
+  out << "cycle,time,job,pod,node\n";
+  for (const auto& p : o.placements) {
+    out << p.cycle << ',' << Fmt(p.t, 3) << ',' << p.job << ',' << p.pod << ',' << p.node << "\n";
+  }
+  return out.str();
 }
 
 std::string TimelineCsv(const Outcome& o) {
