@@ -86,7 +86,8 @@ int RunSimulate(const SimulateOptions& options, std::ostream& out, std::ostream&
     }
     const std::filesystem::path dir(options.out_dir);
     if (!WriteFile(dir / "report.html", sim::HtmlReport(o), err) ||
-        !WriteFile(dir / "timeline.csv", sim::TimelineCsv(o), err)) {
+        !WriteFile(dir / "timeline.csv", sim::TimelineCsv(o), err) ||
+        (!o.inflation && !WriteFile(dir / "placements.csv", sim::PlacementsCsv(o), err))) {
       return 2;
     }
     if (!options.json) out << "report: " << (dir / "report.html").string() << "\n";

@@ -54,8 +54,8 @@ std::string Escape(const std::string& s) {
   return out;
 }
 
-const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
-                         "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
+                                   "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
 struct Series {
   std::string name;
@@ -68,7 +68,7 @@ struct Series {
 // A line chart as inline SVG: axes with ticks, one polyline per series, a legend.
 std::string LineChart(const std::string& id, const std::string& title, const std::string& xlabel,
                       const std::string& ylabel, std::vector<Series> series) {
-  constexpr double W = 760, H = 300, L = 60, R = 170, T = 30, B = 45;
+  constexpr double kW = 760, kH = 300, kL = 60, kR = 170, kT = 30, kB = 45;
   double x0 = 0, x1 = 1, y0 = 0, y1 = 1;
   bool first = true;
   for (auto& s : series) {
@@ -92,31 +92,32 @@ std::string LineChart(const std::string& id, const std::string& title, const std
   }
   if (x1 <= x0) x1 = x0 + 1;
   y1 *= 1.05;
-  auto X = [&](double x) { return L + (x - x0) / (x1 - x0) * (W - L - R); };
-  auto Y = [&](double y) { return H - B - (y - y0) / (y1 - y0) * (H - T - B); };
+  auto px = [&](double x) { return kL + (x - x0) / (x1 - x0) * (kW - kL - kR); };
+  auto py = [&](double y) { return kH - kB - (y - y0) / (y1 - y0) * (kH - kT - kB); };
   std::ostringstream o;
   o << "<figure id=\"" << id << "\"><figcaption>" << Escape(title) << "</figcaption>\n"
-    << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
-    << "\" viewBox=\"0 0 " << W << " " << H << "\" role=\"img\" aria-label=\"" << Escape(title)
-    << "\">\n<rect x=\"0\" y=\"0\" width=\"" << W << "\" height=\"" << H
+    << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kW << "\" height=\"" << kH
+    << "\" viewBox=\"0 0 " << kW << " " << kH << "\" role=\"img\" aria-label=\"" << Escape(title)
+    << "\">\n<rect x=\"0\" y=\"0\" width=\"" << kW << "\" height=\"" << kH
     << "\" fill=\"#ffffff\"/>\n";
   for (int i = 0; i <= 5; ++i) {
     const double yv = y0 + (y1 - y0) * i / 5;
     const double xv = x0 + (x1 - x0) * i / 5;
-    o << "<line x1=\"" << L << "\" x2=\"" << W - R << "\" y1=\"" << Fmt(Y(yv), 1) << "\" y2=\""
-      << Fmt(Y(yv), 1) << "\" stroke=\"#e0e0e0\"/>"
-      << "<text x=\"" << L - 6 << "\" y=\"" << Fmt(Y(yv) + 4, 1)
+    o << "<line x1=\"" << kL << "\" x2=\"" << kW - kR << "\" y1=\"" << Fmt(py(yv), 1) << "\" y2=\""
+      << Fmt(py(yv), 1) << "\" stroke=\"#e0e0e0\"/>"
+      << "<text x=\"" << kL - 6 << "\" y=\"" << Fmt(py(yv) + 4, 1)
       << "\" font-size=\"11\" text-anchor=\"end\">" << Fmt(yv, yv >= 100 ? 0 : 1) << "</text>"
-      << "<text x=\"" << Fmt(X(xv), 1) << "\" y=\"" << H - B + 16
+      << "<text x=\"" << Fmt(px(xv), 1) << "\" y=\"" << kH - kB + 16
       << "\" font-size=\"11\" text-anchor=\"middle\">" << Fmt(xv, xv >= 100 ? 0 : 1) << "</text>\n";
   }
-  o << "<line x1=\"" << L << "\" x2=\"" << L << "\" y1=\"" << T << "\" y2=\"" << H - B
-    << "\" stroke=\"#333\"/><line x1=\"" << L << "\" x2=\"" << W - R << "\" y1=\"" << H - B
-    << "\" y2=\"" << H - B << "\" stroke=\"#333\"/>\n"
-    << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 8
+  o << "<line x1=\"" << kL << "\" x2=\"" << kL << "\" y1=\"" << kT << "\" y2=\"" << kH - kB
+    << "\" stroke=\"#333\"/><line x1=\"" << kL << "\" x2=\"" << kW - kR << "\" y1=\"" << kH - kB
+    << "\" y2=\"" << kH - kB << "\" stroke=\"#333\"/>\n"
+    << "<text x=\"" << (kL + kW - kR) / 2 << "\" y=\"" << kH - 8
     << "\" font-size=\"12\" text-anchor=\"middle\">" << Escape(xlabel) << "</text>"
-    << "<text x=\"14\" y=\"" << (T + H - B) / 2 << "\" font-size=\"12\" text-anchor=\"middle\" "
-    << "transform=\"rotate(-90 14 " << (T + H - B) / 2 << ")\">" << Escape(ylabel) << "</text>\n";
+    << "<text x=\"14\" y=\"" << (kT + kH - kB) / 2 << "\" font-size=\"12\" text-anchor=\"middle\" "
+    << "transform=\"rotate(-90 14 " << (kT + kH - kB) / 2 << ")\">" << Escape(ylabel)
+    << "</text>\n";
   int legend = 0;
   for (const auto& s : series) {
     const char* color = kColors[s.color % 10];
@@ -127,18 +128,18 @@ std::string LineChart(const std::string& id, const std::string& title, const std
       double prev_y = 0;
       bool started = false;
       for (const auto& [x, y] : s.points) {
-        if (s.step && started) o << Fmt(X(x), 1) << ',' << Fmt(Y(prev_y), 1) << ' ';
-        o << Fmt(X(x), 1) << ',' << Fmt(Y(y), 1) << ' ';
+        if (s.step && started) o << Fmt(px(x), 1) << ',' << Fmt(py(prev_y), 1) << ' ';
+        o << Fmt(px(x), 1) << ',' << Fmt(py(y), 1) << ' ';
         prev_y = y;
         started = true;
       }
       o << "\"/>\n";
     }
-    const double ly = T + 14 * legend++;
-    o << "<line x1=\"" << W - R + 10 << "\" x2=\"" << W - R + 30 << "\" y1=\"" << ly << "\" y2=\""
-      << ly << "\" stroke=\"" << color << "\" stroke-width=\"2\""
-      << (s.dashed ? " stroke-dasharray=\"5 3\"" : "") << "/><text x=\"" << W - R + 34 << "\" y=\""
-      << ly + 4 << "\" font-size=\"11\">" << Escape(s.name) << "</text>\n";
+    const double ly = kT + 14 * legend++;
+    o << "<line x1=\"" << kW - kR + 10 << "\" x2=\"" << kW - kR + 30 << "\" y1=\"" << ly
+      << "\" y2=\"" << ly << "\" stroke=\"" << color << "\" stroke-width=\"2\""
+      << (s.dashed ? " stroke-dasharray=\"5 3\"" : "") << "/><text x=\"" << kW - kR + 34
+      << "\" y=\"" << ly + 4 << "\" font-size=\"11\">" << Escape(s.name) << "</text>\n";
   }
   o << "</svg></figure>\n";
   return o.str();
@@ -234,7 +235,24 @@ nlohmann::json ToJson(const Outcome& o) {
   std::map<std::string, int> by_action;
   for (const auto& e : o.evictions) ++by_action[e.action];
   j["evictions_by_action"] = by_action;
+  if (!o.inflation) {
+    nlohmann::json placements = nlohmann::json::array();
+    for (const auto& p : o.placements) {
+      placements.push_back(
+          {{"cycle", p.cycle}, {"time", p.t}, {"job", p.job}, {"pod", p.pod}, {"node", p.node}});
+    }
+    j["placements"] = placements;
+  }
   return j;
+}
+
+std::string PlacementsCsv(const Outcome& o) {
+  std::ostringstream out;
+  out << "cycle,time,job,pod,node\n";
+  for (const auto& p : o.placements) {
+    out << p.cycle << ',' << Fmt(p.t, 3) << ',' << p.job << ',' << p.pod << ',' << p.node << "\n";
+  }
+  return out.str();
 }
 
 std::string TimelineCsv(const Outcome& o) {

@@ -24,6 +24,8 @@ WaitStats QueueWaits(const Outcome& o, const std::string& queue);
 void PrintSummary(const Outcome& o, std::ostream& out);
 nlohmann::json ToJson(const Outcome& o);
 std::string TimelineCsv(const Outcome& o);
+// Every bind decision of a timeline run: cycle, virtual time, job, pod, node (in cycle order).
+std::string PlacementsCsv(const Outcome& o);
 // The HTML report. Charts (each an <svg> in a <figure> with the id named): chart-queues,
 // chart-utilization, chart-pending, chart-waits, chart-evictions, and for inflation
 // chart-inflation.

@@ -446,6 +446,10 @@ class Runner {
       pod.gpu_groups = s.GroupNames(b.pod);
       pod.status = PodStatus::kBinding;
       ++out_.binds;
+      if (!sim_.inflation.enabled) {
+        out_.placements.push_back({out_.cycles, static_cast<double>(t) / 1000,
+                                   cl.jobs[pod.job].name, pod.name, cl.nodes[b.node].name});
+      }
       clocks[b.pod].ready_ms = t + Ms(ck.bind_latency_seconds);
       if (sim_.inflation.enabled || (ck.bind_latency_seconds == 0 && !(ck.bind_failure_rate > 0))) {
         clocks[b.pod].ready_ms = kNever;

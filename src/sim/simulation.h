@@ -110,6 +110,16 @@ struct EvictionEvent {
   std::string pod;
 };
 
+// A pod placed by a cycle (timeline mode): the cycle's number (1-based, counting only the cycles
+// that ran), its virtual time, the pod, its job and node.
+struct Placement {
+  int64_t cycle = 0;
+  double t = 0;
+  std::string job;
+  std::string pod;
+  std::string node;
+};
+
 struct InflationPoint {
   double arrived_gpus = 0;
   double allocated_gpus = 0;
@@ -124,6 +134,7 @@ struct Outcome {
   std::vector<Sample> samples;
   std::vector<JobRecord> jobs;
   std::vector<EvictionEvent> evictions;
+  std::vector<Placement> placements;  // timeline mode: every bind decision, in cycle order
   std::vector<InflationPoint> curve;  // inflation: after each arrival
   int64_t cycles = 0;
   int64_t binds = 0;

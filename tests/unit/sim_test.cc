@@ -52,6 +52,35 @@ jobs:
   EXPECT_EQ(QueueWaits(o, "q").p90, 90);
 }
 
+// Every bind decision is recorded with its cycle, time and node (the live cross-check compares
+// them with what the live pipeline binds).
+TEST(SimClock, PlacementsNameCycleTimeAndNode) {
+  const Outcome o = MustRun(R"(
+simulation: {period_seconds: 1}
+nodes: [{name: n1, gpus: 1}]
+queues: [{name: q, resources: {gpu: {quota: -1}, cpu: {quota: -1}}}]
+jobs:
+  - {name: a, queue: q, priority: 100, submit_seconds: 0, duration_seconds: 100,
+     tasks: [{name: a-0, state: pending, gpus: 1}]}
+  - {name: b, queue: q, priority: 100, submit_seconds: 10, duration_seconds: 50,
+     tasks: [{name: b-0, state: pending, gpus: 1}]}
+)");
+  ASSERT_EQ(o.placements.size(), 2U);
+  EXPECT_EQ(o.placements[0].pod, "a-0");
+  EXPECT_EQ(o.placements[0].job, "a");
+  EXPECT_EQ(o.placements[0].node, "n1");
+  EXPECT_EQ(o.placements[0].t, 0);
+  EXPECT_EQ(o.placements[1].pod, "b-0");
+  EXPECT_EQ(o.placements[1].t, 100);
+  EXPECT_GT(o.placements[1].cycle, o.placements[0].cycle);
+  const auto j = ToJson(o);
+  ASSERT_EQ(j["placements"].size(), 2U);
+  EXPECT_EQ(j["placements"][1]["node"], "n1");
+  EXPECT_EQ(PlacementsCsv(o), "cycle,time,job,pod,node\n" + std::to_string(o.placements[0].cycle) +
+                                  ",0.000,a,a-0,n1\n" + std::to_string(o.placements[1].cycle) +
+                                  ",100.000,b,b-0,n1\n");
+}
+
 // Queue "over" runs above its quota; "owner" reclaims its quota. The minimum runtime protects the
 // running job for 300 s after it started, then reclaim evicts it.
 TEST(SimClock, MinRuntimeProtectsThenExpires) {
