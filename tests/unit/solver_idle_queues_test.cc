@@ -5,85 +5,37 @@
 // cycle with the rule on and off, and with the solver shortcuts off altogether (the plain
 // search); the decisions must be the same.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include "actions/victim_search/stats.h"
-#include "cluster_gen.h"
+#include "differential_cycle.h"
 #include "framework/session.h"
-#include "scenario/runner.h"
-#include "scenario/scenario.h"
-#include "scheduler/registry.h"
-#include "scheduler/scheduler.h"
 #include "test_cluster.h"
 
 namespace gantry {
 namespace {
 
-struct CycleDecisions {
-  uint64_t digest = 0;
-  std::vector<std::pair<PodId, NodeId>> evictions;
-  std::vector<std::pair<PodId, NodeId>> pipelined;
-  size_t binds = 0;
-  uint64_t idle_queues = 0;  // consolidation, reclaim and preempt together
-  bool pod_states_only = false;
-  bool total_on_siblings = false;
-};
+using differential::CycleDecisions;
+using differential::ShapeCase;
 
-enum class Mode { kRuleOn, kRuleOff, kPlain };
+using differential::SearchMode;
 
-CycleDecisions RunCycleOn(const std::string& file, Mode mode) {
-  auto loaded = LoadScenarioFile(file);
-  EXPECT_TRUE(loaded.ok()) << (loaded.ok() ? "" : loaded.error());
-  if (!loaded.ok()) return {};
-  Scenario sc = std::move(loaded).value();
-  const int64_t now = ScenarioStartMs();
-  PrepareScenarioCycle(sc, sc.cluster, now);
-  SchedulerConfig config = sc.config;
-  config.actions = SchedulerConfig::Default().actions;
-  config.params.solver_shortcuts = mode != Mode::kPlain;
-  config.params.solver_idle_queues = mode == Mode::kRuleOn;
-  auto created = Scheduler::Create(config, BuiltinPlugins(), BuiltinActions());
-  EXPECT_TRUE(created.ok());
-  if (!created.ok()) return {};
-  ResetSolverStats();
-  auto ssn = created.value()->OpenSession(sc.cluster, now);
-  CycleDecisions d;
-  d.pod_states_only = ssn->QueueOrderDependsOnlyOnPodStates();
-  d.total_on_siblings = ssn->QueueOrderTotalOnSiblings();
-  created.value()->RunActions(*ssn, [](std::string_view, double) {});
-  d.digest = DecisionsDigest(*ssn);
-  for (const auto& e : ssn->evictions()) d.evictions.emplace_back(e.pod, e.node);
-  for (const auto& p : ssn->pipelined()) d.pipelined.emplace_back(p.pod, p.node);
-  d.binds = ssn->binds().size();
-  for (const auto& a : GetSolverStats().by_action) d.idle_queues += a.idle_queues;
-  created.value()->CloseSession(*ssn);
-  return d;
+CycleDecisions IdleQueuesCycle(const std::string& file, SearchMode mode) {
+  return differential::RunSearchCycle(file, mode, &SchedulerParams::solver_idle_queues);
 }
 
-struct ShapeCase {
-  const char* shape;
-  int nodes;
-  uint64_t seed;
-  bool plain;  // also compare with the plain search (slow on the larger clusters)
-};
+uint64_t IdleQueues(const CycleDecisions& d) {
+  return differential::SumOverActions(d.solver_stats, &SolverActionStats::idle_queues);
+}
 
-std::string Generate(const ShapeCase& k, bench::ClusterGenSummary& summary) {
+std::string GenerateIdleQueuesCluster(const ShapeCase& k, bench::ClusterGenSummary& summary) {
   bench::ClusterGenOptions options;
   options.nodes = k.nodes;
   options.seed = k.seed;
   options.busy_shared = std::string(k.shape) == "busy";
-  std::string file = (std::filesystem::temp_directory_path() /
-                      ("gantry-idle-queues-" + std::to_string(::getpid()) + "-" + k.shape + "-" +
-                       std::to_string(k.nodes) + "-" + std::to_string(k.seed) + ".json"))
-                         .string();
-  std::string error;
-  EXPECT_TRUE(bench::WriteClusterScenario(options, file, summary, error)) << error;
-  return file;
+  return differential::WriteCluster(std::string("idle-queues-") + k.shape, options, summary);
 }
 
 class IdleQueuesTest : public ::testing::TestWithParam<ShapeCase> {};
@@ -91,25 +43,25 @@ class IdleQueuesTest : public ::testing::TestWithParam<ShapeCase> {};
 TEST_P(IdleQueuesTest, SameDecisionsWithAndWithoutTheRule) {
   const ShapeCase& k = GetParam();
   bench::ClusterGenSummary summary;
-  const std::string file = Generate(k, summary);
-  const CycleDecisions on = RunCycleOn(file, Mode::kRuleOn);
-  const CycleDecisions off = RunCycleOn(file, Mode::kRuleOff);
+  const std::string file = GenerateIdleQueuesCluster(k, summary);
+  const CycleDecisions on = IdleQueuesCycle(file, SearchMode::kRuleOn);
+  const CycleDecisions off = IdleQueuesCycle(file, SearchMode::kRuleOff);
   EXPECT_EQ(on.digest, off.digest);
   EXPECT_EQ(on.evictions, off.evictions);
   EXPECT_EQ(on.pipelined, off.pipelined);
   EXPECT_EQ(on.binds, off.binds);
-  EXPECT_EQ(off.idle_queues, 0u);
+  EXPECT_EQ(IdleQueues(off), 0u);
   if (k.plain) {
-    const CycleDecisions plain = RunCycleOn(file, Mode::kPlain);
+    const CycleDecisions plain = IdleQueuesCycle(file, SearchMode::kPlain);
     EXPECT_EQ(on.digest, plain.digest);
     EXPECT_EQ(on.evictions, plain.evictions);
     EXPECT_EQ(on.pipelined, plain.pipelined);
-    EXPECT_EQ(plain.idle_queues, 0u);
+    EXPECT_EQ(IdleQueues(plain), 0u);
   }
   std::filesystem::remove(file);
 }
 
-std::vector<ShapeCase> Cases() {
+std::vector<ShapeCase> IdleQueuesCases() {
   std::vector<ShapeCase> cases;
   for (uint64_t seed = 1; seed <= 6; ++seed) {
     cases.push_back({"busy", 24, seed, true});
@@ -119,20 +71,17 @@ std::vector<ShapeCase> Cases() {
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, IdleQueuesTest, ::testing::ValuesIn(Cases()),
-                         [](const ::testing::TestParamInfo<ShapeCase>& p) {
-                           return std::string(p.param.shape) + "_" + std::to_string(p.param.nodes) +
-                                  "_seed" + std::to_string(p.param.seed);
-                         });
+INSTANTIATE_TEST_SUITE_P(Shapes, IdleQueuesTest, ::testing::ValuesIn(IdleQueuesCases()),
+                         differential::ShapeCaseName);
 
 // The rule must act on such clusters, else the comparisons above would not cover it.
 TEST(IdleQueuesCoverage, TheRuleLeavesQueuesOut) {
   bench::ClusterGenSummary summary;
-  const std::string file = Generate({"busy", 64, 1, false}, summary);
-  const CycleDecisions on = RunCycleOn(file, Mode::kRuleOn);
-  EXPECT_TRUE(on.pod_states_only);
-  EXPECT_TRUE(on.total_on_siblings);
-  EXPECT_GT(on.idle_queues, 0u);
+  const std::string file = GenerateIdleQueuesCluster({"busy", 64, 1, false}, summary);
+  const CycleDecisions on = IdleQueuesCycle(file, SearchMode::kRuleOn);
+  EXPECT_TRUE(on.queue_order_pod_states_only);
+  EXPECT_TRUE(on.queue_order_total_on_siblings);
+  EXPECT_GT(IdleQueues(on), 0u);
   std::filesystem::remove(file);
 }
 

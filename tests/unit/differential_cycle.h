@@ -1,0 +1,117 @@
+// Test helpers of the differential tests (a speed-up on against off, or against the plain search):
+// a cluster of the benchmark family written to a scenario file, and one cycle of the default
+// actions on it under a configuration change, reduced to what the cycle decided.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "actions/victim_search/stats.h"
+#include "cluster_gen.h"
+#include "framework/session.h"
+#include "scenario/runner.h"
+#include "scenario/scenario.h"
+#include "scheduler/registry.h"
+#include "scheduler/scheduler.h"
+
+namespace gantry::differential {
+
+// What one cycle decided, each list in the order of the decisions, and what it took.
+struct CycleDecisions {
+  uint64_t digest = 0;
+  std::vector<std::pair<PodId, NodeId>> evictions;
+  std::vector<std::pair<PodId, NodeId>> pipelined;
+  std::vector<std::pair<PodId, NodeId>> binds;
+  std::vector<std::string> fit_errors;  // per job, rendered
+  SolverStats solver_stats;             // the victim search's counters of this cycle
+  // The session's view of proportion's queue order, right after it opened.
+  bool queue_order_pod_states_only = false;
+  bool queue_order_total_on_siblings = false;
+};
+
+// One cycle of the default actions on the scenario `file`, its parameters changed by `configure`.
+// A scenario that does not load, or a configuration the scheduler refuses, fails the test.
+inline CycleDecisions RunCycle(const std::string& file,
+                               const std::function<void(SchedulerParams&)>& configure) {
+  auto loaded = LoadScenarioFile(file);
+  EXPECT_TRUE(loaded.ok()) << (loaded.ok() ? "" : loaded.error());
+  if (!loaded.ok()) return {};
+  Scenario sc = std::move(loaded).value();
+  const int64_t now = ScenarioStartMs();
+  PrepareScenarioCycle(sc, sc.cluster, now);
+  SchedulerConfig config = sc.config;
+  config.actions = SchedulerConfig::Default().actions;
+  configure(config.params);
+  auto created = Scheduler::Create(config, BuiltinPlugins(), BuiltinActions());
+  EXPECT_TRUE(created.ok());
+  if (!created.ok()) return {};
+  ResetSolverStats();
+  auto ssn = created.value()->OpenSession(sc.cluster, now);
+  CycleDecisions d;
+  d.queue_order_pod_states_only = ssn->QueueOrderDependsOnlyOnPodStates();
+  d.queue_order_total_on_siblings = ssn->QueueOrderTotalOnSiblings();
+  created.value()->RunActions(*ssn, [](std::string_view, double) {});
+  d.digest = DecisionsDigest(*ssn);
+  for (const auto& e : ssn->evictions()) d.evictions.emplace_back(e.pod, e.node);
+  for (const auto& p : ssn->pipelined()) d.pipelined.emplace_back(p.pod, p.node);
+  for (const auto& b : ssn->binds()) d.binds.emplace_back(b.pod, b.node);
+  for (JobId j = 0; j < static_cast<JobId>(sc.cluster.jobs.size()); ++j) {
+    d.fit_errors.push_back(RenderJobFitErrors(ssn->job_state(j).fit_errors));
+  }
+  d.solver_stats = GetSolverStats();
+  created.value()->CloseSession(*ssn);
+  return d;
+}
+
+// The three runs of a victim-search rule's differential test: the rule on, the rule off (the other
+// shortcuts on), and the plain search (every shortcut off).
+enum class SearchMode { kRuleOn, kRuleOff, kPlain };
+inline CycleDecisions RunSearchCycle(const std::string& file, SearchMode mode,
+                                     bool SchedulerParams::*rule) {
+  return RunCycle(file, [mode, rule](SchedulerParams& params) {
+    params.solver_shortcuts = mode != SearchMode::kPlain;
+    params.*rule = mode == SearchMode::kRuleOn;
+  });
+}
+
+// A cluster of the benchmark family, written to a scenario file in the temporary folder named after
+// `tag`, the process and the options (the caller removes it). A generator error fails the test.
+inline std::string WriteCluster(const std::string& tag, const bench::ClusterGenOptions& options,
+                                bench::ClusterGenSummary& summary) {
+  const std::string file =
+      (std::filesystem::temp_directory_path() /
+       ("gantry-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(options.nodes) +
+        "-" + std::to_string(options.seed) + ".json"))
+          .string();
+  std::string error;
+  EXPECT_TRUE(bench::WriteClusterScenario(options, file, summary, error)) << error;
+  return file;
+}
+
+// A cluster of a differential test's parameter list and its test name ("busy_64_seed3").
+struct ShapeCase {
+  const char* shape;
+  int nodes;
+  uint64_t seed;
+  bool plain = false;  // also compare with the plain search (slow on the larger clusters)
+};
+inline std::string ShapeCaseName(const ::testing::TestParamInfo<ShapeCase>& p) {
+  return std::string(p.param.shape) + "_" + std::to_string(p.param.nodes) + "_seed" +
+         std::to_string(p.param.seed);
+}
+
+// The sums of one counter of the victim search over consolidation, reclaim and preempt.
+inline uint64_t SumOverActions(const SolverStats& stats, uint64_t SolverActionStats::*counter) {
+  uint64_t sum = 0;
+  for (const auto& a : stats.by_action) sum += a.*counter;
+  return sum;
+}
+
+}  // namespace gantry::differential
