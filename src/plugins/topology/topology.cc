@@ -25,112 +25,23 @@
 #include "plugins/builtin.h"
 #include "plugins/plugin_util.h"
 #include "plugins/scores.h"
+#include "plugins/topology/tree.h"
 
 namespace gantry {
 namespace {
 
-constexpr int kAllocatablePodsNotSet = -1;
-constexpr double kRequiredResourceNotInDomainRatio = 1000.0;
-
-// What a leaf domain (one without children) keeps between SubsetNodes calls: the sum of its
-// nodes' free resources and, per representative pod, how many copies its nodes hold. Both are
-// functions of its nodes' states alone, and a node's state changes only with its
-// Session::node_version, so they are summed again (in the same node order, so the same sums to
-// the bit) only when one of those versions moved; the placement epoch (which moves with every
-// node's change) spares even that scan while nothing was placed or removed anywhere.
-struct LeafCache {
-  bool valid = false;
-  uint64_t checked_epoch = 0;  // the placement epoch when the node versions were last compared
-  uint32_t revision = 0;       // changes whenever `free` is summed again
-  Resources free;
-  std::vector<std::pair<uint32_t, int>> allocatable;  // per signature: (revision + 1, count)
-};
-
-struct Domain {
-  std::string id;
-  int level = -1;  // index into the topology's levels; -1 is the root
-  std::vector<int32_t> children;
-  std::vector<NodeId> nodes;   // by name rank
-  std::vector<char> has_node;  // per node id (only for membership tests)
-  int allocatable_pods = kAllocatablePodsNotSet;
-  Resources free;  // idle + releasing of the domain's nodes (whole GPUs only)
-  // Kept between SubsetNodes calls (SchedulerParams::topology_incremental), see LeafCache.
-  LeafCache leaf;
-  // A stamp of `free` (Tree::stamps): a leaf's changes when it is summed again, an inner
-  // domain's is the largest of its children's and of `order_stamp` (its children reordered: the
-  // same sum added in another order), so it changes whenever `free` may have.
-  uint64_t free_stamp = 0;
-  uint64_t order_stamp = 0;
-  // The order keys of the last sort of `children`, in their sorted order (SortTree), and the
-  // request and children's largest free stamp they were computed from.
-  std::vector<double> sort_keys;
-  uint64_t keys_asked = 0;  // Tree::asked_serial
-  uint64_t keys_stamp = 0;
-};
-
-struct Tree {
-  const Topology* topology = nullptr;
-  std::vector<Domain> domains;  // domains[0] is the root
-  // Per level: domain id -> index, and the domains in creation order.
-  std::vector<std::unordered_map<std::string, int32_t>> by_id;
-  std::vector<std::vector<int32_t>> by_level;
-  std::vector<char> in_topology;       // per node
-  std::vector<uint32_t> seen_version;  // per node: its node version when its leaf last summed it
-  uint64_t stamps = 0;                 // the last stamp given (Domain::free_stamp)
-  Resources asked;                     // the request of the last SortTree
-  uint64_t asked_serial = 0;           // changes with `asked`
-  // Per level, per node: the index of the node's domain at that level (-1: not in the tree);
-  // LowestCommonDomain compares these instead of label values unless some value is empty.
-  std::vector<std::vector<int32_t>> node_domain;
-  bool empty_label_value = false;
-  // The level index of a label key, -1 for "root", -2 when unknown.
-  int LevelIndex(const std::string& key) const {
-    if (key == "root") return -1;
-    for (size_t i = 0; i < topology->levels.size(); ++i) {
-      if (topology->levels[i] == key) return static_cast<int>(i);
-    }
-    return -2;
-  }
-  const std::string& LevelName(int level) const {
-    static const std::string root_name = "root";
-    return level < 0 ? root_name : topology->levels[static_cast<size_t>(level)];
-  }
-};
-
-// The job's requests summed as KAI's Resource (whole and fractional GPUs in gpus, MIG counts in
-// scalars, no pod slots).
-Resources SumRequests(const Session& s, std::span<const PodId> tasks) {
-  Resources sum;
-  for (PodId p : tasks) {
-    const Pod& pod = s.cluster().pods[p];
-    Resources r = pod.request;
-    r.pods = 0;
-    r.gpus = pod.RequestedGpus();
-    sum += r;
-  }
-  return sum;
-}
-
-// KAI's getJobRatioToFreeResources: the dominant ratio of requested to free resources.
-double RatioToFree(const Session& s, const Resources& asked, const Domain& d) {
-  const int nscalars = s.cluster().resource_names.size();
-  bool any = asked.gpus > 0 || asked.cpu_millis > 0 || asked.memory_bytes > 0;
-  for (int i = 0; i < nscalars; ++i) any = any || asked.scalars[i] > 0;
-  if (!any) return 0;
-  double ratio = 0;
-  if (asked.gpus > 0) ratio = std::max(ratio, asked.gpus / d.free.gpus);
-  // Kubernetes quantities as whole values (CPU in cores rounded up, scalars as milli-units).
-  auto value_ratio = [&](double want, double have) {
-    if (want == 0) return;
-    ratio = std::max(ratio, have == 0 ? kRequiredResourceNotInDomainRatio : want / have);
-  };
-  value_ratio(std::ceil(asked.cpu_millis / 1000), std::ceil(d.free.cpu_millis / 1000));
-  value_ratio(std::floor(asked.memory_bytes), std::floor(d.free.memory_bytes));
-  for (int i = 0; i < nscalars; ++i) {
-    value_ratio(std::ceil(asked.scalars[i] / 1000), std::ceil(d.free.scalars[i] / 1000));
-  }
-  return ratio;
-}
+using topology::AddChild;
+using topology::Domain;
+using topology::DomainsAtLevel;
+using topology::kAllocatablePodsNotSet;
+using topology::LeafCache;
+using topology::LevelDomains;
+using topology::MakeDomain;
+using topology::MarkSubtree;
+using topology::RatioToFree;
+using topology::ReverseLevelOrder;
+using topology::SumRequests;
+using topology::Tree;
 
 std::string FormatG3(double v) {
   char buf[32];
@@ -221,18 +132,6 @@ class TopologyPlugin : public Plugin {
     }
     tree_index_.emplace(t.name, trees_.size());
     trees_.push_back(std::move(tree));
-  }
-
-  static Domain MakeDomain(std::string id, int level) {
-    Domain d;
-    d.id = std::move(id);
-    d.level = level;
-    return d;
-  }
-
-  static void AddChild(Tree& tree, int32_t parent, int32_t child) {
-    auto& ch = tree.domains[parent].children;
-    if (std::find(ch.begin(), ch.end(), child) == ch.end()) ch.push_back(child);
   }
 
   // The constraint of a sub-group, if any.
@@ -811,43 +710,6 @@ class TopologyPlugin : public Plugin {
     if (tree.domains[d].level == max_depth) return;
     const std::vector<int32_t> children = tree.domains[d].children;
     for (int32_t child : children) SortTree(s, tree, child, asked, max_depth);
-  }
-
-  static void LevelDomains(const Tree& tree, int32_t d, int level, std::vector<int32_t>& out) {
-    const Domain& dom = tree.domains[d];
-    if (dom.level == level) {
-      out.push_back(d);
-      return;
-    }
-    for (int32_t child : dom.children) LevelDomains(tree, child, level, out);
-  }
-
-  static std::vector<int32_t> DomainsAtLevel(const Tree& tree, int level) {
-    if (level < 0) return {0};
-    return tree.by_level[static_cast<size_t>(level)];
-  }
-
-  static void MarkSubtree(const Tree& tree, int32_t d, std::vector<char>& marks) {
-    marks[d] = 1;
-    for (int32_t child : tree.domains[d].children) MarkSubtree(tree, child, marks);
-  }
-
-  static std::vector<int32_t> ReverseLevelOrder(const Tree& tree) {
-    std::vector<std::vector<int32_t>> levels;
-    std::vector<int32_t> current{0};
-    while (!current.empty()) {
-      levels.push_back(current);
-      std::vector<int32_t> next;
-      for (int32_t d : current) {
-        for (int32_t child : tree.domains[d].children) next.push_back(child);
-      }
-      current = std::move(next);
-    }
-    std::vector<int32_t> out;
-    for (auto it = levels.rbegin(); it != levels.rend(); ++it) {
-      out.insert(out.end(), it->begin(), it->end());
-    }
-    return out;
   }
 
   // The pod sets under a sub-group.
