@@ -233,22 +233,27 @@ TEST(Fragmentation, PartlyUsedDevicesAreLostToWholeGpuPods) {
   EXPECT_DOUBLE_EQ(frag::ExpectedFragmentation(node, shapes), 0.5);
 }
 
-TEST(Fragmentation, UnknownMeasureIsAnError) {
+// The error a one-node simulation gives for gpufragmentation's `arguments` (a YAML mapping's
+// body): from loading the file, or else from running it (a run that succeeds fails the test).
+std::string FragmentationArgumentsError(const std::string& arguments) {
   auto sim = ParseSimulation(R"(
 nodes: [{name: n1, gpus: 1}]
 config:
   actions: [allocate]
-  plugins: [{name: predicates}, {name: gpufragmentation, arguments: {measure: best}}]
+  plugins: [{name: predicates}, {name: gpufragmentation, arguments: {)" +
+                                 arguments + R"(}}]
 queues: [{name: q, resources: {gpu: {quota: -1}}}]
 jobs: [{name: a, queue: q, tasks: [{name: a-0, state: pending, gpus: 1}]}]
 )",
                              "f.yaml", "");
-  std::string error = sim.ok() ? "" : sim.error();
-  if (sim.ok()) {
-    auto out = sim::Run(sim.value(), std::nullopt, std::nullopt);
-    ASSERT_FALSE(out.ok());
-    error = out.error();
-  }
+  if (!sim.ok()) return sim.error();
+  auto out = sim::Run(sim.value(), std::nullopt, std::nullopt);
+  EXPECT_FALSE(out.ok());
+  return out.ok() ? "" : out.error();
+}
+
+TEST(Fragmentation, UnknownMeasureIsAnError) {
+  const std::string error = FragmentationArgumentsError("measure: best");
   EXPECT_NE(error.find("measure"), std::string::npos) << error;
   EXPECT_NE(error.find("best"), std::string::npos) << error;
 }
@@ -338,21 +343,7 @@ TEST(Fragmentation, GpuOnlyViewsPreferFillingAPartlyUsedDevice) {
 }
 
 TEST(Fragmentation, FitCpuMemoryMustBeABoolean) {
-  auto sim = ParseSimulation(R"(
-nodes: [{name: n1, gpus: 1}]
-config:
-  actions: [allocate]
-  plugins: [{name: predicates}, {name: gpufragmentation, arguments: {fit_cpu_memory: maybe}}]
-queues: [{name: q, resources: {gpu: {quota: -1}}}]
-jobs: [{name: a, queue: q, tasks: [{name: a-0, state: pending, gpus: 1}]}]
-)",
-                             "f.yaml", "");
-  std::string error = sim.ok() ? "" : sim.error();
-  if (sim.ok()) {
-    auto out = sim::Run(sim.value(), std::nullopt, std::nullopt);
-    ASSERT_FALSE(out.ok());
-    error = out.error();
-  }
+  const std::string error = FragmentationArgumentsError("fit_cpu_memory: maybe");
   EXPECT_NE(error.find("fit_cpu_memory"), std::string::npos) << error;
 }
 
@@ -380,21 +371,7 @@ TEST(Fragmentation, GapWasteIsWhatADeviceEndsWith) {
 }
 
 TEST(Fragmentation, GapValueIsBetweenZeroAndOne) {
-  auto sim = ParseSimulation(R"(
-nodes: [{name: n1, gpus: 1}]
-config:
-  actions: [allocate]
-  plugins: [{name: predicates}, {name: gpufragmentation, arguments: {gap_value: 2}}]
-queues: [{name: q, resources: {gpu: {quota: -1}}}]
-jobs: [{name: a, queue: q, tasks: [{name: a-0, state: pending, gpus: 1}]}]
-)",
-                             "f.yaml", "");
-  std::string error = sim.ok() ? "" : sim.error();
-  if (sim.ok()) {
-    auto out = sim::Run(sim.value(), std::nullopt, std::nullopt);
-    ASSERT_FALSE(out.ok());
-    error = out.error();
-  }
+  const std::string error = FragmentationArgumentsError("gap_value: 2");
   EXPECT_NE(error.find("gap_value"), std::string::npos) << error;
 }
 
