@@ -44,6 +44,9 @@ int main(int argc, char** argv) {
                       "Scheduler configuration (YAML, KAI's shape) replacing the file's");
   sim_cmd->add_option("--out", simulate.out_dir, "Write report.html and timeline.csv here");
   sim_cmd->add_flag("--json", simulate.json, "Print one JSON document instead of the summary");
+  sim_cmd->add_option("--kai-csv", simulate.kai_csv,
+                      "Write per-cycle queue allocation and fair share as KAI's time-based "
+                      "fairshare simulator does (Time,QueueID,Allocation,FairShare; - for stdout)");
 
   gantry::cli::ConformanceOptions conf;
   auto* conf_cmd =

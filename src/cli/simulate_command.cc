@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "framework/config.h"
+#include "sim/kai_time_aware.h"
 #include "sim/report.h"
 #include "sim/simulation.h"
 
@@ -62,6 +63,10 @@ int RunSimulate(const SimulateOptions& options, std::ostream& out, std::ostream&
     }
     sim.value().config = cfg.value();
   }
+  if (!options.kai_csv.empty() && sim.value().inflation.enabled) {
+    err << "simulate: --kai-csv: an inflation run has no cycles of queue allocations\n";
+    return 2;
+  }
   const bool tty = isatty(STDERR_FILENO) == 1;
   int last = -1;
   auto result =
@@ -72,7 +77,13 @@ int RunSimulate(const SimulateOptions& options, std::ostream& out, std::ostream&
     return 2;
   }
   const sim::Outcome& o = result.value();
-  if (options.json) {
+  if (!options.kai_csv.empty() && options.kai_csv != "-" &&
+      !WriteFile(options.kai_csv, sim::KaiTimeAwareCsv(o), err)) {
+    return 2;
+  }
+  if (options.kai_csv == "-") {
+    out << sim::KaiTimeAwareCsv(o);
+  } else if (options.json) {
     out << sim::ToJson(o).dump(2) << "\n";
   } else {
     sim::PrintSummary(o, out);
@@ -90,7 +101,8 @@ int RunSimulate(const SimulateOptions& options, std::ostream& out, std::ostream&
         (!o.inflation && !WriteFile(dir / "placements.csv", sim::PlacementsCsv(o), err))) {
       return 2;
     }
-    if (!options.json) out << "report: " << (dir / "report.html").string() << "\n";
+    if (!options.json && options.kai_csv != "-")
+      out << "report: " << (dir / "report.html").string() << "\n";
   }
   return 0;
 }

@@ -16,6 +16,9 @@ struct SimulateOptions {
   std::string config;           // a KAI-shaped scheduler configuration replacing the file's
   std::string out_dir;          // writes report.html and timeline.csv there
   bool json = false;
+  // KAI's time-based fairshare simulator CSV (sim/kai_time_aware.h) to this file; "-": stdout
+  // instead of the summary.
+  std::string kai_csv;
 };
 int RunSimulate(const SimulateOptions& options, std::ostream& out, std::ostream& err);
 

@@ -191,6 +191,7 @@ class Runner {
       : sim_(sim), world_(sim, seed), progress_(progress), ctx_(ctx) {
     out_.name = sim.name;
     out_.seed = seed;
+    out_.usage_start_seconds = sim.clock.usage_start_seconds;
     out_.inflation = sim.inflation.enabled;
     out_.cluster_gpus = world_.cluster_gpus();
     until_ = until ? until : sim.clock.until_seconds;
@@ -199,6 +200,9 @@ class Runner {
       if (cl.queues[q].IsLeaf()) {
         leaf_queues_.push_back(q);
         out_.queues.push_back(cl.queues[q].name);
+      } else {
+        parent_queues_.push_back(q);
+        out_.parent_queues.push_back(cl.queues[q].name);
       }
     }
   }
@@ -284,6 +288,18 @@ class Runner {
       const auto al = s.QueueAllocated(q);
       smp.queue_fair_share.push_back(fs ? (*fs)[QueueResource::kGpu] : 0);
       smp.queue_allocated.push_back(al ? (*al)[QueueResource::kGpu] : 0);
+    }
+    const usagedb::UsageSample status =
+        usagedb::SampleOf(world_.cluster(), 0, usagedb::HeldPods::kBound);
+    const auto status_gpus = [&](QueueId q) {
+      auto it = status.allocated.find(cl.queues[q].name);
+      return it == status.allocated.end() ? 0.0 : it->second.gpu;
+    };
+    for (QueueId q : leaf_queues_) smp.queue_status_allocated.push_back(status_gpus(q));
+    for (QueueId q : parent_queues_) {
+      const auto fs = s.QueueFairShare(q);
+      smp.parent_fair_share.push_back(fs ? (*fs)[QueueResource::kGpu] : 0);
+      smp.parent_status_allocated.push_back(status_gpus(q));
     }
     if (with_fragmentation && world_.shapes().total() > 0) {
       smp.gpus_fragmented = ClusterFragmentation(s, world_.shapes().Shapes(64));
@@ -392,7 +408,8 @@ class Runner {
       if (sample_due) last_sample = t;
       if (usage_store_) {
         world_.FinalizeIfDirty();
-        held_ = usagedb::SampleOf(world_.cluster(), 0);
+        // What the queues' status reports, as KAI's usage history is made of.
+        held_ = usagedb::SampleOf(world_.cluster(), 0, usagedb::HeldPods::kBound);
       }
       out_.end_time = static_cast<double>(t) / 1000;
       if (progress_ && horizon > 0) progress_(std::min(1.0, t / (horizon * 1000)), ctx_);
@@ -420,6 +437,7 @@ class Runner {
       // With time-based fairshare the queues' usage moves on every tick: look again each period
       // while something waits.
       if (usage_store_ && any_pending) next = std::min(next, t + period);
+      if (ck.tick_every_period && until != kNever) next = std::min(next, t + period);
       if (next == kNever) break;
       next = (next + period - 1) / period * period;
       t = std::max(next, t + period);
@@ -582,6 +600,7 @@ class Runner {
   std::optional<double> until_;
   std::unique_ptr<Scheduler> sched_;
   std::vector<QueueId> leaf_queues_;
+  std::vector<QueueId> parent_queues_;
   Outcome out_;
   bool lost_pod_ = false;  // a pod failed or a bind failed since the last cycle
 
@@ -589,8 +608,10 @@ class Runner {
   // on a grid of the query resolution; `held_` is the state since the last tick.
   void RecordUsageBefore(int64_t t) {
     if (!usage_store_) return;
-    if (next_usage_ms_ < 0)
-      next_usage_ms_ = (t + usage_step_ms_ - 1) / usage_step_ms_ * usage_step_ms_;
+    if (next_usage_ms_ < 0) {
+      const int64_t from = std::max(t, Ms(sim_.clock.usage_start_seconds));
+      next_usage_ms_ = (from + usage_step_ms_ - 1) / usage_step_ms_ * usage_step_ms_;
+    }
     for (; next_usage_ms_ < t; next_usage_ms_ += usage_step_ms_) {
       usagedb::UsageSample s = held_;
       s.time_ms = kEpochMs + next_usage_ms_;

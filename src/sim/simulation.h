@@ -48,6 +48,12 @@ struct ClockSettings {
   double eviction_latency_seconds = 0;
   double idle_recheck_seconds = 30;
   std::optional<double> until_seconds;
+  // A cycle every period until until_seconds even when nothing waits (KAI's time-based fairshare
+  // simulator samples every cycle; see kai_time_aware.h).
+  bool tick_every_period = false;
+  // With a usage database (time-based fairshare): the time its history starts; usage is empty
+  // before it, and its samples are taken from then on.
+  double usage_start_seconds = 0;
 };
 
 struct InflationSettings {
@@ -92,6 +98,12 @@ struct Sample {
   int jobs_running = 0;
   std::vector<double> queue_allocated;   // per leaf queue (Outcome::queues), GPUs
   std::vector<double> queue_fair_share;  // per leaf queue, GPUs
+  // What each queue's status would report (KAI's podgroup and queue controllers): GPUs of its
+  // pods bound to a node, running or still releasing, not those being bound; per leaf queue.
+  std::vector<double> queue_status_allocated;
+  // Per parent queue (Outcome::parent_queues): fair share and status allocation, GPUs.
+  std::vector<double> parent_fair_share;
+  std::vector<double> parent_status_allocated;
 };
 
 struct JobRecord {
@@ -130,7 +142,8 @@ struct Outcome {
   uint64_t seed = 0;
   bool inflation = false;
   double cluster_gpus = 0;
-  std::vector<std::string> queues;  // leaf queues
+  std::vector<std::string> queues;         // leaf queues
+  std::vector<std::string> parent_queues;  // the other queues (departments and above)
   std::vector<Sample> samples;
   std::vector<JobRecord> jobs;
   std::vector<EvictionEvent> evictions;
@@ -140,6 +153,7 @@ struct Outcome {
   int64_t binds = 0;
   int64_t bind_failures = 0;
   double end_time = 0;
+  double usage_start_seconds = 0;  // ClockSettings::usage_start_seconds
   // Inflation: allocated GPUs / cluster GPUs in percent at the end, pods arrived / dropped.
   double gpu_allocation_ratio = 0;
   int64_t pods_arrived = 0;

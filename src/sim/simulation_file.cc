@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "scenario/scenario.h"
+#include "sim/kai_time_aware.h"
 #include "sim/openb.h"
 #include "sim/simulation.h"
 #include "util/duration.h"
@@ -86,13 +87,15 @@ Result<Simulation> ParseSimulation(const std::string& text, const std::string& o
     return Error{origin + ": malformed YAML: " + e.what()};
   }
   if (!root.IsMap()) return Error{origin + ": a simulation file must be a mapping"};
+  if (IsKaiTimeAwareInput(root)) return ImportKaiTimeAware(root, origin);
   std::vector<std::pair<double, double>> times;  // per listed job: submit, duration
   std::vector<std::vector<double>> fails;        // per listed job, per task
   std::vector<JobSpec> imported;
   try {
     const Fields s(root["simulation"], origin + ": simulation");
     s.OnlyKeys({"period_seconds", "bind_latency_seconds", "bind_failure_rate",
-                "eviction_latency_seconds", "idle_recheck_seconds", "until_seconds", "seed"});
+                "eviction_latency_seconds", "idle_recheck_seconds", "until_seconds", "seed",
+                "tick_every_period", "usage_start_seconds"});
     sim.clock.period_seconds = s.Num("period_seconds", 1, 0.001, 86400);
     sim.clock.bind_latency_seconds = s.Num("bind_latency_seconds", 0, 0, 86400);
     sim.clock.bind_failure_rate = s.Num("bind_failure_rate", 0, 0, 0.99);
@@ -102,6 +105,8 @@ Result<Simulation> ParseSimulation(const std::string& text, const std::string& o
       sim.clock.until_seconds = s.Num("until_seconds", 0, 0, 1e12);
     }
     sim.seed = static_cast<uint64_t>(s.Num("seed", 42, 0, 9e15));
+    sim.clock.tick_every_period = s.Bool("tick_every_period", false);
+    sim.clock.usage_start_seconds = s.Num("usage_start_seconds", 0, 0, 1e12);
 
     const Fields inf(root["inflation"], origin + ": inflation");
     inf.OnlyKeys({"target_percent", "batch"});

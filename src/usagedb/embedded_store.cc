@@ -56,7 +56,7 @@ Result<UsageByQueue> EmbeddedUsageStore::GetResourceUsage(int64_t now_ms) {
   return out;
 }
 
-UsageSample SampleOf(const Cluster& cluster, int64_t time_ms) {
+UsageSample SampleOf(const Cluster& cluster, int64_t time_ms, HeldPods held) {
   UsageSample s;
   s.time_ms = time_ms;
   for (const Node& n : cluster.nodes) {
@@ -66,7 +66,11 @@ UsageSample SampleOf(const Cluster& cluster, int64_t time_ms) {
   }
   for (const Queue& q : cluster.queues) s.allocated[q.name];
   for (const Pod& pod : cluster.pods) {
-    if (pod.job == kNone || !IsAllocatedLike(pod.status)) continue;
+    const bool counted = held == HeldPods::kAllocated ? IsAllocatedLike(pod.status)
+                                                      : (pod.status == PodStatus::kBound ||
+                                                         pod.status == PodStatus::kRunning ||
+                                                         pod.status == PodStatus::kReleasing);
+    if (pod.job == kNone || !counted) continue;
     const Quantities q = pod.RequestQuantities();
     for (QueueId id = cluster.jobs[pod.job].queue; id != kNone; id = cluster.queues[id].parent) {
       QueueUsage& u = s.allocated[cluster.queues[id].name];

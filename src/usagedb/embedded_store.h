@@ -45,8 +45,18 @@ class EmbeddedUsageStore : public UsageClient {
   std::deque<UsageSample> samples_;
 };
 
-// Samples of a cluster at one moment: what each leaf queue's allocated pods request, summed up
-// the hierarchy (parents hold their children's), and the nodes' allocatable resources.
-UsageSample SampleOf(const Cluster& cluster, int64_t time_ms);
+// Which pods a sample counts as held by their queue.
+enum class HeldPods {
+  // What the scheduler has placed: allocated, binding, bound or running pods.
+  kAllocated,
+  // What KAI's queue status (and so the queue allocation metrics Prometheus scrapes) reports: pods
+  // bound to a node, running or bound, and pods still releasing their node after an eviction;
+  // not those whose bind is still under way.
+  kBound,
+};
+
+// Samples of a cluster at one moment: what each leaf queue's held pods request, summed up the
+// hierarchy (parents hold their children's), and the nodes' allocatable resources.
+UsageSample SampleOf(const Cluster& cluster, int64_t time_ms, HeldPods held = HeldPods::kAllocated);
 
 }  // namespace gantry::usagedb
