@@ -1,5 +1,6 @@
 // preempt: within one queue, a pending job evicts lower-priority preemptible jobs (KAI's
 // actions/preempt), through the victim search (victim_search/solver.h).
+#include <algorithm>
 #include <memory>
 #include <span>
 #include <vector>
@@ -23,13 +24,23 @@ class PreemptAction : public Action {
     JobsByQueue jobs(ssn, options);
     jobs.InitializeWithAllJobs();
     std::vector<PodId> tasks;
-    // Victims are jobs of the preemptor's queue: each queue's jobs in id order, so a victims
-    // queue looks only at those (the same jobs, in the same order, as a walk over every job).
-    std::vector<std::vector<JobId>> queue_jobs(ssn.cluster().queues.size());
-    for (JobId v = 0; v < static_cast<JobId>(ssn.cluster().jobs.size()); ++v) {
-      const QueueId q = ssn.cluster().jobs[v].queue;
-      if (q != kNone) queue_jobs[q].push_back(v);
+    // Victims are preemptible jobs of the preemptor's queue with a lower priority. Each queue's
+    // preemptible jobs by priority, so that a preemptor's candidates are a prefix; the victims
+    // queue gets them in id order (the same jobs, in the same order, as a walk over every job
+    // would give it). A queue of many pending jobs of one priority has no candidates at all,
+    // instead of each of its jobs walking all the others.
+    const Cluster& cl = ssn.cluster();
+    std::vector<std::vector<JobId>> queue_jobs(cl.queues.size());
+    for (JobId v = 0; v < static_cast<JobId>(cl.jobs.size()); ++v) {
+      const QueueId q = cl.jobs[v].queue;
+      if (q != kNone && cl.jobs[v].preemptible) queue_jobs[q].push_back(v);
     }
+    for (auto& list : queue_jobs) {
+      std::stable_sort(list.begin(), list.end(), [&cl](JobId a, JobId b) {
+        return cl.jobs[a].priority < cl.jobs[b].priority;
+      });
+    }
+    std::vector<JobId> candidates;
     while (!jobs.empty()) {
       const JobId j = jobs.PopNext();
       if (j == kNone) break;
@@ -41,13 +52,19 @@ class PreemptAction : public Action {
       spec.validator = [](const Session& s, const ScenarioInfo& sc) {
         return s.PreemptScenarioValid(sc);
       };
-      spec.victims_queue = [&ssn, j, &queue_jobs] {
+      const Job& preemptor = cl.jobs[j];
+      candidates.clear();
+      if (preemptor.queue != kNone) {
+        for (JobId v : queue_jobs[preemptor.queue]) {
+          if (cl.jobs[v].priority >= preemptor.priority) break;
+          candidates.push_back(v);
+        }
+        std::sort(candidates.begin(), candidates.end());
+      }
+      spec.victims_queue = [&ssn, j, &preemptor, &candidates] {
         JobsOrderOptions o;
         o.filter_non_pending = false;
         o.filter_unready = false;
-        const Job& preemptor = ssn.cluster().jobs[j];
-        std::span<const JobId> candidates;
-        if (preemptor.queue != kNone) candidates = queue_jobs[preemptor.queue];
         // (Cheapest checks first; all but the plugins' filter, kept last, only read.)
         return VictimsQueue(ssn, o, candidates, [&ssn, j, &preemptor](JobId v) {
           const Job& victim = ssn.cluster().jobs[v];
