@@ -35,7 +35,7 @@ jobs:
 )" + jobs;
 }
 
-PodId Pod(const Cluster& c, const std::string& name) { return c.FindPod(name); }
+PodId SharedPodNamed(const Cluster& c, const std::string& name) { return c.FindPod(name); }
 
 TEST(SharedGpuAccounting, AFractionTakesOneDeviceOutOfIdleWhateverItsSize) {
   Scenario sc = Load(TwoGpuNode(R"(
@@ -59,8 +59,8 @@ TEST(SharedGpuAccounting, AReleasedFractionReturnsExactlyToItsDevice) {
   auto sched = testutil::MakeScheduler(sc.config);
   auto ssn = sched->OpenSession(sc.cluster, testutil::kNowMs);
   const auto before = Take(*ssn);
-  const PodId a = Pod(sc.cluster, "a-0");
-  const PodId c = Pod(sc.cluster, "c-0");
+  const PodId a = SharedPodNamed(sc.cluster, "a-0");
+  const PodId c = SharedPodNamed(sc.cluster, "c-0");
   {
     Statement stmt(*ssn);
     stmt.Evict(a, "test");
@@ -100,7 +100,7 @@ TEST(SharedGpuAccounting, FractionsFillASharedDeviceBeforeOpeningAnother) {
 - {name: b, queue: q, min_available: 1, tasks: [{name: b-0, state: pending, gpu_fraction: 0.5}]}
 )"));
   auto cycle = testutil::RunCycle(sc.cluster, sc.config);
-  const PodId b = Pod(sc.cluster, "b-0");
+  const PodId b = SharedPodNamed(sc.cluster, "b-0");
   ASSERT_EQ(PodStatus::kBinding, cycle->pod(b).status);
   ASSERT_EQ(1u, cycle->pod_groups(b).size());
   EXPECT_EQ("g1", cycle->GroupName(cycle->pod_groups(b)[0]));
@@ -122,7 +122,7 @@ TEST(SharedGpuAccounting, FractionsPreferANodeWithASharedDevice) {
 )",
       R"(- {name: node1, gpus: 2, cpu_millis: 16000, memory_bytes: 64000000000, gpu_memory_mib: 100}
 )"));
-  const PodId b = Pod(sc.cluster, "b-0");
+  const PodId b = SharedPodNamed(sc.cluster, "b-0");
   {
     auto cycle = testutil::RunCycle(sc.cluster, sc.config);
     ASSERT_EQ(PodStatus::kBinding, cycle->pod(b).status);
@@ -147,11 +147,11 @@ TEST(SharedGpuAccounting, AGangTurnedPipelinedKeepsBothDevicesTaken) {
 )"));
   auto cycle = testutil::RunCycle(sc.cluster, sc.config);
   for (const char* name : {"b-0", "b-1", "b-2"}) {
-    EXPECT_EQ(PodStatus::kPipelined, cycle->pod(Pod(sc.cluster, name)).status) << name;
+    EXPECT_EQ(PodStatus::kPipelined, cycle->pod(SharedPodNamed(sc.cluster, name)).status) << name;
   }
   EXPECT_EQ(0, cycle->node(0).idle.gpus);
   EXPECT_EQ(0, cycle->node(0).releasing.gpus);
-  EXPECT_EQ(PodStatus::kPending, cycle->pod(Pod(sc.cluster, "c-0")).status)
+  EXPECT_EQ(PodStatus::kPending, cycle->pod(SharedPodNamed(sc.cluster, "c-0")).status)
       << "no device is free for a whole GPU";
   EXPECT_TRUE(cycle->binds().empty());
 }
@@ -165,7 +165,7 @@ TEST(SharedGpuAccounting, GpuSpreadOpensAFreeDeviceFirst) {
     if (p.name == "gpupack") p.name = "gpuspread";
   }
   auto cycle = testutil::RunCycle(sc.cluster, sc.config);
-  const PodId b = Pod(sc.cluster, "b-0");
+  const PodId b = SharedPodNamed(sc.cluster, "b-0");
   ASSERT_EQ(PodStatus::kBinding, cycle->pod(b).status);
   EXPECT_NE("g1", cycle->GroupName(cycle->pod_groups(b)[0]));
   EXPECT_EQ(0, cycle->node(0).idle.gpus);
@@ -181,7 +181,7 @@ jobs:
 - {name: m, queue: q, min_available: 1, tasks: [{name: m-0, state: pending, gpu_memory_mib: 10001}]}
 )");
   auto cycle = testutil::RunCycle(sc.cluster, sc.config);
-  const PodId m = Pod(sc.cluster, "m-0");
+  const PodId m = SharedPodNamed(sc.cluster, "m-0");
   ASSERT_EQ(PodStatus::kBinding, cycle->pod(m).status);
   // 10001 / 40000 = 0.250025, rounded up to hundredths.
   EXPECT_DOUBLE_EQ(0.26, cycle->AcceptedGpus(m));
@@ -194,7 +194,7 @@ TEST(SharedGpuAccounting, GpuMemoryAboveEveryDeviceIsUnschedulableWithAReason) {
 )"));
   auto cycle = testutil::RunCycle(sc.cluster, sc.config);
   const JobId m = sc.cluster.FindJob("m");
-  EXPECT_EQ(PodStatus::kPending, cycle->pod(Pod(sc.cluster, "m-0")).status);
+  EXPECT_EQ(PodStatus::kPending, cycle->pod(SharedPodNamed(sc.cluster, "m-0")).status);
   EXPECT_TRUE(Contains(FitErrors(*cycle, m), "didn't have enough resources: GPU memory"));
   EXPECT_TRUE(Contains(FitErrors(*cycle, m), "m-0"));
 }
@@ -212,8 +212,8 @@ jobs:
 )");
   sc.config.actions = {"reclaim"};
   auto cycle = testutil::RunCycle(sc.cluster, sc.config);
-  EXPECT_EQ(PodStatus::kReleasing, cycle->pod(Pod(sc.cluster, "v-0")).status);
-  EXPECT_EQ(PodStatus::kPipelined, cycle->pod(Pod(sc.cluster, "r-0")).status);
+  EXPECT_EQ(PodStatus::kReleasing, cycle->pod(SharedPodNamed(sc.cluster, "v-0")).status);
+  EXPECT_EQ(PodStatus::kPipelined, cycle->pod(SharedPodNamed(sc.cluster, "r-0")).status);
   ASSERT_EQ(1u, cycle->evictions().size());
 }
 
@@ -258,8 +258,8 @@ TEST(MigAccounting, InstancesAreCountedPerProfileAndChargedAsGpuEquivalents) {
   const int slot_2g = sc.cluster.resource_names.Find("nvidia.com/mig-2g.20gb");
   ASSERT_GE(slot_1g, 0);
   ASSERT_GE(slot_2g, 0);
-  EXPECT_EQ(PodStatus::kBinding, cycle->pod(Pod(sc.cluster, "m-0")).status);
-  EXPECT_EQ(PodStatus::kBinding, cycle->pod(Pod(sc.cluster, "n-0")).status);
+  EXPECT_EQ(PodStatus::kBinding, cycle->pod(SharedPodNamed(sc.cluster, "m-0")).status);
+  EXPECT_EQ(PodStatus::kBinding, cycle->pod(SharedPodNamed(sc.cluster, "n-0")).status);
   EXPECT_EQ(2, cycle->node(0).idle.scalars[slot_1g]);
   EXPECT_EQ(0, cycle->node(0).idle.scalars[slot_2g]);
   // 2 x 1g + 1 x 2g = 4 GPU-equivalents charged to the queue.
@@ -272,7 +272,7 @@ TEST(MigAccounting, QueueLimitCountsMigGpuEquivalents) {
 )");
   for (auto& q : sc.cluster.queues) q.gpu.limit = 3;
   auto cycle = testutil::RunCycle(sc.cluster, sc.config);
-  EXPECT_EQ(PodStatus::kPending, cycle->pod(Pod(sc.cluster, "m-0")).status);
+  EXPECT_EQ(PodStatus::kPending, cycle->pod(SharedPodNamed(sc.cluster, "m-0")).status);
   EXPECT_TRUE(Contains(FitErrors(*cycle, 0), "OverLimit"));
 }
 
@@ -282,8 +282,8 @@ TEST(MigAccounting, StrategiesKeepOtherRequestsAway) {
 - {name: f, queue: q, min_available: 1, tasks: [{name: f-0, state: pending, gpu_fraction: 0.5}]}
 )");
   auto cycle = testutil::RunCycle(sc.cluster, sc.config);
-  EXPECT_EQ("node1", testutil::NodeName(*cycle, Pod(sc.cluster, "w-0")));
-  EXPECT_EQ("node1", testutil::NodeName(*cycle, Pod(sc.cluster, "f-0")));
+  EXPECT_EQ("node1", testutil::NodeName(*cycle, SharedPodNamed(sc.cluster, "w-0")));
+  EXPECT_EQ("node1", testutil::NodeName(*cycle, SharedPodNamed(sc.cluster, "f-0")));
 
   Scenario legacy = Load(MigNode("mixed") + R"(
 - {name: l, queue: q, min_available: 1, tasks: [{name: l-0, state: pending, legacy_mig_task: true}]}
