@@ -94,8 +94,8 @@ constexpr int kEvictionLatencySeconds = 1;
 // arrive at time 0 and KAI's cycle 0 is this many seconds later, one more than a bind takes.
 constexpr int kWarmUpSeconds = kBindLatencySeconds + 1;
 
-constexpr const char* kTopFields[] = {"Queues",     "Jobs",           "Nodes", "Cycles",
-                                      "WindowSize", "HalfLifePeriod", "KValue"};
+constexpr const char* kTopFields[] = {"Queues",     "Jobs",           "Nodes",  "Cycles",
+                                      "WindowSize", "HalfLifePeriod", "KValue", "Simulation"};
 
 std::string Num(double v) {
   std::ostringstream s;
@@ -123,7 +123,7 @@ Result<Simulation> ImportKaiTimeAware(const YAML::Node& root, const std::string&
   try {
     const GoObject top(root, origin,
                        {kTopFields[0], kTopFields[1], kTopFields[2], kTopFields[3], kTopFields[4],
-                        kTopFields[5], kTopFields[6]});
+                        kTopFields[5], kTopFields[6], kTopFields[7]});
     const int64_t cycles = top.Int("Cycles", 100, 1, 10'000'000);
     const int64_t window = top.Int("WindowSize", 5, 1, 1'000'000'000);
     const int64_t half_life = top.Int("HalfLifePeriod", 0, 0, 1'000'000'000);
@@ -134,11 +134,27 @@ Result<Simulation> ImportKaiTimeAware(const YAML::Node& root, const std::string&
     YAML::Node clock;
     clock["period_seconds"] = 1;
     clock["usage_start_seconds"] = kWarmUpSeconds;
-    clock["until_seconds"] = kWarmUpSeconds + cycles - 1;
     clock["idle_recheck_seconds"] = 1;
     clock["bind_latency_seconds"] = kBindLatencySeconds;
     clock["eviction_latency_seconds"] = kEvictionLatencySeconds;
     clock["tick_every_period"] = true;
+    // Gantry's own clock settings over these (KAI's simulator ignores the key), e.g. other
+    // latencies for KAI's runs on a slower machine; `Cycles` stays the run's length.
+    if (top.Has("Simulation")) {
+      const YAML::Node& extra = top.Node("Simulation");
+      if (!extra.IsMap()) {
+        throw std::runtime_error(origin + ": field \"Simulation\": must be a mapping");
+      }
+      for (const auto& kv : extra) clock[kv.first.as<std::string>()] = kv.second;
+    }
+    double warm_up = 0;
+    try {
+      warm_up = clock["usage_start_seconds"].as<double>();
+    } catch (const YAML::Exception&) {
+      throw std::runtime_error(origin +
+                               ": Simulation: field \"usage_start_seconds\": must be a number");
+    }
+    clock["until_seconds"] = warm_up + static_cast<double>(cycles - 1);
     doc["simulation"] = clock;
 
     // Nodes: Count of each entry (KAI creates one whatever it says).

@@ -22,6 +22,10 @@
 //     NumJobs}}                         GPUs whole GPUs and nothing else, gang minimum 1, priority
 //                                       50 (preemptible), all submitted at time 0, never ending
 //
+// A `Simulation` mapping beside KAI's fields (KAI's simulator ignores unknown keys) sets Gantry's
+// clock settings over the import's (docs/simulation.md): bind and eviction latencies, the
+// warm-up (usage_start_seconds); `Cycles` still counts the cycles after the warm-up.
+//
 // Field names match case-insensitively, as Go's JSON decoding does; a null value is an absent one.
 // Where KAI's simulator differs on purpose or by accident, this import says so instead of copying
 // it: KAI creates one node per entry whatever Count says (and fails on two entries with the same

@@ -13,7 +13,7 @@
 
 #include "sim/simulation.h"
 
-namespace gantry::sim {
+namespace gantry::sim::kai_time_aware_test {
 namespace {
 
 Simulation MustImport(const std::string& text) {
@@ -120,6 +120,28 @@ Jobs: {q: {GPUs: 1, NumPods: 1, NumJobs: 1}}
       EXPECT_EQ(std::stod(p.arguments.at("kValue")), 1.0);
     }
   }
+}
+
+// Gantry's clock settings may be given beside KAI's fields (KAI's simulator ignores the key).
+TEST(KaiTimeAwareImport, SimulationKeyOverridesTheClock) {
+  const std::string base =
+      "Cycles: 10\nNodes: [{GPUs: 2}]\nQueues: [{Name: q}]\n"
+      "Jobs: {q: {GPUs: 1, NumPods: 1, NumJobs: 1}}\n";
+  const Simulation sim =
+      MustImport(base +
+                 "Simulation: {bind_latency_seconds: 0, eviction_latency_seconds: 4, "
+                 "usage_start_seconds: 1}\n");
+  EXPECT_EQ(sim.clock.bind_latency_seconds, 0);
+  EXPECT_EQ(sim.clock.eviction_latency_seconds, 4);
+  EXPECT_EQ(sim.clock.usage_start_seconds, 1);
+  EXPECT_EQ(*sim.clock.until_seconds, 10);  // 10 cycles from second 1
+  const Simulation plain = MustImport(base);
+  EXPECT_EQ(plain.clock.bind_latency_seconds, 2);
+  EXPECT_EQ(plain.clock.eviction_latency_seconds, 1);
+  EXPECT_NE(ImportError(base + "Simulation: {speed: 2}\n").find("unknown field \"speed\""),
+            std::string::npos);
+  EXPECT_NE(ImportError(base + "Simulation: [1]\n").find("\"Simulation\": must be a mapping"),
+            std::string::npos);
 }
 
 // KAI's simulator creates one node per entry whatever Count says; here Count is honoured, and
@@ -264,4 +286,4 @@ Jobs:
 }
 
 }  // namespace
-}  // namespace gantry::sim
+}  // namespace gantry::sim::kai_time_aware_test
