@@ -2,6 +2,7 @@
 //
 //   gantry-bench [--nodes 100,1000,5000] [--runs 7] [--keep DIR] [--no-predicates]
 //                [--only load|snapshot|allocate|cycle] [--seed N] [--shape NAME]
+//                [--search-budget-hours H]
 //
 // `--shape NAME` picks one cluster shape of the benchmark family (README.md, "The shapes"):
 // default, sharing (30% fractional pods and topology-constrained gangs; `--variant sharing` is
@@ -99,6 +100,9 @@ struct Args {
   bool predicates = true;
   std::optional<uint64_t> seed;
   std::string shape = "default";  // one of kShapes
+  // With `--search-budget-hours`: every victim-search time budget of the cycle (action, job,
+  // generators) set to this many hours instead of KAI's defaults (5, 4 and 2.5 minutes).
+  std::optional<int> search_budget_hours;
 };
 
 // The benchmark family's shapes (README.md, "The shapes").
@@ -134,7 +138,7 @@ void Usage(FILE* out) {
   std::fprintf(out,
                "usage: gantry-bench [--nodes 100,1000,5000] [--runs 7] [--keep DIR]\n"
                "                    [--no-predicates] [--only load|snapshot|allocate|cycle]\n"
-               "                    [--seed N] [--shape NAME]\n"
+               "                    [--seed N] [--shape NAME] [--search-budget-hours H]\n"
                "  --nodes          comma-separated cluster sizes (nodes of 8 GPUs)\n"
                "  --runs           runs per measurement; min and median are reported\n"
                "  --keep DIR       write the generated scenarios to DIR and keep them\n"
@@ -147,7 +151,11 @@ void Usage(FILE* out) {
                "                   round-robin over the nodes), busy (a busy shared cluster),\n"
                "                   fractional (80%% fractional pods), topology, hero (one gang\n"
                "                   of nodes/16 8-GPU pods)\n"
-               "  --variant V      whole (= --shape default) or sharing (= --shape sharing)\n");
+               "  --variant V      whole (= --shape default) or sharing (= --shape sharing)\n"
+               "  --search-budget-hours H\n"
+               "                   the cycle's victim-search time budgets (action, job and\n"
+               "                   generators) H hours each instead of KAI's minutes: for runs\n"
+               "                   under valgrind, too slow for the default budgets\n");
 }
 
 bool ParseInt(const std::string& s, long long min, long long& out) {
@@ -220,6 +228,12 @@ std::optional<Args> ParseArgs(int argc, char** argv) {
       long long n = 0;
       if (!value(v) || !ParseInt(v, 0, n)) return fail("--seed needs a non-negative integer");
       a.seed = static_cast<uint64_t>(n);
+    } else if (arg == "--search-budget-hours") {
+      long long n = 0;
+      if (!value(v) || !ParseInt(v, 1, n) || n > 1000) {
+        return fail("--search-budget-hours needs 1 to 1000 hours");
+      }
+      a.search_budget_hours = static_cast<int>(n);
     } else {
       return fail("unknown argument \"" + arg + "\"");
     }
@@ -415,6 +429,13 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
   if (args.only == "cycle") {
     gantry::SchedulerConfig full = sc.config;
     full.actions = gantry::SchedulerConfig::Default().actions;
+    if (args.search_budget_hours) {
+      // (Long but finite: the search reads its clock as it does with the default budgets.)
+      const int64_t ns = int64_t{*args.search_budget_hours} * 3600 * 1'000'000'000;
+      full.search_budgets.max_action_ns = {{"default", ns}};
+      full.search_budgets.max_job_ns = ns;
+      full.search_budgets.max_generator_ns = {{"default", ns}};
+    }
     auto full_created =
         gantry::Scheduler::Create(full, gantry::BuiltinPlugins(), gantry::BuiltinActions());
     if (!full_created.ok()) {

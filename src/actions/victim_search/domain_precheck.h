@@ -66,6 +66,7 @@ class DomainPrecheck {
   // feasible nodes `feasible`. The rule applies to a sub-group only when no domain fits yet.
   void CountBase(const Session& ssn, const std::vector<NodeId>& feasible) {
     counted_feasible_ = feasible.size();
+    if (confined_.empty()) return;  // (nothing to count: the rule does nothing for this search)
     const auto free = ssn.non_allocated_gpus();
     bool exact = true;
     for (NodeId n : feasible) exact = exact && ExactlySummable(free[n]);

@@ -71,7 +71,9 @@ inline double FloorOfNonNegative(double q) {
   return q < 9e15 ? static_cast<double>(static_cast<int64_t>(q)) : std::floor(q);
 }
 // Free GPUs (g = 0) or blocks of g free GPUs of one node, as FreeBlocks counts them.
-inline double NodeBlocks(double free, double g) {
+// (Always inlined: the free-block counts call it per changed node and size, tens of millions of
+// times in a large cycle, and GCC had stopped inlining it on its own.)
+[[gnu::always_inline]] inline double NodeBlocks(double free, double g) {
   const double f = std::max(0.0, free);
   return g == 0 ? f : FloorOfNonNegative(f / g);
 }
