@@ -46,9 +46,12 @@
 // Hence the simulation acts on the same entries in the same order, in the same session states,
 // as when it pops every entry; the pending entries it skips were skips. Cost: one key per entry
 // of the runs while two leaves or more still act (with one left, its acting entries come in its
-// own order: nothing to compare), no heap. The fixed pending jobs (those with no active pod:
-// never victims) are ordered per leaf once per search, when the leaf first acts; the others
-// (pending jobs with active pods, the victim jobs, the preemptor) per simulation.
+// own order: nothing to compare), no heap; the maximum over a leaf's fixed entries is kept per
+// leaf state (FixedMax: the preemptor's leaf of a reclaim search is in the same state at the
+// start of every simulation, so its first run costs no key after the first). The fixed pending
+// jobs (those with no active pod: never victims) are ordered per leaf once per search, when the
+// leaf first acts; the others (pending jobs with active pods, the victim jobs, the preemptor)
+// per simulation.
 //
 // Switch: `SchedulerParams::solver_acting_runs` (with the shortcuts and the idle-queue rule's
 // conditions); differential test: tests/unit/solver_acting_runs_test.cc (busy and default
@@ -99,6 +102,8 @@ class ActingRuns {
       fixed_[q].push_back({JobOrderKey{}, j});
     }
     sorted_.assign(cluster.queues.size(), 0);
+    memos_.resize(cluster.queues.size());
+    next_memo_.assign(cluster.queues.size(), 0);
     leaf_of_.assign(cluster.queues.size(), -1);
   }
 
@@ -237,14 +242,18 @@ class ActingRuns {
               [](const Fixed& a, const Fixed& b) { return a.key < b.key; });
   }
 
-  // M(L) for the leaf's current run, in its state now.
+  // M(L) for the leaf's current run, in its state now: the largest of its fixed entries ahead
+  // of the acting one (kept per leaf state, see FixedMax) and of its other entries up to it.
   void RunMax(const Session& ssn, Leaf& leaf) {
+    size_t a = leaf.next_extra;
+    while (!leaf.extras[a].acts) ++a;
     const auto& list = fixed_[leaf.queue];
-    size_t f = leaf.next_fixed;
-    size_t e = leaf.next_extra;
+    const auto end = std::lower_bound(
+        list.begin() + static_cast<std::ptrdiff_t>(leaf.next_fixed), list.end(), leaf.extras[a].key,
+        [](const Fixed& f, const JobOrderKey& k) { return f.key < k; });
+    const size_t g = static_cast<size_t>(end - list.begin());
     bool any = false;
-    auto take = [&](const JobView& v) {
-      const QueueOrderKey k = ssn.JobQueueKeyOf(leaf.queue, v);
+    auto take = [&](const QueueOrderKey& k, const JobView& v) {
       // (Equal keys in one leaf are tied: the first is kept.)
       if (!any || leaf.max.Compare(k) < 0) {
         leaf.max = k;
@@ -254,20 +263,51 @@ class ActingRuns {
         any = true;
       }
     };
-    for (;;) {
-      // (The run ends at an acting entry, which is among the extras.)
-      const Extra& x = leaf.extras[e];
-      if (f < list.size() && list[f].key < x.key) {
-        take(JobView{list[f].job, false, {}});
-        ++f;
-        continue;
-      }
-      take(x.view);
-      if (x.acts) break;
-      ++e;
+    if (leaf.next_fixed < g) {
+      const Memo& m = FixedMax(ssn, leaf.queue, leaf.next_fixed, g);
+      take(m.key, JobView{m.job, false, {}});
     }
-    leaf.acting_at = e;
+    for (size_t e = leaf.next_extra; e <= a; ++e) {
+      take(ssn.JobQueueKeyOf(leaf.queue, leaf.extras[e].view), leaf.extras[e].view);
+    }
+    leaf.acting_at = a;
     leaf.dirty = false;
+  }
+
+  // The largest key of the fixed entries [f, g) of leaf q, in its state now, and a job reaching
+  // it. Kept per leaf while its queue version is the same (the same states of its pods, so the
+  // same keys: Session::QueueOrderDependsOnlyOnPodStates), e.g. the preemptor's leaf, which
+  // starts every simulation of a reclaim search in the same state.
+  struct Memo {
+    uint64_t version = 0;
+    size_t f = 0, g = 0;
+    QueueOrderKey key;
+    JobId job = kNone;
+  };
+  static constexpr size_t kMemosPerLeaf = 4;
+  const Memo& FixedMax(const Session& ssn, QueueId q, size_t f, size_t g) {
+    auto& memos = memos_[q];
+    const uint64_t version = ssn.queue_version(q);
+    for (const Memo& m : memos) {
+      if (m.job != kNone && m.version == version && m.f == f && m.g == g) return m;
+    }
+    const auto& list = fixed_[q];
+    Memo m{version, f, g, {}, kNone};
+    for (size_t i = f; i < g; ++i) {
+      const QueueOrderKey k = ssn.JobQueueKeyOf(q, JobView{list[i].job, false, {}});
+      if (m.job == kNone || m.key.Compare(k) < 0) {
+        m.key = k;
+        m.job = list[i].job;
+      }
+    }
+    if (memos.size() < kMemosPerLeaf) {
+      memos.push_back(m);
+      return memos.back();
+    }
+    Memo& slot = memos[next_memo_[q]];
+    next_memo_[q] = static_cast<uint8_t>((next_memo_[q] + 1) % kMemosPerLeaf);
+    slot = m;
+    return slot;
   }
 
   // Whether leaf a's run maximum comes before leaf b's (distinct sibling leaves).
@@ -283,6 +323,8 @@ class ActingRuns {
   std::vector<Leaf> leaves_;               // the simulation's leaves with acting entries ...
   size_t used_ = 0;                        // ... the first used_ of them
   std::vector<int32_t> leaf_of_;           // per queue: its place in leaves_, or -1
+  std::vector<std::vector<Memo>> memos_;   // per leaf: FixedMax's kept answers ...
+  std::vector<uint8_t> next_memo_;         // ... and the one to replace next
 };
 
 }  // namespace gantry::victim_search
