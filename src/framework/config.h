@@ -45,6 +45,10 @@ struct SchedulerParams {
   // With the shortcuts on: the simulations' job order leaves out the leaf queues holding only
   // jobs the simulation skips (victim_search/idle_queues.h). Off only for its differential tests.
   bool solver_idle_queues = true;
+  // With the shortcuts on: a simulation takes its acting entries (the preemptor, the victim jobs)
+  // in order by the largest queue key of the pending entries ahead of each, instead of popping
+  // those (victim_search/acting_runs.h). Off only for its differential tests.
+  bool solver_acting_runs = true;
   // The topology plugin keeps each leaf domain's free resources and representative-pod counts
   // between its calls (summed again only when a node of the domain changed) and re-sorts a
   // domain's children only when their order keys changed. Off: everything recomputed over the

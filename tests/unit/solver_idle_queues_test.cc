@@ -22,8 +22,14 @@ using differential::ShapeCase;
 
 using differential::SearchMode;
 
+// (With the acting-runs rule off: where it applies, the simulations do not use the order whose
+// idle queues this rule leaves out.)
 CycleDecisions IdleQueuesCycle(const std::string& file, SearchMode mode) {
-  return differential::RunSearchCycle(file, mode, &SchedulerParams::solver_idle_queues);
+  return differential::RunCycle(file, [mode](SchedulerParams& params) {
+    params.solver_shortcuts = mode != SearchMode::kPlain;
+    params.solver_idle_queues = mode == SearchMode::kRuleOn;
+    params.solver_acting_runs = false;
+  });
 }
 
 uint64_t IdleQueues(const CycleDecisions& d) {

@@ -13,7 +13,8 @@
 // - victims-queue pops replayed across prefixes (pop_replay.h): StartPops, PopsEmpty, NextPop;
 // - recorded victims kept evicted (kept_base.h): KeepPrefix, KeptStatement, MakeClean, OnAccepted;
 // - the simulations' job order from a base (simulation_order.h): SimulationOrder, NotePopped,
-//   OnlyPendingJobsLeft; without its idle leaf queues (idle_queues.h): SimulationOrder;
+//   OnlyPendingJobsLeft; without its idle leaf queues (idle_queues.h): SimulationOrder; its
+//   acting entries without popping the pending ones (acting_runs.h): StartActingRuns, NextActing;
 // - counters (stats.h): every point.
 #pragma once
 
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "actions/allocate/allocate.h"
+#include "actions/victim_search/acting_runs.h"
 #include "actions/victim_search/idle_queues.h"
 #include "actions/victim_search/kept_base.h"
 #include "actions/victim_search/pop_replay.h"
@@ -267,6 +269,29 @@ class SearchAccelerator final : public RejectionProofs {
     if (idle_) stats_->idle_queues += idle_->Start(ssn_, order, job_, victim_jobs);
     return &order;
   }
+  // Instead of SimulationOrder: true when the simulation's acting entries (the preemptor's view
+  // `preemptor`, the victim jobs) come from NextActing, in the order's sequence, without an
+  // order (acting_runs.h); false where the rule does not apply (the caller builds the order).
+  bool StartActingRuns(const std::vector<JobId>& pending_jobs,
+                       const std::vector<JobId>& victim_jobs,
+                       const std::vector<char>& is_victim_job, const JobView& preemptor) {
+    if (!runs_decided_) {
+      runs_decided_ = true;
+      if (ActingRuns::Applies(ssn_) && SimulationOrderBase::Applies(ssn_)) {
+        runs_ = std::make_unique<ActingRuns>(ssn_, pending_jobs, is_victim_job, runs_others_);
+      }
+    }
+    if (!runs_) return false;
+    to_order_.clear();
+    for (JobId j : runs_others_) {
+      if (!is_victim_job[j]) to_order_.push_back(j);
+    }
+    if (!runs_->Start(ssn_, to_order_, victim_jobs, preemptor)) return false;
+    ++stats_->acting_runs;
+    return true;
+  }
+  // The next acting entry (StartActingRuns), the previous one acted upon; false when none is left.
+  bool NextActing(JobView& out) { return runs_->Next(ssn_, out); }
   // An entry of job j was popped from the order (`acts`: the preemptor or a victim job).
   void NotePopped(JobId j, bool acts) {
     if (acts && idle_ && idle_->Popped(ssn_, j)) ++stats_->idle_queues;
@@ -371,6 +396,9 @@ class SearchAccelerator final : public RejectionProofs {
   std::vector<JobId> outside_base_;  // the pending jobs the base does not hold
   std::vector<JobId> to_order_;      // (SimulationOrder's scratch)
   size_t to_act_ = 0;                // the order's entries left that act (SimulationOrder)
+  bool runs_decided_ = false;
+  std::unique_ptr<ActingRuns> runs_;  // where the acting-runs rule applies (StartActingRuns)
+  std::vector<JobId> runs_others_;    // the pending jobs runs_ does not hold (active pods)
   // The current simulation: proven hopeless before placing / before evicting (verify mode), a
   // rule certain, stopped before the pending pods' turn, every victim asks for whole GPUs.
   bool proven_before_ = false;

@@ -48,6 +48,27 @@
 
 namespace gantry::victim_search {
 
+// Per queue: whether it is a leaf whose proper ancestors are each the only queue of their level
+// (the only child of its parent, or the only root). Such leaves are all siblings: chains of lone
+// ancestors cannot part, so the leaves share their parent (or are all roots).
+inline std::vector<uint8_t> LoneChainLeaves(const Session& ssn) {
+  const auto& queues = ssn.cluster().queues;
+  size_t roots = 0;
+  for (const Queue& q : queues) roots += q.parent == kNone;
+  auto alone = [&](QueueId a) {
+    const QueueId up = queues[a].parent;
+    return up == kNone ? roots == 1 : queues[up].children.size() == 1;
+  };
+  std::vector<uint8_t> lone(queues.size(), 0);
+  for (QueueId q = 0; q < static_cast<QueueId>(queues.size()); ++q) {
+    if (!queues[q].IsLeaf()) continue;
+    bool ok = true;
+    for (QueueId a = queues[q].parent; a != kNone && ok; a = queues[a].parent) ok = alone(a);
+    lone[q] = ok ? 1 : 0;
+  }
+  return lone;
+}
+
 class IdleQueues {
  public:
   // Whether the rule holds in this session (see the file comment).
@@ -57,25 +78,11 @@ class IdleQueues {
   }
 
   // The leaves the rule may leave out: those whose proper ancestors are each the only queue of
-  // their level.
-  explicit IdleQueues(const Session& ssn) {
-    const auto& queues = ssn.cluster().queues;
-    size_t roots = 0;
-    for (const Queue& q : queues) roots += q.parent == kNone;
-    auto alone = [&](QueueId a) {
-      const QueueId up = queues[a].parent;
-      return up == kNone ? roots == 1 : queues[up].children.size() == 1;
-    };
-    acting_.assign(queues.size(), 0);
-    candidate_.assign(queues.size(), 0);
-    for (QueueId q = 0; q < static_cast<QueueId>(queues.size()); ++q) {
-      if (!queues[q].IsLeaf()) continue;
-      bool ok = true;
-      for (QueueId a = queues[q].parent; a != kNone && ok; a = queues[a].parent) ok = alone(a);
-      if (ok) {
-        candidates_.push_back(q);
-        candidate_[q] = 1;
-      }
+  // their level (LoneChainLeaves).
+  explicit IdleQueues(const Session& ssn) : candidate_(LoneChainLeaves(ssn)) {
+    acting_.assign(candidate_.size(), 0);
+    for (QueueId q = 0; q < static_cast<QueueId>(candidate_.size()); ++q) {
+      if (candidate_[q]) candidates_.push_back(q);
     }
   }
 

@@ -415,30 +415,41 @@ class Solver {
       }
       pending_jobs_known_ = true;
     }
-    // The order of every pending job, victim job and the preemptor.
+    // The order of every pending job, victim job and the preemptor. (Accelerated: only its
+    // acting entries, in the order's sequence, where acting_runs.h applies.)
+    const JobView preemptor{job_, true, scenario.pending()};
+    const bool by_runs =
+        accel_ && accel_->StartActingRuns(pending_jobs_, victim_jobs, is_victim_job_, preemptor);
     std::optional<JobsByQueue> fresh;
-    JobsByQueue* order =
-        accel_ ? accel_->SimulationOrder(options, pending_jobs_, victim_jobs, is_victim_job_)
-               : nullptr;
-    if (order == nullptr) {
-      order = &fresh.emplace(ssn_, options);
-      std::vector<JobId>& to_order = to_order_scratch_;
-      to_order.clear();
-      for (JobId j : pending_jobs_) {
-        if (!is_victim_job_[j]) to_order.push_back(j);
+    JobsByQueue* order = nullptr;
+    if (!by_runs) {
+      order = accel_ ? accel_->SimulationOrder(options, pending_jobs_, victim_jobs, is_victim_job_)
+                     : nullptr;
+      if (order == nullptr) {
+        order = &fresh.emplace(ssn_, options);
+        std::vector<JobId>& to_order = to_order_scratch_;
+        to_order.clear();
+        for (JobId j : pending_jobs_) {
+          if (!is_victim_job_[j]) to_order.push_back(j);
+        }
+        for (JobId j : victim_jobs) {
+          if (j != job_) to_order.push_back(j);
+        }
+        order->PushMany(to_order);
       }
-      for (JobId j : victim_jobs) {
-        if (j != job_) to_order.push_back(j);
-      }
-      order->PushMany(to_order);
+      order->PushView(preemptor);
     }
-    order->PushView(JobView{job_, true, scenario.pending()});
     bool placed = false;
     bool ok = true;
-    while (!order->empty()) {
-      if (accel_ && accel_->OnlyPendingJobsLeft()) break;
-      const JobView v = order->PopNextView();
-      if (accel_) accel_->NotePopped(v.job, v.job == job_ || is_victim_job_[v.job]);
+    JobView v;
+    for (;;) {
+      if (by_runs) {
+        if (!accel_->NextActing(v)) break;
+      } else {
+        if (order->empty() || (accel_ && accel_->OnlyPendingJobsLeft())) break;
+        v = order->PopNextView();
+        if (accel_) accel_->NotePopped(v.job, v.job == job_ || is_victim_job_[v.job]);
+      }
       if (v.job == job_) {
         if (!AllocateJobTaskList(ssn_, stmt, nodes, job_, scenario.pending(), true,
                                  /*nodes_cover_free_gpus=*/true)) {

@@ -26,6 +26,9 @@ struct SolverActionStats {
   uint64_t idle_queues = 0;      // leaf queues left out of the simulations' job orders, idle
                                  // from the start or from the pop of their last acting entry
                                  // (idle_queues.h)
+  uint64_t acting_runs = 0;      // of simulations: their acting entries taken by the maxima of
+                                 // the runs ahead of them, no pending entry popped
+                                 // (acting_runs.h)
   uint64_t not_placed = 0;       // of which the pending pods did not fit
   uint64_t rejected = 0;         // of which the validator rejected the outcome
   uint64_t proven = 0;           // of which rejected by a proven bound, stopped early

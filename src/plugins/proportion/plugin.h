@@ -159,7 +159,10 @@ class ProportionPlugin : public Plugin {
   // Whether rules (7) and (8) order every two sibling queues (children of one queue, or two
   // roots) as a strict total order: creation times differ, and where rule (7) decides it agrees
   // with rule (8). Then CompareSides is a strict total order on siblings (rules (1) to (6) are
-  // finite numbers compared in turn), what Session::QueueOrderTotalOnSiblings promises.
+  // finite numbers compared in turn), what Session::QueueOrderTotalOnSiblings promises. Its keys
+  // (KeyOf: the fields of rules (1) to (6)) are the whole comparison of the sides, so equal keys
+  // leave the order to the queues alone, what the victim search's acting runs rely on
+  // (victim_search/acting_runs.h).
   bool SiblingOrderTotal(const Cluster& c) const;
   // The side of queue q with `job` (nullptr: none) to allocate and without `victims`, computed
   // from the queue's share. (Out of line: the kept sides are the common case.)
