@@ -89,9 +89,13 @@ class GoObject {
 // about one cycle after (measured on KAI's own runs; see docs/time-based-fairshare.md).
 constexpr int kBindLatencySeconds = 2;
 constexpr int kEvictionLatencySeconds = 1;
-// KAI's simulator creates every job while the scheduler already runs, and starts its cycles (and
-// the usage history) only then: by its cycle 0 the first placements are bound. Here the jobs
-// arrive at time 0 and KAI's cycle 0 is this many seconds later, one more than a bind takes.
+// KAI's simulator creates the jobs queue by queue (a Go map's order) while the scheduler already
+// runs, and starts its cycles (and the usage history) only then: by its cycle 0 the first queue's
+// jobs have taken what they could and the next queues' jobs have reclaimed their fair shares of
+// it. Here the jobs of the queues listed under Jobs arrive in that order, this many seconds apart
+// (enough for a reclaim and the bind that follows it), and KAI's cycle 0 comes one second more
+// than a bind takes after the last queue's jobs arrived.
+constexpr int kQueueArrivalGapSeconds = kBindLatencySeconds + kEvictionLatencySeconds + 1;
 constexpr int kWarmUpSeconds = kBindLatencySeconds + 1;
 
 constexpr const char* kTopFields[] = {"Queues",     "Jobs",           "Nodes",  "Cycles",
@@ -133,7 +137,12 @@ Result<Simulation> ImportKaiTimeAware(const YAML::Node& root, const std::string&
     doc["name"] = "KAI time-based fairshare simulation";
     YAML::Node clock;
     clock["period_seconds"] = 1;
-    clock["usage_start_seconds"] = kWarmUpSeconds;
+    int64_t queues_with_jobs = 0;
+    if (top.Has("Jobs") && top.Node("Jobs").IsMap()) {
+      queues_with_jobs = static_cast<int64_t>(top.Node("Jobs").size());
+    }
+    clock["usage_start_seconds"] =
+        kWarmUpSeconds + std::max<int64_t>(0, queues_with_jobs - 1) * kQueueArrivalGapSeconds;
     clock["idle_recheck_seconds"] = 1;
     clock["bind_latency_seconds"] = kBindLatencySeconds;
     clock["eviction_latency_seconds"] = kEvictionLatencySeconds;
@@ -220,6 +229,7 @@ Result<Simulation> ImportKaiTimeAware(const YAML::Node& root, const std::string&
     if (!top.Has("Jobs") || !top.Node("Jobs").IsMap()) {
       throw std::runtime_error(origin + ": field \"Jobs\": must be a mapping of queue to jobs");
     }
+    int64_t arrival = 0;
     for (const auto& kv : top.Node("Jobs")) {
       const std::string queue = kv.first.as<std::string>();
       std::string where = origin;
@@ -240,7 +250,7 @@ Result<Simulation> ImportKaiTimeAware(const YAML::Node& root, const std::string&
         job["priority"] = 50;
         job["preemptibility"] = "preemptible";
         job["min_available"] = 1;
-        job["submit_seconds"] = 0;
+        job["submit_seconds"] = arrival;
         job["duration_seconds"] = 0;
         for (int64_t p = 0; p < pods; ++p) {
           YAML::Node task;
@@ -253,6 +263,7 @@ Result<Simulation> ImportKaiTimeAware(const YAML::Node& root, const std::string&
         }
         doc["jobs"].push_back(job);
       }
+      arrival += kQueueArrivalGapSeconds;
     }
     if (!doc["jobs"]) throw std::runtime_error(origin + ": field \"Jobs\": no jobs");
 

@@ -20,7 +20,8 @@
 //     Weight (1)}]                      the GPU only); an empty Parent: a top-level queue
 //   Jobs: {queue: {GPUs, NumPods,     NumJobs jobs <queue>-<j> per queue, each NumPods pods of
 //     NumJobs}}                         GPUs whole GPUs and nothing else, gang minimum 1, priority
-//                                       50 (preemptible), all submitted at time 0, never ending
+//                                       50 (preemptible), never ending; queue by queue in the
+//                                       file's order, 4 s apart (KAI creates them queue by queue)
 //
 // A `Simulation` mapping beside KAI's fields (KAI's simulator ignores unknown keys) sets Gantry's
 // clock settings over the import's (docs/simulation.md): bind and eviction latencies, the

@@ -80,7 +80,8 @@ jobs:
   EXPECT_EQ(sim.jobs[0].pods[0].request.cpu_millis, 0);
   EXPECT_EQ(sim.jobs[0].job.priority, 50);
   EXPECT_EQ(sim.jobs[3].job.queue_name, "team-b");
-  EXPECT_EQ(sim.jobs[3].submit_seconds, 0);
+  EXPECT_EQ(sim.jobs[0].submit_seconds, 0);  // queue by queue, as KAI creates them
+  EXPECT_EQ(sim.jobs[3].submit_seconds, 4);
   EXPECT_EQ(sim.jobs[3].duration_seconds, 0);
 
   ASSERT_TRUE(sim.config.usage_db.has_value());
@@ -98,7 +99,9 @@ jobs:
 
   EXPECT_EQ(sim.clock.period_seconds, 1);
   ASSERT_TRUE(sim.clock.until_seconds.has_value());
-  // 50 cycles after KAI's warm-up (cycle 0 = usage_start_seconds).
+  // 50 cycles after KAI's warm-up (cycle 0 = usage_start_seconds: the last queue's jobs arrived
+  // at 4, and a bind takes 2).
+  EXPECT_EQ(sim.clock.usage_start_seconds, 7);
   EXPECT_EQ(*sim.clock.until_seconds - sim.clock.usage_start_seconds, 49);
   EXPECT_TRUE(sim.clock.tick_every_period);
 }
