@@ -85,7 +85,7 @@ inline CycleDecisions RunSearchCycle(const std::string& file, SearchMode mode,
 // `tag`, the process and the options (the caller removes it). A generator error fails the test.
 inline std::string WriteCluster(const std::string& tag, const bench::ClusterGenOptions& options,
                                 bench::ClusterGenSummary& summary) {
-  const std::string file =
+  std::string file =
       (std::filesystem::temp_directory_path() /
        ("gantry-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(options.nodes) +
         "-" + std::to_string(options.seed) + ".json"))
@@ -105,6 +105,33 @@ struct ShapeCase {
 inline std::string ShapeCaseName(const ::testing::TestParamInfo<ShapeCase>& p) {
   return std::string(p.param.shape) + "_" + std::to_string(p.param.nodes) + "_seed" +
          std::to_string(p.param.seed);
+}
+
+// The generated cluster of a case's shape: "busy" (the busy shared cluster), "topology"
+// (topology-constrained gangs), "sharing" (those and 30% fractional pods), else the default one.
+// Written as WriteCluster does, under `tag` and the shape.
+inline std::string WriteShapeCluster(const std::string& tag, const ShapeCase& k,
+                                     bench::ClusterGenSummary& summary) {
+  const std::string shape = k.shape;
+  bench::ClusterGenOptions options;
+  options.nodes = k.nodes;
+  options.seed = k.seed;
+  options.busy_shared = shape == "busy";
+  options.topology = shape == "topology" || shape == "sharing";
+  if (shape == "sharing") options.fractional_share = 0.3;
+  return WriteCluster(tag + "-" + shape, options, summary);
+}
+
+// The cases of the rules for the busy shared cluster: busy at 24 nodes (with the plain search)
+// and 64, default at 64 (with the plain search), seeds 1-6.
+inline std::vector<ShapeCase> BusyAndDefaultCases() {
+  std::vector<ShapeCase> cases;
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    cases.push_back({"busy", 24, seed, true});
+    cases.push_back({"busy", 64, seed, false});
+    cases.push_back({"default", 64, seed, true});
+  }
+  return cases;
 }
 
 // The sums of one counter of the victim search over consolidation, reclaim and preempt.

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "kai_csv.h"
 #include "sim/kai_time_aware.h"
 #include "sim/simulation.h"
 
@@ -48,26 +49,15 @@ using AllocationSeries = std::map<std::string, std::vector<double>>;
 
 AllocationSeries SeriesOfCsv(const std::string& csv, const std::vector<std::string>& leaves,
                              int cycles) {
-  std::map<std::string, std::map<int, double>> rows;
-  std::istringstream in(csv);
-  std::string line;
-  std::getline(in, line);
-  EXPECT_EQ(line, "Time,QueueID,Allocation,FairShare");
-  while (std::getline(in, line)) {
-    std::istringstream f(line);
-    std::string t, q, a;
-    std::getline(f, t, ',');
-    std::getline(f, q, ',');
-    std::getline(f, a, ',');
-    rows[q][std::stoi(t)] = std::stod(a);
-  }
+  const kai_csv::KaiRows rows = kai_csv::ParseKaiCsv(csv);
   AllocationSeries out;
   for (const auto& q : leaves) {
     std::vector<double>& s = out[q];
     double last = 0;
     for (int t = 0; t < cycles; ++t) {
-      auto it = rows[q].find(t);
-      if (it != rows[q].end()) last = it->second;
+      if (auto row = rows.find(t); row != rows.end()) {
+        if (auto it = row->second.find(q); it != row->second.end()) last = it->second.first;
+      }
       s.push_back(last);
     }
   }

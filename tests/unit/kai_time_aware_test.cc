@@ -7,10 +7,10 @@
 
 #include <cmath>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "kai_csv.h"
 #include "sim/simulation.h"
 
 namespace gantry::sim::kai_time_aware_test {
@@ -203,26 +203,8 @@ TEST(KaiTimeAwareImport, ErrorsNameTheField) {
             std::string::npos);
 }
 
-// Rows of KAI's CSV: Time -> queue -> (allocation, fair share).
-using KaiRows = std::map<int, std::map<std::string, std::pair<double, double>>>;
-
-KaiRows ParseKaiCsv(const std::string& csv) {
-  KaiRows rows;
-  std::istringstream in(csv);
-  std::string line;
-  std::getline(in, line);
-  EXPECT_EQ(line, "Time,QueueID,Allocation,FairShare");
-  while (std::getline(in, line)) {
-    std::istringstream f(line);
-    std::string t, q, a, s;
-    std::getline(f, t, ',');
-    std::getline(f, q, ',');
-    std::getline(f, a, ',');
-    std::getline(f, s, ',');
-    rows[std::stoi(t)][q] = {std::stod(a), std::stod(s)};
-  }
-  return rows;
-}
+using kai_csv::KaiRows;
+using kai_csv::ParseKaiCsv;
 
 // Two queues of one department, one 16-GPU node, 16-GPU jobs, as KAI's oscillating example. The
 // timing of the first handover, by hand: cycle 0 (usage history still empty) team-a holds the

@@ -28,20 +28,12 @@ uint64_t ActingRunsCount(const CycleDecisions& d) {
   return differential::SumOverActions(d.solver_stats, &SolverActionStats::acting_runs);
 }
 
-std::string GenerateActingRunsCluster(const ShapeCase& k, bench::ClusterGenSummary& summary) {
-  bench::ClusterGenOptions options;
-  options.nodes = k.nodes;
-  options.seed = k.seed;
-  options.busy_shared = std::string(k.shape) == "busy";
-  return differential::WriteCluster(std::string("acting-runs-") + k.shape, options, summary);
-}
-
 class ActingRunsTest : public ::testing::TestWithParam<ShapeCase> {};
 
 TEST_P(ActingRunsTest, SameDecisionsWithAndWithoutTheRule) {
   const ShapeCase& k = GetParam();
   bench::ClusterGenSummary summary;
-  const std::string file = GenerateActingRunsCluster(k, summary);
+  const std::string file = differential::WriteShapeCluster("acting-runs", k, summary);
   const CycleDecisions on = ActingRunsCycle(file, SearchMode::kRuleOn);
   const CycleDecisions off = ActingRunsCycle(file, SearchMode::kRuleOff);
   EXPECT_EQ(on.digest, off.digest);
@@ -60,23 +52,15 @@ TEST_P(ActingRunsTest, SameDecisionsWithAndWithoutTheRule) {
   std::filesystem::remove(file);
 }
 
-std::vector<ShapeCase> ActingRunsCases() {
-  std::vector<ShapeCase> cases;
-  for (uint64_t seed = 1; seed <= 6; ++seed) {
-    cases.push_back({"busy", 24, seed, true});
-    cases.push_back({"busy", 64, seed, false});
-    cases.push_back({"default", 64, seed, true});
-  }
-  return cases;
-}
-
-INSTANTIATE_TEST_SUITE_P(Shapes, ActingRunsTest, ::testing::ValuesIn(ActingRunsCases()),
+INSTANTIATE_TEST_SUITE_P(Shapes, ActingRunsTest,
+                         ::testing::ValuesIn(differential::BusyAndDefaultCases()),
                          differential::ShapeCaseName);
 
 // The rule must act on such clusters, else the comparisons above would not cover it.
 TEST(ActingRunsCoverage, TheRuleOrdersSimulations) {
   bench::ClusterGenSummary summary;
-  const std::string file = GenerateActingRunsCluster({"busy", 64, 1, false}, summary);
+  const std::string file =
+      differential::WriteShapeCluster("acting-runs", {"busy", 64, 1, false}, summary);
   const CycleDecisions on = ActingRunsCycle(file, SearchMode::kRuleOn);
   EXPECT_GT(ActingRunsCount(on), 0u);
   std::filesystem::remove(file);

@@ -31,14 +31,8 @@ class DomainPrecheckTest : public ::testing::TestWithParam<ShapeCase> {};
 
 TEST_P(DomainPrecheckTest, SameDecisionsWithAndWithoutTheRule) {
   const ShapeCase& k = GetParam();
-  bench::ClusterGenOptions options;
-  options.nodes = k.nodes;
-  options.seed = k.seed;
-  options.topology = true;
-  if (std::string(k.shape) == "sharing") options.fractional_share = 0.3;
   bench::ClusterGenSummary summary;
-  const std::string file =
-      differential::WriteCluster(std::string("domain-precheck-") + k.shape, options, summary);
+  const std::string file = differential::WriteShapeCluster("domain-precheck", k, summary);
   ASSERT_GT(summary.constrained_jobs, 0);
   const CycleDecisions on = DomainPrecheckCycle(file, SearchMode::kRuleOn);
   const CycleDecisions off = DomainPrecheckCycle(file, SearchMode::kRuleOff);

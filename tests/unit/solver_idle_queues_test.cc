@@ -36,20 +36,12 @@ uint64_t IdleQueues(const CycleDecisions& d) {
   return differential::SumOverActions(d.solver_stats, &SolverActionStats::idle_queues);
 }
 
-std::string GenerateIdleQueuesCluster(const ShapeCase& k, bench::ClusterGenSummary& summary) {
-  bench::ClusterGenOptions options;
-  options.nodes = k.nodes;
-  options.seed = k.seed;
-  options.busy_shared = std::string(k.shape) == "busy";
-  return differential::WriteCluster(std::string("idle-queues-") + k.shape, options, summary);
-}
-
 class IdleQueuesTest : public ::testing::TestWithParam<ShapeCase> {};
 
 TEST_P(IdleQueuesTest, SameDecisionsWithAndWithoutTheRule) {
   const ShapeCase& k = GetParam();
   bench::ClusterGenSummary summary;
-  const std::string file = GenerateIdleQueuesCluster(k, summary);
+  const std::string file = differential::WriteShapeCluster("idle-queues", k, summary);
   const CycleDecisions on = IdleQueuesCycle(file, SearchMode::kRuleOn);
   const CycleDecisions off = IdleQueuesCycle(file, SearchMode::kRuleOff);
   EXPECT_EQ(on.digest, off.digest);
@@ -67,23 +59,15 @@ TEST_P(IdleQueuesTest, SameDecisionsWithAndWithoutTheRule) {
   std::filesystem::remove(file);
 }
 
-std::vector<ShapeCase> IdleQueuesCases() {
-  std::vector<ShapeCase> cases;
-  for (uint64_t seed = 1; seed <= 6; ++seed) {
-    cases.push_back({"busy", 24, seed, true});
-    cases.push_back({"busy", 64, seed, false});
-    cases.push_back({"default", 64, seed, true});
-  }
-  return cases;
-}
-
-INSTANTIATE_TEST_SUITE_P(Shapes, IdleQueuesTest, ::testing::ValuesIn(IdleQueuesCases()),
+INSTANTIATE_TEST_SUITE_P(Shapes, IdleQueuesTest,
+                         ::testing::ValuesIn(differential::BusyAndDefaultCases()),
                          differential::ShapeCaseName);
 
 // The rule must act on such clusters, else the comparisons above would not cover it.
 TEST(IdleQueuesCoverage, TheRuleLeavesQueuesOut) {
   bench::ClusterGenSummary summary;
-  const std::string file = GenerateIdleQueuesCluster({"busy", 64, 1, false}, summary);
+  const std::string file =
+      differential::WriteShapeCluster("idle-queues", {"busy", 64, 1, false}, summary);
   const CycleDecisions on = IdleQueuesCycle(file, SearchMode::kRuleOn);
   EXPECT_TRUE(on.queue_order_pod_states_only);
   EXPECT_TRUE(on.queue_order_total_on_siblings);

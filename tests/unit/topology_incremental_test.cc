@@ -28,14 +28,8 @@ class TopologyIncrementalTest : public ::testing::TestWithParam<ShapeCase> {};
 
 TEST_P(TopologyIncrementalTest, SameAnswersWithAndWithoutTheCaches) {
   const ShapeCase& k = GetParam();
-  bench::ClusterGenOptions options;
-  options.nodes = k.nodes;
-  options.seed = k.seed;
-  options.topology = true;
-  if (std::string(k.shape) == "sharing") options.fractional_share = 0.3;
   bench::ClusterGenSummary summary;
-  const std::string file =
-      differential::WriteCluster(std::string("topology-incremental-") + k.shape, options, summary);
+  const std::string file = differential::WriteShapeCluster("topology-incremental", k, summary);
   ASSERT_GT(summary.constrained_jobs, 0);
   const CycleDecisions on = TopologyCycle(file, true);
   const CycleDecisions off = TopologyCycle(file, false);
