@@ -2,7 +2,7 @@
 //
 //   gantry-bench [--nodes 100,1000,5000] [--runs 7] [--keep DIR] [--no-predicates]
 //                [--only load|snapshot|allocate|cycle] [--seed N] [--shape NAME]
-//                [--search-budget-hours H]
+//                [--search-budget-hours H] [--victim-search-v017]
 //
 // `--shape NAME` picks one cluster shape of the benchmark family (README.md, "The shapes"):
 // default, sharing (30% fractional pods and topology-constrained gangs; `--variant sharing` is
@@ -103,6 +103,7 @@ struct Args {
   // With `--search-budget-hours`: every victim-search time budget of the cycle (action, job,
   // generators) set to this many hours instead of KAI's defaults (5, 4 and 2.5 minutes).
   std::optional<int> search_budget_hours;
+  bool victim_search_v017 = false;
 };
 
 // The benchmark family's shapes (README.md, "The shapes").
@@ -155,7 +156,10 @@ void Usage(FILE* out) {
                "  --search-budget-hours H\n"
                "                   the cycle's victim-search time budgets (action, job and\n"
                "                   generators) H hours each instead of KAI's minutes: for runs\n"
-               "                   under valgrind, too slow for the default budgets\n");
+               "                   under valgrind, too slow for the default budgets\n"
+               "  --victim-search-v017\n"
+               "                   the cycle searches victims as KAI v0.16+ does\n"
+               "                   (docs/victim-search-v0.17.md; no accelerators yet)\n");
 }
 
 bool ParseInt(const std::string& s, long long min, long long& out) {
@@ -228,6 +232,8 @@ std::optional<Args> ParseArgs(int argc, char** argv) {
       long long n = 0;
       if (!value(v) || !ParseInt(v, 0, n)) return fail("--seed needs a non-negative integer");
       a.seed = static_cast<uint64_t>(n);
+    } else if (arg == "--victim-search-v017") {
+      a.victim_search_v017 = true;
     } else if (arg == "--search-budget-hours") {
       long long n = 0;
       if (!value(v) || !ParseInt(v, 1, n) || n > 1000) {
@@ -429,6 +435,7 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
   if (args.only == "cycle") {
     gantry::SchedulerConfig full = sc.config;
     full.actions = gantry::SchedulerConfig::Default().actions;
+    full.params.victim_search_v017 = args.victim_search_v017;
     if (args.search_budget_hours) {
       // (Long but finite: the search reads its clock as it does with the default budgets.)
       const int64_t ns = int64_t{*args.search_budget_hours} * 3600 * 1'000'000'000;

@@ -242,6 +242,7 @@ int RunConformance(const ConformanceOptions& options, std::ostream& out, std::os
       continue;
     }
     if (options.do_nothing) sc.value().config.actions.clear();
+    if (options.victim_search_v017) sc.value().config.params.victim_search_v017 = true;
     const ScenarioOutcome outcome = RunScenario(sc.value(), BuiltinPlugins(), BuiltinActions());
     for (const std::string& note : outcome.notes) err << "note " << file << ": " << note << "\n";
     if (outcome.passed) {

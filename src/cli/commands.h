@@ -23,6 +23,8 @@ struct ConformanceOptions {
   // Run every scenario with no actions at all: the score a do-nothing scheduler gets, to judge
   // how much a pass count means.
   bool do_nothing = false;
+  // The victim search of KAI v0.16+ (SchedulerParams::victim_search_v017).
+  bool victim_search_v017 = false;
 };
 int RunConformance(const ConformanceOptions& options, std::ostream& out, std::ostream& err);
 

@@ -57,6 +57,8 @@ int main(int argc, char** argv) {
   conf_cmd->add_flag("-v,--verbose", conf.verbose, "Also print passing cases");
   conf_cmd->add_flag("--do-nothing", conf.do_nothing,
                      "Run with no actions (the baseline a do-nothing scheduler scores)");
+  conf_cmd->add_flag("--victim-search-v017", conf.victim_search_v017,
+                     "Search victims as KAI v0.16+ does (docs/victim-search-v0.17.md)");
 
   gantry::cli::BenchOptions bench;
   auto* bench_cmd =

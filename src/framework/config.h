@@ -49,6 +49,11 @@ struct SchedulerParams {
   // in order by the largest queue key of the pending entries ahead of each, instead of popping
   // those (victim_search/acting_runs.h). Off only for its differential tests.
   bool solver_acting_runs = true;
+  // The victim search of KAI v0.16+ (prefix-size probes, the NodeLocalGreedy and MultiNodeGang
+  // scenario generators, failed-scenario fingerprints, feasible nodes rolled back after any
+  // unsolved simulation: docs/victim-search-v0.17.md) instead of KAI 72de64fc's. No accelerator
+  // applies to it yet.
+  bool victim_search_v017 = false;
   // The topology plugin keeps each leaf domain's free resources and representative-pod counts
   // between its calls (summed again only when a node of the domain changed) and re-sorts a
   // domain's children only when their order keys changed. Off: everything recomputed over the

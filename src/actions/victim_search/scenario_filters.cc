@@ -26,10 +26,10 @@ bool MatchesNode(const Pod& pod, const Node& node) {
   return false;
 }
 
-// GPUs a pending pod asks for, as KAI's ResReq.GPUs() plus its DRA GPUs.
-double RequiredGpus(const Pod& pod) { return pod.RequestedGpus() + pod.dra_gpus; }
-
 }  // namespace
+
+// (KAI's ResReq.GPUs() plus the DRA GPUs.)
+double ScenarioGpus(const Pod& pod) { return pod.RequestedGpus() + pod.dra_gpus; }
 
 bool GreedyMatch(std::span<const double> requirements, std::span<const double> capacities) {
   thread_local std::vector<double> used;
@@ -120,7 +120,7 @@ ScenarioFilters::ScenarioFilters(const Session& ssn, const IdleGpuCapacities& ca
       while (group != kNone && group != static_cast<int32_t>(g)) {
         group = job.groups[static_cast<size_t>(group)].parent;
       }
-      if (group == static_cast<int32_t>(g)) gpus += RequiredGpus(c.pods[p]);
+      if (group == static_cast<int32_t>(g)) gpus += ScenarioGpus(c.pods[p]);
     }
     auto it = std::find_if(constraints_.begin(), constraints_.end(), [&](const Constraint& k) {
       return k.level == t->required_level && k.topology_name == t->topology;
@@ -153,7 +153,7 @@ ScenarioFilters::ScenarioFilters(const Session& ssn, const IdleGpuCapacities& ca
   if (!constraints_.empty()) topology_seen_pods_.assign(c.pods.size(), 0);
 
   // Idle GPUs: the pending pods' GPUs, most first, and the most idle nodes, one per pending pod.
-  for (PodId p : pending_) required_.push_back(RequiredGpus(c.pods[p]));
+  for (PodId p : pending_) required_.push_back(ScenarioGpus(c.pods[p]));
   std::sort(required_.begin(), required_.end(), std::greater<>());
   idle_ = capacities.capacity;
   const size_t k = std::min(pending_.size(), capacities.by_capacity.size());

@@ -95,6 +95,10 @@ class ScenarioFilters {
   bool idle_answer_ = false;
 };
 
+// A pod's GPUs as KAI's scenario filters and generators count a request (its
+// GpuRequirement.GetGpusQuota: whole GPUs, fractions of devices, MIG GPU-equivalents, DRA GPUs).
+double ScenarioGpus(const Pod& pod);
+
 // KAI's greedy first-fit-decreasing match: each requirement (largest first) goes to the first
 // holder (most capacity first) with room left; a requirement larger than a holder's whole
 // capacity ends the search for it.

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <vector>
 
 #include "actions/allocate/allocate.h"
 #include "actions/victim_search/accelerator.h"
+#include "actions/victim_search/generators.h"
 #include "actions/victim_search/scenario.h"
 #include "actions/victim_search/scenario_filters.h"
 #include "actions/victim_search/search_context.h"
@@ -17,13 +19,17 @@ namespace gantry {
 namespace {
 
 using victim_search::AppendPods;
+using victim_search::MaxSolvableSize;
+using victim_search::NodeLocalScenarios;
 using victim_search::Outcome;
 using victim_search::PartialResult;
 using victim_search::PopStep;
+using victim_search::ProbeResult;
 using victim_search::Scenario;
 using victim_search::ScenarioIndex;
 using victim_search::SearchAccelerator;
 using victim_search::SearchContext;
+using victim_search::SubScenarioEmitter;
 using victim_search::VictimGroups;
 using victim_search::VictimStep;
 
@@ -44,12 +50,14 @@ class Solver {
         job_(job),
         budget_(budget),
         timed_(!budget.job.unlimited() || !budget.generators.unlimited()) {
-    if (ssn.params().solver_shortcuts) {
+    // (KAI v0.16+'s model has no accelerators yet: docs/victim-search-v0.17.md.)
+    if (ssn.params().solver_shortcuts && !ssn.params().victim_search_v017) {
       accel_ = std::make_unique<SearchAccelerator>(ctx_, [this] { return NewStatement(); });
     }
   }
 
   SolverResult Solve() {
+    if (ssn_.params().victim_search_v017) return SolveV017();
     SolverResult out;
     const int original_active = ActiveUsed();
     std::vector<PodId> tasks;
@@ -78,6 +86,191 @@ class Solver {
   }
 
  private:
+  // --- KAI v0.16+'s search model (docs/victim-search-v0.17.md) ---------------------------------
+
+  // KAI's SolveWithResult: each registered generator in turn, with no recorded victims at its
+  // start, probes prefix sizes (1, 2, 4, ... until one fails or all tasks are solved, then
+  // bisection between the last size solved and the first that failed); each probe that solves
+  // records its victims for the next one. When some size solved, a last probe of every task
+  // decides the generator. Failed scenarios are remembered for the whole job.
+  SolverResult SolveV017() {
+    SolverResult out;
+    const int original_active = ActiveUsed();
+    std::vector<PodId> tasks;
+    ssn_.TasksToAllocate(job_, tasks, /*real=*/false);
+    const size_t n = tasks.size();
+    failed_.clear();
+    auto stop = [&] { return stopped_ == SearchEnd::kDeadlineExhausted; };
+    for (const std::string& generator : ssn_.scenario_generators()) {
+      const bool multi_node = generator == "MultiNodeGang";
+      recorded_groups_ = VictimGroups();
+      auto probe = [&](size_t k) {
+        PartialResult r = ProbeV017(multi_node, tasks, k);
+        if (!r.solved) return stop() ? ProbeResult::kStop : ProbeResult::kUnsolved;
+        recorded_groups_ = std::move(r.victim_groups);
+        r.statement->Discard();
+        return ProbeResult::kSolved;
+      };
+      bool stopped = false;
+      const size_t solved = MaxSolvableSize(n, probe, stopped);
+      if (stopped) break;
+      if (solved == 0) continue;
+      PartialResult r = ProbeV017(multi_node, tasks, n);
+      if (r.solved) {
+        out.solved = ssn_.IsGangSatisfied(job_) && ActiveUsed() > original_active;
+        if (out.solved) {
+          out.statement = std::move(r.statement);
+          out.victims = std::move(r.victim_tasks);
+          out.end = SearchEnd::kSolved;
+        } else {
+          r.statement->Discard();
+        }
+        return out;
+      }
+      if (stop()) break;
+    }
+    out.end = stopped_.value_or(SearchEnd::kGeneratorsExhausted);
+    return out;
+  }
+
+  // One probe: the first `k` tasks, the scenarios of one generator (KAI's solvePartialJob with
+  // a fresh generator over a fresh victims queue), the first one solved wins.
+  PartialResult ProbeV017(bool multi_node, const std::vector<PodId>& tasks, size_t k) {
+    if (OutOfTime()) return {};
+    ctx_.feasible.assign(ssn_.cluster().nodes.size(), 0);
+    ctx_.feasible_list.clear();
+    ++ctx_.feasible_version;
+    for (NodeId node : ctx_.spec.feasible_nodes) ctx_.AddFeasible(node);
+    for (PodId p : recorded_groups_.pods) {
+      if (ssn_.pod(p).node != kNone) ctx_.AddFeasible(ssn_.pod(p).node);
+    }
+    const std::vector<PodId> pending(tasks.begin(), tasks.begin() + static_cast<ptrdiff_t>(k));
+    Scenario acc(ssn_, index_, job_, pending, recorded_groups_);
+    if (!base_queue_) {
+      base_queue_ = ctx_.spec.victims_queue();
+      base_queue_->Freeze();
+    }
+    JobsByQueue own(*base_queue_);
+    if (!capacities_) capacities_ = &IdleGpuCapacities::Kept(ssn_);
+    ScenarioFilters filters(ssn_, *capacities_, job_, acc.pending(), acc.recorded_tasks(),
+                            ctx_.feasible);
+    planned_ = VictimGroups();
+    planned_tasks_.clear();
+    std::vector<VictimGroups> node_local;  // NodeLocalGreedy's scenarios of the current state
+    size_t next_local = 0;
+    std::optional<SubScenarioEmitter> emitter;  // MultiNodeGang's, of the current state
+    bool advance = false;  // the first accumulated state is the recorded victims alone
+    VictimGroups victims;
+    PartialResult r;
+    for (;;) {
+      bool have = false;
+      if (emitter) {
+        have = emitter->Next(victims);
+        if (!have) emitter.reset();
+      } else if (next_local < node_local.size()) {
+        victims = std::move(node_local[next_local++]);
+        have = true;
+      }
+      if (!have) {
+        if (!NextAccumulated(own, acc, filters, advance)) return {};
+        advance = true;
+        if (!multi_node) {
+          NodeLocalScenarios(ssn_, acc, planned_, node_local);
+          next_local = 0;
+          continue;
+        }
+        if (!planned_.pods.empty()) {
+          emitter.emplace(ssn_, acc, planned_, *capacities_, ctx_.feasible);
+          continue;
+        }
+        victims = VictimGroups();  // the recorded victims alone
+      }
+      if (OutOfTime()) return {};
+      std::vector<PodId> fingerprint = Fingerprint(k, acc.recorded_tasks(), victims.pods);
+      if (failed_.count(fingerprint) != 0) continue;
+      ++ssn_.action_counts().scenarios_simulated;
+      if (SolveByPod(pending, victims, r)) return r;
+      failed_.insert(std::move(fingerprint));
+    }
+  }
+
+  // KAI's iterateAccumulated: with `advance`, pops victims until a pop adds some; then the
+  // accumulated filters, popping on while they reject. False when the victims queue runs out.
+  bool NextAccumulated(JobsByQueue& own, Scenario& acc, ScenarioFilters& filters, bool advance) {
+    for (bool pop = advance;; pop = true) {
+      if (pop) {
+        if (own.empty()) return false;
+        const size_t before = planned_.size();
+        if (!AddNextPotentialVictims(&own, acc)) continue;
+        for (size_t g = before; g < planned_.size(); ++g) {
+          acc.AddPotentialVictims(ssn_, planned_.tasks(g));
+        }
+      }
+      if (filters.Accept(planned_tasks_)) return true;
+      ++ssn_.action_counts().scenarios_filtered;
+    }
+  }
+
+  // A scenario's identity (KAI's fingerprint): the prefix size (the pending pods are the first
+  // k tasks), the recorded victims and the potential victims, as sorted pod lists.
+  static std::vector<PodId> Fingerprint(size_t k, std::span<const PodId> recorded,
+                                        std::span<const PodId> potential) {
+    std::vector<PodId> out;
+    out.reserve(recorded.size() + potential.size() + 2);
+    out.push_back(static_cast<PodId>(k));
+    const size_t r = out.size();
+    out.insert(out.end(), recorded.begin(), recorded.end());
+    std::sort(out.begin() + static_cast<ptrdiff_t>(r), out.end());
+    out.push_back(kNone);
+    const size_t p = out.size();
+    out.insert(out.end(), potential.begin(), potential.end());
+    std::sort(out.begin() + static_cast<ptrdiff_t>(p), out.end());
+    return out;
+  }
+
+  // KAI's byPodSolver: every victim of the scenario (the recorded ones and `victims`, a pod listed
+  // in both evicted once) evicted at once, their nodes added to the feasible ones, then simulated
+  // and validated. Unsolved, the session and the feasible nodes are as before.
+  bool SolveByPod(const std::vector<PodId>& pending, const VictimGroups& victims,
+                  PartialResult& out) {
+    Scenario scenario(ssn_, SecondIndex(), job_, pending, recorded_groups_);
+    std::vector<PodId>& potential = potential_scratch_;
+    potential.clear();
+    std::vector<PodId> group;
+    for (size_t g = 0; g < victims.size(); ++g) {
+      group.clear();
+      for (PodId p : victims.tasks(g)) {
+        if (!scenario.IsRecorded(p)) group.push_back(p);
+      }
+      if (group.empty()) continue;
+      scenario.AddPotentialVictims(ssn_, group);
+      AppendPods(potential, group);
+    }
+    if (scenario.recorded_tasks().empty() && potential.empty()) return false;
+    std::unique_ptr<Statement> stmt = NewStatement();
+    for (PodId p : scenario.recorded_tasks()) stmt->Evict(p);
+    for (PodId p : potential) stmt->Evict(p);
+    std::vector<NodeId>& added = added_scratch_;
+    added.clear();
+    for (PodId p : potential) {
+      const NodeId node = ssn_.pod(p).node;
+      if (node != kNone && !ctx_.feasible[node]) {
+        ctx_.AddFeasible(node);
+        added.push_back(node);
+      }
+    }
+    if (Simulate(scenario, *stmt, potential, out, /*may_skip=*/false) == Outcome::kSolved) {
+      out.statement = std::move(stmt);
+      return true;
+    }
+    // (KAI #1841: a rejected simulation gives its feasible nodes back too.)
+    for (NodeId node : added) ctx_.feasible[node] = 0;
+    ctx_.feasible_list.resize(ctx_.feasible_list.size() - added.size());
+    ++ctx_.feasible_version;
+    stmt->Discard();
+    return false;
+  }
+
   // Whether the job's time budget is spent (then the search stops, with its end noted in
   // `stopped_`). Read before each prefix and before each scenario simulated.
   bool OutOfTime() {
@@ -494,6 +687,12 @@ class Solver {
     return index;
   }
   ScenarioIndex& index_ = SharedIndex();
+  // (The v0.16+ model's scenario to simulate, beside its accumulated scenario in index_.)
+  static ScenarioIndex& SecondIndex() {
+    thread_local ScenarioIndex index;
+    return index;
+  }
+  std::set<std::vector<PodId>> failed_;  // the v0.16+ model's failed scenarios (Fingerprint)
   std::unique_ptr<JobsByQueue> base_queue_;
   PopStep step_;  // the last pop's step
   JobView own_next_;
