@@ -51,8 +51,9 @@ struct SchedulerParams {
   bool solver_acting_runs = true;
   // The victim search of KAI v0.16+ (prefix-size probes, the NodeLocalGreedy and MultiNodeGang
   // scenario generators, failed-scenario fingerprints, feasible nodes rolled back after any
-  // unsolved simulation: docs/victim-search-v0.17.md) instead of KAI 72de64fc's. No accelerator
-  // applies to it yet.
+  // unsolved simulation: docs/victim-search-v0.17.md) instead of KAI 72de64fc's. With the
+  // shortcuts, the accelerators that act per simulation apply to it (each scenario a batch of
+  // its own); those across scenarios (replayed pops, the kept eviction base) do not.
   bool victim_search_v017 = false;
   // The topology plugin keeps each leaf domain's free resources and representative-pod counts
   // between its calls (summed again only when a node of the domain changed) and re-sorts a

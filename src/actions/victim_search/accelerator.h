@@ -7,7 +7,8 @@
 // to that. What each accelerator proves, and why it is safe, is in its own header:
 //
 // - capacity pre-check by blocks of free GPUs (capacity_blocks.h, gpu_blocks.h):
-//   SkipNodeBeforeListing, BeforeSimulation, StopAfterPreemptor, VictimTurn;
+//   SkipNodeBeforeListing, SkipScenarioBeforeEvicting, BeforeSimulation, StopAfterPreemptor,
+//   VictimTurn;
 // - rejection rules and proofs (rejection_proofs.h): AllNodesProvenUnsolvable, SkipNodeProven,
 //   BeforeSimulation, AfterSimulation, VictimTurn;
 // - victims-queue pops replayed across prefixes (pop_replay.h): StartPops, PopsEmpty, NextPop;
@@ -183,6 +184,18 @@ class SearchAccelerator final : public RejectionProofs {
     // (Verify mode: simulated to the end, and the outcome checked; see AfterSimulation.)
     if (!verify_) return true;
     verify_proven_ = true;
+    return false;
+  }
+  // KAI v0.16+'s model (SolveByPod), in a batch of its own with the recorded victims evicted:
+  // true when the pre-check for the scenario's potential victims `potential` fails without
+  // evicting them (the scenario is unsolved, as a failed or rejected one).
+  bool SkipScenarioBeforeEvicting(const std::vector<PodId>& potential) {
+    verify_proven_ = false;
+    TouchNodesOf(potential);
+    if (FailsPrecheckAfterEvicting()) {
+      ++stats_->precheck;
+      return true;
+    }
     return false;
   }
   // The node's victims are evicted.

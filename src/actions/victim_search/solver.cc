@@ -50,8 +50,7 @@ class Solver {
         job_(job),
         budget_(budget),
         timed_(!budget.job.unlimited() || !budget.generators.unlimited()) {
-    // (KAI v0.16+'s model has no accelerators yet: docs/victim-search-v0.17.md.)
-    if (ssn.params().solver_shortcuts && !ssn.params().victim_search_v017) {
+    if (ssn.params().solver_shortcuts) {
       accel_ = std::make_unique<SearchAccelerator>(ctx_, [this] { return NewStatement(); });
     }
   }
@@ -145,6 +144,7 @@ class Solver {
       if (ssn_.pod(p).node != kNone) ctx_.AddFeasible(ssn_.pod(p).node);
     }
     const std::vector<PodId> pending(tasks.begin(), tasks.begin() + static_cast<ptrdiff_t>(k));
+    if (accel_) accel_->StartPrefix(pending);
     Scenario acc(ssn_, index_, job_, pending, recorded_groups_);
     if (!base_queue_) {
       base_queue_ = ctx_.spec.victims_queue();
@@ -249,6 +249,15 @@ class Solver {
     if (scenario.recorded_tasks().empty() && potential.empty()) return false;
     std::unique_ptr<Statement> stmt = NewStatement();
     for (PodId p : scenario.recorded_tasks()) stmt->Evict(p);
+    // (To the accelerators, each scenario is a batch of its own, its recorded victims the base.)
+    if (accel_) {
+      accel_->StartBatch();
+      accel_->OnScenario();
+      if (accel_->SkipScenarioBeforeEvicting(potential)) {
+        stmt->Discard();
+        return false;
+      }
+    }
     for (PodId p : potential) stmt->Evict(p);
     std::vector<NodeId>& added = added_scratch_;
     added.clear();
@@ -259,7 +268,9 @@ class Solver {
         added.push_back(node);
       }
     }
-    if (Simulate(scenario, *stmt, potential, out, /*may_skip=*/false) == Outcome::kSolved) {
+    if (accel_) accel_->AfterEvicting();
+    // (Unsolved ends alike whether failed or rejected: the accelerators may skip either.)
+    if (Simulate(scenario, *stmt, potential, out, /*may_skip=*/true) == Outcome::kSolved) {
       out.statement = std::move(stmt);
       return true;
     }
