@@ -76,6 +76,7 @@ int RunCycle(const CycleOptions& options, std::ostream& out, std::ostream& err) 
     }
     sc.config = cfg.value();
   }
+  if (options.victim_search_v017) sc.config.params.victim_search_v017 = true;
   auto scheduler = Scheduler::Create(sc.config, BuiltinPlugins(), BuiltinActions());
   if (!scheduler.ok()) {
     err << "error: " << sc.origin << ": config: " << scheduler.error() << "\n";

@@ -12,6 +12,8 @@ struct CycleOptions {
   std::string config;  // optional scheduler configuration overriding the scenario's
   int cycles = 1;
   bool json = false;
+  // The victim search of KAI v0.16+ (SchedulerParams::victim_search_v017).
+  bool victim_search_v017 = false;
 };
 int RunCycle(const CycleOptions& options, std::ostream& out, std::ostream& err);
 

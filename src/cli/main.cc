@@ -32,6 +32,8 @@ int main(int argc, char** argv) {
   cycle_cmd->add_option("--config", cycle.config,
                         "Scheduler configuration (YAML) replacing the scenario's");
   cycle_cmd->add_flag("--json", cycle.json, "Print one JSON document instead of text");
+  cycle_cmd->add_flag("--victim-search-v017", cycle.victim_search_v017,
+                      "Search victims as KAI v0.16+ does (docs/victim-search-v0.17.md)");
 
   gantry::cli::SimulateOptions simulate;
   auto* sim_cmd = app.add_subcommand(
