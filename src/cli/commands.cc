@@ -111,6 +111,16 @@ int RunCycle(const CycleOptions& options, std::ostream& out, std::ostream& err) 
     for (const auto& p : ssn->pipelined()) {
       cj["pipelined"].push_back({{"pod", c.pods[p.pod].name}, {"node", node_name(p.node)}});
     }
+    // Every pod whose status or node the cycle changed, as the session ends: one eviction
+    // request per pod is listed above, while a pod can be evicted, placed elsewhere and
+    // evicted again within a cycle (as in KAI).
+    for (PodId p = 0; p < static_cast<PodId>(c.pods.size()); ++p) {
+      const PodState& st = ssn->pod(p);
+      if (st.status == c.pods[p].status && st.node == c.pods[p].node) continue;
+      cj["changed_pods"].push_back({{"pod", c.pods[p].name},
+                                    {"status", std::string(ToString(st.status))},
+                                    {"node", node_name(st.node)}});
+    }
     for (QueueId q = 0; q < static_cast<QueueId>(c.queues.size()); ++q) {
       auto fair = ssn->QueueFairShare(q);
       auto alloc = ssn->QueueAllocated(q);

@@ -231,17 +231,14 @@ void Session::RecordBind(PodId p) {
 }
 
 void Session::RecordEviction(PodId p, NodeId from, std::string message) {
-  evictions_.push_back(
-      {p, from, std::move(message), action_counts_.empty() ? "" : action_counts_.back().action});
   const JobId j = cluster_.pods[p].job;
   if (j != kNone) jobs_[j].last_eviction_ms = now_ms_;
-  if (!pods_[p].eviction_requested) {
-    pods_[p].eviction_requested = true;
-    if (j != kNone) ++jobs_[j].eviction_requests;
-    // (Which pods are evictable changed: caches keyed by the versions must notice.)
-    BumpVersions(p);
-    if (j != kNone) ++job_version_[j];
-  }
+  // One request per pod: the pod was asked to leave its node already (an earlier solution
+  // evicted it and placed it elsewhere, where this one evicts it again, as KAI does).
+  if (pods_[p].eviction_requested) return;
+  evictions_.push_back(
+      {p, from, std::move(message), action_counts_.empty() ? "" : action_counts_.back().action});
+  pods_[p].eviction_requested = true;
 }
 
 void Session::RecordPipelined(PodId p, std::string message) {
@@ -265,15 +262,6 @@ int Session::NumActiveAllocated(JobId j) const {
   const Job& job = cluster_.jobs[j];
   for (size_t s = 0; s < job.pod_sets.size(); ++s) {
     n += counters(j, static_cast<int32_t>(s)).active_allocated;
-  }
-  return n;
-}
-
-int Session::NumEvictable(JobId j) const {
-  int n = NumActiveAllocated(j);
-  if (jobs_[j].eviction_requests == 0) return n;
-  for (PodId p : cluster_.jobs[j].pods) {
-    if (pods_[p].eviction_requested && IsActiveAllocated(pods_[p].status)) --n;
   }
   return n;
 }

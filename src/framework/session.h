@@ -126,14 +126,12 @@ class Session : public SessionHooks, public SessionVersions, public SessionGpuDe
   // --- Job-level derived facts (KAI's PodGroupInfo helpers) ---------------------------------
   int NumAllocatedLike(JobId j) const;
   int NumActiveAllocated(JobId j) const;
-  // The active allocated pods of the job without an eviction request from this session: the
-  // pods a victim search may still evict (a victim placed elsewhere by the search that evicted
-  // it is pipelined, so active allocated, but it has its eviction request already).
-  int NumEvictable(JobId j) const;
-  // Whether an active allocated pod may still be evicted (PodState::eviction_requested).
-  bool Evictable(PodId p) const {
-    return IsActiveAllocated(pods_[p].status) && !pods_[p].eviction_requested;
-  }
+  // The pods a victim search may evict: the active allocated ones, as in KAI. A victim that an
+  // earlier solution of the session evicted and placed elsewhere is pipelined there, so active
+  // allocated, and KAI takes it as a victim again; its second eviction changes the session's
+  // state only, the eviction request was made once (RecordEviction).
+  int NumEvictable(JobId j) const { return NumActiveAllocated(j); }
+  bool Evictable(PodId p) const { return IsActiveAllocated(pods_[p].status); }
   bool IsReadyForScheduling(JobId j) const;
   bool IsGangSatisfied(JobId j) const;
   bool ShouldPipelineJob(JobId j) const;

@@ -20,8 +20,8 @@ struct PodState {
   PodStatus status = PodStatus::kPending;
   NodeId node = kNone;
   bool virtual_status = false;  // changed by an uncommitted statement operation
-  // A committed eviction of this session asked for the pod: it is no victim again, even once
-  // the victim search that evicted it has placed it elsewhere (pipelined).
+  // A committed eviction of this session asked for the pod (one request per pod: a later
+  // eviction of the same pod, pipelined elsewhere meanwhile, is not asked again).
   bool eviction_requested = false;
 };
 
@@ -50,8 +50,6 @@ struct JobState {
   std::unordered_map<PodId, TaskFitErrors> task_fit_errors;
   // When this session last evicted one of the job's pods (restarts its preemption delay).
   std::optional<int64_t> last_eviction_ms;
-  // How many of the job's pods have an eviction request from this session.
-  int32_t eviction_requests = 0;
 };
 
 // A committed placement: becomes a BindRequest in the live mode.

@@ -184,20 +184,22 @@ TEST(EvictionInvariants, QueueAllocationsStayNonNegativeOnGeneratedClusters) {
 }
 
 // Issue 25: a victim that reclaim or preempt evicted and placed again elsewhere (pipelined, so
-// active allocated) used to be offered again as a victim, and a later job's search evicted it a
-// second time "from" the node it was pipelined to (seed 1, cycle 1: r0-1, evicted from n4 for p3
-// and pipelined to n1, then evicted again from n1 for p2). A pod with an eviction request from the
-// session is no victim again (Session::Evictable).
+// active allocated) is offered again as a victim, and a later job's search may evict it a second
+// time "from" the node it was pipelined to (seed 1, cycle 1: r0-1, evicted from n4 for p3 and
+// pipelined to n1, then evicted again from n1 for p2), as KAI v0.17 does. The pod is asked to
+// leave once: the session records one eviction request per pod (Session::RecordEviction), and
+// the queues' allocations stay whole.
 TEST(EvictionInvariants, NoPodIsEvictedTwiceOnGeneratedClusters) {
   RunGeneratedClusters([](const std::string&) { return true; });
 }
 
 // Seed 1's situation, small: the elastic job r0 (3 one-GPU pods, minimum 1) of the over-quota
 // queue a lost r0-1 to a committed reclaim that placed it again on n1 (pipelined there, its
-// eviction requested). Reclaim for b's pending two-GPU pod p2 must leave r0-1 alone: it evicts
-// r0's other pods and places p2 on n0 (r0-0's GPU and r0-1's releasing one). Before the fix it
-// evicted r0-1 again, from n1.
-TEST(EvictionInvariants, AVictimPipelinedElsewhereIsNotEvictedAgain) {
+// eviction requested). KAI v0.17 takes a pipelined pod as a victim like any active one, so
+// reclaim for b's pending two-GPU pod p2 evicts r0-1 again, from n1, and places p2 there (the
+// KAI decision oracle shows KAI doing so on generated clusters, docs/victim-search-v0.17.md).
+// The pod was asked to leave once: the session lists one eviction request for it.
+TEST(EvictionInvariants, AVictimPipelinedElsewhereIsEvictedAgainWithOneRequest) {
   Cluster c;
   const NodeId n0 = AddNode(c, "n0", 2);
   const NodeId n1 = AddNode(c, "n1", 2);
@@ -226,22 +228,25 @@ TEST(EvictionInvariants, AVictimPipelinedElsewhereIsNotEvictedAgain) {
   }
   ASSERT_EQ(ssn->pod(r0_1).status, PodStatus::kPipelined);
   ASSERT_EQ(ssn->pod(r0_1).node, n1);
-  EXPECT_FALSE(ssn->Evictable(r0_1));
-  EXPECT_EQ(ssn->NumActiveAllocated(r0), 3);
-  EXPECT_EQ(ssn->NumEvictable(r0), 2);
+  EXPECT_TRUE(ssn->Evictable(r0_1));
+  EXPECT_EQ(ssn->NumEvictable(r0), 3);
   scheduler->RunActions(*ssn, [](std::string_view, double) {});
   EXPECT_TRUE(DecisionInvariantViolations(*ssn).empty())
       << ::testing::PrintToString(DecisionInvariantViolations(*ssn));
-  int r0_1_evictions = 0;
-  for (const EvictionDecision& e : ssn->evictions()) r0_1_evictions += e.pod == r0_1;
-  EXPECT_EQ(r0_1_evictions, 1);
-  EXPECT_GT(ssn->evictions().size(), 1u) << "reclaim for p2 evicted nothing";
+  int r0_1_requests = 0;
+  for (const EvictionDecision& e : ssn->evictions()) r0_1_requests += e.pod == r0_1;
+  EXPECT_EQ(r0_1_requests, 1);
+  EXPECT_EQ(ssn->evictions().front().node, n0) << "the one request names the node it ran on";
+  // Evicted again from n1 (and placed again on n0, beside r0-0).
+  EXPECT_EQ(ssn->pod(r0_1).status, PodStatus::kPipelined);
+  EXPECT_EQ(ssn->pod(r0_1).node, n0);
   EXPECT_EQ(ssn->pod(PodOf(c, p2, 0)).status, PodStatus::kPipelined);
-  EXPECT_EQ(ssn->pod(PodOf(c, p2, 0)).node, n0);
+  EXPECT_EQ(ssn->pod(PodOf(c, p2, 0)).node, n1);
 }
 
-// The check itself: decisions that break each invariant are reported, naming the pod or queue.
-// (A Statement does not refuse a second eviction of the same pod: the actions must not ask.)
+// The check itself: decisions that break an invariant are reported, naming the queue. (A
+// Statement does not refuse a second eviction of the same pod; the session makes one request of
+// it, so a double eviction shows only in the queue's allocation.)
 TEST(EvictionInvariants, TheCheckReportsEachKindOfViolation) {
   Cluster c;
   const NodeId n0 = AddNode(c, "n0", 8);
@@ -265,7 +270,8 @@ TEST(EvictionInvariants, TheCheckReportsEachKindOfViolation) {
     st.Evict(PodOf(c, run, 0), "twice");
     st.Commit();
     const std::vector<std::string> v = DecisionInvariantViolations(*ssn);
-    EXPECT_NE(std::find(v.begin(), v.end(), "pod run-0 has more than one eviction request"),
+    EXPECT_EQ(ssn->evictions().size(), 1u) << "one request per pod";
+    EXPECT_EQ(std::find(v.begin(), v.end(), "pod run-0 has more than one eviction request"),
               v.end())
         << ::testing::PrintToString(v);
     EXPECT_NE(std::find_if(v.begin(), v.end(),
