@@ -352,7 +352,7 @@ bool MeasureWatchCache(const gantry::Scenario& sc, gantry::Scheduler& scheduler,
       // held (events, patches of conditions, creation times, labels).
       int64_t sampled_meta_heap = 0;
     };
-    static const auto kMetaStatus = std::make_shared<const gantry::kube::FieldFilter>(
+    static const auto meta_status = std::make_shared<const gantry::kube::FieldFilter>(
         gantry::kube::FieldFilter::FromPaths({"apiVersion", "kind", "metadata", "status"}).value());
     std::vector<PerKind> kinds(cache::kNumKinds);
     int current = -1;
@@ -388,7 +388,7 @@ bool MeasureWatchCache(const gantry::Scenario& sc, gantry::Scheduler& scheduler,
             const int64_t heap_parsed = gantry::AllocatedBytes();
             pk.sampled_json_heap += heap_parsed - heap_parse;
             {
-              const nlohmann::json kept = kMetaStatus->Restrict(parsed);
+              const nlohmann::json kept = meta_status->Restrict(parsed);
               pk.sampled_meta_heap += gantry::AllocatedBytes() - heap_parsed;
             }
           }
