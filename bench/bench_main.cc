@@ -575,13 +575,27 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
   // (2) Snapshot: session build + plugins' OnSessionOpen.
   if (args.only.empty() || args.only == "snapshot") {
     std::vector<double> times;
+    std::vector<double> cpu_times;
+    int64_t session_heap = 0;
     for (int r = 0; r < args.runs; ++r) {
+      const int64_t heap_before = r == 0 ? gantry::AllocatedBytes() : 0;
       const auto start = Clock::now();
+      const double cpu_start = ThreadCpuMs();
       auto ssn = scheduler.OpenSession(sc.cluster, now);
+      cpu_times.push_back(ThreadCpuMs() - cpu_start);
       times.push_back(MsSince(start));
+      if (r == 0) session_heap = gantry::AllocatedBytes() - heap_before;
       scheduler.CloseSession(*ssn);
     }
     result.snapshot = Summarize(times);
+    const Stats cpu = Summarize(cpu_times);
+    std::printf(
+        "# nodes=%d: session build thread CPU min/median %.2f/%.2f ms; heap of one session %.1f "
+        "MiB (%.0f B per pod)\n",
+        nodes, cpu.min, cpu.median, Mib(session_heap),
+        sc.cluster.pods.empty()
+            ? 0.0
+            : static_cast<double>(session_heap) / static_cast<double>(sc.cluster.pods.size()));
   }
 
   // (3) Allocate on a fresh session; only the action is timed. With --only allocate the session
