@@ -37,8 +37,11 @@
 
 #include "actions/allocate/allocate.h"
 #include "actions/victim_search/solver.h"
+#include "cache/watch_cache.h"
 #include "cluster_gen.h"
 #include "framework/session.h"
+#include "kube/json_parse.h"
+#include "kube_objects.h"
 #include "scenario/runner.h"
 #include "scenario/scenario.h"
 #include "scheduler/registry.h"
@@ -96,7 +99,7 @@ struct Args {
   std::vector<int> nodes = {100, 1000, 5000};
   int runs = 7;
   std::string keep;  // folder to keep the generated files in; empty: a temporary folder
-  std::string only;  // "", "load", "snapshot" or "allocate"
+  std::string only;  // "", "load", "snapshot", "allocate", "cycle" or "watch-cache"
   bool predicates = true;
   std::optional<uint64_t> seed;
   std::string shape = "default";  // one of kShapes
@@ -108,7 +111,7 @@ struct Args {
 
 // The benchmark family's shapes (README.md, "The shapes").
 constexpr std::string_view kShapes[] = {"default",    "sharing",  "kai-layout", "busy",
-                                        "fractional", "topology", "hero"};
+                                        "fractional", "topology", "hero",       "mixed"};
 
 bool KnownShape(const std::string& name) {
   return std::find(std::begin(kShapes), std::end(kShapes), name) != std::end(kShapes);
@@ -131,6 +134,8 @@ gantry::bench::ClusterGenOptions ShapeOptions(const std::string& shape, int node
     gen.topology = true;
   } else if (shape == "hero") {
     gen.hero_gang_pods = std::max(2, nodes / 16);
+  } else if (shape == "mixed") {
+    gen.mixed = true;
   }
   return gen;
 }
@@ -138,20 +143,24 @@ gantry::bench::ClusterGenOptions ShapeOptions(const std::string& shape, int node
 void Usage(FILE* out) {
   std::fprintf(out,
                "usage: gantry-bench [--nodes 100,1000,5000] [--runs 7] [--keep DIR]\n"
-               "                    [--no-predicates] [--only load|snapshot|allocate|cycle]\n"
+               "                    [--no-predicates]\n"
+               "                    [--only load|snapshot|allocate|cycle|watch-cache]\n"
                "                    [--seed N] [--shape NAME] [--search-budget-hours H]\n"
                "  --nodes          comma-separated cluster sizes (nodes of 8 GPUs)\n"
                "  --runs           runs per measurement; min and median are reported\n"
                "  --keep DIR       write the generated scenarios to DIR and keep them\n"
                "  --no-predicates  use the default plugin list without \"predicates\"\n"
                "  --only STAGE     measure one stage; `--only allocate` times session build +\n"
-               "                   allocate in gantry_bench_measured_region (for callgrind)\n"
+               "                   allocate in gantry_bench_measured_region (for callgrind);\n"
+               "                   `--only watch-cache` feeds the cluster's objects to the live\n"
+               "                   path's watch cache and builds its snapshot and a session\n"
                "  --seed N         generator seed (default: a fixed constant)\n"
                "  --shape NAME     cluster shape: default, sharing (30%% fractional pods and\n"
                "                   topology-constrained gangs), kai-layout (running pods\n"
                "                   round-robin over the nodes), busy (a busy shared cluster),\n"
                "                   fractional (80%% fractional pods), topology, hero (one gang\n"
-               "                   of nodes/16 8-GPU pods)\n"
+               "                   of nodes/16 8-GPU pods), mixed (about 10 pods per node\n"
+               "                   of every kind, for sizes up to 100,000 nodes)\n"
                "  --variant V      whole (= --shape default) or sharing (= --shape sharing)\n"
                "  --search-budget-hours H\n"
                "                   the cycle's victim-search time budgets (action, job and\n"
@@ -209,9 +218,9 @@ std::optional<Args> ParseArgs(int argc, char** argv) {
     } else if (arg == "--keep") {
       if (!value(a.keep)) return fail("--keep needs a folder");
     } else if (arg == "--only") {
-      if (!value(a.only) ||
-          (a.only != "load" && a.only != "snapshot" && a.only != "allocate" && a.only != "cycle")) {
-        return fail("--only needs load, snapshot, allocate or cycle");
+      if (!value(a.only) || (a.only != "load" && a.only != "snapshot" && a.only != "allocate" &&
+                             a.only != "cycle" && a.only != "watch-cache")) {
+        return fail("--only needs load, snapshot, allocate, cycle or watch-cache");
       }
     } else if (arg == "--no-predicates") {
       a.predicates = false;
@@ -225,8 +234,8 @@ std::optional<Args> ParseArgs(int argc, char** argv) {
     } else if (arg == "--shape") {
       if (!value(a.shape) || !KnownShape(a.shape)) {
         return fail(
-            "--shape needs default, sharing, kai-layout, busy, fractional, topology or "
-            "hero");
+            "--shape needs default, sharing, kai-layout, busy, fractional, topology, hero "
+            "or mixed");
       }
     } else if (arg == "--seed") {
       long long n = 0;
@@ -314,7 +323,183 @@ struct SizeResult {
   gantry::SolverStats cycle_solver;  // the victim search's counters of the last cycle run
   std::string cycle_slowest[3];      // name of each action's slowest job in that run
   double peak_rss_mib = 0;
+  std::string watch_cache_json;  // with `--only watch-cache`: its fields of the JSON line
 };
+
+double Mib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
+
+// `--only watch-cache`: the cluster's objects (kube_objects.h) fed to a WatchCache as watch
+// events (ADDED), each first serialized and parsed back as the ListWatcher parses what the API
+// server sends (kube::ParseFiltered with the kind's field filter); then Take() (a full assembly)
+// and a session built on its Cluster. Timed: parsing, the cache's conversion and storing, the
+// assembly and the session build (building and serializing the objects is not). Memory: the
+// heap the cache holds per kind (jemalloc's allocated bytes, so nothing the allocator caches
+// counts), the assembled model's and the session's, and the RSS (after returning cached memory
+// to the system before each reading).
+bool MeasureWatchCache(const gantry::Scenario& sc, gantry::Scheduler& scheduler, int64_t now,
+                       int nodes, SizeResult& result) {
+  namespace cache = gantry::cache;
+  gantry::ReleaseFreeMemory();
+  const int64_t heap_before = gantry::AllocatedBytes();
+  const double rss_before = CurrentRssMib();
+  {
+    cache::WatchCache wc("kai-scheduler");
+    for (int k = 0; k < cache::kNumKinds; ++k) wc.Replace(static_cast<cache::Kind>(k), {});
+    struct PerKind {
+      int64_t objects = 0;
+      int64_t json_bytes = 0;
+      double parse_ms = 0;
+      double apply_ms = 0;
+      int64_t heap = 0;  // heap growth while this kind was fed
+      // Every 16th object: the heap of the parsed object alone (what the cache keeps as `raw`).
+      int64_t sampled = 0;
+      int64_t sampled_json_heap = 0;
+      // Of that, its metadata and status: what the scheduling loop reads back from the objects
+      // held (events, patches of conditions, creation times, labels).
+      int64_t sampled_meta_heap = 0;
+    };
+    static const auto meta_status = std::make_shared<const gantry::kube::FieldFilter>(
+        gantry::kube::FieldFilter::FromPaths({"apiVersion", "kind", "metadata", "status"}).value());
+    std::vector<PerKind> kinds(cache::kNumKinds);
+    int current = -1;
+    int64_t heap_mark = heap_before;
+    auto close_kind = [&] {
+      if (current < 0) return;
+      const int64_t h = gantry::AllocatedBytes();
+      kinds[static_cast<size_t>(current)].heap = h - heap_mark;
+      heap_mark = h;
+    };
+    bool parse_failed = false;
+    std::string text;
+    nlohmann::json parsed;
+    const double feed_cpu = ThreadCpuMs();
+    gantry::bench::ClusterKubeObjects(
+        sc.cluster, "kai-scheduler", [&](cache::Kind kind, nlohmann::json&& object) {
+          if (static_cast<int>(kind) != current) {
+            close_kind();
+            current = static_cast<int>(kind);
+          }
+          PerKind& pk = kinds[static_cast<size_t>(current)];
+          text = object.dump();
+          object = nlohmann::json();
+          const bool sample = pk.objects % 16 == 0;
+          const int64_t heap_parse = sample ? gantry::AllocatedBytes() : 0;
+          const auto t0 = Clock::now();
+          if (!gantry::kube::ParseFiltered(text, cache::FieldsOf(kind).get(), parsed)) {
+            parse_failed = true;
+          }
+          const auto t1 = Clock::now();
+          if (sample) {
+            ++pk.sampled;
+            const int64_t heap_parsed = gantry::AllocatedBytes();
+            pk.sampled_json_heap += heap_parsed - heap_parse;
+            {
+              const nlohmann::json kept = meta_status->Restrict(parsed);
+              pk.sampled_meta_heap += gantry::AllocatedBytes() - heap_parsed;
+            }
+          }
+          wc.Apply(kind, gantry::kube::EventType::kAdded, std::move(parsed));
+          const auto t2 = Clock::now();
+          parsed = nlohmann::json();
+          ++pk.objects;
+          pk.json_bytes += static_cast<int64_t>(text.size());
+          pk.parse_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
+          pk.apply_ms += std::chrono::duration<double, std::milli>(t2 - t1).count();
+        });
+    const double feed_cpu_ms = ThreadCpuMs() - feed_cpu;
+    text = std::string();
+    close_kind();
+    if (parse_failed) {
+      std::fprintf(stderr, "gantry-bench: an object did not parse back\n");
+      return false;
+    }
+    gantry::ReleaseFreeMemory();
+    const int64_t heap_fed = gantry::AllocatedBytes();
+    const double rss_fed = CurrentRssMib();
+
+    const auto take_start = Clock::now();
+    const double take_cpu = ThreadCpuMs();
+    cache::Snapshot snap = wc.Take();
+    const double take_cpu_ms = ThreadCpuMs() - take_cpu;
+    const double take_ms = MsSince(take_start);
+    gantry::ReleaseFreeMemory();
+    const int64_t heap_taken = gantry::AllocatedBytes();
+    const double rss_taken = CurrentRssMib();
+
+    const gantry::Cluster& cl = *snap.cluster;
+    const auto open_start = Clock::now();
+    const double open_cpu = ThreadCpuMs();
+    auto ssn = scheduler.OpenSession(cl, now);
+    const double open_cpu_ms = ThreadCpuMs() - open_cpu;
+    const double open_ms = MsSince(open_start);
+    const int64_t heap_session = gantry::AllocatedBytes();
+    const double rss_session = CurrentRssMib();
+    scheduler.CloseSession(*ssn);
+    ssn.reset();
+
+    const PerKind& kn = kinds[static_cast<int>(cache::Kind::kNode)];
+    const PerKind& kp = kinds[static_cast<int>(cache::Kind::kPod)];
+    const PerKind& kg = kinds[static_cast<int>(cache::Kind::kPodGroup)];
+    double parse_ms = 0;
+    double apply_ms = 0;
+    int64_t objects = 0;
+    for (const PerKind& k : kinds) {
+      parse_ms += k.parse_ms;
+      apply_ms += k.apply_ms;
+      objects += k.objects;
+    }
+    auto per = [](int64_t bytes, int64_t n) {
+      return n == 0 ? 0.0 : static_cast<double>(bytes) / static_cast<double>(n);
+    };
+    std::printf(
+        "# nodes=%d watch cache: fed %lld objects (%lld nodes, %lld pod groups, %lld pods) | "
+        "parse %.0f ms, convert+store %.0f ms (pods %.0f + %.0f ms; thread CPU %.0f ms with "
+        "building and "
+        "serializing the objects) | heap held %.1f MiB: "
+        "%.0f B/node, %.0f B/pod group, %.0f B/pod (JSON text %.0f B/node, %.0f B/pod) | RSS "
+        "%.1f -> %.1f MiB\n",
+        nodes, static_cast<long long>(objects), static_cast<long long>(kn.objects),
+        static_cast<long long>(kg.objects), static_cast<long long>(kp.objects), parse_ms, apply_ms,
+        kp.parse_ms, kp.apply_ms, feed_cpu_ms, Mib(heap_fed - heap_before),
+        per(kn.heap, kn.objects), per(kg.heap, kg.objects), per(kp.heap, kp.objects),
+        per(kn.json_bytes, kn.objects), per(kp.json_bytes, kp.objects), rss_before, rss_fed);
+    std::printf(
+        "# nodes=%d watch cache: of that, the objects as parsed (sampled): %.0f B/node, %.0f "
+        "B/pod group, %.0f B/pod (their metadata and status alone: %.0f, %.0f, %.0f); the rest "
+        "(converted records, store) %.0f B/node, %.0f B/pod group, %.0f B/pod\n",
+        nodes, per(kn.sampled_json_heap, kn.sampled), per(kg.sampled_json_heap, kg.sampled),
+        per(kp.sampled_json_heap, kp.sampled), per(kn.sampled_meta_heap, kn.sampled),
+        per(kg.sampled_meta_heap, kg.sampled), per(kp.sampled_meta_heap, kp.sampled),
+        per(kn.heap, kn.objects) - per(kn.sampled_json_heap, kn.sampled),
+        per(kg.heap, kg.objects) - per(kg.sampled_json_heap, kg.sampled),
+        per(kp.heap, kp.objects) - per(kp.sampled_json_heap, kp.sampled));
+    std::printf(
+        "# nodes=%d watch cache: take (full assembly) %.0f ms (thread CPU %.0f ms), model heap "
+        "%.1f MiB (%.0f B/pod) | cache + model heap %.1f MiB, RSS %.1f MiB | session build %.0f "
+        "ms (thread CPU %.0f ms), session heap %.1f MiB, RSS %.1f MiB | model: %zu nodes, %zu "
+        "jobs, %zu pods, %zu queues (scenario: %zu, %zu, %zu, %zu), %zu object errors\n",
+        nodes, take_ms, take_cpu_ms, Mib(heap_taken - heap_fed),
+        per(heap_taken - heap_fed, static_cast<int64_t>(cl.pods.size())),
+        Mib(heap_taken - heap_before), rss_taken, open_ms, open_cpu_ms,
+        Mib(heap_session - heap_taken), rss_session, cl.nodes.size(), cl.jobs.size(),
+        cl.pods.size(), cl.queues.size(), sc.cluster.nodes.size(), sc.cluster.jobs.size(),
+        sc.cluster.pods.size(), sc.cluster.queues.size(), snap.errors.size());
+    for (size_t e = 0; e < snap.errors.size() && e < 3; ++e) {
+      std::printf("#   %s\n", snap.errors[e].ToString().c_str());
+    }
+    char buf[512];
+    std::snprintf(buf, sizeof(buf),
+                  ",\"wc_parse_ms\":%.1f,\"wc_apply_ms\":%.1f,\"wc_heap_mib\":%.1f,"
+                  "\"wc_node_bytes\":%.0f,\"wc_pod_bytes\":%.0f,\"wc_podgroup_bytes\":%.0f,"
+                  "\"wc_take_ms\":%.1f,\"wc_model_heap_mib\":%.1f,\"wc_session_ms\":%.1f,"
+                  "\"wc_session_heap_mib\":%.1f,\"wc_rss_mib\":%.1f",
+                  parse_ms, apply_ms, Mib(heap_fed - heap_before), per(kn.heap, kn.objects),
+                  per(kp.heap, kp.objects), per(kg.heap, kg.objects), take_ms,
+                  Mib(heap_taken - heap_fed), open_ms, Mib(heap_session - heap_taken), rss_taken);
+    result.watch_cache_json = buf;
+  }
+  return true;
+}
 
 // Runs every measurement for one size. Returns false on an error (already printed).
 bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& result) {
@@ -340,13 +525,13 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
       "# nodes=%d: generated %s in %.0f ms (%ju bytes): %d queues, %d jobs, %d pods "
       "(%d running, %d pending in %d gangs); GPUs %jd total, %jd free, %jd requested by pending "
       "pods; %d full nodes, %d empty nodes; predicates %s; shape %s (%d fractional pods, %d "
-      "constrained gangs, %d non-preemptible jobs)\n",
+      "constrained gangs, %d non-preemptible jobs, %d CPU-only pods)\n",
       nodes, file.c_str(), gen_ms, static_cast<uintmax_t>(fs::file_size(file)), summary.queues,
       summary.jobs, summary.pods, summary.running_pods, summary.pending_pods, summary.pending_jobs,
       static_cast<intmax_t>(summary.total_gpus), static_cast<intmax_t>(summary.free_gpus),
       static_cast<intmax_t>(summary.pending_gpus), summary.full_nodes, summary.empty_nodes,
       args.predicates ? "on" : "off", args.shape.c_str(), summary.fractional_pods,
-      summary.constrained_jobs, summary.non_preemptible_jobs);
+      summary.constrained_jobs, summary.non_preemptible_jobs, summary.cpu_only_pods);
   std::printf("# nodes=%d: RSS before: current %.1f MiB, peak %.1f MiB\n", nodes, rss_before,
               peak_before);
   std::fflush(stdout);
@@ -369,11 +554,15 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
       times.push_back(ms);
       scenario.emplace(std::move(loaded).value());
     }
-    if (args.only.empty() || args.only == "load") result.load = Summarize(times);
+    // (With `--only cycle` the one load is reported too: the path a cycle's cluster takes.)
+    if (args.only.empty() || args.only == "load" || args.only == "cycle") {
+      result.load = Summarize(times);
+    }
   }
 
   std::printf("# nodes=%d: RSS after loading: current %.1f MiB, peak %.1f MiB\n", nodes,
               CurrentRssMib(), PeakRssMib());
+  std::fflush(stdout);
   gantry::Scenario& sc = *scenario;
   const int64_t now = gantry::ScenarioStartMs();
   gantry::PrepareScenarioCycle(sc, sc.cluster, now);
@@ -385,16 +574,34 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
   }
   gantry::Scheduler& scheduler = *created.value();
 
+  if (args.only == "watch-cache" && !MeasureWatchCache(sc, scheduler, now, nodes, result)) {
+    return false;
+  }
+
   // (2) Snapshot: session build + plugins' OnSessionOpen.
   if (args.only.empty() || args.only == "snapshot") {
     std::vector<double> times;
+    std::vector<double> cpu_times;
+    int64_t session_heap = 0;
     for (int r = 0; r < args.runs; ++r) {
+      const int64_t heap_before = r == 0 ? gantry::AllocatedBytes() : 0;
       const auto start = Clock::now();
+      const double cpu_start = ThreadCpuMs();
       auto ssn = scheduler.OpenSession(sc.cluster, now);
+      cpu_times.push_back(ThreadCpuMs() - cpu_start);
       times.push_back(MsSince(start));
+      if (r == 0) session_heap = gantry::AllocatedBytes() - heap_before;
       scheduler.CloseSession(*ssn);
     }
     result.snapshot = Summarize(times);
+    const Stats cpu = Summarize(cpu_times);
+    std::printf(
+        "# nodes=%d: session build thread CPU min/median %.2f/%.2f ms; heap of one session %.1f "
+        "MiB (%.0f B per pod)\n",
+        nodes, cpu.min, cpu.median, Mib(session_heap),
+        sc.cluster.pods.empty()
+            ? 0.0
+            : static_cast<double>(session_heap) / static_cast<double>(sc.cluster.pods.size()));
   }
 
   // (3) Allocate on a fresh session; only the action is timed. With --only allocate the session
@@ -602,13 +809,13 @@ int main(int argc, char** argv) {
         "{\"shape\":\"%s\",\"nodes\":%d,\"pods\":%d,\"load_ms\":%s,\"snapshot_ms\":%s,\"allocate_"
         "ms\":%s,"
         "\"snapshot_plus_allocate_ms\":%s,\"binds\":%s,\"pipelined\":%s,"
-        "\"cycle_ms\":%s%s,\"peak_rss_mib\":%.1f}\n",
+        "\"cycle_ms\":%s%s%s,\"peak_rss_mib\":%.1f}\n",
         args.shape.c_str(), r.nodes, r.pods, JsonNumber(r.load).c_str(),
         JsonNumber(r.snapshot).c_str(), JsonNumber(r.allocate).c_str(),
         JsonNumber(r.snapshot_plus_allocate).c_str(),
         allocated ? std::to_string(r.binds).c_str() : "null",
         allocated ? std::to_string(r.pipelined).c_str() : "null", JsonNumber(r.cycle).c_str(),
-        cycle_json.c_str(), r.peak_rss_mib);
+        cycle_json.c_str(), r.watch_cache_json.c_str(), r.peak_rss_mib);
     std::fflush(stdout);
   }
   if (remove_dir) fs::remove_all(dir, ec);

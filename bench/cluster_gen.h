@@ -47,6 +47,14 @@ struct ClusterGenOptions {
   // 1-8 GPUs at priorities 50, 75 and 100 (non-preemptible) in every queue. The fields above
   // other than nodes, with_predicates and seed do not apply.
   bool busy_shared = false;
+  // The mixed cluster (its own generator, bench/README.md "The shapes"): about 10 pods per node,
+  // most running (whole-GPU pods of 1-8 GPUs, shared devices holding 2-3 fractional pods, CPU-only
+  // pods), in multi-pod and single-pod jobs of a two-level queue tree with varied quotas and
+  // weights; some non-preemptible jobs; pending gangs (some fractional, some requiring their
+  // topology block or zone) of about half a pod per node. Written job by job, so that 100,000
+  // nodes / 1,000,000 pods stay cheap to generate. The fields above other than nodes,
+  // gpus_per_node, with_predicates and seed do not apply.
+  bool mixed = false;
   uint64_t seed = 0x6a616e7472794245;  // fixed: the file only depends on the options
 };
 
@@ -65,7 +73,8 @@ struct ClusterGenSummary {
   int empty_nodes = 0;           // nodes with every GPU free
   int fractional_pods = 0;       // running + pending pods asking for a fraction
   int constrained_jobs = 0;      // pending gangs with a topology constraint
-  int non_preemptible_jobs = 0;  // jobs at priority 100 (busy shared cluster)
+  int non_preemptible_jobs = 0;  // jobs at priority 100 (busy shared cluster, mixed)
+  int cpu_only_pods = 0;         // pods asking for no GPU (mixed)
 };
 
 // Writes the scenario to `path` (overwriting it). Returns false with `error` set when the file

@@ -5,7 +5,8 @@
 #   bench/shapes.sh <path/to/gantry-bench> [sizes, default 200,1000,5000] [runs, default 5]
 #
 # Environment:
-#   SHAPES  space-separated shapes (default: all of them, see README.md "The shapes")
+#   SHAPES  space-separated shapes (default: all of them but mixed, which is made for the
+#           100,000-node runs; see README.md "The shapes")
 #   SEED    generator seed (default: the generator's fixed one)
 #   TIMEOUT stop a shape and size after this many seconds of wall clock (default: no limit); its
 #           row then says so instead of giving figures

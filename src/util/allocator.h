@@ -9,6 +9,7 @@
 // pages are "never" simply get normal pages.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace gantry {
@@ -16,5 +17,14 @@ namespace gantry {
 // One line naming the allocator and, for jemalloc, its version and huge-page mode as it
 // applies them, e.g. "jemalloc 5.3.0-0-g54eaed1d8b56 (thp: always)" or "system malloc".
 std::string AllocatorDescription();
+
+// Bytes the program holds allocated now (jemalloc's stats.allocated, refreshed), for memory
+// measurements that must not depend on what the allocator keeps cached; -1 with another
+// allocator.
+int64_t AllocatedBytes();
+
+// Gives the memory the allocator keeps cached back to the system (jemalloc: purges every
+// arena), so that the RSS measured next reflects live data; nothing with another allocator.
+void ReleaseFreeMemory();
 
 }  // namespace gantry
