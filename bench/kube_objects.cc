@@ -14,7 +14,7 @@ namespace gantry::bench {
 
 namespace {
 
-using Json = nlohmann::json;
+using KubeJson = nlohmann::json;
 using cache::Kind;
 
 // RFC 4122-shaped uids from a counter (unique within one call).
@@ -47,9 +47,9 @@ std::string Fraction(double v) {
   return buf;
 }
 
-Json Metadata(const std::string& name, const std::string& ns, Uids& uids, uint64_t& version,
-              int64_t created_ms) {
-  Json m;
+KubeJson Metadata(const std::string& name, const std::string& ns, Uids& uids, uint64_t& version,
+                  int64_t created_ms) {
+  KubeJson m;
   m["name"] = name;
   if (!ns.empty()) m["namespace"] = ns;
   m["uid"] = uids.Next();
@@ -58,16 +58,16 @@ Json Metadata(const std::string& name, const std::string& ns, Uids& uids, uint64
   return m;
 }
 
-Json QueueQuotaJson(const QueueQuota& q, double scale) {
+KubeJson QueueQuotaJson(const QueueQuota& q, double scale) {
   auto v = [&](double x) { return x < 0 ? x : x / scale; };
-  return Json{
+  return KubeJson{
       {"quota", v(q.quota)}, {"limit", v(q.limit)}, {"overQuotaWeight", q.over_quota_weight}};
 }
 
-Json NodeObject(const Node& n, Uids& uids, uint64_t& version, int64_t created_ms) {
-  Json o{{"apiVersion", "v1"}, {"kind", "Node"}};
-  Json meta = Metadata(n.name, "", uids, version, created_ms);
-  Json labels = Json::object();
+KubeJson NodeObject(const Node& n, Uids& uids, uint64_t& version, int64_t created_ms) {
+  KubeJson o{{"apiVersion", "v1"}, {"kind", "Node"}};
+  KubeJson meta = Metadata(n.name, "", uids, version, created_ms);
+  KubeJson labels = KubeJson::object();
   for (const auto& [k, v] : n.labels.items()) labels[k] = v;
   labels["kubernetes.io/hostname"] = n.name;
   labels["kubernetes.io/arch"] = "amd64";
@@ -79,137 +79,140 @@ Json NodeObject(const Node& n, Uids& uids, uint64_t& version, int64_t created_ms
   labels["nvidia.com/gpu.product"] = "NVIDIA-H100-80GB-HBM3";
   labels["nvidia.com/cuda.driver.major"] = "550";
   meta["labels"] = std::move(labels);
-  meta["annotations"] = Json{{"node.alpha.kubernetes.io/ttl", "0"},
-                             {"volumes.kubernetes.io/controller-managed-attach-detach", "true"}};
+  meta["annotations"] =
+      KubeJson{{"node.alpha.kubernetes.io/ttl", "0"},
+               {"volumes.kubernetes.io/controller-managed-attach-detach", "true"}};
   o["metadata"] = std::move(meta);
-  o["spec"] = Json{{"podCIDR", "10.0.0.0/24"}, {"podCIDRs", Json::array({"10.0.0.0/24"})}};
-  Json alloc{{"cpu", Cpu(n.allocatable.cpu_millis)},
-             {"memory", Count(n.allocatable.memory_bytes)},
-             {"pods", Count(n.allocatable.pods)},
-             {"ephemeral-storage", "1000000000000"},
-             {"hugepages-1Gi", "0"},
-             {"hugepages-2Mi", "0"}};
+  o["spec"] = KubeJson{{"podCIDR", "10.0.0.0/24"}, {"podCIDRs", KubeJson::array({"10.0.0.0/24"})}};
+  KubeJson alloc{{"cpu", Cpu(n.allocatable.cpu_millis)},
+                 {"memory", Count(n.allocatable.memory_bytes)},
+                 {"pods", Count(n.allocatable.pods)},
+                 {"ephemeral-storage", "1000000000000"},
+                 {"hugepages-1Gi", "0"},
+                 {"hugepages-2Mi", "0"}};
   if (n.allocatable.gpus > 0) alloc["nvidia.com/gpu"] = Count(n.allocatable.gpus);
-  Json status;
+  KubeJson status;
   status["capacity"] = alloc;
   status["allocatable"] = std::move(alloc);
   const std::string beat = Time(created_ms);
-  Json conditions = Json::array();
+  KubeJson conditions = KubeJson::array();
   for (const char* type : {"MemoryPressure", "DiskPressure", "PIDPressure", "Ready"}) {
     const bool ready = std::string(type) == "Ready";
-    conditions.push_back(Json{{"type", type},
-                              {"status", ready ? "True" : "False"},
-                              {"lastHeartbeatTime", beat},
-                              {"lastTransitionTime", beat},
-                              {"reason", ready ? "KubeletReady" : "KubeletHasSufficientMemory"},
-                              {"message", ready ? "kubelet is posting ready status"
-                                                : "kubelet has sufficient memory available"}});
+    conditions.push_back(KubeJson{{"type", type},
+                                  {"status", ready ? "True" : "False"},
+                                  {"lastHeartbeatTime", beat},
+                                  {"lastTransitionTime", beat},
+                                  {"reason", ready ? "KubeletReady" : "KubeletHasSufficientMemory"},
+                                  {"message", ready ? "kubelet is posting ready status"
+                                                    : "kubelet has sufficient memory available"}});
   }
   status["conditions"] = std::move(conditions);
-  status["addresses"] = Json::array({Json{{"type", "InternalIP"}, {"address", "10.0.0.1"}},
-                                     Json{{"type", "Hostname"}, {"address", n.name}}});
-  status["daemonEndpoints"] = Json{{"kubeletEndpoint", Json{{"Port", 10250}}}};
-  status["nodeInfo"] =
-      Json{{"machineID", uids.Next()},        {"systemUUID", uids.Next()},
-           {"bootID", uids.Next()},           {"kernelVersion", "6.8.0-1015-nvidia"},
-           {"osImage", "Ubuntu 22.04.4 LTS"}, {"containerRuntimeVersion", "containerd://1.7.12"},
-           {"kubeletVersion", "v1.31.1"},     {"kubeProxyVersion", ""},
-           {"operatingSystem", "linux"},      {"architecture", "amd64"}};
+  status["addresses"] = KubeJson::array({KubeJson{{"type", "InternalIP"}, {"address", "10.0.0.1"}},
+                                         KubeJson{{"type", "Hostname"}, {"address", n.name}}});
+  status["daemonEndpoints"] = KubeJson{{"kubeletEndpoint", KubeJson{{"Port", 10250}}}};
+  status["nodeInfo"] = KubeJson{
+      {"machineID", uids.Next()},        {"systemUUID", uids.Next()},
+      {"bootID", uids.Next()},           {"kernelVersion", "6.8.0-1015-nvidia"},
+      {"osImage", "Ubuntu 22.04.4 LTS"}, {"containerRuntimeVersion", "containerd://1.7.12"},
+      {"kubeletVersion", "v1.31.1"},     {"kubeProxyVersion", ""},
+      {"operatingSystem", "linux"},      {"architecture", "amd64"}};
   // The kubelet reports up to 50 cached images; a few here.
-  Json images = Json::array();
+  KubeJson images = KubeJson::array();
   for (int i = 0; i < 8; ++i) {
     const std::string repo = "registry.example.com/team/image-" + std::to_string(i);
-    images.push_back(
-        Json{{"names", Json::array({repo + "@sha256:" + std::string(64, 'a' + static_cast<char>(i)),
-                                    repo + ":v1." + std::to_string(i)})},
-             {"sizeBytes", 1'000'000'000 + i}});
+    images.push_back(KubeJson{
+        {"names", KubeJson::array({repo + "@sha256:" + std::string(64, 'a' + static_cast<char>(i)),
+                                   repo + ":v1." + std::to_string(i)})},
+        {"sizeBytes", 1'000'000'000 + i}});
   }
   status["images"] = std::move(images);
   o["status"] = std::move(status);
   return o;
 }
 
-Json PodObject(const Pod& p, const Job& job, const Cluster& cl, const std::string& scheduler,
-               const std::string& owner_uid, Uids& uids, uint64_t& version) {
-  Json o{{"apiVersion", "v1"}, {"kind", "Pod"}};
-  Json meta = Metadata(p.name, p.namespace_.empty() ? job.namespace_ : p.namespace_, uids, version,
-                       job.creation_ms);
+KubeJson PodObject(const Pod& p, const Job& job, const Cluster& cl, const std::string& scheduler,
+                   const std::string& owner_uid, Uids& uids, uint64_t& version) {
+  KubeJson o{{"apiVersion", "v1"}, {"kind", "Pod"}};
+  KubeJson meta = Metadata(p.name, p.namespace_.empty() ? job.namespace_ : p.namespace_, uids,
+                           version, job.creation_ms);
   meta["generateName"] = job.name + "-";
-  Json labels{{cache::kQueueLabel, job.queue_name}, {"app", job.name}};
+  KubeJson labels{{cache::kQueueLabel, job.queue_name}, {"app", job.name}};
   if (!p.gpu_groups.empty()) labels[cache::kGpuGroupLabel] = p.gpu_groups.front();
   meta["labels"] = std::move(labels);
-  Json annotations{{cache::kPodGroupAnnotation, job.name}};
+  KubeJson annotations{{cache::kPodGroupAnnotation, job.name}};
   if (p.gpu_kind == GpuRequestKind::kFraction) {
     annotations[cache::kGpuFractionAnnotation] = Fraction(p.gpu_fraction);
   }
   meta["annotations"] = std::move(annotations);
-  meta["ownerReferences"] = Json::array({Json{{"apiVersion", "batch/v1"},
-                                              {"kind", "Job"},
-                                              {"name", job.name},
-                                              {"uid", owner_uid},
-                                              {"controller", true},
-                                              {"blockOwnerDeletion", true}}});
+  meta["ownerReferences"] = KubeJson::array({KubeJson{{"apiVersion", "batch/v1"},
+                                                      {"kind", "Job"},
+                                                      {"name", job.name},
+                                                      {"uid", owner_uid},
+                                                      {"controller", true},
+                                                      {"blockOwnerDeletion", true}}});
   o["metadata"] = std::move(meta);
 
-  Json requests{{"cpu", Cpu(p.request.cpu_millis)}, {"memory", Count(p.request.memory_bytes)}};
-  Json resources{{"requests", requests}};
+  KubeJson requests{{"cpu", Cpu(p.request.cpu_millis)}, {"memory", Count(p.request.memory_bytes)}};
+  KubeJson resources{{"requests", requests}};
   if (p.request.gpus > 0) {
     resources["requests"]["nvidia.com/gpu"] = Count(p.request.gpus);
-    resources["limits"] = Json{{"nvidia.com/gpu", Count(p.request.gpus)}};
+    resources["limits"] = KubeJson{{"nvidia.com/gpu", Count(p.request.gpus)}};
   }
   const std::string volume =
       "kube-api-access-" + p.name.substr(p.name.size() > 5 ? p.name.size() - 5 : 0);
-  Json spec;
+  KubeJson spec;
   spec["schedulerName"] = scheduler;
   if (p.node != kNone && p.status != PodStatus::kPending) {
     spec["nodeName"] = cl.nodes[static_cast<size_t>(p.node)].name;
   }
-  spec["containers"] = Json::array({Json{
+  spec["containers"] = KubeJson::array({KubeJson{
       {"name", "main"},
       {"resources", std::move(resources)},
-      {"volumeMounts",
-       Json::array({Json{{"name", volume},
-                         {"readOnly", true},
-                         {"mountPath", "/var/run/secrets/kubernetes.io/serviceaccount"}}})}}});
-  spec["volumes"] = Json::array({Json{
+      {"volumeMounts", KubeJson::array({KubeJson{
+                           {"name", volume},
+                           {"readOnly", true},
+                           {"mountPath", "/var/run/secrets/kubernetes.io/serviceaccount"}}})}}});
+  spec["volumes"] = KubeJson::array({KubeJson{
       {"name", volume},
       {"projected",
-       Json{{"sources",
-             Json::array(
-                 {Json{{"serviceAccountToken",
-                        Json{{"expirationSeconds", 3607}, {"path", "token"}}}},
-                  Json{{"configMap", Json{{"name", "kube-root-ca.crt"},
-                                          {"items", Json::array({Json{{"key", "ca.crt"},
-                                                                      {"path", "ca.crt"}}})}}}},
-                  Json{{"downwardAPI",
-                        Json{{"items",
-                              Json::array({Json{
-                                  {"path", "namespace"},
-                                  {"fieldRef", Json{{"apiVersion", "v1"},
-                                                    {"fieldPath", "metadata.namespace"}}}}})}}}}})},
-            {"defaultMode", 420}}}}});
-  spec["tolerations"] = Json::array({Json{{"key", "node.kubernetes.io/not-ready"},
-                                          {"operator", "Exists"},
-                                          {"effect", "NoExecute"},
-                                          {"tolerationSeconds", 300}},
-                                     Json{{"key", "node.kubernetes.io/unreachable"},
-                                          {"operator", "Exists"},
-                                          {"effect", "NoExecute"},
-                                          {"tolerationSeconds", 300}}});
+       KubeJson{{"sources",
+                 KubeJson::array(
+                     {KubeJson{{"serviceAccountToken",
+                                KubeJson{{"expirationSeconds", 3607}, {"path", "token"}}}},
+                      KubeJson{{"configMap",
+                                KubeJson{{"name", "kube-root-ca.crt"},
+                                         {"items", KubeJson::array({KubeJson{
+                                                       {"key", "ca.crt"}, {"path", "ca.crt"}}})}}}},
+                      KubeJson{{"downwardAPI",
+                                KubeJson{{"items", KubeJson::array({KubeJson{
+                                                       {"path", "namespace"},
+                                                       {"fieldRef",
+                                                        KubeJson{{"apiVersion", "v1"},
+                                                                 {"fieldPath",
+                                                                  "metadata.namespace"}}}}})}}}}})},
+                {"defaultMode", 420}}}}});
+  spec["tolerations"] = KubeJson::array({KubeJson{{"key", "node.kubernetes.io/not-ready"},
+                                                  {"operator", "Exists"},
+                                                  {"effect", "NoExecute"},
+                                                  {"tolerationSeconds", 300}},
+                                         KubeJson{{"key", "node.kubernetes.io/unreachable"},
+                                                  {"operator", "Exists"},
+                                                  {"effect", "NoExecute"},
+                                                  {"tolerationSeconds", 300}}});
   o["spec"] = std::move(spec);
 
-  Json status;
-  Json conditions = Json::array();
+  KubeJson status;
+  KubeJson conditions = KubeJson::array();
   if (p.status == PodStatus::kRunning) {
     status["phase"] = "Running";
     for (const char* type :
          {"PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"}) {
-      conditions.push_back(Json{{"type", type}, {"status", "True"}});
+      conditions.push_back(KubeJson{{"type", type}, {"status", "True"}});
     }
   } else {
     status["phase"] = "Pending";
     conditions.push_back(
-        Json{{"type", "PodScheduled"}, {"status", "False"}, {"reason", "Unschedulable"}});
+        KubeJson{{"type", "PodScheduled"}, {"status", "False"}, {"reason", "Unschedulable"}});
   }
   status["conditions"] = std::move(conditions);
   status["qosClass"] = "Burstable";
@@ -220,7 +223,7 @@ Json PodObject(const Pod& p, const Job& job, const Cluster& cl, const std::strin
 }  // namespace
 
 void ClusterKubeObjects(const Cluster& cluster, const std::string& scheduler_name,
-                        const std::function<void(Kind, Json&&)>& emit) {
+                        const std::function<void(Kind, KubeJson&&)>& emit) {
   Uids uids;
   uint64_t version = 1000;
   int64_t oldest = 0;
@@ -231,34 +234,34 @@ void ClusterKubeObjects(const Cluster& cluster, const std::string& scheduler_nam
   std::set<int32_t> priorities;
   for (const Job& j : cluster.jobs) priorities.insert(j.priority);
   for (int32_t v : priorities) {
-    Json o{{"apiVersion", "scheduling.k8s.io/v1"}, {"kind", "PriorityClass"}};
+    KubeJson o{{"apiVersion", "scheduling.k8s.io/v1"}, {"kind", "PriorityClass"}};
     o["metadata"] = Metadata("bench-priority-" + std::to_string(v), "", uids, version, oldest);
     o["value"] = v;
     emit(Kind::kPriorityClass, std::move(o));
   }
   for (const Topology& t : cluster.topologies) {
-    Json o{{"apiVersion", "kai.scheduler/v1alpha1"}, {"kind", "Topology"}};
+    KubeJson o{{"apiVersion", "kai.scheduler/v1alpha1"}, {"kind", "Topology"}};
     o["metadata"] = Metadata(t.name, "", uids, version, oldest);
-    Json levels = Json::array();
-    for (const std::string& l : t.levels) levels.push_back(Json{{"nodeLabel", l}});
-    o["spec"] = Json{{"levels", std::move(levels)}};
+    KubeJson levels = KubeJson::array();
+    for (const std::string& l : t.levels) levels.push_back(KubeJson{{"nodeLabel", l}});
+    o["spec"] = KubeJson{{"levels", std::move(levels)}};
     emit(Kind::kTopology, std::move(o));
   }
   std::set<std::string> namespaces;
   for (const Job& j : cluster.jobs) namespaces.insert(j.namespace_);
   for (const std::string& ns : namespaces) {
-    Json o{{"apiVersion", "v1"}, {"kind", "ConfigMap"}};
+    KubeJson o{{"apiVersion", "v1"}, {"kind", "ConfigMap"}};
     o["metadata"] = Metadata("kube-root-ca.crt", ns, uids, version, oldest);
     emit(Kind::kConfigMap, std::move(o));
   }
   for (const Queue& q : cluster.queues) {
-    Json o{{"apiVersion", "scheduling.run.ai/v2"}, {"kind", "Queue"}};
+    KubeJson o{{"apiVersion", "scheduling.run.ai/v2"}, {"kind", "Queue"}};
     o["metadata"] = Metadata(q.name, "", uids, version, q.creation_ms);
-    Json spec;
+    KubeJson spec;
     if (!q.parent_name.empty()) spec["parentQueue"] = q.parent_name;
-    spec["resources"] = Json{{"gpu", QueueQuotaJson(q.gpu, 1)},
-                             {"cpu", QueueQuotaJson(q.cpu, 1)},
-                             {"memory", QueueQuotaJson(q.memory, 1e6)}};
+    spec["resources"] = KubeJson{{"gpu", QueueQuotaJson(q.gpu, 1)},
+                                 {"cpu", QueueQuotaJson(q.cpu, 1)},
+                                 {"memory", QueueQuotaJson(q.memory, 1e6)}};
     o["spec"] = std::move(spec);
     emit(Kind::kQueue, std::move(o));
   }
@@ -267,17 +270,17 @@ void ClusterKubeObjects(const Cluster& cluster, const std::string& scheduler_nam
   owner_uids.reserve(cluster.jobs.size());
   for (const Job& j : cluster.jobs) {
     owner_uids.push_back(uids.Next());
-    Json o{{"apiVersion", "scheduling.run.ai/v2alpha2"}, {"kind", "PodGroup"}};
-    Json meta = Metadata(j.name, j.namespace_, uids, version, j.creation_ms);
-    meta["labels"] = Json{{cache::kQueueLabel, j.queue_name}};
-    meta["ownerReferences"] = Json::array({Json{{"apiVersion", "batch/v1"},
-                                                {"kind", "Job"},
-                                                {"name", j.name},
-                                                {"uid", owner_uids.back()},
-                                                {"controller", true},
-                                                {"blockOwnerDeletion", true}}});
+    KubeJson o{{"apiVersion", "scheduling.run.ai/v2alpha2"}, {"kind", "PodGroup"}};
+    KubeJson meta = Metadata(j.name, j.namespace_, uids, version, j.creation_ms);
+    meta["labels"] = KubeJson{{cache::kQueueLabel, j.queue_name}};
+    meta["ownerReferences"] = KubeJson::array({KubeJson{{"apiVersion", "batch/v1"},
+                                                        {"kind", "Job"},
+                                                        {"name", j.name},
+                                                        {"uid", owner_uids.back()},
+                                                        {"controller", true},
+                                                        {"blockOwnerDeletion", true}}});
     o["metadata"] = std::move(meta);
-    Json spec;
+    KubeJson spec;
     spec["queue"] = j.queue_name;
     spec["priorityClassName"] = "bench-priority-" + std::to_string(j.priority);
     spec["preemptibility"] = j.preemptible ? "preemptible" : "non-preemptible";
@@ -290,7 +293,7 @@ void ClusterKubeObjects(const Cluster& cluster, const std::string& scheduler_nam
     if (!j.groups.empty() && j.groups[0].topology) topology = &*j.groups[0].topology;
     spec["minMember"] = min_member;
     if (topology != nullptr) {
-      Json c{{"topology", topology->topology}};
+      KubeJson c{{"topology", topology->topology}};
       if (!topology->required_level.empty()) c["requiredTopologyLevel"] = topology->required_level;
       if (!topology->preferred_level.empty()) {
         c["preferredTopologyLevel"] = topology->preferred_level;
@@ -298,7 +301,7 @@ void ClusterKubeObjects(const Cluster& cluster, const std::string& scheduler_nam
       spec["topologyConstraint"] = std::move(c);
     }
     o["spec"] = std::move(spec);
-    o["status"] = Json::object();
+    o["status"] = KubeJson::object();
     emit(Kind::kPodGroup, std::move(o));
   }
   for (const Pod& p : cluster.pods) {
