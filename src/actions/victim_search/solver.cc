@@ -136,6 +136,7 @@ class Solver {
   // a fresh generator over a fresh victims queue), the first one solved wins.
   PartialResult ProbeV017(bool multi_node, const std::vector<PodId>& tasks, size_t k) {
     if (OutOfTime()) return {};
+    ++MutableSolverStats(ctx_.spec.action).prefixes;
     ctx_.feasible.assign(ssn_.cluster().nodes.size(), 0);
     ctx_.feasible_list.clear();
     ++ctx_.feasible_version;

@@ -17,7 +17,7 @@ namespace gantry {
 struct SolverActionStats {
   uint64_t jobs = 0;             // SolveJob calls
   uint64_t solved = 0;           // of which solved
-  uint64_t prefixes = 0;         // pod prefixes searched
+  uint64_t prefixes = 0;         // pod prefixes searched (probes, in KAI v0.16+'s model)
   uint64_t scenarios = 0;        // scenarios that passed the scenario filters (simulated or not)
   uint64_t precheck = 0;         // simulations skipped by the capacity pre-check (per node or not)
   uint64_t precheck_domain = 0;  // of which by the pre-check per topology domain (before
