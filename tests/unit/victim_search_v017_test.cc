@@ -113,58 +113,61 @@ std::vector<std::string> NodesOf(const Session& s, std::span<const PodId> pods) 
   return out;
 }
 
-TEST(NodeLocalScenariosTest, OneScenarioPerNodeOfTheLatestJobEqualSetsOnce) {
+// Pops every pod of each of `jobs` into the accumulated scenario `acc`, one batch per job.
+void Pop(const Session& s, const std::vector<JobId>& jobs, Scenario& acc, VictimGroups& batches) {
+  for (JobId j : jobs) {
+    const std::vector<PodId>& pods = s.cluster().jobs[j].pods;
+    batches.Add(j, pods);
+    acc.AddPotentialVictims(s, pods);
+  }
+}
+
+// n1 (2 GPUs) holds v and w's first pod, n2 (2 GPUs) w's second; p (2 GPUs) is pending.
+struct TwoNodes {
   Cluster c;
-  const NodeId n1 = AddNode(c, "n1", 2);
-  const NodeId n2 = AddNode(c, "n2", 2);
-  AddQueue(c, "q");
-  const JobId v = AddJob(c, "v", {.queue = "q", .pods = 1, .pod = {.gpus = 1}});
-  const JobId w = AddJob(c, "w", {.queue = "q", .pods = 2, .pod = {.gpus = 1}});
-  const JobId p = AddJob(c, "p", {.queue = "q", .pods = 1, .pod = {.gpus = 2}});
-  Place(c, PodOf(c, v, 0), n1);
-  Place(c, PodOf(c, w, 0), n1);
-  Place(c, PodOf(c, w, 1), n2);
-  c.Finalize();
-  Opened o = Open(c);
+  JobId v = kNone, w = kNone, p = kNone;
+};
+TwoNodes BuildTwoNodes() {
+  TwoNodes t;
+  const NodeId n1 = AddNode(t.c, "n1", 2);
+  const NodeId n2 = AddNode(t.c, "n2", 2);
+  AddQueue(t.c, "q");
+  t.v = AddJob(t.c, "v", {.queue = "q", .pods = 1, .pod = {.gpus = 1}});
+  t.w = AddJob(t.c, "w", {.queue = "q", .pods = 2, .pod = {.gpus = 1}});
+  t.p = AddJob(t.c, "p", {.queue = "q", .pods = 1, .pod = {.gpus = 2}});
+  Place(t.c, PodOf(t.c, t.v, 0), n1);
+  Place(t.c, PodOf(t.c, t.w, 0), n1);
+  Place(t.c, PodOf(t.c, t.w, 1), n2);
+  t.c.Finalize();
+  return t;
+}
+
+// NodeLocalGreedy's scenarios once `popped` were popped, in order.
+std::vector<VictimGroups> NodeLocalAfter(const TwoNodes& t, const std::vector<JobId>& popped) {
+  Opened o = Open(t.c);
   const Session& s = *o.ssn;
   ScenarioIndex index;
-  Scenario acc(s, index, p, {PodOf(c, p, 0)}, VictimGroups{});
+  Scenario acc(s, index, t.p, {PodOf(t.c, t.p, 0)}, VictimGroups{});
   VictimGroups batches;
-  // Only w popped: both of its nodes see the whole job, one scenario.
-  const std::vector<PodId> w_pods{PodOf(c, w, 0), PodOf(c, w, 1)};
-  batches.Add(w, w_pods);
-  acc.AddPotentialVictims(s, w_pods);
+  Pop(s, popped, acc, batches);
   std::vector<VictimGroups> out;
   NodeLocalScenarios(s, acc, batches, out);
+  return out;
+}
+
+TEST(NodeLocalScenariosTest, OneScenarioPerNodeOfTheLatestJobEqualSetsOnce) {
+  const TwoNodes t = BuildTwoNodes();
+  // Only w popped: both of its nodes see the whole job, one scenario.
+  const std::vector<VictimGroups> out = NodeLocalAfter(t, {t.w});
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].pods.size(), 2u);
 }
 
 TEST(NodeLocalScenariosTest, NodesOfTheLatestJobInNameOrderWithTheirOtherVictims) {
-  Cluster c;
-  const NodeId n1 = AddNode(c, "n1", 2);
-  const NodeId n2 = AddNode(c, "n2", 2);
-  AddQueue(c, "q");
-  const JobId v = AddJob(c, "v", {.queue = "q", .pods = 1, .pod = {.gpus = 1}});
-  const JobId w = AddJob(c, "w", {.queue = "q", .pods = 2, .pod = {.gpus = 1}});
-  const JobId p = AddJob(c, "p", {.queue = "q", .pods = 1, .pod = {.gpus = 2}});
-  Place(c, PodOf(c, v, 0), n1);
-  Place(c, PodOf(c, w, 0), n1);
-  Place(c, PodOf(c, w, 1), n2);
-  c.Finalize();
-  Opened o = Open(c);
-  const Session& s = *o.ssn;
-  ScenarioIndex index;
-  Scenario acc(s, index, p, {PodOf(c, p, 0)}, VictimGroups{});
-  VictimGroups batches;
-  const std::vector<PodId> v_pods{PodOf(c, v, 0)};
-  const std::vector<PodId> w_pods{PodOf(c, w, 0), PodOf(c, w, 1)};
-  batches.Add(v, v_pods);
-  acc.AddPotentialVictims(s, v_pods);
-  batches.Add(w, w_pods);
-  acc.AddPotentialVictims(s, w_pods);
-  std::vector<VictimGroups> out;
-  NodeLocalScenarios(s, acc, batches, out);
+  const TwoNodes t = BuildTwoNodes();
+  const JobId v = t.v;
+  const JobId w = t.w;
+  const std::vector<VictimGroups> out = NodeLocalAfter(t, {v, w});
   ASSERT_EQ(out.size(), 2u);
   // n1: v and w (grouped by job, v first); n2: w alone.
   ASSERT_EQ(out[0].size(), 2u);
@@ -237,11 +240,7 @@ TEST(SubScenarioEmitterTest, SmallestCoveringNodesFirstThenOneTwoFourMore) {
   Scenario acc(s, index, e.pending, {PodOf(e.c, e.pending, 0), PodOf(e.c, e.pending, 1)},
                VictimGroups{});
   VictimGroups batches;
-  for (JobId v : e.victims) {
-    const std::vector<PodId> pods{PodOf(e.c, v, 0)};
-    batches.Add(v, pods);
-    acc.AddPotentialVictims(s, pods);
-  }
+  Pop(s, e.victims, acc, batches);
   IdleGpuCapacities caps;
   caps.Compute(s);
   const std::vector<char> no_feasible(e.c.nodes.size(), 0);
@@ -268,11 +267,7 @@ TEST(SubScenarioEmitterTest, FeasibleNodesWithoutVictimsCountTowardTheDemand) {
   Scenario acc(s, index, e.pending, {PodOf(e.c, e.pending, 0), PodOf(e.c, e.pending, 1)},
                VictimGroups{});
   VictimGroups batches;
-  for (JobId v : e.victims) {
-    const std::vector<PodId> pods{PodOf(e.c, v, 0)};
-    batches.Add(v, pods);
-    acc.AddPotentialVictims(s, pods);
-  }
+  Pop(s, e.victims, acc, batches);
   IdleGpuCapacities caps;
   caps.Compute(s);
   std::vector<char> feasible(e.c.nodes.size(), 0);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "actions/victim_search/scenario.h"
@@ -21,6 +22,32 @@ struct SearchContext {
     if (feasible[n]) return;
     feasible[n] = 1;
     feasible_list.push_back(n);
+    ++feasible_version;
+  }
+  // A prefix's (or probe's) starting feasible nodes: the spec's and those of `recorded`.
+  void ResetFeasible(std::span<const PodId> recorded) {
+    feasible.assign(ssn.cluster().nodes.size(), 0);
+    feasible_list.clear();
+    ++feasible_version;
+    for (NodeId n : spec.feasible_nodes) AddFeasible(n);
+    for (PodId p : recorded) {
+      if (ssn.pod(p).node != kNone) AddFeasible(ssn.pod(p).node);
+    }
+  }
+  // Adds the nodes of `pods` that are not feasible yet, appending them to `added`.
+  void AddNodesOf(std::span<const PodId> pods, std::vector<NodeId>& added) {
+    for (PodId p : pods) {
+      const NodeId n = ssn.pod(p).node;
+      if (n != kNone && !feasible[n]) {
+        AddFeasible(n);
+        added.push_back(n);
+      }
+    }
+  }
+  // Removes `added`, the nodes added last (AddNodesOf).
+  void RemoveAdded(const std::vector<NodeId>& added) {
+    for (NodeId n : added) feasible[n] = 0;
+    feasible_list.resize(feasible_list.size() - added.size());
     ++feasible_version;
   }
 

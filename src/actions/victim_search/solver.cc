@@ -137,13 +137,7 @@ class Solver {
   PartialResult ProbeV017(bool multi_node, const std::vector<PodId>& tasks, size_t k) {
     if (OutOfTime()) return {};
     ++MutableSolverStats(ctx_.spec.action).prefixes;
-    ctx_.feasible.assign(ssn_.cluster().nodes.size(), 0);
-    ctx_.feasible_list.clear();
-    ++ctx_.feasible_version;
-    for (NodeId node : ctx_.spec.feasible_nodes) ctx_.AddFeasible(node);
-    for (PodId p : recorded_groups_.pods) {
-      if (ssn_.pod(p).node != kNone) ctx_.AddFeasible(ssn_.pod(p).node);
-    }
+    ctx_.ResetFeasible(recorded_groups_.pods);
     const std::vector<PodId> pending(tasks.begin(), tasks.begin() + static_cast<ptrdiff_t>(k));
     if (accel_) accel_->StartPrefix(pending);
     Scenario acc(ssn_, index_, job_, pending, recorded_groups_);
@@ -262,13 +256,7 @@ class Solver {
     for (PodId p : potential) stmt->Evict(p);
     std::vector<NodeId>& added = added_scratch_;
     added.clear();
-    for (PodId p : potential) {
-      const NodeId node = ssn_.pod(p).node;
-      if (node != kNone && !ctx_.feasible[node]) {
-        ctx_.AddFeasible(node);
-        added.push_back(node);
-      }
-    }
+    ctx_.AddNodesOf(potential, added);
     if (accel_) accel_->AfterEvicting();
     // (Unsolved ends alike whether failed or rejected: the accelerators may skip either.)
     if (Simulate(scenario, *stmt, potential, out, /*may_skip=*/true) == Outcome::kSolved) {
@@ -276,9 +264,7 @@ class Solver {
       return true;
     }
     // (KAI #1841: a rejected simulation gives its feasible nodes back too.)
-    for (NodeId node : added) ctx_.feasible[node] = 0;
-    ctx_.feasible_list.resize(ctx_.feasible_list.size() - added.size());
-    ++ctx_.feasible_version;
+    ctx_.RemoveAdded(added);
     stmt->Discard();
     return false;
   }
@@ -306,13 +292,7 @@ class Solver {
   // KAI's byPodSolver for the prefix `pending`: scenarios of growing victim sets until one is
   // solved or the victims queue is empty.
   PartialResult SolvePartial(const std::vector<PodId>& pending) {
-    ctx_.feasible.assign(ssn_.cluster().nodes.size(), 0);
-    ctx_.feasible_list.clear();
-    ++ctx_.feasible_version;
-    for (NodeId n : ctx_.spec.feasible_nodes) ctx_.AddFeasible(n);
-    for (PodId p : recorded_groups_.pods) {
-      if (ssn_.pod(p).node != kNone) ctx_.AddFeasible(ssn_.pod(p).node);
-    }
+    ctx_.ResetFeasible(recorded_groups_.pods);
     Scenario scenario(ssn_, index_, job_, pending, recorded_groups_);
     if (accel_) accel_->StartPrefix(pending);
     // Every prefix starts from the same session state, so the victims queue is built once per
@@ -512,13 +492,7 @@ class Solver {
     for (PodId p : potential) {
       if (!scenario.IsRecorded(p)) stmt.Evict(p);
     }
-    for (PodId p : potential) {
-      const NodeId pn = ssn_.pod(p).node;
-      if (pn != kNone && !ctx_.feasible[pn]) {
-        ctx_.AddFeasible(pn);
-        added.push_back(pn);
-      }
-    }
+    ctx_.AddNodesOf(potential, added);
     if (accel_) accel_->AfterEvicting();
     return true;
   }
@@ -526,10 +500,7 @@ class Solver {
   // Undoes EvictNodeVictims (the statement back to `cp`).
   void UndoNodeVictims(Statement& stmt, Statement::Checkpoint cp,
                        const std::vector<NodeId>& added) {
-    // The nodes added last are at the end of the list.
-    for (NodeId n : added) ctx_.feasible[n] = 0;
-    ctx_.feasible_list.resize(ctx_.feasible_list.size() - added.size());
-    ++ctx_.feasible_version;
+    ctx_.RemoveAdded(added);
     stmt.Rollback(cp);
   }
 
