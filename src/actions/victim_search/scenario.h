@@ -38,6 +38,12 @@ struct VictimGroups {
     const size_t begin = i == 0 ? 0 : ends[i - 1];
     return std::span<const PodId>(pods).subspan(begin, ends[i] - begin);
   }
+  // Empties the groups, keeping the lists' capacity.
+  void Clear() {
+    jobs.clear();
+    ends.clear();
+    pods.clear();
+  }
   void Add(JobId job, std::span<const PodId> group) {
     jobs.push_back(job);
     AppendPods(pods, group);
@@ -63,10 +69,12 @@ struct ScenarioIndex {
   // Per job: its first and last group in the scenario, or -1 (the groups of a job are chained
   // through Scenario's Group::next, in order).
   std::vector<int32_t> first_group_of_job, last_group_of_job;
-  std::vector<PodId> touched_pods;
-  std::vector<JobId> touched_jobs;
-  // Per node (index node + 1, so kNone is 0): the jobs with potential victims there.
+  // Per node (at NodeSlot(node)): the jobs with potential victims there.
   std::vector<std::vector<JobId>> jobs_by_node;
+  // A node's index in jobs_by_node: node + 1, so that kNone (-1) is 0.
+  static size_t NodeSlot(NodeId node) {
+    return static_cast<size_t>(static_cast<int64_t>(node) + 1);
+  }
   std::vector<size_t> touched_nodes;
   // What validators see (the preemptor's pods and every victim so far), and victim pod lists
   // kept for reuse.
@@ -75,7 +83,6 @@ struct ScenarioIndex {
   // A scenario's own lists, kept between scenarios with their capacity (a prefix's scenario
   // grows them to every victim it considers).
   struct Lists {
-    std::vector<PodId> potential_tasks;
     std::vector<PodId> group_pods;
     std::vector<ScenarioGroup> groups;
   };
@@ -93,19 +100,19 @@ struct ScenarioIndex {
       last_group_of_job.assign(jobs, -1);
     }
   }
-  void Reset() {
-    for (PodId p : touched_pods) {
+  // Clears what a scenario set: the entries of its pods (`pods`: every pod of its groups) and
+  // jobs (its groups' jobs), and the nodes it listed.
+  void Reset(std::span<const PodId> pods, std::span<const ScenarioGroup> groups) {
+    for (PodId p : pods) {
       group_of_pod[p] = -1;
       recorded[p] = 0;
     }
-    for (JobId j : touched_jobs) {
-      victim_slot[j] = -1;
-      first_group_of_job[j] = -1;
-      last_group_of_job[j] = -1;
+    for (const ScenarioGroup& g : groups) {
+      victim_slot[g.job] = -1;
+      first_group_of_job[g.job] = -1;
+      last_group_of_job[g.job] = -1;
     }
     for (size_t n : touched_nodes) jobs_by_node[n].clear();
-    touched_pods.clear();
-    touched_jobs.clear();
     touched_nodes.clear();
   }
 };
@@ -116,8 +123,8 @@ class Scenario {
   Scenario(const Session& ssn, ScenarioIndex& index, JobId preemptor, std::vector<PodId> pending,
            const VictimGroups& recorded)
       : index_(index), preemptor_(preemptor), pending_(std::move(pending)) {
+    // (The index is clean: the previous scenario on it reset what it set, see ~Scenario.)
     index_.Size(ssn.cluster().pods.size(), ssn.cluster().jobs.size(), ssn.cluster().nodes.size());
-    index_.Reset();
     ScenarioInfo& info = index_.info;
     // Victim pod lists go back to the pool, to be reused without allocating.
     for (auto& [job, pods] : info.victims) index_.spare_lists.push_back(std::move(pods));
@@ -125,10 +132,8 @@ class Scenario {
     info.preemptor = preemptor_;
     info.preemptor_tasks = pending_;
     // (Lists kept with their capacity between scenarios; see ~Scenario.)
-    potential_tasks_ = std::move(index_.spare.potential_tasks);
     group_pods_ = std::move(index_.spare.group_pods);
     groups_ = std::move(index_.spare.groups);
-    potential_tasks_.clear();
     group_pods_.clear();
     groups_.clear();
     // (The recorded tasks are the groups' pods in order.)
@@ -138,12 +143,11 @@ class Scenario {
     for (size_t i = 0; i < recorded.size(); ++i) {
       AppendGroup(recorded.job(i), recorded.tasks(i));
     }
-    // (AppendGroup listed every recorded pod in touched_pods.)
+    recorded_groups_ = groups_.size();
     for (PodId p : recorded_tasks_) index_.recorded[p] = 1;
   }
   ~Scenario() {
-    index_.Reset();
-    index_.spare.potential_tasks = std::move(potential_tasks_);
+    index_.Reset(group_pods_, groups_);
     index_.spare.group_pods = std::move(group_pods_);
     index_.spare.groups = std::move(groups_);
   }
@@ -157,20 +161,20 @@ class Scenario {
 
   void AddPotentialVictims(const Session& ssn, std::span<const PodId> tasks) {
     if (tasks.empty()) return;
-    AppendPods(potential_tasks_, tasks);
     const JobId job = ssn.pod_briefs()[tasks.front()].job;
     AppendGroup(job, tasks);
     for (PodId p : tasks) {
-      const size_t slot = static_cast<size_t>(ssn.pod(p).node + 1);
+      const size_t slot = ScenarioIndex::NodeSlot(ssn.pod(p).node);
       auto& jobs = index_.jobs_by_node[slot];
       if (jobs.empty()) index_.touched_nodes.push_back(slot);
       if (std::find(jobs.begin(), jobs.end(), job) == jobs.end()) jobs.push_back(job);
     }
   }
 
-  // Job of the last potential victim added, or kNone.
+  // Job of the last potential victim added, or kNone. (The potential victims are the groups
+  // after the recorded ones, so the last of them is the last pod of group_pods.)
   JobId LatestPotentialVictimJob(const Session& ssn) const {
-    return potential_tasks_.empty() ? kNone : ssn.pod_briefs()[potential_tasks_.back()].job;
+    return groups_.size() == recorded_groups_ ? kNone : ssn.pod_briefs()[group_pods_.back()].job;
   }
 
   // Every task of every group of the jobs that have potential victims on `node`, into `out`.
@@ -178,7 +182,7 @@ class Scenario {
   void VictimTasksFromNode(NodeId node, std::vector<PodId>& out,
                            std::vector<uint64_t>* job_stamp = nullptr, uint64_t stamp = 0) const {
     if (job_stamp == nullptr) out.clear();
-    for (JobId job : index_.jobs_by_node[static_cast<size_t>(node + 1)]) {
+    for (JobId job : index_.jobs_by_node[ScenarioIndex::NodeSlot(node)]) {
       if (job_stamp != nullptr) {
         if ((*job_stamp)[job] == stamp) continue;
         (*job_stamp)[job] = stamp;
@@ -196,7 +200,7 @@ class Scenario {
   // Calls f(slot) for every task VictimTasksFromNode(node) lists, in that order.
   template <typename F>
   void ForEachSlotFromNode(NodeId node, F&& f) const {
-    for (JobId job : index_.jobs_by_node[static_cast<size_t>(node + 1)]) {
+    for (JobId job : index_.jobs_by_node[ScenarioIndex::NodeSlot(node)]) {
       for (int32_t g = index_.first_group_of_job[job]; g >= 0;
            g = groups_[static_cast<size_t>(g)].next) {
         const Group& group = groups_[static_cast<size_t>(g)];
@@ -256,13 +260,11 @@ class Scenario {
     for (PodId p : tasks) {
       if (index_.group_of_pod[p] < 0) {
         index_.group_of_pod[p] = index;
-        index_.touched_pods.push_back(p);
       }
     }
     // (Info lists the job's victims when asked.)
     int32_t& last = index_.last_group_of_job[job];
     if (last < 0) {
-      index_.touched_jobs.push_back(job);
       index_.first_group_of_job[job] = index;
     } else {
       groups_[static_cast<size_t>(last)].next = index;
@@ -274,7 +276,7 @@ class Scenario {
   JobId preemptor_;
   std::vector<PodId> pending_;
   std::vector<PodId> recorded_tasks_;
-  std::vector<PodId> potential_tasks_;
+  size_t recorded_groups_ = 0;  // the first groups: the recorded victims'
   std::vector<Group> groups_;
   std::vector<PodId> group_pods_;
   mutable size_t info_groups_ = 0;  // groups listed in the ScenarioInfo's victims (see Info)

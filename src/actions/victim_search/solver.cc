@@ -149,8 +149,7 @@ class Solver {
     if (!capacities_) capacities_ = &IdleGpuCapacities::Kept(ssn_);
     ScenarioFilters filters(ssn_, *capacities_, job_, acc.pending(), acc.recorded_tasks(),
                             ctx_.feasible);
-    planned_ = VictimGroups();
-    planned_tasks_.clear();
+    planned_.Clear();
     std::vector<VictimGroups> node_local;  // NodeLocalGreedy's scenarios of the current state
     size_t next_local = 0;
     std::optional<SubScenarioEmitter> emitter;  // MultiNodeGang's, of the current state
@@ -201,7 +200,7 @@ class Solver {
           acc.AddPotentialVictims(ssn_, planned_.tasks(g));
         }
       }
-      if (filters.Accept(planned_tasks_)) return true;
+      if (filters.Accept(planned_.pods)) return true;
       ++ssn_.action_counts().scenarios_filtered;
     }
   }
@@ -323,8 +322,7 @@ class Solver {
     }
     ScenarioFilters filters(ssn_, *capacities_, job_, scenario.pending(), scenario.recorded_tasks(),
                             ctx_.feasible);
-    planned_ = VictimGroups();
-    planned_tasks_.clear();
+    planned_.Clear();
     size_t added = 0;  // planned groups already added to `scenario`
     bool initial_done = false;
     std::vector<size_t> batch;  // group counts of the valid scenarios of the batch
@@ -337,7 +335,7 @@ class Solver {
       if (!initial_done) {
         initial_done = true;
         // GetValidScenario on the scenario of the recorded victims alone.
-        if (filters.Accept(planned_tasks_)) {
+        if (filters.Accept(planned_.pods)) {
           batch.push_back(0);
         } else {
           ++ssn_.action_counts().scenarios_filtered;
@@ -345,7 +343,7 @@ class Solver {
       }
       while (batch.size() < batch_size && !PopsEmpty(own)) {
         if (!AddNextPotentialVictims(own, scenario)) continue;
-        if (filters.Accept(planned_tasks_)) {
+        if (filters.Accept(planned_.pods)) {
           batch.push_back(planned_.size());
         } else {
           ++ssn_.action_counts().scenarios_filtered;
@@ -405,7 +403,6 @@ class Solver {
     if (step_.skip) return false;
     if (!victims.empty()) {
       planned_.Add(view->job, victims);
-      AppendPods(planned_tasks_, victims);
     }
     return true;
   }
@@ -682,10 +679,9 @@ class Solver {
   NodeId single_job_node_ = kNone;  // NodesOfJob's answer for a job of one pod
   std::vector<PodId> own_victims_;
   // Scenario generation: the victim groups popped so far for the current prefix (every
-  // scenario adds the next one), all their tasks in order, and the per-solve node capacities
-  // of the idle-GPU filters.
+  // scenario adds the next one; `pods` lists all their tasks in order), and the per-solve node
+  // capacities of the idle-GPU filters.
   VictimGroups planned_;
-  std::vector<PodId> planned_tasks_;
   const IdleGpuCapacities* capacities_ = nullptr;  // of the clean session (IdleGpuCapacities::Kept)
   // Scratch lists of SolveScenario (it is not re-entered).
   std::vector<NodeId> victim_nodes_scratch_;
