@@ -325,7 +325,7 @@ void WatchCache::KindHandler::OnSync(std::vector<Object> items, const std::strin
     std::lock_guard lock(cache_.mu_);
     cache_.not_served_[static_cast<int>(kind_)] = false;
   }
-  cache_.Replace(kind_, items);
+  cache_.Replace(kind_, std::move(items));
 }
 
 void WatchCache::KindHandler::OnEvent(kube::EventType type, const Object& object) {
@@ -392,10 +392,10 @@ void WatchCache::Remove(Kind kind, const Object& object) {
   OpsOf(kind).remove(*this, KeyOf(object));
 }
 
-void WatchCache::Replace(Kind kind, const std::vector<Object>& objects) {
+void WatchCache::Replace(Kind kind, std::vector<Object> objects) {
   std::lock_guard lock(mu_);
   ClearKind(kind);
-  for (const Object& o : objects) Put(kind, o);
+  for (Object& o : objects) Put(kind, std::move(o));
   synced_[static_cast<int>(kind)] = true;
   dirty_ = true;
   full_ = true;

@@ -173,8 +173,10 @@ class WatchCache {
   // not placed.
   void SetErrorHandler(std::function<void(Kind, const kube::ApiError&)> on_error);
 
-  // Replace every object of `kind` (a relist). Marks the kind synced.
-  void Replace(Kind kind, const std::vector<Object>& objects);
+  // Replace every object of `kind` (a relist). Marks the kind synced. The objects are taken
+  // over one by one (moved into the store), never copied: a relist of a million pods does not
+  // hold their trees twice.
+  void Replace(Kind kind, std::vector<Object> objects);
   // One change: kAdded / kModified store the object, kDeleted removes it; others are ignored.
   // A pod, BindRequest or PodGroup at the resourceVersion held already (the scheduler applies
   // the answers to its own writes, and the watch brings the same version again) is not converted
