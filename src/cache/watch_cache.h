@@ -219,8 +219,9 @@ class WatchCache {
   // The object last seen of `kind` named `name` (in `ns` for namespaced kinds), without its
   // metadata.managedFields (not kept); with Hold::kReadFields, only HeldFields() of it.
   std::optional<Object> Get(Kind kind, const std::string& ns, const std::string& name) const;
-  // Calls `fn` with that object without copying it (under the cache's lock: `fn` must not call
-  // back into the cache). False when there is no such object.
+  // Calls `fn` with that object (under the cache's lock: `fn` must not call back into the
+  // cache): Hold::kWhole, the one held, not copied; Hold::kReadFields, its held fields parsed
+  // back. False when there is no such object.
   bool Inspect(Kind kind, const std::string& ns, const std::string& name,
                const std::function<void(const Object&)>& fn) const;
 
