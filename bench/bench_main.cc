@@ -107,6 +107,8 @@ struct Args {
   // generators) set to this many hours instead of KAI's defaults (5, 4 and 2.5 minutes).
   std::optional<int> search_budget_hours;
   bool victim_search_v017 = false;
+  // `--only watch-cache`: what the cache keeps of each object (cache::Hold).
+  bool watch_cache_whole = false;
 };
 
 // The benchmark family's shapes (README.md, "The shapes").
@@ -168,7 +170,10 @@ void Usage(FILE* out) {
                "                   under valgrind, too slow for the default budgets\n"
                "  --victim-search-v017\n"
                "                   the cycle searches victims as KAI v0.16+ does\n"
-               "                   (docs/victim-search-v0.17.md; no accelerators yet)\n");
+               "                   (docs/victim-search-v0.17.md; no accelerators yet)\n"
+               "  --watch-cache-hold read-fields|whole\n"
+               "                   what `--only watch-cache`'s cache keeps of each object\n"
+               "                   beside its record (default: the fields read back)\n");
 }
 
 bool ParseInt(const std::string& s, long long min, long long& out) {
@@ -222,6 +227,11 @@ std::optional<Args> ParseArgs(int argc, char** argv) {
                              a.only != "cycle" && a.only != "watch-cache")) {
         return fail("--only needs load, snapshot, allocate, cycle or watch-cache");
       }
+    } else if (arg == "--watch-cache-hold") {
+      if (!value(v) || (v != "read-fields" && v != "whole")) {
+        return fail("--watch-cache-hold needs read-fields or whole");
+      }
+      a.watch_cache_whole = v == "whole";
     } else if (arg == "--no-predicates") {
       a.predicates = false;
     } else if (arg == "--predicates") {
@@ -337,13 +347,15 @@ double Mib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0
 // counts), the assembled model's and the session's, and the RSS (after returning cached memory
 // to the system before each reading).
 bool MeasureWatchCache(const gantry::Scenario& sc, gantry::Scheduler& scheduler, int64_t now,
-                       int nodes, SizeResult& result) {
+                       int nodes, bool whole, SizeResult& result) {
   namespace cache = gantry::cache;
   gantry::ReleaseFreeMemory();
   const int64_t heap_before = gantry::AllocatedBytes();
   const double rss_before = CurrentRssMib();
   {
-    cache::WatchCache wc("kai-scheduler");
+    const cache::NodePool pool;
+    cache::WatchCache wc("kai-scheduler", pool,
+                         whole ? cache::Hold::kWhole : cache::Hold::kReadFields);
     for (int k = 0; k < cache::kNumKinds; ++k) wc.Replace(static_cast<cache::Kind>(k), {});
     struct PerKind {
       int64_t objects = 0;
@@ -351,15 +363,14 @@ bool MeasureWatchCache(const gantry::Scenario& sc, gantry::Scheduler& scheduler,
       double parse_ms = 0;
       double apply_ms = 0;
       int64_t heap = 0;  // heap growth while this kind was fed
-      // Every 16th object: the heap of the parsed object alone (what the cache keeps as `raw`).
+      // Every 16th object: the heap of the parsed object alone (what Hold::kWhole keeps).
       int64_t sampled = 0;
       int64_t sampled_json_heap = 0;
-      // Of that, its metadata and status: what the scheduling loop reads back from the objects
-      // held (events, patches of conditions, creation times, labels).
-      int64_t sampled_meta_heap = 0;
+      // The heap of the part Hold::kReadFields keeps (cache::HeldFields as JSON text): what the
+      // scheduling loop reads back from the objects held (events, patches of conditions,
+      // creation times, node-pool labels).
+      int64_t sampled_held_heap = 0;
     };
-    static const auto meta_status = std::make_shared<const gantry::kube::FieldFilter>(
-        gantry::kube::FieldFilter::FromPaths({"apiVersion", "kind", "metadata", "status"}).value());
     std::vector<PerKind> kinds(cache::kNumKinds);
     int current = -1;
     int64_t heap_mark = heap_before;
@@ -394,8 +405,10 @@ bool MeasureWatchCache(const gantry::Scenario& sc, gantry::Scheduler& scheduler,
             const int64_t heap_parsed = gantry::AllocatedBytes();
             pk.sampled_json_heap += heap_parsed - heap_parse;
             {
-              const nlohmann::json kept = meta_status->Restrict(parsed);
-              pk.sampled_meta_heap += gantry::AllocatedBytes() - heap_parsed;
+              std::string held_text = cache::HeldFields(kind, parsed, pool.label_key).dump();
+              held_text.shrink_to_fit();
+              const nlohmann::json held_value(std::move(held_text));  // as the cache keeps it
+              pk.sampled_held_heap += gantry::AllocatedBytes() - heap_parsed;
             }
           }
           wc.Apply(kind, gantry::kube::EventType::kAdded, std::move(parsed));
@@ -463,16 +476,20 @@ bool MeasureWatchCache(const gantry::Scenario& sc, gantry::Scheduler& scheduler,
         kp.parse_ms, kp.apply_ms, feed_cpu_ms, Mib(heap_fed - heap_before),
         per(kn.heap, kn.objects), per(kg.heap, kg.objects), per(kp.heap, kp.objects),
         per(kn.json_bytes, kn.objects), per(kp.json_bytes, kp.objects), rss_before, rss_fed);
+    auto held = [&](const PerKind& k) {
+      return per(whole ? k.sampled_json_heap : k.sampled_held_heap, k.sampled);
+    };
     std::printf(
-        "# nodes=%d watch cache: of that, the objects as parsed (sampled): %.0f B/node, %.0f "
-        "B/pod group, %.0f B/pod (their metadata and status alone: %.0f, %.0f, %.0f); the rest "
-        "(converted records, store) %.0f B/node, %.0f B/pod group, %.0f B/pod\n",
-        nodes, per(kn.sampled_json_heap, kn.sampled), per(kg.sampled_json_heap, kg.sampled),
-        per(kp.sampled_json_heap, kp.sampled), per(kn.sampled_meta_heap, kn.sampled),
-        per(kg.sampled_meta_heap, kg.sampled), per(kp.sampled_meta_heap, kp.sampled),
-        per(kn.heap, kn.objects) - per(kn.sampled_json_heap, kn.sampled),
-        per(kg.heap, kg.objects) - per(kg.sampled_json_heap, kg.sampled),
-        per(kp.heap, kp.objects) - per(kp.sampled_json_heap, kp.sampled));
+        "# nodes=%d watch cache (holding %s): of that, the objects held (sampled): %.0f B/node, "
+        "%.0f B/pod group, %.0f B/pod (whole as parsed: %.0f, %.0f, %.0f; the fields read "
+        "back: %.0f, %.0f, %.0f); the rest (converted records, store) %.0f B/node, %.0f B/pod "
+        "group, %.0f B/pod\n",
+        nodes, whole ? "whole objects" : "the fields read back", held(kn), held(kg), held(kp),
+        per(kn.sampled_json_heap, kn.sampled), per(kg.sampled_json_heap, kg.sampled),
+        per(kp.sampled_json_heap, kp.sampled), per(kn.sampled_held_heap, kn.sampled),
+        per(kg.sampled_held_heap, kg.sampled), per(kp.sampled_held_heap, kp.sampled),
+        per(kn.heap, kn.objects) - held(kn), per(kg.heap, kg.objects) - held(kg),
+        per(kp.heap, kp.objects) - held(kp));
     std::printf(
         "# nodes=%d watch cache: take (full assembly) %.0f ms (thread CPU %.0f ms), model heap "
         "%.1f MiB (%.0f B/pod) | cache + model heap %.1f MiB, RSS %.1f MiB | session build %.0f "
@@ -574,7 +591,8 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
   }
   gantry::Scheduler& scheduler = *created.value();
 
-  if (args.only == "watch-cache" && !MeasureWatchCache(sc, scheduler, now, nodes, result)) {
+  if (args.only == "watch-cache" &&
+      !MeasureWatchCache(sc, scheduler, now, nodes, args.watch_cache_whole, result)) {
     return false;
   }
 

@@ -20,22 +20,9 @@ namespace {
 const kube::ResourceType kNodeResourceTopologies{
     "topology.node.k8s.io", "v1alpha2", "noderesourcetopologies", "NodeResourceTopology", false};
 
-template <typename T>
-void ConvertInto(Object&& object, T& entry, Result<typename decltype(T::record)::value_type> r) {
-  // Field-manager bookkeeping is often the bulk of an object and nothing here reads it: it is
-  // not kept. The object itself is taken over, not copied.
-  if (object.is_object()) {
-    auto meta = object.find("metadata");
-    if (meta != object.end() && meta->is_object()) meta->erase("managedFields");
-  }
-  entry.raw = std::move(object);
-  if (r.ok()) {
-    entry.record = std::move(r).value();
-    entry.error.clear();
-  } else {
-    entry.record.reset();
-    entry.error = r.error();
-  }
+// `from`'s member `key`, copied into `to` when it is there.
+void CopyHeldMember(const Object& from, const char* key, Object& to) {
+  if (const auto it = from.find(key); it != from.end()) to[key] = *it;
 }
 
 // Whether two records of one PodGroup differ at most in their start and stale times (the
@@ -48,18 +35,122 @@ bool SameExceptTimes(const PodGroupRecord& a, PodGroupRecord b) {
 
 }  // namespace
 
+Object HeldFields(Kind kind, const Object& object, const std::string& pool_label_key) {
+  Object out = Object::object();
+  if (!object.is_object()) return out;
+  if (const auto meta = object.find("metadata"); meta != object.end()) {
+    if (meta->is_object()) {
+      Object m = Object::object();
+      for (const char* key : {"name", "namespace", "uid", "resourceVersion", "creationTimestamp"}) {
+        CopyHeldMember(*meta, key, m);
+      }
+      if (const auto labels = meta->find("labels"); labels != meta->end()) {
+        if (!labels->is_object()) {
+          m["labels"] = *labels;
+        } else if (!pool_label_key.empty()) {
+          if (const auto v = labels->find(pool_label_key); v != labels->end()) {
+            m["labels"][pool_label_key] = *v;
+          }
+        }
+      }
+      out["metadata"] = std::move(m);
+    } else {
+      out["metadata"] = *meta;
+    }
+  }
+  const auto status = object.find("status");
+  const bool status_object = status != object.end() && status->is_object();
+  if (kind == Kind::kPod && status_object) {
+    // PodUnschedulablePatch (live/decisions.h): the PodScheduled condition already written.
+    if (const auto conditions = status->find("conditions");
+        conditions != status->end() && conditions->is_array()) {
+      Object kept = Object::array();
+      for (const Object& c : *conditions) {
+        if (!c.is_object()) continue;
+        const auto type = c.find("type");
+        if (type != c.end() && type->is_string() &&
+            type->get_ref<const std::string&>() == "PodScheduled") {
+          kept.push_back(c);
+        }
+      }
+      if (!kept.empty()) out["status"]["conditions"] = std::move(kept);
+    }
+  }
+  if (kind == Kind::kPodGroup) {
+    // The scheduling loop's MarkPending, NodePoolPrefix, UnschedulableStatusPatch and
+    // ClearConditionsPatch (live/decisions.h).
+    if (const auto spec = object.find("spec"); spec != object.end() && spec->is_object()) {
+      Object s = Object::object();
+      CopyHeldMember(*spec, "markUnschedulable", s);
+      CopyHeldMember(*spec, "schedulingBackoff", s);
+      if (!s.empty()) out["spec"] = std::move(s);
+    }
+    if (status_object) {
+      Object s = Object::object();
+      CopyHeldMember(*status, "schedulingConditions", s);
+      if (!s.empty()) out["status"] = std::move(s);
+    }
+  }
+  return out;
+}
+
+template <typename T>
+void WatchCache::Keep(Kind kind, Object&& object, Entry<T>& entry, Result<T> converted) const {
+  if (hold_ == Hold::kWhole) {
+    // Field-manager bookkeeping is often the bulk of an object and nothing here reads it: it is
+    // not kept. The object itself is taken over, not copied.
+    if (object.is_object()) {
+      auto meta = object.find("metadata");
+      if (meta != object.end() && meta->is_object()) meta->erase("managedFields");
+    }
+    entry.raw = std::move(object);
+  } else {
+    std::string text = HeldFields(kind, object, pool_.label_key).dump();
+    text.shrink_to_fit();
+    entry.raw = std::move(text);
+    object = Object();  // freed now (a relist's item is not held twice)
+  }
+  if (converted.ok()) {
+    entry.record = std::move(converted).value();
+    entry.error.clear();
+  } else {
+    entry.record.reset();
+    entry.error = converted.error();
+  }
+}
+
+void WatchCache::WithHeld(const Object& raw, const std::function<void(const Object&)>& fn) const {
+  if (hold_ == Hold::kWhole) {
+    fn(raw);
+  } else {
+    fn(Object::parse(raw.get_ref<const std::string&>()));
+  }
+}
+
+bool WatchCache::InPool(const Object& raw) const {
+  if (hold_ == Hold::kWhole) return pool_.Holds(raw);
+  if (pool_.label_key.empty()) return true;
+  // A label the text does not name is not there (the usual case: no parsing back).
+  if (raw.get_ref<const std::string&>().find(pool_key_json_) == std::string::npos) {
+    return pool_.value.empty();
+  }
+  bool in = false;
+  WithHeld(raw, [&](const Object& o) { in = pool_.Holds(o); });
+  return in;
+}
+
 // One row per watched kind: what it is, and how the cache stores, converts, deletes and finds its
 // objects. The generic operations serve kinds whose every change needs a full assembly; pods,
 // PodGroups and BindRequests have their own (their changes may be patched, see TryPatch).
 struct WatchCache::KindOps {
   KindInfo info;
   // Stores `object` under `key`, converted; sets full_ or the dirty sets for what it changes.
-  void (*put)(WatchCache& cache, const std::string& key, Object&& object);
+  void (*put)(WatchCache& cache, Kind kind, const std::string& key, Object&& object);
   // Forgets the object under `key` (none: nothing); sets full_ or the dirty sets.
   void (*remove)(WatchCache& cache, const std::string& key);
   // Forgets every object of the kind (a relist follows).
   void (*clear)(WatchCache& cache);
-  // The object held under `key`, or null.
+  // The entry's `raw` under `key` (see Entry), or null.
   const Object* (*find)(const WatchCache& cache, const std::string& key);
   // An ObjectError for each object whose conversion failed.
   void (*conversion_errors)(const WatchCache& cache, Kind kind, std::vector<ObjectError>& out);
@@ -81,10 +172,10 @@ struct WatchCache::KindOps {
   }
 
   template <auto kStore, auto kConvert>
-  static void Put(WatchCache& c, const std::string& key, Object&& object) {
+  static void Put(WatchCache& c, Kind kind, const std::string& key, Object&& object) {
     c.full_ = true;
     auto converted = kConvert(object);
-    ConvertInto(std::move(object), (c.*kStore)[key], std::move(converted));
+    c.Keep(kind, std::move(object), (c.*kStore)[key], std::move(converted));
   }
   template <auto kStore>
   static void Remove(WatchCache& c, const std::string& key) {
@@ -103,15 +194,15 @@ struct WatchCache::KindOps {
   template <auto kStore>
   static void ConversionErrors(const WatchCache& c, Kind kind, std::vector<ObjectError>& out) {
     for (const auto& [key, e] : c.*kStore) {
-      if (!e.record) out.push_back({kind, kube::NamespaceOf(e.raw), kube::NameOf(e.raw), e.error});
+      if (!e.record) out.push_back(ErrorAt(kind, key, e.error));
     }
   }
 
   // A change to an existing pod is patched; a new pod means new pod ids.
-  static void PutPod(WatchCache& c, const std::string& key, Object&& object) {
+  static void PutPod(WatchCache& c, Kind kind, const std::string& key, Object&& object) {
     auto [it, added] = c.pods_.try_emplace(key);
     auto converted = ConvertPod(object);
-    ConvertInto(std::move(object), it->second, std::move(converted));
+    c.Keep(kind, std::move(object), it->second, std::move(converted));
     if (added) {
       c.full_ = true;
     } else {
@@ -119,12 +210,12 @@ struct WatchCache::KindOps {
     }
   }
   // The scheduler's own timestamp annotations change on every job start: those are patched.
-  static void PutPodGroup(WatchCache& c, const std::string& key, Object&& object) {
+  static void PutPodGroup(WatchCache& c, Kind kind, const std::string& key, Object&& object) {
     auto [it, added] = c.pod_groups_.try_emplace(key);
     Result<PodGroupRecord> converted = ConvertPodGroup(object);
     const bool times_only = !added && it->second.record && converted.ok() &&
                             SameExceptTimes(*it->second.record, converted.value());
-    ConvertInto(std::move(object), it->second, std::move(converted));
+    c.Keep(kind, std::move(object), it->second, std::move(converted));
     if (times_only) {
       c.dirty_pod_groups_.insert(key);
     } else {
@@ -132,11 +223,11 @@ struct WatchCache::KindOps {
     }
   }
   // Requests are indexed by the pod they name; a change re-evaluates the request and its pod.
-  static void PutBindRequest(WatchCache& c, const std::string& key, Object&& object) {
+  static void PutBindRequest(WatchCache& c, Kind kind, const std::string& key, Object&& object) {
     auto& entry = c.bind_requests_[key];
     if (entry.record) c.IndexBindRequest(key, *entry.record, false);
     auto converted = ConvertBindRequest(object);
-    ConvertInto(std::move(object), entry, std::move(converted));
+    c.Keep(kind, std::move(object), entry, std::move(converted));
     if (entry.record) c.IndexBindRequest(key, *entry.record, true);
     c.dirty_bind_requests_.insert(key);
   }
@@ -154,12 +245,12 @@ struct WatchCache::KindOps {
   // Only an added or removed ConfigMap changes the model (its set of names), and that is
   // patched; an object gaining or losing a conversion error takes the full assembly (which
   // lists the errors).
-  static void PutConfigMap(WatchCache& c, const std::string& key, Object&& object) {
+  static void PutConfigMap(WatchCache& c, Kind kind, const std::string& key, Object&& object) {
     auto [it, added] = c.config_maps_.try_emplace(key);
     const bool had = it->second.record.has_value();
     auto converted = ConvertConfigMap(object);
     const bool has = converted.ok();
-    ConvertInto(std::move(object), it->second, std::move(converted));
+    c.Keep(kind, std::move(object), it->second, std::move(converted));
     if (added && has) {
       c.config_maps_changed_ = true;
     } else if (had != has || !has) {
@@ -308,8 +399,11 @@ std::string ObjectError::ToString() const {
   return std::string(InfoOf(kind).name) + " " + Key(namespace_, name) + ": " + message;
 }
 
-WatchCache::WatchCache(std::string scheduler_name, NodePool pool)
-    : scheduler_name_(std::move(scheduler_name)), pool_(std::move(pool)) {
+WatchCache::WatchCache(std::string scheduler_name, NodePool pool, Hold hold)
+    : scheduler_name_(std::move(scheduler_name)),
+      pool_(std::move(pool)),
+      hold_(hold),
+      pool_key_json_(Object(pool_.label_key).dump()) {
   for (int k = 0; k < kNumKinds; ++k) {
     handlers_.push_back(std::make_unique<KindHandler>(*this, static_cast<Kind>(k)));
   }
@@ -325,7 +419,7 @@ void WatchCache::KindHandler::OnSync(std::vector<Object> items, const std::strin
     std::lock_guard lock(cache_.mu_);
     cache_.not_served_[static_cast<int>(kind_)] = false;
   }
-  cache_.Replace(kind_, items);
+  cache_.Replace(kind_, std::move(items));
 }
 
 void WatchCache::KindHandler::OnEvent(kube::EventType type, const Object& object) {
@@ -357,6 +451,13 @@ void WatchCache::SetErrorHandler(std::function<void(Kind, const kube::ApiError&)
   on_error_ = std::move(on_error);
 }
 
+ObjectError WatchCache::ErrorAt(Kind kind, const std::string& key, std::string message) {
+  // Key(): names and namespaces hold no '/'.
+  const size_t slash = key.find('/');
+  if (slash == std::string::npos) return {kind, "", key, std::move(message)};
+  return {kind, key.substr(0, slash), key.substr(slash + 1), std::move(message)};
+}
+
 void WatchCache::ClearKind(Kind kind) { OpsOf(kind).clear(*this); }
 
 void WatchCache::IndexBindRequest(const std::string& key, const BindRequestRecord& r, bool add) {
@@ -375,7 +476,7 @@ void WatchCache::Put(Kind kind, Object object) {
   const std::string key = KeyOf(object);
   ++stats_.conversions;
   dirty_ = true;
-  OpsOf(kind).put(*this, key, std::move(object));
+  OpsOf(kind).put(*this, kind, key, std::move(object));
 }
 
 bool WatchCache::HeldAtVersion(Kind kind, const Object& object) const {
@@ -384,7 +485,10 @@ bool WatchCache::HeldAtVersion(Kind kind, const Object& object) const {
   const std::string rv = kube::ResourceVersionOf(object);
   if (rv.empty()) return false;
   const Object* held = ops.find(*this, KeyOf(object));
-  return held != nullptr && kube::ResourceVersionOf(*held) == rv;
+  if (held == nullptr) return false;
+  bool same = false;
+  WithHeld(*held, [&](const Object& o) { same = kube::ResourceVersionOf(o) == rv; });
+  return same;
 }
 
 void WatchCache::Remove(Kind kind, const Object& object) {
@@ -392,10 +496,10 @@ void WatchCache::Remove(Kind kind, const Object& object) {
   OpsOf(kind).remove(*this, KeyOf(object));
 }
 
-void WatchCache::Replace(Kind kind, const std::vector<Object>& objects) {
+void WatchCache::Replace(Kind kind, std::vector<Object> objects) {
   std::lock_guard lock(mu_);
   ClearKind(kind);
-  for (const Object& o : objects) Put(kind, o);
+  for (Object& o : objects) Put(kind, std::move(o));
   synced_[static_cast<int>(kind)] = true;
   dirty_ = true;
   full_ = true;
@@ -442,7 +546,7 @@ bool WatchCache::Inspect(Kind kind, const std::string& ns, const std::string& na
   const std::string key = ResourceOf(kind).namespaced ? Key(ns, name) : name;
   const Object* held = OpsOf(kind).find(*this, key);
   if (held == nullptr) return false;
-  fn(*held);
+  WithHeld(*held, fn);
   return true;
 }
 

@@ -112,6 +112,28 @@ const kube::ResourceType& ResourceOf(Kind kind);
 // back whole (updates are patches), so nothing is lost by not building the rest.
 std::shared_ptr<const kube::FieldFilter> FieldsOf(Kind kind);
 
+// What the cache keeps of each object beside its converted record: what Get() and Inspect() give
+// back. Either way the converted records, and so every Snapshot, are the same.
+enum class Hold {
+  // Only what the scheduling loop reads back from a held object (events, condition patches,
+  // creation times, node-pool labels), as compact JSON text, parsed again by each Get / Inspect
+  // (a few hundred bytes, about a microsecond): HeldFields(). The default.
+  kReadFields,
+  // The whole object as received (without metadata.managedFields), as a tree: the reference
+  // (about six times its JSON text; for a pod some 10 KB).
+  kWhole,
+};
+
+// The fields of `object` (of `kind`) that Hold::kReadFields keeps:
+//  - every kind: metadata.name, .namespace, .uid, .resourceVersion, .creationTimestamp and, of
+//    metadata.labels, only `pool_label_key` (the node pool's label, node_pool.h);
+//  - Pod: of status.conditions, the entries whose type is PodScheduled (the Unschedulable
+//    condition already written);
+//  - PodGroup: spec.markUnschedulable, spec.schedulingBackoff, status.schedulingConditions.
+// A field that is there but of the wrong type is kept as it is (the readers check types). A
+// reader that needs another field must add it here.
+Object HeldFields(Kind kind, const Object& object, const std::string& pool_label_key);
+
 // An object left out of the model, and why.
 struct ObjectError {
   Kind kind;
@@ -158,7 +180,9 @@ class WatchCache {
   // out, and so are the pods of its PodGroups (silently: another shard schedules them). A
   // PodGroup with a spec.schedulingBackoff whose last scheduling condition is for its pool is
   // left out too, as KAI does; its running pods only occupy nodes.
-  explicit WatchCache(std::string scheduler_name, NodePool pool = {});
+  // `hold`: what Get() and Inspect() give back (see Hold).
+  explicit WatchCache(std::string scheduler_name, NodePool pool = {},
+                      Hold hold = Hold::kReadFields);
   WatchCache(const WatchCache&) = delete;
   WatchCache& operator=(const WatchCache&) = delete;
 
@@ -173,8 +197,10 @@ class WatchCache {
   // not placed.
   void SetErrorHandler(std::function<void(Kind, const kube::ApiError&)> on_error);
 
-  // Replace every object of `kind` (a relist). Marks the kind synced.
-  void Replace(Kind kind, const std::vector<Object>& objects);
+  // Replace every object of `kind` (a relist). Marks the kind synced. The objects are taken
+  // over one by one (moved into the store, or freed once converted), never copied: a relist of
+  // a million pods does not hold their trees twice.
+  void Replace(Kind kind, std::vector<Object> objects);
   // One change: kAdded / kModified store the object, kDeleted removes it; others are ignored.
   // A pod, BindRequest or PodGroup at the resourceVersion held already (the scheduler applies
   // the answers to its own writes, and the watch brings the same version again) is not converted
@@ -191,10 +217,11 @@ class WatchCache {
   Snapshot Take();
 
   // The object last seen of `kind` named `name` (in `ns` for namespaced kinds), without its
-  // metadata.managedFields (not kept).
+  // metadata.managedFields (not kept); with Hold::kReadFields, only HeldFields() of it.
   std::optional<Object> Get(Kind kind, const std::string& ns, const std::string& name) const;
-  // Calls `fn` with that object without copying it (under the cache's lock: `fn` must not call
-  // back into the cache). False when there is no such object.
+  // Calls `fn` with that object (under the cache's lock: `fn` must not call back into the
+  // cache): Hold::kWhole, the one held, not copied; Hold::kReadFields, its held fields parsed
+  // back. False when there is no such object.
   bool Inspect(Kind kind, const std::string& ns, const std::string& name,
                const std::function<void(const Object&)>& fn) const;
 
@@ -216,6 +243,9 @@ class WatchCache {
 
   template <typename T>
   struct Entry {
+    // Hold::kWhole: the object; Hold::kReadFields: HeldFields() of it as JSON text (a string
+    // value). One slot either way: an entry is what it was before objects were held in part (a
+    // pod's map node fits jemalloc's 1,024-byte class; 8 bytes more would take the 1,280 one).
     Object raw;
     std::optional<T> record;  // empty when conversion failed
     std::string error;        // why it failed
@@ -228,10 +258,21 @@ class WatchCache {
   static const KindOps& OpsOf(Kind kind);
   friend const KindInfo& InfoOf(Kind kind);
 
+  // The error `message` about the object stored under `key` ("namespace/name" or "name").
+  static ObjectError ErrorAt(Kind kind, const std::string& key, std::string message);
+
   // All with mu_ held.
   // Whether a pod, BindRequest or PodGroup is held at `object`'s (non-empty) resourceVersion.
   bool HeldAtVersion(Kind kind, const Object& object) const;
   void Put(Kind kind, Object object);
+  // Stores `object` and `converted` in `entry` as hold_ says.
+  template <typename T>
+  void Keep(Kind kind, Object&& object, Entry<T>& entry, Result<T> converted) const;
+  // Calls `fn` with the object an entry's `raw` holds (as Get() gives it).
+  void WithHeld(const Object& raw, const std::function<void(const Object&)>& fn) const;
+  // pool_.Holds() of the object an entry's `raw` holds (without parsing it back when its text
+  // does not name the pool's label).
+  bool InPool(const Object& raw) const;
   void Remove(Kind kind, const Object& object);
   void ClearKind(Kind kind);
   // An ObjectError for each object, of every kind, whose conversion failed.
@@ -271,6 +312,8 @@ class WatchCache {
 
   const std::string scheduler_name_;
   const NodePool pool_;
+  const Hold hold_;
+  const std::string pool_key_json_;  // pool_.label_key as a JSON string ("\"key\"")
   std::vector<std::unique_ptr<KindHandler>> handlers_;
 
   mutable std::mutex mu_;

@@ -181,8 +181,8 @@ void WatchCache::Assemble(std::vector<ObjectError>& errors) {
   pod_ids_.clear();
   job_ids_.clear();
   stale_keys_.clear();
-  auto error = [&](Kind kind, const Object& raw, std::string message) {
-    errors.push_back({kind, kube::NamespaceOf(raw), kube::NameOf(raw), std::move(message)});
+  auto error = [&](Kind kind, const std::string& key, std::string message) {
+    errors.push_back(ErrorAt(kind, key, std::move(message)));
   };
   ConversionErrors(errors);
 
@@ -194,7 +194,7 @@ void WatchCache::Assemble(std::vector<ObjectError>& errors) {
     for (const auto& [name, v] : e.record->extended) {
       const int slot = cl.resource_names.Intern(name);
       if (slot < 0) {
-        error(Kind::kNode, e.raw,
+        error(Kind::kNode, key,
               "status.allocatable." + name + ": too many distinct extended resources");
         ok = false;
         break;
@@ -219,7 +219,7 @@ void WatchCache::Assemble(std::vector<ObjectError>& errors) {
   // Queues whose ancestry is complete and acyclic.
   std::set<std::string> good_queues;
   for (const auto& [name, e] : queues_) {
-    if (!e.record || !pool_.Holds(e.raw)) continue;  // another shard's (node_pool.h)
+    if (!e.record || !InPool(e.raw)) continue;  // another shard's (node_pool.h)
     std::set<std::string> seen;
     std::string cur = name;
     std::string problem;
@@ -229,7 +229,7 @@ void WatchCache::Assemble(std::vector<ObjectError>& errors) {
         break;
       }
       auto it = queues_.find(cur);
-      if (it == queues_.end() || !pool_.Holds(it->second.raw)) {
+      if (it == queues_.end() || !InPool(it->second.raw)) {
         problem = "spec.parentQueue: unknown queue \"" + cur + "\"";
         break;
       }
@@ -240,7 +240,7 @@ void WatchCache::Assemble(std::vector<ObjectError>& errors) {
       cur = it->second.record->parent_name;
     }
     if (!problem.empty()) {
-      error(Kind::kQueue, e.raw, problem);
+      error(Kind::kQueue, name, problem);
       continue;
     }
     good_queues.insert(name);
@@ -267,13 +267,13 @@ void WatchCache::Assemble(std::vector<ObjectError>& errors) {
     const PodGroupRecord& r = *e.record;
     // Another shard's (node_pool.h), or tried once for its node pool already
     // (spec.schedulingBackoff): not this scheduler's now. Its pods are left out silently.
-    if (!pool_.Holds(e.raw) || r.BackedOff(pool_.label_key)) continue;
+    if (!InPool(e.raw) || r.BackedOff(pool_.label_key)) continue;
     if (!good_queues.count(r.queue)) {
-      error(Kind::kPodGroup, e.raw, "spec.queue: unknown queue \"" + r.queue + "\"");
+      error(Kind::kPodGroup, key, "spec.queue: unknown queue \"" + r.queue + "\"");
       continue;
     }
     if (parent_queues.count(r.queue)) {
-      error(Kind::kPodGroup, e.raw,
+      error(Kind::kPodGroup, key,
             "spec.queue: \"" + r.queue +
                 "\" is a parent queue; jobs must be submitted to a leaf queue");
       continue;
@@ -370,7 +370,7 @@ void WatchCache::Assemble(std::vector<ObjectError>& errors) {
     const PodOutcome outcome = BuildPod(cl, /*may_intern=*/true, key, r, p, set_name, problem);
     if (outcome == PodOutcome::kLeftOut) continue;
     if (outcome == PodOutcome::kError) {
-      error(Kind::kPod, e.raw, problem);
+      error(Kind::kPod, key, problem);
       continue;
     }
     const JobId job = p.job;
@@ -379,7 +379,7 @@ void WatchCache::Assemble(std::vector<ObjectError>& errors) {
       auto ps = sets.find(set_name);
       if (ps == sets.end()) {
         if (!r.subgroup.empty()) {
-          error(Kind::kPod, e.raw,
+          error(Kind::kPod, key,
                 std::string("metadata.labels.") + kSubGroupLabel + ": PodGroup \"" + r.pod_group +
                     "\" has no sub-group \"" + r.subgroup + "\" without children");
           continue;
@@ -435,8 +435,8 @@ void WatchCache::Assemble(std::vector<ObjectError>& errors) {
 // ---- DRA ----
 
 void WatchCache::AssembleDra(Cluster& cl, std::vector<ObjectError>& errors) const {
-  auto error = [&](Kind kind, const Object& raw, std::string message) {
-    errors.push_back({kind, kube::NamespaceOf(raw), kube::NameOf(raw), std::move(message)});
+  auto error = [&](Kind kind, const std::string& key, std::string message) {
+    errors.push_back(ErrorAt(kind, key, std::move(message)));
   };
   // DRA is on while every resource.k8s.io kind is served.
   cl.dra_enabled = true;
@@ -537,7 +537,7 @@ void WatchCache::AssembleDra(Cluster& cl, std::vector<ObjectError>& errors) cons
                                       : claim_ids.find(Key(pod.namespace_, ref.claim_name));
       if (c == claim_ids.end()) {
         const std::string field = "spec.resourceClaims[" + std::to_string(i) + "]";
-        error(Kind::kPod, rec->second.raw,
+        error(Kind::kPod, rec->first,
               ref.claim_name.empty()
                   ? field + ": no resource claim generated from its template yet"
                   : field + ": resource claim \"" + ref.claim_name + "\" not found");

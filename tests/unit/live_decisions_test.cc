@@ -1,7 +1,14 @@
 // What the live scheduler writes for a cycle's decisions.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <optional>
+#include <tuple>
+
 #include "cache/watch_cache.h"
+#include "kube/client.h"
+#include "kube/events.h"
+#include "kube/resource.h"
 #include "live/decisions.h"
 #include "scheduler/registry.h"
 #include "scheduler/scheduler.h"
@@ -37,16 +44,22 @@ json GpuPod(const std::string& name, int gpus, json annotations = json::object()
   return pod;
 }
 
+json QueueQ() {
+  return json{{"metadata", {{"name", "q"}}},
+              {"spec", {{"resources", {{"gpu", {{"quota", 0}, {"limit", -1}}}}}}}};
+}
+
+json PodGroupPg() {
+  return json{{"metadata", {{"name", "pg"}, {"namespace", "ns"}, {"uid", "pg-uid"}}},
+              {"spec", {{"queue", "q"}, {"minMember", 2}}}};
+}
+
 class DecisionsTest : public ::testing::Test {
  protected:
   DecisionsTest() : cache_("kai-scheduler") {
     cache_.Replace(Kind::kNode, {Node("n1", 4)});
-    cache_.Replace(Kind::kQueue,
-                   {json{{"metadata", {{"name", "q"}}},
-                         {"spec", {{"resources", {{"gpu", {{"quota", 0}, {"limit", -1}}}}}}}}});
-    cache_.Replace(Kind::kPodGroup,
-                   {json{{"metadata", {{"name", "pg"}, {"namespace", "ns"}, {"uid", "pg-uid"}}},
-                         {"spec", {{"queue", "q"}, {"minMember", 2}}}}});
+    cache_.Replace(Kind::kQueue, {QueueQ()});
+    cache_.Replace(Kind::kPodGroup, {PodGroupPg()});
     for (Kind k :
          {Kind::kBindRequest, Kind::kPriorityClass, Kind::kTopology, Kind::kNodeResourceTopology})
       cache_.Replace(k, {});
@@ -206,6 +219,72 @@ TEST(NodePoolTest, PoolFromTheLabelAndKaisPrefixOnlyForASingleBackoff) {
   EXPECT_EQ(NodePoolPrefix(once, "pool-a"), "");
 }
 
+// What the scheduling loop writes from a held object (cache::Hold::kReadFields: only the fields
+// it reads back are kept) is what it writes from the whole object (Hold::kWhole): events name the
+// same object, condition patches and node-pool prefixes are the same.
+TEST(HeldObjectsTest, EventsAndPatchesFromHeldObjectsEqualThoseFromWholeOnes) {
+  json pod = GpuPod("w0", 1);
+  pod["metadata"]["resourceVersion"] = "17";
+  pod["metadata"]["creationTimestamp"] = "2026-12-01T10:00:00Z";
+  pod["metadata"]["labels"] = {{"app", "train"}, {"kai.scheduler/node-pool", "pool-a"}};
+  pod["status"]["conditions"] = json::array({{{"type", "Initialized"}, {"status", "True"}},
+                                             {{"type", "PodScheduled"},
+                                              {"status", "False"},
+                                              {"reason", "Unschedulable"},
+                                              {"message", "0/4 nodes are available"}}});
+  json pg = PodGroupPg();
+  pg["metadata"]["resourceVersion"] = "9";
+  pg["metadata"]["labels"] = {{"kai.scheduler/node-pool", "pool-a"}, {"team", "a"}};
+  pg["spec"]["schedulingBackoff"] = 1;
+  pg["spec"]["markUnschedulable"] = false;
+  pg["status"]["schedulingConditions"] = json::array(
+      {{{"type", "UnschedulableOnNodePool"}, {"nodePool", "pool-b"}, {"transitionID", "3"}}});
+  cache::NodePool pool;
+  pool.value = "pool-a";
+  cache::WatchCache whole("kai-scheduler", pool, cache::Hold::kWhole);
+  cache::WatchCache held("kai-scheduler", pool, cache::Hold::kReadFields);
+  for (cache::WatchCache* c : {&whole, &held}) {
+    c->Apply(Kind::kPod, kube::EventType::kAdded, pod);
+    c->Apply(Kind::kPodGroup, kube::EventType::kAdded, pg);
+  }
+  const json w_pod = *whole.Get(Kind::kPod, "ns", "w0");
+  const json h_pod = *held.Get(Kind::kPod, "ns", "w0");
+  const json w_pg = *whole.Get(Kind::kPodGroup, "ns", "pg");
+  const json h_pg = *held.Get(Kind::kPodGroup, "ns", "pg");
+  EXPECT_FALSE(h_pod.contains("spec"));  // not kept
+  EXPECT_NE(w_pod, h_pod);
+
+  // Events: the involved object (kind, name, namespace, uid, resourceVersion).
+  const auto now = std::chrono::system_clock::time_point(std::chrono::seconds(1'764'502'425));
+  kube::EventInfo info;
+  info.type = "Warning";
+  info.reason = "Unschedulable";
+  info.message = "m";
+  for (auto [kind, w, h] :
+       {std::tuple{Kind::kPod, &w_pod, &h_pod}, std::tuple{Kind::kPodGroup, &w_pg, &h_pg}}) {
+    const json we = kube::MakeEvent(cache::ResourceOf(kind), *w, info, now);
+    const json he = kube::MakeEvent(cache::ResourceOf(kind), *h, info, now);
+    EXPECT_EQ(he, we);
+    EXPECT_EQ(he["involvedObject"]["uid"], kind == Kind::kPod ? "uid-w0" : "pg-uid");
+    EXPECT_EQ(he["involvedObject"]["resourceVersion"], kind == Kind::kPod ? "17" : "9");
+  }
+  // The pod's Unschedulable condition: written only when its message is new.
+  EXPECT_EQ(PodUnschedulablePatch(h_pod, "0/4 nodes are available", "t"), std::nullopt);
+  EXPECT_EQ(PodUnschedulablePatch(h_pod, "other", "t"), PodUnschedulablePatch(w_pod, "other", "t"));
+  EXPECT_TRUE(PodUnschedulablePatch(h_pod, "other", "t").has_value());
+  // The creation time (scheduling latency) and the pod's node-pool label.
+  EXPECT_EQ(h_pod["metadata"]["creationTimestamp"], "2026-12-01T10:00:00Z");
+  EXPECT_TRUE(pool.Holds(h_pod));
+  EXPECT_EQ(pool.Holds(h_pod), pool.Holds(w_pod));
+  // The PodGroup: its pool, KAI's per-pool prefix, markUnschedulable, its conditions.
+  EXPECT_EQ(NodePoolOf(h_pg, pool.label_key), "pool-a");
+  EXPECT_EQ(NodePoolOf(h_pg, pool.label_key), NodePoolOf(w_pg, pool.label_key));
+  EXPECT_EQ(NodePoolPrefix(h_pg, "pool-a"), "Node-Pool 'pool-a': ");
+  EXPECT_EQ(h_pg["spec"]["markUnschedulable"], false);
+  EXPECT_EQ(h_pg["status"], w_pg["status"]);
+  EXPECT_EQ(kube::UidOf(h_pg), "pg-uid");
+}
+
 TEST_F(DecisionsTest, ConditionsAreClearedOnlyOnceEveryPodIsBound) {
   const json status{{"schedulingConditions", json::array({Condition("default", "1", "x")})}};
   // Placed this cycle (allocated, its bind not confirmed): kept.
@@ -333,11 +412,11 @@ TEST_F(DecisionsTest, JobTimesGoIntoKaisPodGroupAnnotationsAndSurviveARestart) {
                       {"kai.scheduler/stale-podgroup-timestamp", "2025-11-30T11:32:44Z"}}}}}}));
 
   // A restarted scheduler: a new cache from the same objects, the PodGroup patched.
-  json pg = *cache_.Get(Kind::kPodGroup, "ns", "pg");
+  json pg = PodGroupPg();
   pg.merge_patch(*patch);
   cache::WatchCache restarted("kai-scheduler");
   restarted.Replace(Kind::kNode, {Node("n1", 4)});
-  restarted.Replace(Kind::kQueue, {*cache_.Get(Kind::kQueue, "", "q")});
+  restarted.Replace(Kind::kQueue, {QueueQ()});
   restarted.Replace(Kind::kPodGroup, {pg});
   restarted.Replace(Kind::kPod, {GpuPod("w0", 2), GpuPod("w1", 2)});
   for (Kind k :

@@ -79,6 +79,8 @@ json BindRequestObj(const std::string& ns, const std::string& pod, const std::st
 }
 
 // A cache with two 4-GPU nodes and queues root <- team-a, every kind synced.
+std::string Dump(const Snapshot& s);
+
 class WatchCacheTest : public ::testing::Test {
  protected:
   WatchCacheTest() : cache_("kai-scheduler") {
@@ -753,15 +755,129 @@ TEST(WatchCacheKindTableTest, EveryKindHasARowWithItsOwnStore) {
   }
 }
 
-TEST_F(WatchCacheTest, KeepsObjectsWithoutManagedFields) {
-  json node = NodeObj("n9", 1);
-  node["metadata"]["managedFields"] = json::array({{{"manager", "kubelet"}}});
-  cache_.Apply(Kind::kNode, EventType::kAdded, node);
-  auto stored = cache_.Get(Kind::kNode, "", "n9");
-  ASSERT_TRUE(stored.has_value());
-  EXPECT_FALSE(stored->at("metadata").contains("managedFields"));
-  EXPECT_EQ(stored->at("metadata").at("name"), "n9");
-  EXPECT_FALSE(cache_.Get(Kind::kNode, "", "nope").has_value());
+// What Hold::kReadFields keeps of an object: what the scheduling loop reads back (events,
+// condition patches, creation times, node-pool labels), nothing else.
+TEST(WatchCacheHoldTest, HeldFieldsAreWhatTheSchedulingLoopReadsBack) {
+  json pod = PodObj("ns", "p", 1, "pg");
+  pod["metadata"]["uid"] = "uid-p";
+  pod["metadata"]["resourceVersion"] = "42";
+  pod["metadata"]["creationTimestamp"] = "2026-12-01T10:00:00Z";
+  pod["metadata"]["labels"] = {{"app", "x"}, {"kai.scheduler/node-pool", "pool-a"}};
+  pod["metadata"]["ownerReferences"] = json::array({{{"kind", "Job"}, {"name", "j"}}});
+  pod["status"]["conditions"] = json::array({{{"type", "Ready"}, {"status", "False"}},
+                                             {{"type", "PodScheduled"},
+                                              {"status", "False"},
+                                              {"reason", "Unschedulable"},
+                                              {"message", "no GPUs"}}});
+  const json expected_pod{{"metadata",
+                           {{"name", "p"},
+                            {"namespace", "ns"},
+                            {"uid", "uid-p"},
+                            {"resourceVersion", "42"},
+                            {"creationTimestamp", "2026-12-01T10:00:00Z"},
+                            {"labels", {{"kai.scheduler/node-pool", "pool-a"}}}}},
+                          {"status",
+                           {{"conditions", json::array({{{"type", "PodScheduled"},
+                                                         {"status", "False"},
+                                                         {"reason", "Unschedulable"},
+                                                         {"message", "no GPUs"}}})}}}};
+  EXPECT_EQ(HeldFields(Kind::kPod, pod, "kai.scheduler/node-pool"), expected_pod);
+  // Another pool label key: no label kept.
+  EXPECT_FALSE(HeldFields(Kind::kPod, pod, "other/pool")["metadata"].contains("labels"));
+
+  json pg = PodGroupObj("ns", "pg", "q", 2);
+  pg["metadata"]["uid"] = "pg-uid";
+  pg["spec"]["markUnschedulable"] = false;
+  pg["spec"]["schedulingBackoff"] = 1;
+  pg["status"]["schedulingConditions"] = json::array({{{"nodePool", "default"}}});
+  pg["status"]["phase"] = "Running";
+  EXPECT_EQ(
+      HeldFields(Kind::kPodGroup, pg, "kai.scheduler/node-pool"),
+      (json{{"metadata", {{"name", "pg"}, {"namespace", "ns"}, {"uid", "pg-uid"}}},
+            {"spec", {{"markUnschedulable", false}, {"schedulingBackoff", 1}}},
+            {"status", {{"schedulingConditions", json::array({{{"nodePool", "default"}}})}}}}));
+
+  // A node: its metadata's identity only (no status, images, conditions).
+  json node = NodeObj("n1", 8);
+  node["metadata"]["uid"] = "n-uid";
+  EXPECT_EQ(HeldFields(Kind::kNode, node, "kai.scheduler/node-pool"),
+            (json{{"metadata", {{"name", "n1"}, {"uid", "n-uid"}}}}));
+
+  // The cache gives back exactly that, after the object itself is gone.
+  NodePool pool_a;
+  pool_a.value = "pool-a";
+  WatchCache cache("kai-scheduler", pool_a);
+  cache.Apply(Kind::kPod, EventType::kAdded, pod);
+  EXPECT_EQ(cache.Get(Kind::kPod, "ns", "p"), expected_pod);
+  bool seen = false;
+  EXPECT_TRUE(cache.Inspect(Kind::kPod, "ns", "p", [&](const json& o) {
+    seen = true;
+    EXPECT_EQ(o, expected_pod);
+  }));
+  EXPECT_TRUE(seen);
+  // Held at its version: the same version again is not converted again.
+  const int64_t conversions = cache.stats().conversions;
+  cache.Apply(Kind::kPod, EventType::kModified, pod);
+  EXPECT_EQ(cache.stats().conversions, conversions);
+  pod["metadata"]["resourceVersion"] = "43";
+  cache.Apply(Kind::kPod, EventType::kModified, pod);
+  EXPECT_EQ(cache.stats().conversions, conversions + 1);
+}
+
+// The two ways of holding objects make the same snapshots, node pools and errors included.
+TEST(WatchCacheHoldTest, ReadFieldsAndWholeObjectsMakeTheSameSnapshots) {
+  for (const std::string pool_value : {"", "pool-a"}) {
+    NodePool pool;
+    pool.value = pool_value;
+    WatchCache whole("kai-scheduler", pool, Hold::kWhole);
+    WatchCache held("kai-scheduler", pool);
+    auto in_pool = [](json o, const std::string& label) {
+      if (!label.empty()) o["metadata"]["labels"]["kai.scheduler/node-pool"] = label;
+      return o;
+    };
+    std::vector<json> nodes = {in_pool(NodeObj("n1", 8), ""), in_pool(NodeObj("n2", 8), "pool-a"),
+                               in_pool(NodeObj("n3", 8), "pool-b"), NodeObj("", 8)};
+    std::vector<json> queues = {
+        in_pool(QueueObj("root"), pool_value), in_pool(QueueObj("a", "root"), pool_value),
+        in_pool(QueueObj("b", "root"), "pool-b"), in_pool(QueueObj("c", "missing"), pool_value)};
+    std::vector<json> groups = {in_pool(PodGroupObj("ns", "g1", "a", 1), pool_value),
+                                in_pool(PodGroupObj("ns", "g2", "b", 1), pool_value),
+                                in_pool(PodGroupObj("ns", "g3", "root", 1), pool_value),
+                                in_pool(PodGroupObj("ns", "g4", "a", 1), "pool-b")};
+    std::vector<json> pods = {PodObj("ns", "p1", 1, "g1"), PodObj("ns", "p2", 1, "g4"),
+                              PodObj("ns", "p3", 1, "g1"), PodObj("ns", "p4", 1, "g3")};
+    pods[2]["metadata"]["labels"]["kai.scheduler/subgroup-name"] = "nope";
+    for (WatchCache* c : {&whole, &held}) {
+      c->Replace(Kind::kNode, nodes);
+      c->Replace(Kind::kQueue, queues);
+      c->Replace(Kind::kPodGroup, groups);
+      c->Replace(Kind::kPod, pods);
+      for (Kind k : {Kind::kBindRequest, Kind::kPriorityClass, Kind::kTopology,
+                     Kind::kNodeResourceTopology, Kind::kConfigMap}) {
+        c->Replace(k, {});
+      }
+    }
+    const Snapshot a = whole.Take();
+    const Snapshot b = held.Take();
+    EXPECT_EQ(Dump(a), Dump(b)) << "pool " << pool_value;
+    EXPECT_FALSE(a.errors.empty());
+    EXPECT_FALSE(a.cluster->nodes.empty());
+  }
+}
+
+TEST(WatchCacheHoldTest, KeepsObjectsWithoutManagedFields) {
+  for (Hold hold : {Hold::kWhole, Hold::kReadFields}) {
+    WatchCache cache("kai-scheduler", NodePool{}, hold);
+    json node = NodeObj("n9", 1);
+    node["metadata"]["managedFields"] = json::array({{{"manager", "kubelet"}}});
+    cache.Apply(Kind::kNode, EventType::kAdded, node);
+    auto stored = cache.Get(Kind::kNode, "", "n9");
+    ASSERT_TRUE(stored.has_value());
+    EXPECT_FALSE(stored->at("metadata").contains("managedFields"));
+    EXPECT_EQ(stored->at("metadata").at("name"), "n9");
+    EXPECT_EQ(stored->contains("status"), hold == Hold::kWhole);
+    EXPECT_FALSE(cache.Get(Kind::kNode, "", "nope").has_value());
+  }
 }
 
 TEST(WatchCacheSyncTest, AClusterWithoutTopologiesDoesNotHoldSchedulingBack) {
@@ -1209,13 +1325,24 @@ TEST(WatchCacheIncrementalTest, PatchedSnapshotsEqualAFullAssemblyOnRandomEvents
       // else: no event; Take hands out the same cluster.
       if (pick(3) == 0) continue;  // several events between cycles
       Snapshot s = cache.Take();
-      WatchCache fresh("kai-scheduler");
+      // The reference: whole objects held (the cache under test holds the fields read back).
+      WatchCache fresh("kai-scheduler", NodePool{}, Hold::kWhole);
       for (int k = 0; k < kNumKinds; ++k) {
         std::vector<json> all;
         for (const auto& [key, o] : objects[static_cast<Kind>(k)]) all.push_back(o);
         fresh.Replace(static_cast<Kind>(k), all);
       }
       ASSERT_EQ(Dump(s), Dump(fresh.Take())) << "round " << round << " step " << step;
+      for (Kind k : {Kind::kPod, Kind::kPodGroup, Kind::kBindRequest}) {
+        for (const auto& [key, o] : objects[k]) {
+          const std::string ns = o["metadata"].value("namespace", "");
+          const std::string name = o["metadata"]["name"];
+          const std::optional<json> whole = fresh.Get(k, ns, name);
+          const std::optional<json> kept = cache.Get(k, ns, name);
+          ASSERT_TRUE(whole && kept) << key;
+          ASSERT_EQ(*kept, HeldFields(k, *whole, NodePool{}.label_key)) << key;
+        }
+      }
       ASSERT_EQ(Dump(held), held_dump) << "a held snapshot changed, round " << round;
       if (pick(2) == 0) {
         held = s;  // kept through the next Take: that one must copy
