@@ -2,6 +2,8 @@
 //  nodeavailability - prefer nodes where the pod fits without waiting for releasing resources;
 //  resourcetype     - prefer CPU-only nodes for CPU-only pods;
 //  nominatednode    - prefer the node the pod was nominated to.
+#include "plugins/node_scores/node_scores.h"
+
 #include "framework/session.h"
 #include "plugins/builtin.h"
 #include "plugins/plugin_util.h"
@@ -9,6 +11,20 @@
 
 namespace gantry {
 namespace {
+
+bool availability_nothing_releasing = true;
+
+// Whether node n has no releasing resources at all (every field 0). FitsIdle and
+// FitsIdleOrReleasing differ only in adding these to the idle resources field by field
+// (x + 0 == x), and shared devices fit alike in both, so on such a node they give the same answer.
+bool NothingReleasingOnNode(const Session& s, NodeId n) {
+  const Resources& r = s.node(n).releasing;
+  if (r.cpu_millis != 0 || r.memory_bytes != 0 || r.gpus != 0 || r.pods != 0) return false;
+  for (double v : r.scalars) {
+    if (v != 0) return false;
+  }
+  return true;
+}
 
 class NodeAvailabilityPlugin : public Plugin {
  public:
@@ -20,8 +36,12 @@ class NodeAvailabilityPlugin : public Plugin {
         },
         {.batch =
              [](const Session& s, PodId p, std::span<std::pair<double, NodeId>> scored) {
+               // (A ranking scores the nodes the pod fits on idle + releasing resources, the
+               // batch function's contract: it fits idle on those with nothing releasing.)
+               const bool shortcut = availability_nothing_releasing;
                for (auto& [score, n] : scored) {
-                 score += s.FitsIdle(p, n) ? scores::kAvailability : 0.0;
+                 const bool idle = (shortcut && NothingReleasingOnNode(s, n)) || s.FitsIdle(p, n);
+                 score += idle ? scores::kAvailability : 0.0;
                }
              },
          .depends_on = NodeDependence::kShapeAndStateOnly});
@@ -58,6 +78,9 @@ class NominatedNodePlugin : public Plugin {
 };
 
 }  // namespace
+
+void SetAvailabilityNothingReleasing(bool on) { availability_nothing_releasing = on; }
+bool AvailabilityNothingReleasing() { return availability_nothing_releasing; }
 
 void RegisterNodeScorePlugins(PluginRegistry& r) {
   r.Register("nodeavailability", plugin_util::NoArguments<NodeAvailabilityPlugin>());
