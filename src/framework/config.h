@@ -65,6 +65,11 @@ struct SchedulerParams {
   // label looked up by name per node and pod, the reference for the differential test
   // (cycle_accelerators_test.cc).
   bool resourcetype_node_flags = true;
+  // The victim search's topology filter keeps each constraint's domain capacities sorted as
+  // victims raise them (one entry moved per victim) and its last answer while none changed. Off:
+  // the capacities copied and sorted for every scenario, the reference for the differential test
+  // (cycle_accelerators_test.cc).
+  bool topology_filter_sorted = true;
 };
 
 // KAI's `usageDBConfig`: where the scheduler reads the queues' historical usage (time-based

@@ -4,6 +4,9 @@
 // - SchedulerParams::resourcetype_node_flags: resourcetype's CPU-only node test once per node and
 //   session, scored in batches (off: the MIG label looked up per node and pod). The mixed shape
 //   has CPU-only pods pending and running, and GPU nodes only; the default shape none.
+// - SchedulerParams::topology_filter_sorted: the victim search's topology filter keeps the domain
+//   capacities sorted as victims raise them (off: copied and sorted per scenario). Its answers
+//   must be the same, so the searches pass the same number of scenarios through the filters.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -68,6 +71,37 @@ std::vector<ShapeCase> ResourceTypeCases() {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, ResourceTypeNodeFlagsTest,
                          ::testing::ValuesIn(ResourceTypeCases()), differential::ShapeCaseName);
+
+class TopologyFilterSortedTest : public ::testing::TestWithParam<ShapeCase> {};
+
+TEST_P(TopologyFilterSortedTest, SameDecisionsAsSortingPerScenario) {
+  const ShapeCase& k = GetParam();
+  bench::ClusterGenSummary summary;
+  const std::string file = WriteCase("topology-filter", k, summary);
+  if (std::string(k.shape) != "mixed") {
+    ASSERT_GT(summary.constrained_jobs, 0);
+  }
+  auto run = [&file](bool sorted) {
+    return differential::RunCycle(
+        file, [sorted](SchedulerParams& params) { params.topology_filter_sorted = sorted; });
+  };
+  ExpectSameCycle(run(true), run(false));
+  std::filesystem::remove(file);
+}
+
+std::vector<ShapeCase> TopologyFilterCases() {
+  std::vector<ShapeCase> cases;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    cases.push_back({"topology", 64, seed});
+    cases.push_back({"topology", 160, seed});
+    cases.push_back({"sharing", 64, seed});
+    cases.push_back({"mixed", 120, seed});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, TopologyFilterSortedTest,
+                         ::testing::ValuesIn(TopologyFilterCases()), differential::ShapeCaseName);
 
 }  // namespace
 }  // namespace gantry
