@@ -60,6 +60,16 @@ struct SchedulerParams {
   // domain's children only when their order keys changed. Off: everything recomputed over the
   // tree on every call, the reference for the differential test (topology_incremental_test.cc).
   bool topology_incremental = true;
+  // resourcetype reads whether each node is CPU-only (no GPUs, no MIG label) from a flag per node
+  // computed when the session opens, and scores a ranking's nodes in one batch. Off: the MIG
+  // label looked up by name per node and pod, the reference for the differential test
+  // (cycle_accelerators_test.cc).
+  bool resourcetype_node_flags = true;
+  // The victim search's topology filter keeps each constraint's domain capacities sorted as
+  // victims raise them (one entry moved per victim) and its last answer while none changed. Off:
+  // the capacities copied and sorted for every scenario, the reference for the differential test
+  // (cycle_accelerators_test.cc).
+  bool topology_filter_sorted = true;
 };
 
 // KAI's `usageDBConfig`: where the scheduler reads the queues' historical usage (time-based

@@ -1,7 +1,10 @@
 #include "actions/victim_search/scenario_filters.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <vector>
 
 namespace gantry {
 
@@ -151,6 +154,24 @@ ScenarioFilters::ScenarioFilters(const Session& ssn, const IdleGpuCapacities& ca
     }
   }
   if (!constraints_.empty()) topology_seen_pods_.assign(c.pods.size(), 0);
+  topology_sorted_ = ssn.params().topology_filter_sorted;
+  if (topology_sorted_) {
+    for (Constraint& k : constraints_) {
+      const size_t domains = k.capacity.size();
+      k.sorted_domain.resize(domains);
+      for (size_t d = 0; d < domains; ++d) k.sorted_domain[d] = static_cast<int32_t>(d);
+      std::stable_sort(k.sorted_domain.begin(), k.sorted_domain.end(), [&k](int32_t a, int32_t b) {
+        return k.capacity[static_cast<size_t>(a)] > k.capacity[static_cast<size_t>(b)];
+      });
+      k.sorted.resize(domains);
+      k.position.resize(domains);
+      for (size_t i = 0; i < domains; ++i) {
+        const auto d = static_cast<size_t>(k.sorted_domain[i]);
+        k.sorted[i] = k.capacity[d];
+        k.position[d] = static_cast<int32_t>(i);
+      }
+    }
+  }
 
   // Idle GPUs: the pending pods' GPUs, most first, and the most idle nodes, one per pending pod.
   for (PodId p : pending_) required_.push_back(ScenarioGpus(c.pods[p]));
@@ -211,7 +232,48 @@ void ScenarioFilters::AddTopologyVictim(PodId victim) {
   const double freed = ssn_.AcceptedGpus(victim);
   for (Constraint& k : constraints_) {
     const int32_t d = k.node_domain[static_cast<size_t>(n)];
-    if (d >= 0) k.capacity[static_cast<size_t>(d)] += freed;
+    if (d < 0) continue;
+    k.capacity[static_cast<size_t>(d)] += freed;
+    if (topology_sorted_ && freed != 0) {
+      Resort(k, d);
+      topology_answer_known_ = false;
+    }
+  }
+}
+
+void ScenarioFilters::Resort(Constraint& k, int32_t d) {
+  const double value = k.capacity[static_cast<size_t>(d)];
+  const auto p = static_cast<size_t>(k.position[static_cast<size_t>(d)]);
+  k.sorted[p] = value;
+  size_t from = p;
+  size_t to = p;
+  if (p > 0 && k.sorted[p - 1] < value) {
+    // Up: before the first entry smaller than the new value (the entries before p are
+    // most first).
+    const auto first =
+        std::upper_bound(k.sorted.begin(), k.sorted.begin() + static_cast<std::ptrdiff_t>(p), value,
+                         std::greater<>());
+    from = static_cast<size_t>(first - k.sorted.begin());
+    std::rotate(k.sorted.begin() + static_cast<std::ptrdiff_t>(from),
+                k.sorted.begin() + static_cast<std::ptrdiff_t>(p),
+                k.sorted.begin() + static_cast<std::ptrdiff_t>(p + 1));
+    std::rotate(k.sorted_domain.begin() + static_cast<std::ptrdiff_t>(from),
+                k.sorted_domain.begin() + static_cast<std::ptrdiff_t>(p),
+                k.sorted_domain.begin() + static_cast<std::ptrdiff_t>(p + 1));
+  } else if (p + 1 < k.sorted.size() && k.sorted[p + 1] > value) {
+    // Down (a capacity that shrank): after the last entry larger than the new value.
+    const auto last = std::upper_bound(k.sorted.begin() + static_cast<std::ptrdiff_t>(p + 1),
+                                       k.sorted.end(), value, std::greater<>());
+    to = static_cast<size_t>(last - k.sorted.begin()) - 1;
+    std::rotate(k.sorted.begin() + static_cast<std::ptrdiff_t>(p),
+                k.sorted.begin() + static_cast<std::ptrdiff_t>(p + 1),
+                k.sorted.begin() + static_cast<std::ptrdiff_t>(to + 1));
+    std::rotate(k.sorted_domain.begin() + static_cast<std::ptrdiff_t>(p),
+                k.sorted_domain.begin() + static_cast<std::ptrdiff_t>(p + 1),
+                k.sorted_domain.begin() + static_cast<std::ptrdiff_t>(to + 1));
+  }
+  for (size_t i = from; i <= to; ++i) {
+    k.position[static_cast<size_t>(k.sorted_domain[i])] = static_cast<int32_t>(i);
   }
 }
 
@@ -225,6 +287,19 @@ bool ScenarioFilters::TopologyAccept(std::span<const PodId> potential) {
   }
   // KAI keeps each constraint's domains ordered by capacity (most first); the order of equal
   // capacities does not change the greedy match's answer.
+  if (topology_sorted_) {
+    if (!topology_answer_known_) {
+      topology_answer_ = true;
+      for (const Constraint& k : constraints_) {
+        if (!GreedyMatch(k.required, k.sorted)) {
+          topology_answer_ = false;
+          break;
+        }
+      }
+      topology_answer_known_ = true;
+    }
+    return topology_answer_;
+  }
   std::vector<double> caps;
   for (const Constraint& k : constraints_) {
     caps = k.capacity;

@@ -74,8 +74,19 @@ class ScenarioFilters {
     std::vector<double> capacity;      // per domain
     std::vector<int32_t> node_domain;  // per node: domain index or -1
     std::vector<double> required;      // GPUs of each constrained sub-group, most first
+    // SchedulerParams::topology_filter_sorted: the capacities most first (ties in any order),
+    // the domain of each entry, and each domain's entry.
+    std::vector<double> sorted;
+    std::vector<int32_t> sorted_domain;
+    std::vector<int32_t> position;
   };
+  // Moves domain d's entry of k.sorted to where its new capacity belongs.
+  static void Resort(Constraint& k, int32_t d);
   std::vector<Constraint> constraints_;
+  bool topology_sorted_ = false;
+  // TopologyAccept's last answer (sorted mode), valid while no capacity changed since.
+  bool topology_answer_known_ = false;
+  bool topology_answer_ = false;
   std::vector<char> topology_seen_pods_;
   size_t topology_seen_ = 0;
   bool topology_recorded_done_ = false;

@@ -4,6 +4,10 @@
 //  nominatednode    - prefer the node the pod was nominated to.
 #include "plugins/node_scores/node_scores.h"
 
+#include <memory>
+#include <utility>
+#include <vector>
+
 #include "framework/session.h"
 #include "plugins/builtin.h"
 #include "plugins/plugin_util.h"
@@ -52,13 +56,37 @@ class ResourceTypePlugin : public Plugin {
  public:
   std::string_view name() const override { return "resourcetype"; }
   void OnSessionOpen(Session& ssn) override {
+    if (!ssn.params().resourcetype_node_flags) {
+      ssn.AddNodeOrderFn(
+          [](const Session& s, PodId p, NodeId n) {
+            return s.cluster().pods[p].IsCpuOnly() && IsCpuOnlyNode(s.cluster().nodes[n])
+                       ? scores::kResourceType
+                       : 0.0;
+          },
+          {.scores_pod = [](const Pod& pod) { return pod.IsCpuOnly(); },
+           .depends_on = NodeDependence::kShapeAndStateOnly});
+      return;
+    }
+    // Whether a node is CPU-only depends on the node alone: once per node and session, shared
+    // by the callbacks (which may outlive a plugin object reused across sessions).
+    auto cpu_only = std::make_shared<std::vector<char>>(ssn.cluster().nodes.size());
+    for (size_t n = 0; n < cpu_only->size(); ++n) {
+      (*cpu_only)[n] = IsCpuOnlyNode(ssn.cluster().nodes[n]) ? 1 : 0;
+    }
     ssn.AddNodeOrderFn(
-        [](const Session& s, PodId p, NodeId n) {
-          return s.cluster().pods[p].IsCpuOnly() && IsCpuOnlyNode(s.cluster().nodes[n])
+        [cpu_only](const Session& s, PodId p, NodeId n) {
+          return s.cluster().pods[p].IsCpuOnly() && (*cpu_only)[static_cast<size_t>(n)] != 0
                      ? scores::kResourceType
                      : 0.0;
         },
         {.scores_pod = [](const Pod& pod) { return pod.IsCpuOnly(); },
+         .batch =
+             [cpu_only](const Session& s, PodId p, std::span<std::pair<double, NodeId>> scored) {
+               if (!s.cluster().pods[p].IsCpuOnly()) return;
+               for (auto& [score, n] : scored) {
+                 score += (*cpu_only)[static_cast<size_t>(n)] != 0 ? scores::kResourceType : 0.0;
+               }
+             },
          .depends_on = NodeDependence::kShapeAndStateOnly});
   }
 };

@@ -30,13 +30,13 @@
 namespace gantry {
 namespace {
 
-using topology::AddChild;
+using topology::BuildTree;
 using topology::Domain;
+using topology::DomainHasNode;
 using topology::DomainsAtLevel;
 using topology::kAllocatablePodsNotSet;
 using topology::LeafCache;
 using topology::LevelDomains;
-using topology::MakeDomain;
 using topology::MarkSubtree;
 using topology::RatioToFree;
 using topology::ReverseLevelOrder;
@@ -85,51 +85,7 @@ class TopologyPlugin : public Plugin {
 
  private:
   void Build(const Cluster& c, const Topology& t) {
-    Tree tree;
-    tree.topology = &t;
-    tree.domains.push_back(MakeDomain("root", -1));
-    tree.by_id.resize(t.levels.size());
-    tree.by_level.resize(t.levels.size());
-    tree.in_topology.assign(c.nodes.size(), 0);
-    tree.seen_version.assign(c.nodes.size(), 0);
-    tree.node_domain.assign(t.levels.size(), std::vector<int32_t>(c.nodes.size(), -1));
-    std::vector<NodeId> order(c.nodes.size());
-    for (NodeId n = 0; n < static_cast<NodeId>(c.nodes.size()); ++n) {
-      order[static_cast<size_t>(c.nodes[n].name_rank)] = n;
-    }
-    for (NodeId n : order) {
-      const Node& node = c.nodes[n];
-      bool member = true;
-      for (const auto& level : t.levels) member = member && node.labels.Has(level);
-      if (!member) continue;
-      tree.in_topology[n] = 1;
-      int32_t child = -1;
-      for (int li = static_cast<int>(t.levels.size()) - 1; li >= 0; --li) {
-        std::string id;
-        for (int k = 0; k <= li; ++k) {
-          if (k > 0) id += '.';
-          id += *node.labels.Get(t.levels[static_cast<size_t>(k)]);
-        }
-        auto [it, inserted] = tree.by_id[li].emplace(id, static_cast<int32_t>(tree.domains.size()));
-        if (inserted) {
-          tree.domains.push_back(MakeDomain(id, li));
-          tree.by_level[li].push_back(it->second);
-        }
-        Domain& d = tree.domains[it->second];
-        d.nodes.push_back(n);
-        tree.node_domain[static_cast<size_t>(li)][n] = it->second;
-        tree.empty_label_value =
-            tree.empty_label_value || node.labels.Get(t.levels[static_cast<size_t>(li)])->empty();
-        if (child >= 0) AddChild(tree, it->second, child);
-        child = it->second;
-      }
-      AddChild(tree, 0, child);
-      tree.domains[0].nodes.push_back(n);
-    }
-    for (Domain& d : tree.domains) {
-      d.has_node.assign(c.nodes.size(), 0);
-      for (NodeId n : d.nodes) d.has_node[n] = 1;
-    }
+    Tree tree = BuildTree(c, t);
     tree_index_.emplace(t.name, trees_.size());
     trees_.push_back(std::move(tree));
   }
@@ -272,7 +228,7 @@ class TopologyPlugin : public Plugin {
     if (required != -3 && HasActiveAllocated(s, ref)) {
       allowed.assign(tree.domains.size(), 0);
       for (int32_t d : DomainsAtLevel(tree, required)) {
-        if (!HasActivePodIn(s, ref, tree.domains[d])) continue;
+        if (!HasActivePodIn(s, ref, tree, d)) continue;
         MarkSubtree(tree, d, allowed);
       }
     }
@@ -735,13 +691,15 @@ class TopologyPlugin : public Plugin {
     return false;
   }
 
-  static bool HasActivePodIn(const Session& s, const SubGroupRef& ref, const Domain& d) {
+  static bool HasActivePodIn(const Session& s, const SubGroupRef& ref, const Tree& tree,
+                             int32_t d) {
     std::vector<int32_t> sets;
     PodSetsOf(s.cluster(), ref, sets);
     for (int32_t set : sets) {
       for (PodId p : s.cluster().jobs[ref.job].pod_sets[set].pods) {
         const PodState& st = s.pod(p);
-        if (IsActiveAllocated(st.status) && st.node != kNone && d.has_node[st.node]) return true;
+        if (IsActiveAllocated(st.status) && st.node != kNone && DomainHasNode(tree, d, st.node))
+          return true;
       }
     }
     return false;

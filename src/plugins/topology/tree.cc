@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 namespace gantry::topology {
 namespace {
@@ -43,6 +45,57 @@ double RatioToFree(const Session& s, const Resources& asked, const Domain& d) {
     value_ratio(std::ceil(asked.scalars[i] / 1000), std::ceil(d.free.scalars[i] / 1000));
   }
   return ratio;
+}
+
+Tree BuildTree(const Cluster& c, const Topology& t) {
+  Tree tree;
+  tree.topology = &t;
+  tree.domains.push_back(MakeDomain("root", -1));
+  tree.by_id.resize(t.levels.size());
+  tree.by_level.resize(t.levels.size());
+  tree.in_topology.assign(c.nodes.size(), 0);
+  tree.seen_version.assign(c.nodes.size(), 0);
+  tree.node_domain.assign(t.levels.size(), std::vector<int32_t>(c.nodes.size(), -1));
+  std::vector<NodeId> order(c.nodes.size());
+  for (NodeId n = 0; n < static_cast<NodeId>(c.nodes.size()); ++n) {
+    order[static_cast<size_t>(c.nodes[n].name_rank)] = n;
+  }
+  for (NodeId n : order) {
+    const Node& node = c.nodes[n];
+    bool member = true;
+    for (const auto& level : t.levels) member = member && node.labels.Has(level);
+    if (!member) continue;
+    tree.in_topology[n] = 1;
+    int32_t child = -1;
+    for (int li = static_cast<int>(t.levels.size()) - 1; li >= 0; --li) {
+      std::string id;
+      for (int k = 0; k <= li; ++k) {
+        if (k > 0) id += '.';
+        id += *node.labels.Get(t.levels[static_cast<size_t>(k)]);
+      }
+      auto [it, inserted] = tree.by_id[li].emplace(id, static_cast<int32_t>(tree.domains.size()));
+      if (inserted) {
+        tree.domains.push_back(MakeDomain(id, li));
+        tree.by_level[li].push_back(it->second);
+      }
+      Domain& d = tree.domains[it->second];
+      d.nodes.push_back(n);
+      tree.node_domain[static_cast<size_t>(li)][n] = it->second;
+      tree.empty_label_value =
+          tree.empty_label_value || node.labels.Get(t.levels[static_cast<size_t>(li)])->empty();
+      if (child >= 0) AddChild(tree, it->second, child);
+      child = it->second;
+    }
+    AddChild(tree, 0, child);
+    tree.domains[0].nodes.push_back(n);
+  }
+  return tree;
+}
+
+bool DomainHasNode(const Tree& tree, int32_t d, NodeId n) {
+  const int level = tree.domains[static_cast<size_t>(d)].level;
+  if (level < 0) return tree.in_topology[static_cast<size_t>(n)] != 0;
+  return tree.node_domain[static_cast<size_t>(level)][static_cast<size_t>(n)] == d;
 }
 
 Domain MakeDomain(std::string id, int level) {

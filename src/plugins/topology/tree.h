@@ -34,8 +34,7 @@ struct Domain {
   std::string id;
   int level = -1;  // index into the topology's levels; -1 is the root
   std::vector<int32_t> children;
-  std::vector<NodeId> nodes;   // by name rank
-  std::vector<char> has_node;  // per node id (only for membership tests)
+  std::vector<NodeId> nodes;  // by name rank
   int allocatable_pods = kAllocatablePodsNotSet;
   Resources free;  // idle + releasing of the domain's nodes (whole GPUs only)
   // Kept between SubsetNodes calls (SchedulerParams::topology_incremental), see LeafCache.
@@ -88,7 +87,14 @@ Resources SumRequests(const Session& s, std::span<const PodId> tasks);
 // KAI's getJobRatioToFreeResources: the dominant ratio of requested to free resources.
 double RatioToFree(const Session& s, const Resources& asked, const Domain& d);
 
-// Building and walking the tree.
+// Building and walking the tree. BuildTree puts a node in the tree when it has every level's
+// label, in name-rank order.
+Tree BuildTree(const Cluster& c, const Topology& t);
+// Whether node n belongs to domain d: the root holds the nodes in the tree, a domain at a level
+// those whose domain at that level it is (Tree::node_domain). A lookup, not a per-domain bitmap:
+// one byte per node per domain would grow with the square of the cluster (about N^2/6 bytes with
+// racks of 8 nodes).
+bool DomainHasNode(const Tree& tree, int32_t d, NodeId n);
 Domain MakeDomain(std::string id, int level);
 void AddChild(Tree& tree, int32_t parent, int32_t child);
 void LevelDomains(const Tree& tree, int32_t d, int level, std::vector<int32_t>& out);

@@ -1,0 +1,107 @@
+// Accelerators of the 100,000-node mixed cycle (docs/performance.md, "The 100,000-node cluster"),
+// each against its reference path on generated clusters of the benchmark family: the full
+// five-action cycle must decide the same, in the same order, with the same fit errors.
+// - SchedulerParams::resourcetype_node_flags: resourcetype's CPU-only node test once per node and
+//   session, scored in batches (off: the MIG label looked up per node and pod). The mixed shape
+//   has CPU-only pods pending and running, and GPU nodes only; the default shape none.
+// - SchedulerParams::topology_filter_sorted: the victim search's topology filter keeps the domain
+//   capacities sorted as victims raise them (off: copied and sorted per scenario). Its answers
+//   must be the same, so the searches pass the same number of scenarios through the filters.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "differential_cycle.h"
+
+namespace gantry {
+namespace {
+
+using differential::CycleDecisions;
+using differential::ShapeCase;
+
+std::string WriteCase(const std::string& tag, const ShapeCase& k,
+                      bench::ClusterGenSummary& summary) {
+  if (std::string(k.shape) != "mixed") return differential::WriteShapeCluster(tag, k, summary);
+  bench::ClusterGenOptions options;
+  options.nodes = k.nodes;
+  options.seed = k.seed;
+  options.mixed = true;
+  return differential::WriteCluster(tag + "-mixed", options, summary);
+}
+
+void ExpectSameCycle(const CycleDecisions& on, const CycleDecisions& off) {
+  EXPECT_EQ(on.digest, off.digest);
+  EXPECT_EQ(on.evictions, off.evictions);
+  EXPECT_EQ(on.pipelined, off.pipelined);
+  EXPECT_EQ(on.binds, off.binds);
+  EXPECT_EQ(on.fit_errors, off.fit_errors);
+  EXPECT_EQ(differential::SumOverActions(on.solver_stats, &SolverActionStats::scenarios),
+            differential::SumOverActions(off.solver_stats, &SolverActionStats::scenarios));
+  EXPECT_FALSE(on.binds.empty() && on.pipelined.empty() && on.evictions.empty());
+}
+
+class ResourceTypeNodeFlagsTest : public ::testing::TestWithParam<ShapeCase> {};
+
+TEST_P(ResourceTypeNodeFlagsTest, SameDecisionsAsTheLabelLookup) {
+  const ShapeCase& k = GetParam();
+  bench::ClusterGenSummary summary;
+  const std::string file = WriteCase("resourcetype-flags", k, summary);
+  if (std::string(k.shape) == "mixed") {
+    ASSERT_GT(summary.cpu_only_pods, 0);
+  }
+  auto run = [&file](bool flags) {
+    return differential::RunCycle(
+        file, [flags](SchedulerParams& params) { params.resourcetype_node_flags = flags; });
+  };
+  ExpectSameCycle(run(true), run(false));
+  std::filesystem::remove(file);
+}
+
+std::vector<ShapeCase> ResourceTypeCases() {
+  std::vector<ShapeCase> cases;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    cases.push_back({"mixed", 48, seed});
+    cases.push_back({"mixed", 120, seed});
+  }
+  cases.push_back({"default", 64, 1});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, ResourceTypeNodeFlagsTest,
+                         ::testing::ValuesIn(ResourceTypeCases()), differential::ShapeCaseName);
+
+class TopologyFilterSortedTest : public ::testing::TestWithParam<ShapeCase> {};
+
+TEST_P(TopologyFilterSortedTest, SameDecisionsAsSortingPerScenario) {
+  const ShapeCase& k = GetParam();
+  bench::ClusterGenSummary summary;
+  const std::string file = WriteCase("topology-filter", k, summary);
+  if (std::string(k.shape) != "mixed") {
+    ASSERT_GT(summary.constrained_jobs, 0);
+  }
+  auto run = [&file](bool sorted) {
+    return differential::RunCycle(
+        file, [sorted](SchedulerParams& params) { params.topology_filter_sorted = sorted; });
+  };
+  ExpectSameCycle(run(true), run(false));
+  std::filesystem::remove(file);
+}
+
+std::vector<ShapeCase> TopologyFilterCases() {
+  std::vector<ShapeCase> cases;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    cases.push_back({"topology", 64, seed});
+    cases.push_back({"topology", 160, seed});
+    cases.push_back({"sharing", 64, seed});
+    cases.push_back({"mixed", 120, seed});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, TopologyFilterSortedTest,
+                         ::testing::ValuesIn(TopologyFilterCases()), differential::ShapeCaseName);
+
+}  // namespace
+}  // namespace gantry
