@@ -70,6 +70,10 @@ struct SchedulerParams {
   // the capacities copied and sorted for every scenario, the reference for the differential test
   // (cycle_accelerators_test.cc).
   bool topology_filter_sorted = true;
+  // nodeavailability answers "fits idle" without asking on a node with nothing releasing (the
+  // nodes it scores already fit idle + releasing). Off: FitsIdle asked on every scored node, the
+  // reference for the differential test (node_availability_releasing_test.cc).
+  bool availability_nothing_releasing = true;
 };
 
 // KAI's `usageDBConfig`: where the scheduler reads the queues' historical usage (time-based

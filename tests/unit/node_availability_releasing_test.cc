@@ -1,6 +1,6 @@
-// nodeavailability's shortcut (plugins/node_scores/node_scores.h): on a node with nothing
-// releasing, a pod the ranking found to fit idle + releasing resources is scored as fitting idle
-// without asking FitsIdle again. It must not change any decision. Clusters of the benchmark
+// nodeavailability's shortcut (SchedulerParams::availability_nothing_releasing): on a node with
+// nothing releasing, a pod the ranking found to fit idle + releasing resources is scored as fitting
+// idle without asking FitsIdle again. It must not change any decision. Clusters of the benchmark
 // family's shared-GPU shapes (fractional: 80% fractional pods; sharing: 30% and topology-bound
 // gangs), where the victim search ranks shared-GPU victims over every feasible node in each
 // simulation, and of the busy and default shapes, are generated small for several seeds and
@@ -15,7 +15,6 @@
 
 #include "differential_cycle.h"
 #include "framework/session.h"
-#include "plugins/node_scores/node_scores.h"
 
 namespace gantry {
 namespace {
@@ -23,14 +22,12 @@ namespace {
 using differential::CycleDecisions;
 using differential::ShapeCase;
 
-// One cycle with the shortcut `on` (restored afterwards) and the solver shortcuts `shortcuts`.
+// One cycle with the shortcut `on` and the solver shortcuts `shortcuts`.
 CycleDecisions AvailabilityCycle(const std::string& file, bool on, bool shortcuts) {
-  const bool before = AvailabilityNothingReleasing();
-  SetAvailabilityNothingReleasing(on);
-  CycleDecisions d = differential::RunCycle(
-      file, [shortcuts](SchedulerParams& params) { params.solver_shortcuts = shortcuts; });
-  SetAvailabilityNothingReleasing(before);
-  return d;
+  return differential::RunCycle(file, [on, shortcuts](SchedulerParams& params) {
+    params.availability_nothing_releasing = on;
+    params.solver_shortcuts = shortcuts;
+  });
 }
 
 // The generated cluster of a case: WriteShapeCluster's shapes, and "fractional" (80% of the pods

@@ -2,8 +2,6 @@
 //  nodeavailability - prefer nodes where the pod fits without waiting for releasing resources;
 //  resourcetype     - prefer CPU-only nodes for CPU-only pods;
 //  nominatednode    - prefer the node the pod was nominated to.
-#include "plugins/node_scores/node_scores.h"
-
 #include <memory>
 #include <utility>
 #include <vector>
@@ -15,8 +13,6 @@
 
 namespace gantry {
 namespace {
-
-bool availability_nothing_releasing = true;
 
 // Whether node n has no releasing resources at all (every field 0). FitsIdle and
 // FitsIdleOrReleasing differ only in adding these to the idle resources field by field
@@ -42,7 +38,7 @@ class NodeAvailabilityPlugin : public Plugin {
              [](const Session& s, PodId p, std::span<std::pair<double, NodeId>> scored) {
                // (A ranking scores the nodes the pod fits on idle + releasing resources, the
                // batch function's contract: it fits idle on those with nothing releasing.)
-               const bool shortcut = availability_nothing_releasing;
+               const bool shortcut = s.params().availability_nothing_releasing;
                for (auto& [score, n] : scored) {
                  const bool idle = (shortcut && NothingReleasingOnNode(s, n)) || s.FitsIdle(p, n);
                  score += idle ? scores::kAvailability : 0.0;
@@ -106,9 +102,6 @@ class NominatedNodePlugin : public Plugin {
 };
 
 }  // namespace
-
-void SetAvailabilityNothingReleasing(bool on) { availability_nothing_releasing = on; }
-bool AvailabilityNothingReleasing() { return availability_nothing_releasing; }
 
 void RegisterNodeScorePlugins(PluginRegistry& r) {
   r.Register("nodeavailability", plugin_util::NoArguments<NodeAvailabilityPlugin>());
