@@ -117,9 +117,9 @@ stage_e2e_tools() {
     echo "go is not installed: the e2e tests are not registered (see tests/CMakeLists.txt)"
     return 0
   fi
-  with_progress "Go test driver (test/e2e/run.sh build)" bash test/e2e/run.sh build >/dev/null
-  with_progress "kube-apiserver and etcd (test/e2e/control-plane.sh build)" \
-    bash test/e2e/control-plane.sh build >/dev/null
+  with_progress "Go test driver (tests/e2e/run.sh build)" bash tests/e2e/run.sh build >/dev/null
+  with_progress "kube-apiserver and etcd (tests/e2e/control-plane.sh build)" \
+    bash tests/e2e/control-plane.sh build >/dev/null
 }
 
 stage_tests() {
