@@ -382,9 +382,19 @@ func TestLiveNodeGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("binder gave up %s after it started", time.Since(start).Round(time.Millisecond))
-	events, err := admin.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
-		FieldSelector: "involvedObject.name=" + pods[0] + ",reason=BindingError"})
-	if err != nil {
+	// The binder posts its events best effort, beside the status writes: the last one may arrive
+	// after the request is marked Failed, so the count is read once it stops growing short.
+	var events *corev1.EventList
+	err = harness.Poll(ctx, 15*time.Second, "the BindingError events", func(ctx context.Context) (bool, error) {
+		list, err := admin.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
+			FieldSelector: "involvedObject.name=" + pods[0] + ",reason=BindingError"})
+		if err != nil {
+			return false, err
+		}
+		events = list
+		return int64(len(list.Items)) >= backoff+1, nil
+	})
+	if err != nil && events == nil {
 		t.Fatal(err)
 	}
 	if int64(len(events.Items)) != backoff+1 {
