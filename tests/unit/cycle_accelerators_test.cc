@@ -21,16 +21,6 @@ namespace {
 using differential::CycleDecisions;
 using differential::ShapeCase;
 
-std::string WriteCase(const std::string& tag, const ShapeCase& k,
-                      bench::ClusterGenSummary& summary) {
-  if (std::string(k.shape) != "mixed") return differential::WriteShapeCluster(tag, k, summary);
-  bench::ClusterGenOptions options;
-  options.nodes = k.nodes;
-  options.seed = k.seed;
-  options.mixed = true;
-  return differential::WriteCluster(tag + "-mixed", options, summary);
-}
-
 void ExpectSameCycle(const CycleDecisions& on, const CycleDecisions& off) {
   EXPECT_EQ(on.digest, off.digest);
   EXPECT_EQ(on.evictions, off.evictions);
@@ -47,7 +37,7 @@ class ResourceTypeNodeFlagsTest : public ::testing::TestWithParam<ShapeCase> {};
 TEST_P(ResourceTypeNodeFlagsTest, SameDecisionsAsTheLabelLookup) {
   const ShapeCase& k = GetParam();
   bench::ClusterGenSummary summary;
-  const std::string file = WriteCase("resourcetype-flags", k, summary);
+  const std::string file = differential::WriteShapeCluster("resourcetype-flags", k, summary);
   if (std::string(k.shape) == "mixed") {
     ASSERT_GT(summary.cpu_only_pods, 0);
   }
@@ -77,7 +67,7 @@ class TopologyFilterSortedTest : public ::testing::TestWithParam<ShapeCase> {};
 TEST_P(TopologyFilterSortedTest, SameDecisionsAsSortingPerScenario) {
   const ShapeCase& k = GetParam();
   bench::ClusterGenSummary summary;
-  const std::string file = WriteCase("topology-filter", k, summary);
+  const std::string file = differential::WriteShapeCluster("topology-filter", k, summary);
   if (std::string(k.shape) != "mixed") {
     ASSERT_GT(summary.constrained_jobs, 0);
   }

@@ -107,8 +107,9 @@ inline std::string ShapeCaseName(const ::testing::TestParamInfo<ShapeCase>& p) {
          std::to_string(p.param.seed);
 }
 
-// The generated cluster of a case's shape: "busy" (the busy shared cluster), "topology"
-// (topology-constrained gangs), "sharing" (those and 30% fractional pods), else the default one.
+// The generated cluster of a case's shape, as gantry-bench's --shape names it: "busy" (the busy
+// shared cluster), "mixed", "topology" (topology-constrained gangs), "sharing" (those and 30%
+// fractional pods), "fractional" (80% fractional pods), else the default one.
 // Written as WriteCluster does, under `tag` and the shape.
 inline std::string WriteShapeCluster(const std::string& tag, const ShapeCase& k,
                                      bench::ClusterGenSummary& summary) {
@@ -117,8 +118,10 @@ inline std::string WriteShapeCluster(const std::string& tag, const ShapeCase& k,
   options.nodes = k.nodes;
   options.seed = k.seed;
   options.busy_shared = shape == "busy";
+  options.mixed = shape == "mixed";
   options.topology = shape == "topology" || shape == "sharing";
   if (shape == "sharing") options.fractional_share = 0.3;
+  if (shape == "fractional") options.fractional_share = 0.8;
   return WriteCluster(tag + "-" + shape, options, summary);
 }
 

@@ -30,19 +30,6 @@ CycleDecisions AvailabilityCycle(const std::string& file, bool on, bool shortcut
   });
 }
 
-// The generated cluster of a case: WriteShapeCluster's shapes, and "fractional" (80% of the pods
-// ask for a fraction of a GPU, as gantry-bench --shape fractional).
-std::string WriteAvailabilityCluster(const ShapeCase& k, bench::ClusterGenSummary& summary) {
-  if (std::string(k.shape) != "fractional") {
-    return differential::WriteShapeCluster("availability", k, summary);
-  }
-  bench::ClusterGenOptions options;
-  options.nodes = k.nodes;
-  options.seed = k.seed;
-  options.fractional_share = 0.8;
-  return differential::WriteCluster("availability-fractional", options, summary);
-}
-
 // (The fractional shape evicts from 96 nodes on with seed 1 and at 160 with seed 2; smaller ones
 // still search victims, and rank shared-GPU victims in their simulations, without a solution.)
 std::vector<ShapeCase> AvailabilityCases() {
@@ -64,7 +51,7 @@ class AvailabilityReleasingTest : public ::testing::TestWithParam<ShapeCase> {};
 TEST_P(AvailabilityReleasingTest, SameDecisionsWithAndWithoutTheShortcut) {
   const ShapeCase& k = GetParam();
   bench::ClusterGenSummary summary;
-  const std::string file = WriteAvailabilityCluster(k, summary);
+  const std::string file = differential::WriteShapeCluster("availability", k, summary);
   const CycleDecisions on = AvailabilityCycle(file, true, true);
   const CycleDecisions off = AvailabilityCycle(file, false, true);
   EXPECT_EQ(on.digest, off.digest);
@@ -89,7 +76,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AvailabilityReleasingTest,
 // nodes with releasing resources and nodes without meet in one ranking.
 TEST(AvailabilityReleasingCoverage, FractionalCyclesEvictAndPipeline) {
   bench::ClusterGenSummary summary;
-  const std::string file = WriteAvailabilityCluster({"fractional", 96, 1, false}, summary);
+  const std::string file =
+      differential::WriteShapeCluster("availability", {"fractional", 96, 1, false}, summary);
   const CycleDecisions on = AvailabilityCycle(file, true, true);
   EXPECT_GT(on.evictions.size(), 0u);
   EXPECT_GT(on.pipelined.size(), 0u);
