@@ -149,8 +149,8 @@ TEST(RepeatedNodesCoverage, TheRuleSkipsSimulations) {
   uint64_t skipped = 0;
   for (uint64_t seed = 1; seed <= 2; ++seed) {
     bench::ClusterGenSummary summary;
-    const std::string file =
-        differential::WriteShapeCluster("repeated-nodes-coverage", {"topology", 160, seed}, summary);
+    const std::string file = differential::WriteShapeCluster("repeated-nodes-coverage",
+                                                             {"topology", 160, seed}, summary);
     skipped += RepeatedNodes(RepeatedNodesCycle(file, differential::SearchMode::kRuleOn));
     std::filesystem::remove(file);
   }
