@@ -2,7 +2,7 @@
 //
 //   gantry-bench [--nodes 100,1000,5000] [--runs 7] [--keep DIR] [--no-predicates]
 //                [--only load|snapshot|allocate|cycle] [--seed N] [--shape NAME]
-//                [--search-budget-hours H] [--victim-search-v017]
+//                [--search-budget-hours H] [--victim-search-v017] [--no-repeated-nodes]
 //
 // `--shape NAME` picks one cluster shape of the benchmark family (README.md, "The shapes"):
 // default, sharing (30% fractional pods and topology-constrained gangs; `--variant sharing` is
@@ -37,6 +37,7 @@
 
 #include "actions/allocate/allocate.h"
 #include "actions/victim_search/solver.h"
+#include "actions/victim_search/stats.h"
 #include "cache/watch_cache.h"
 #include "cluster_gen.h"
 #include "framework/session.h"
@@ -102,6 +103,7 @@ struct Args {
   // generators) set to this many hours instead of KAI's defaults (5, 4 and 2.5 minutes).
   std::optional<int> search_budget_hours;
   bool victim_search_v017 = false;
+  bool repeated_nodes = true;  // the victim search's repeated-nodes rule (repeated_nodes.h)
   // `--only watch-cache`: what the cache keeps of each object (cache::Hold).
   bool watch_cache_whole = false;
 };
@@ -166,6 +168,9 @@ void Usage(FILE* out) {
                "  --victim-search-v017\n"
                "                   the cycle searches victims as KAI v0.16+ does\n"
                "                   (docs/victim-search-v0.17.md; no accelerators yet)\n"
+               "  --no-repeated-nodes\n"
+               "                   the victim search simulates every node of a scenario, also\n"
+               "                   those repeating a failed one (the rule's reference path)\n"
                "  --watch-cache-hold read-fields|whole\n"
                "                   what `--only watch-cache`'s cache keeps of each object\n"
                "                   beside its record (default: the fields read back)\n");
@@ -248,6 +253,8 @@ std::optional<Args> ParseArgs(int argc, char** argv) {
       a.seed = static_cast<uint64_t>(n);
     } else if (arg == "--victim-search-v017") {
       a.victim_search_v017 = true;
+    } else if (arg == "--no-repeated-nodes") {
+      a.repeated_nodes = false;
     } else if (arg == "--search-budget-hours") {
       long long n = 0;
       if (!value(v) || !ParseInt(v, 1, n) || n > 1000) {
@@ -460,6 +467,7 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
     gantry::SchedulerConfig full = sc.config;
     full.actions = gantry::SchedulerConfig::Default().actions;
     full.params.victim_search_v017 = args.victim_search_v017;
+    gantry::SetRepeatedNodesRule(args.repeated_nodes);  // (the cycle runs on this thread)
     if (args.search_budget_hours) {
       // (Long but finite: the search reads its clock as it does with the default budgets.)
       const int64_t ns = int64_t{*args.search_budget_hours} * 3600 * 1'000'000'000;
@@ -583,7 +591,8 @@ int main(int argc, char** argv) {
         if (st.jobs == 0) continue;
         std::printf(
             "# nodes=%d victim search %s: jobs %llu solved %llu | prefixes %llu scenarios %llu | "
-            "pre-checked %llu [%llu per domain] proven unsolvable %llu simulated %llu (not placed "
+            "pre-checked %llu [%llu per domain] proven unsolvable %llu repeated nodes %llu "
+            "simulated %llu (not placed "
             "%llu, rejected "
             "%llu [%llu proven early], "
             "accepted %llu) | idle queues left out %llu | by acting runs %llu | "
@@ -595,6 +604,7 @@ int main(int argc, char** argv) {
             static_cast<unsigned long long>(st.precheck),
             static_cast<unsigned long long>(st.precheck_domain),
             static_cast<unsigned long long>(st.proven_before),
+            static_cast<unsigned long long>(st.repeated_nodes),
             static_cast<unsigned long long>(st.simulations),
             static_cast<unsigned long long>(st.not_placed),
             static_cast<unsigned long long>(st.rejected),

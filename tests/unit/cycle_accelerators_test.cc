@@ -7,6 +7,9 @@
 // - SchedulerParams::topology_filter_sorted: the victim search's topology filter keeps the domain
 //   capacities sorted as victims raise them (off: copied and sorted per scenario). Its answers
 //   must be the same, so the searches pass the same number of scenarios through the filters.
+// - SetRepeatedNodesRule (victim_search/stats.h): the victim search skips a scenario's node whose
+//   potential victims are an earlier failed node's (victim_search/repeated_nodes.h; off: every
+//   node simulated). Also compared with the plain search on the smaller clusters.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -92,6 +95,67 @@ std::vector<ShapeCase> TopologyFilterCases() {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, TopologyFilterSortedTest,
                          ::testing::ValuesIn(TopologyFilterCases()), differential::ShapeCaseName);
+
+class RepeatedNodesTest : public ::testing::TestWithParam<ShapeCase> {};
+
+uint64_t RepeatedNodes(const CycleDecisions& d) {
+  return differential::SumOverActions(d.solver_stats, &SolverActionStats::repeated_nodes);
+}
+
+// One cycle with the rule on or off (the other shortcuts on), or the plain search.
+CycleDecisions RepeatedNodesCycle(const std::string& file, differential::SearchMode mode) {
+  SetRepeatedNodesRule(mode == differential::SearchMode::kRuleOn);
+  CycleDecisions d = differential::RunCycle(file, [mode](SchedulerParams& params) {
+    params.solver_shortcuts = mode != differential::SearchMode::kPlain;
+  });
+  SetRepeatedNodesRule(true);
+  return d;
+}
+
+TEST_P(RepeatedNodesTest, SameDecisionsAsSimulatingEveryNode) {
+  const ShapeCase& k = GetParam();
+  bench::ClusterGenSummary summary;
+  const std::string file = differential::WriteShapeCluster("repeated-nodes", k, summary);
+  const CycleDecisions on = RepeatedNodesCycle(file, differential::SearchMode::kRuleOn);
+  const CycleDecisions off = RepeatedNodesCycle(file, differential::SearchMode::kRuleOff);
+  ExpectSameCycle(on, off);
+  EXPECT_EQ(RepeatedNodes(off), 0u);
+  if (k.plain) {
+    const CycleDecisions plain = RepeatedNodesCycle(file, differential::SearchMode::kPlain);
+    EXPECT_EQ(on.digest, plain.digest);
+    EXPECT_EQ(on.evictions, plain.evictions);
+    EXPECT_EQ(on.pipelined, plain.pipelined);
+  }
+  std::filesystem::remove(file);
+}
+
+std::vector<ShapeCase> RepeatedNodesCases() {
+  std::vector<ShapeCase> cases;
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    cases.push_back({"topology", 64, seed, true});
+    cases.push_back({"topology", 160, seed, false});
+    cases.push_back({"sharing", 64, seed, true});
+  }
+  for (uint64_t seed = 1; seed <= 2; ++seed) cases.push_back({"mixed", 120, seed, false});
+  cases.push_back({"default", 64, 1, true});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, RepeatedNodesTest, ::testing::ValuesIn(RepeatedNodesCases()),
+                         differential::ShapeCaseName);
+
+// The rule must act on such clusters, else the comparisons above would not cover it.
+TEST(RepeatedNodesCoverage, TheRuleSkipsSimulations) {
+  uint64_t skipped = 0;
+  for (uint64_t seed = 1; seed <= 2; ++seed) {
+    bench::ClusterGenSummary summary;
+    const std::string file = differential::WriteShapeCluster("repeated-nodes-coverage",
+                                                             {"topology", 160, seed}, summary);
+    skipped += RepeatedNodes(RepeatedNodesCycle(file, differential::SearchMode::kRuleOn));
+    std::filesystem::remove(file);
+  }
+  EXPECT_GT(skipped, 0u);
+}
 
 }  // namespace
 }  // namespace gantry

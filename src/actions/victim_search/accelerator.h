@@ -16,6 +16,8 @@
 // - the simulations' job order from a base (simulation_order.h): SimulationOrder, NotePopped,
 //   OnlyPendingJobsLeft; without its idle leaf queues (idle_queues.h): SimulationOrder; its
 //   acting entries without popping the pending ones (acting_runs.h): StartActingRuns, NextActing;
+// - a node's simulation repeating a failed one of the same scenario (repeated_nodes.h):
+//   StartNodes, RepeatsFailedNode, NodeFailed;
 // - counters (stats.h): every point.
 #pragma once
 
@@ -31,6 +33,7 @@
 #include "actions/victim_search/kept_base.h"
 #include "actions/victim_search/pop_replay.h"
 #include "actions/victim_search/rejection_proofs.h"
+#include "actions/victim_search/repeated_nodes.h"
 #include "actions/victim_search/scenario.h"
 #include "actions/victim_search/search_state.h"
 #include "actions/victim_search/simulation_order.h"
@@ -60,6 +63,7 @@ class SearchAccelerator final : public RejectionProofs {
       kept_base_ = std::make_unique<KeptEvictionBase>(std::move(new_statement));
     }
     domain_.StartSearch(ssn_, job_);
+    repeated_.StartSearch(ssn_);
   }
   ~SearchAccelerator() { ssn_.SetNodeChangeLog(nullptr); }
   SearchAccelerator(const SearchAccelerator&) = delete;
@@ -127,6 +131,18 @@ class SearchAccelerator final : public RejectionProofs {
     // (A rejected scenario keeps the nodes its evictions made feasible: counted again.)
     if (!domain_.BaseCovers(feasible_list_)) domain_.CountBase(ssn_, feasible_list_);
   }
+
+  // A scenario's loop over the nodes of its latest victim job starts.
+  void StartNodes() { repeated_.StartScenario(); }
+  // Whether `node`'s simulation would end as an earlier failed node's of the scenario (kFailed):
+  // then it is skipped without evicting (see repeated_nodes.h).
+  bool RepeatsFailedNode(const Scenario& scenario, NodeId node) {
+    if (!repeated_.Repeats(scenario, node)) return false;
+    ++stats_->repeated_nodes;
+    return true;
+  }
+  // `node`'s simulation ended kFailed, or was skipped as such before evicting.
+  void NodeFailed(const Scenario& scenario, NodeId node) { repeated_.NoteFailed(scenario, node); }
 
   // Whether every node of `nodes` (the latest victim job's) is unsolvable without simulating
   // (see rejection_proofs.h). `evict(node, potential, added)` and `undo(cp, added)` are the
@@ -419,6 +435,7 @@ class SearchAccelerator final : public RejectionProofs {
   bool proven_ = false;
   bool unsolvable_ = false;
   bool victims_need_gpus_ = true;
+  RepeatedNodes repeated_;  // the scenario's failed nodes (repeated_nodes.h)
 };
 
 }  // namespace gantry::victim_search

@@ -195,6 +195,11 @@ class Scenario {
     }
   }
 
+  // The jobs with potential victims on `node`, in the order VictimTasksFromNode lists their tasks.
+  std::span<const JobId> JobsOnNode(NodeId node) const {
+    return index_.jobs_by_node[ScenarioIndex::NodeSlot(node)];
+  }
+
   // Every group's pods in order, the recorded victims' first (a pod's place here is its slot).
   std::span<const PodId> group_pods() const { return group_pods_; }
   // Calls f(slot) for every task VictimTasksFromNode(node) lists, in that order.

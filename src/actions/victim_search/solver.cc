@@ -451,11 +451,17 @@ class Solver {
       stmt.Rollback(base);
       return false;
     }
+    if (accel_) accel_->StartNodes();
     for (size_t ni = 0; ni < nodes.size(); ++ni) {
       const NodeId node = nodes[ni];
+      // (Accelerated: a node that would repeat a failed node's simulation fails the same way.)
+      if (accel_ && accel_->RepeatsFailedNode(scenario, node)) continue;
       const auto cp = stmt.checkpoint();
       const bool last = ni + 1 == nodes.size();
-      if (!EvictNodeVictims(scenario, stmt, node, potential, added, /*may_prove=*/last)) continue;
+      if (!EvictNodeVictims(scenario, stmt, node, potential, added, /*may_prove=*/last)) {
+        if (accel_) accel_->NodeFailed(scenario, node);
+        continue;
+      }
       // On the last node kFailed and kRejected both end the scenario unsolved (they differ only
       // in the nodes added to the feasible ones, which kRejected keeps, as KAI does).
       const bool may_skip = last && accel_ && accel_->MaySkip(added);
@@ -466,6 +472,7 @@ class Solver {
         return false;
       }
       UndoNodeVictims(stmt, cp, added);
+      if (accel_ && o == Outcome::kFailed) accel_->NodeFailed(scenario, node);
     }
     stmt.Rollback(base);
     return false;

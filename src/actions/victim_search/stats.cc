@@ -6,6 +6,7 @@ namespace {
 thread_local SolverStats g_stats;
 thread_local bool g_verify_proofs = false;
 thread_local uint64_t g_proof_violations = 0;
+thread_local bool g_repeated_nodes_rule = true;
 }  // namespace
 
 SearchRecord::SearchRecord(EvictionAction action, JobId job)
@@ -31,6 +32,8 @@ void SearchRecord::Finish(bool solved) {
 void SetVerifyRejectionProofs(bool verify) { g_verify_proofs = verify; }
 bool VerifyingRejectionProofs() { return g_verify_proofs; }
 void NoteRejectionProofViolation() { ++g_proof_violations; }
+void SetRepeatedNodesRule(bool on) { g_repeated_nodes_rule = on; }
+bool RepeatedNodesRule() { return g_repeated_nodes_rule; }
 uint64_t RejectionProofViolations() { return g_proof_violations; }
 
 const SolverStats& GetSolverStats() { return g_stats; }

@@ -22,6 +22,8 @@ struct SolverActionStats {
   uint64_t precheck = 0;         // simulations skipped by the capacity pre-check (per node or not)
   uint64_t precheck_domain = 0;  // of which by the pre-check per topology domain (before
                                  // evicting or once evicted; domain_precheck.h)
+  uint64_t repeated_nodes = 0;   // node simulations skipped as the repeat of an earlier failed
+                                 // node's of the same scenario (repeated_nodes.h)
   uint64_t simulations = 0;      // placements simulated (AllocatePreemptorAndVictims)
   uint64_t idle_queues = 0;      // leaf queues left out of the simulations' job orders, idle
                                  // from the start or from the pop of their last acting entry
@@ -76,6 +78,12 @@ class SearchRecord {
 // instead, and the validator is asked; the outcomes it accepts count as proof violations.
 void SetVerifyRejectionProofs(bool verify);
 uint64_t RejectionProofViolations();
+// The victim search's rule for a scenario's nodes that repeat a failed one (repeated_nodes.h):
+// on unless switched off for the calling thread, which only its differential test does (the
+// reference path: every node simulated). A switch of the thread rather than a SchedulerParams
+// field, as the verify mode above.
+void SetRepeatedNodesRule(bool on);
+bool RepeatedNodesRule();
 // (For the accelerators: whether the verify mode is on, and one violation seen.)
 bool VerifyingRejectionProofs();
 void NoteRejectionProofViolation();
