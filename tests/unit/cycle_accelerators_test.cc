@@ -7,6 +7,10 @@
 // - SchedulerParams::topology_filter_sorted: the victim search's topology filter keeps the domain
 //   capacities sorted as victims raise them (off: copied and sorted per scenario). Its answers
 //   must be the same, so the searches pass the same number of scenarios through the filters.
+// - SchedulerParams::class_ranking_per_pod: node classes decided per pod, so that pods outside
+//   the topology plugin's constrained sub-groups rank by class in a cluster with a Topology (off:
+//   no pod ranks by class there). The topology and mixed shapes have constrained gangs with and
+//   without a preferred level beside unconstrained pods; the default shape has no Topology.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -92,6 +96,48 @@ std::vector<ShapeCase> TopologyFilterCases() {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, TopologyFilterSortedTest,
                          ::testing::ValuesIn(TopologyFilterCases()), differential::ShapeCaseName);
+
+class ClassRankingPerPodTest : public ::testing::TestWithParam<ShapeCase> {};
+
+TEST_P(ClassRankingPerPodTest, SameDecisionsAsClassesForTheWholeSession) {
+  const ShapeCase& k = GetParam();
+  bench::ClusterGenSummary summary;
+  const std::string file = differential::WriteShapeCluster("class-per-pod", k, summary);
+  const bool topology = std::string(k.shape) != "default";
+  if (topology) {
+    ASSERT_GT(summary.constrained_jobs, 0);
+  }
+  auto run = [&file](bool per_pod) {
+    return differential::RunCycle(
+        file, [per_pod](SchedulerParams& params) { params.class_ranking_per_pod = per_pod; });
+  };
+  const CycleDecisions on = run(true);
+  const CycleDecisions off = run(false);
+  ExpectSameCycle(on, off);
+  // Not vacuous: with a Topology only the per-pod decision ranks anything by class.
+  EXPECT_GT(on.session_stats.rankings_by_class, 0);
+  if (topology) {
+    EXPECT_EQ(off.session_stats.rankings_by_class, 0);
+    EXPECT_GT(on.session_stats.rankings_per_node, 0);  // the constrained gangs' pods
+  }
+  std::filesystem::remove(file);
+}
+
+std::vector<ShapeCase> ClassRankingCases() {
+  std::vector<ShapeCase> cases;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    cases.push_back({"topology", 64, seed});
+    cases.push_back({"topology", 160, seed});
+    cases.push_back({"mixed", 48, seed});
+    cases.push_back({"mixed", 120, seed});
+  }
+  cases.push_back({"sharing", 64, 1});
+  cases.push_back({"default", 64, 1});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, ClassRankingPerPodTest, ::testing::ValuesIn(ClassRankingCases()),
+                         differential::ShapeCaseName);
 
 }  // namespace
 }  // namespace gantry
