@@ -81,6 +81,11 @@ struct SchedulerParams {
   // session from ranking by class, the reference for the differential test
   // (cycle_accelerators_test.cc).
   bool class_ranking_per_pod = true;
+  // A ranking of a shared-GPU pod skips, before asking SharedFits, the nodes with less than one
+  // GPU neither allocated nor releasing and no shared device (nothing there for the pod's
+  // devices). Off: SharedFits asked on every candidate, the reference for the differential test
+  // (cycle_accelerators_test.cc).
+  bool shared_fit_skip_full_nodes = true;
 };
 
 // KAI's `usageDBConfig`: where the scheduler reads the queues' historical usage (time-based

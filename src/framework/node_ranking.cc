@@ -289,9 +289,13 @@ void Session::RankPerNode(PodId p, std::span<const NodeId> candidates, bool reco
   // FitsIdleOrReleasing, with what depends only on the pod read once.
   const Resources footprint = pod.dra_gpus > 0 ? NodeFootprint(pod) : pod.request;
   const int num_scalars = cluster_.resource_names.size();
+  // A shared-GPU pod cannot fit a node with no whole GPU left (fewer than one neither allocated
+  // nor releasing) and no shared device: SharedFits would say no (FitsDevices).
+  const bool skip_full = shared && params().shared_fit_skip_full_nodes;
   ranking_.fitting.clear();
   for (NodeId n : candidates) {
     if (non_allocated_gpus_[n] < need_gpus) continue;
+    if (skip_full && non_allocated_gpus_[n] < 1 && shared_[n].empty()) continue;
     ++stats_.nodes_checked;
     const NodeState& ns = nodes_[n];
     if (shared ? SharedFits(p, n, /*with_releasing=*/true)

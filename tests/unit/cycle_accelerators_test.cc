@@ -11,6 +11,8 @@
 //   the topology plugin's constrained sub-groups rank by class in a cluster with a Topology (off:
 //   no pod ranks by class there). The topology and mixed shapes have constrained gangs with and
 //   without a preferred level beside unconstrained pods; the default shape has no Topology.
+// - SchedulerParams::shared_fit_skip_full_nodes: a shared-GPU pod's ranking skips the nodes with
+//   no whole GPU left and no shared device before SharedFits (off: SharedFits on every node).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -137,6 +139,39 @@ std::vector<ShapeCase> ClassRankingCases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, ClassRankingPerPodTest, ::testing::ValuesIn(ClassRankingCases()),
+                         differential::ShapeCaseName);
+
+class SharedFitSkipTest : public ::testing::TestWithParam<ShapeCase> {};
+
+TEST_P(SharedFitSkipTest, SameDecisionsAsSharedFitsOnEveryNode) {
+  const ShapeCase& k = GetParam();
+  bench::ClusterGenSummary summary;
+  const std::string file = differential::WriteShapeCluster("shared-fit-skip", k, summary);
+  ASSERT_GT(summary.fractional_pods, 0);
+  auto run = [&file](bool skip) {
+    return differential::RunCycle(
+        file, [skip](SchedulerParams& params) { params.shared_fit_skip_full_nodes = skip; });
+  };
+  const CycleDecisions on = run(true);
+  const CycleDecisions off = run(false);
+  ExpectSameCycle(on, off);
+  // Not vacuous: nodes were skipped (fewer feasibility checks).
+  EXPECT_LT(on.session_stats.nodes_checked, off.session_stats.nodes_checked);
+  std::filesystem::remove(file);
+}
+
+std::vector<ShapeCase> SharedFitSkipCases() {
+  std::vector<ShapeCase> cases;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    cases.push_back({"fractional", 64, seed});
+    cases.push_back({"sharing", 64, seed});
+    cases.push_back({"mixed", 48, seed});
+    cases.push_back({"mixed", 120, seed});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, SharedFitSkipTest, ::testing::ValuesIn(SharedFitSkipCases()),
                          differential::ShapeCaseName);
 
 }  // namespace
