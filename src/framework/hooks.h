@@ -180,7 +180,8 @@ struct PredicateOptions {
 struct NodeOrderOptions {
   // The function is only called for pods this says yes to (it scores 0 for the others). A
   // function that depends on more than the node's shape and state (kAnything) but has this
-  // filter keeps node classes only from the pods it scores (SchedulerParams::class_ranking_per_pod).
+  // filter keeps node classes only from the pods it scores
+  // (SchedulerParams::class_ranking_per_pod).
   PodSpecFilter scores_pod = nullptr;
   // Rankings score their fitting nodes with it (one call instead of one per node).
   NodeOrderBatchFn batch = nullptr;
@@ -447,7 +448,7 @@ class SessionHooks {
   std::vector<PodSpecFilter> beyond_shape_filters_;
   std::vector<NodePreOrderFn> node_pre_order_fns_;
   std::vector<NodeOrderFn> node_order_fns_;
-  std::vector<PodSpecFilter> node_order_filters_;  // per node_order_fns_ entry, or null
+  std::vector<PodSpecFilter> node_order_filters_;       // per node_order_fns_ entry, or null
   std::vector<NodeOrderBatchFn> node_order_batch_fns_;  // per node_order_fns_ entry, or null
   std::vector<PrePredicateFn> pre_predicate_fns_;
   std::vector<PredicateFn> predicate_fns_;

