@@ -451,6 +451,13 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
       if (r == 0) {
         result.binds = binds;
         result.pipelined = pipelined;
+        const gantry::SessionStats& st = ctx.session->stats();
+        std::printf(
+            "# nodes=%d: allocate ranked %lld pods by node class, %lld node by node (%lld node "
+            "checks); node classes %s, %zu at the end\n",
+            nodes, static_cast<long long>(st.rankings_by_class),
+            static_cast<long long>(st.rankings_per_node), static_cast<long long>(st.nodes_checked),
+            ctx.session->NodeClassesEnabled() ? "kept" : "off", ctx.session->NodeClassCount());
       }
       scheduler.CloseSession(*ctx.session);
     }

@@ -74,6 +74,18 @@ struct SchedulerParams {
   // nodes it scores already fit idle + releasing). Off: FitsIdle asked on every scored node, the
   // reference for the differential test (node_availability_releasing_test.cc).
   bool availability_nothing_releasing = true;
+  // Node classes decided per pod: a node callback that depends on more than the node's shape and
+  // state (the topology plugin's preferred-level score and node subsets) but names the pods it
+  // applies to (a pod filter) keeps from ranking by class only those pods, and the classes are
+  // kept whenever the other callbacks allow it. Off: any such callback keeps every pod of the
+  // session from ranking by class, the reference for the differential test
+  // (cycle_accelerators_test.cc).
+  bool class_ranking_per_pod = true;
+  // A ranking of a shared-GPU pod skips, before asking SharedFits, the nodes with less than one
+  // GPU neither allocated nor releasing and no shared device (nothing there for the pod's
+  // devices). Off: SharedFits asked on every candidate, the reference for the differential test
+  // (cycle_accelerators_test.cc).
+  bool shared_fit_skip_full_nodes = true;
 };
 
 // KAI's `usageDBConfig`: where the scheduler reads the queues' historical usage (time-based

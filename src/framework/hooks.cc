@@ -8,6 +8,14 @@ namespace gantry {
 const Session& SessionHooks::session() const { return static_cast<const Session&>(*this); }
 Session& SessionHooks::session() { return static_cast<Session&>(*this); }
 
+bool SessionHooks::NodeCallbackAppliesBeyondShape(const Pod& pod) const {
+  const Cluster& c = session().cluster();
+  for (PodSpecFilter f : beyond_shape_filters_) {
+    if (f(c, pod)) return true;
+  }
+  return false;
+}
+
 // --- Registration ------------------------------------------------------------------------------
 
 void SessionHooks::AddJobOrderFn(JobOrderFn fn, bool own_pods_only) {
@@ -50,7 +58,7 @@ void SessionHooks::AddNodePreOrderFn(NodePreOrderFn fn, NodeDependence depends_o
 
 void SessionHooks::AddNodeOrderFn(NodeOrderFn fn, NodeOrderOptions options) {
   if (Disabled("node_order")) return;
-  NoteNodeCallback(options.depends_on);
+  NoteNodeCallback(options.depends_on, options.scores_pod);
   node_order_fns_.push_back(std::move(fn));
   node_order_filters_.push_back(options.scores_pod);
   node_order_batch_fns_.push_back(std::move(options.batch));
@@ -72,8 +80,9 @@ void SessionHooks::AddGpuOrderFn(GpuOrderFn fn, NodeDependence depends_on) {
   gpu_order_fns_.push_back(std::move(fn));
 }
 
-void SessionHooks::AddSubsetNodesFn(SubsetNodesFn fn, NodeDependence depends_on) {
-  NoteNodeCallback(depends_on);
+void SessionHooks::AddSubsetNodesFn(SubsetNodesFn fn, NodeDependence depends_on,
+                                    PodSpecFilter subsets_pod) {
+  NoteNodeCallback(depends_on, subsets_pod);
   subset_nodes_fns_.push_back(std::move(fn));
 }
 

@@ -151,8 +151,10 @@ using NodeOrderFn = std::function<double(const Session&, PodId, NodeId)>;
 // the entry's score (first). Given with a NodeOrderFn, it must add exactly what that returns.
 using NodeOrderBatchFn =
     std::function<void(const Session&, PodId, std::span<std::pair<double, NodeId>>)>;
-// Whether a node-order function can score anything but 0 for a pod, by the pod's spec alone.
-using NodeOrderPodFilter = bool (*)(const Pod&);
+// Whether a callback applies to a pod at all (a node-order function can score anything but 0 for
+// it, a subset-node function can split its candidates), by the specs alone: the pod's, its job's
+// and sub-groups' (fixed for the session).
+using PodSpecFilter = bool (*)(const Cluster&, const Pod&);
 // Returns an error message when the pod cannot be scheduled anywhere.
 using PrePredicateFn = std::function<std::optional<std::string>(Session&, PodId)>;
 // Returns a short reason when the pod cannot go on the node.
@@ -176,8 +178,11 @@ struct PredicateOptions {
   NodeDependence depends_on = NodeDependence::kAnything;
 };
 struct NodeOrderOptions {
-  // The function is only called for pods this says yes to (it scores 0 for the others).
-  NodeOrderPodFilter scores_pod = nullptr;
+  // The function is only called for pods this says yes to (it scores 0 for the others). A
+  // function that depends on more than the node's shape and state (kAnything) but has this
+  // filter keeps node classes only from the pods it scores
+  // (SchedulerParams::class_ranking_per_pod).
+  PodSpecFilter scores_pod = nullptr;
   // Rankings score their fitting nodes with it (one call instead of one per node).
   NodeOrderBatchFn batch = nullptr;
   NodeDependence depends_on = NodeDependence::kAnything;
@@ -325,7 +330,10 @@ class SessionHooks {
   void AddPrePredicateFn(PrePredicateFn fn);
   void AddPredicateFn(PredicateFn fn, PredicateOptions options = {});
   void AddGpuOrderFn(GpuOrderFn fn, NodeDependence depends_on = NodeDependence::kAnything);
-  void AddSubsetNodesFn(SubsetNodesFn fn, NodeDependence depends_on = NodeDependence::kAnything);
+  // `subsets_pod` (optional): the pods whose candidates the function may split, those of the
+  // sub-groups it may answer for and of every sub-group below them (null: any pod).
+  void AddSubsetNodesFn(SubsetNodesFn fn, NodeDependence depends_on = NodeDependence::kAnything,
+                        PodSpecFilter subsets_pod = nullptr);
   void AddRequiredDomainsFn(RequiredDomainsFn fn);
   void AddPreJobAllocationFn(PreJobAllocationFn fn);
   void AddJobCapacityFn(JobCapacityFn fn);
@@ -353,6 +361,15 @@ class SessionHooks {
   bool QueueOrderTotalOnSiblings() const { return queue_order_total_on_siblings_; }
   // Whether every node callback registered depends only on the node's shape and state.
   bool NodeCallbacksDependOnlyOnShapeAndState() const { return node_fns_shape_and_state_only_; }
+  // The same for every callback but those with a pod filter (a node-order function's scores_pod,
+  // a subset-node function's subsets_pod): those that depend on more apply only to the pods
+  // their filters say yes to (NodeCallbackAppliesBeyondShape).
+  bool NodeCallbacksDependOnlyOnShapeAndStateUnlessFiltered() const {
+    return node_fns_shape_and_state_only_unless_filtered_;
+  }
+  // Whether some node callback that depends on more than the node's shape and state applies to
+  // the pod (by a filter of NodeCallbacksDependOnlyOnShapeAndStateUnlessFiltered's).
+  bool NodeCallbackAppliesBeyondShape(const Pod& pod) const;
   // Whether any reclaim victim filter is registered (without one, ReclaimVictimFilter accepts
   // every pair).
   bool HasReclaimVictimFilters() const { return !reclaim_victim_filter_fns_.empty(); }
@@ -399,9 +416,15 @@ class SessionHooks {
   // (The session this is part of.)
   const Session& session() const;
   Session& session();
-  void NoteNodeCallback(NodeDependence depends_on) {
-    node_fns_shape_and_state_only_ =
-        node_fns_shape_and_state_only_ && depends_on == NodeDependence::kShapeAndStateOnly;
+  void NoteNodeCallback(NodeDependence depends_on, PodSpecFilter applies_to = nullptr) {
+    const bool shape_only = depends_on == NodeDependence::kShapeAndStateOnly;
+    node_fns_shape_and_state_only_ = node_fns_shape_and_state_only_ && shape_only;
+    if (shape_only) return;
+    if (applies_to == nullptr) {
+      node_fns_shape_and_state_only_unless_filtered_ = false;
+    } else {
+      beyond_shape_filters_.push_back(applies_to);
+    }
   }
 
   const PluginConfig* opening_ = nullptr;  // configuration of the plugin being opened
@@ -420,9 +443,12 @@ class SessionHooks {
   QueueOrderKeyFn victim_queue_key_;     // the first queue order function's key, if given
   JobQueueOrderKeyFn job_queue_key_;     // its job-order key, if given
   bool node_fns_shape_and_state_only_ = true;
+  bool node_fns_shape_and_state_only_unless_filtered_ = true;
+  // The filters of the callbacks that depend on more than shape and state and have one.
+  std::vector<PodSpecFilter> beyond_shape_filters_;
   std::vector<NodePreOrderFn> node_pre_order_fns_;
   std::vector<NodeOrderFn> node_order_fns_;
-  std::vector<NodeOrderPodFilter> node_order_filters_;  // per node_order_fns_ entry, or null
+  std::vector<PodSpecFilter> node_order_filters_;       // per node_order_fns_ entry, or null
   std::vector<NodeOrderBatchFn> node_order_batch_fns_;  // per node_order_fns_ entry, or null
   std::vector<PrePredicateFn> pre_predicate_fns_;
   std::vector<PredicateFn> predicate_fns_;

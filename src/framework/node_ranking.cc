@@ -227,7 +227,7 @@ bool Session::PodRankableByClass(PodId p) const {
   return !pod.IsSharedGpu() && pod.claims.empty() && pod.dra_extended.empty() &&
          pod.node_selector.empty() && pod.required_node_affinity.empty() &&
          pod.host_ports.empty() && pod.pod_affinity.empty() && pod.pod_anti_affinity.empty() &&
-         pod.nominated_node == kNone;
+         pod.nominated_node == kNone && !NodeCallbackAppliesBeyondShape(pod);
 }
 
 void Session::BuildPodBriefs() const {
@@ -278,7 +278,9 @@ void Session::RankPerNode(PodId p, std::span<const NodeId> candidates, bool reco
   // (Functions that score 0 for this pod are left out: adding 0 changes no score.)
   ranking_.pod_order_fns.clear();
   for (size_t i = 0; i < node_order_fns_.size(); ++i) {
-    if (!node_order_filters_[i] || node_order_filters_[i](pod)) ranking_.pod_order_fns.push_back(i);
+    if (!node_order_filters_[i] || node_order_filters_[i](cluster_, pod)) {
+      ranking_.pod_order_fns.push_back(i);
+    }
   }
   // The checks of FittingNode and the scores, each stage for all candidates at once (batch
   // functions where given): a node passes the same checks in the same order, and its score is
@@ -289,9 +291,13 @@ void Session::RankPerNode(PodId p, std::span<const NodeId> candidates, bool reco
   // FitsIdleOrReleasing, with what depends only on the pod read once.
   const Resources footprint = pod.dra_gpus > 0 ? NodeFootprint(pod) : pod.request;
   const int num_scalars = cluster_.resource_names.size();
+  // A shared-GPU pod cannot fit a node with no whole GPU left (fewer than one neither allocated
+  // nor releasing) and no shared device: SharedFits would say no (FitsDevices).
+  const bool skip_full = shared && params().shared_fit_skip_full_nodes;
   ranking_.fitting.clear();
   for (NodeId n : candidates) {
     if (non_allocated_gpus_[n] < need_gpus) continue;
+    if (skip_full && non_allocated_gpus_[n] < 1 && shared_[n].empty()) continue;
     ++stats_.nodes_checked;
     const NodeState& ns = nodes_[n];
     if (shared ? SharedFits(p, n, /*with_releasing=*/true)

@@ -100,7 +100,10 @@ void Session::Open(std::span<Plugin* const> plugins, std::span<const PluginConfi
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   }
   opening_ = nullptr;
-  ranking_.classes_enabled = ranking_.classes_enabled && NodeCallbacksDependOnlyOnShapeAndState();
+  ranking_.classes_enabled =
+      ranking_.classes_enabled &&
+      (params().class_ranking_per_pod ? NodeCallbacksDependOnlyOnShapeAndStateUnlessFiltered()
+                                      : NodeCallbacksDependOnlyOnShapeAndState());
   SessionOpened();
 }
 

@@ -244,6 +244,12 @@ class Session : public SessionHooks, public SessionVersions, public SessionGpuDe
   const std::vector<EvictionDecision>& evictions() const { return evictions_; }
   const std::vector<PipelineDecision>& pipelined() const { return pipelined_; }
   const SessionStats& stats() const { return stats_; }
+  // Whether the session keeps classes of equivalent nodes (node_ranking.h), and how many are
+  // non-empty as of their last refresh (0 without classes).
+  bool NodeClassesEnabled() const { return ranking_.classes_enabled; }
+  size_t NodeClassCount() const {
+    return ranking_.classes_enabled ? ranking_.nonempty_classes.size() : 0;
+  }
 
   // --- What each action did (metrics) --------------------------------------------------------
   // Starts counting for `action` (Scheduler::RunActions calls it before each action); evictions

@@ -10,6 +10,12 @@
 // - SetRepeatedNodesRule (victim_search/stats.h): the victim search skips a scenario's node whose
 //   potential victims are an earlier failed node's (victim_search/repeated_nodes.h; off: every
 //   node simulated). Also compared with the plain search on the smaller clusters.
+// - SchedulerParams::class_ranking_per_pod: node classes decided per pod, so that pods outside
+//   the topology plugin's constrained sub-groups rank by class in a cluster with a Topology (off:
+//   no pod ranks by class there). The topology and mixed shapes have constrained gangs with and
+//   without a preferred level beside unconstrained pods; the default shape has no Topology.
+// - SchedulerParams::shared_fit_skip_full_nodes: a shared-GPU pod's ranking skips the nodes with
+//   no whole GPU left and no shared device before SharedFits (off: SharedFits on every node).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -156,6 +162,89 @@ TEST(RepeatedNodesCoverage, TheRuleSkipsSimulations) {
   }
   EXPECT_GT(skipped, 0u);
 }
+
+class ClassRankingPerPodTest : public ::testing::TestWithParam<ShapeCase> {};
+
+TEST_P(ClassRankingPerPodTest, SameDecisionsAsClassesForTheWholeSession) {
+  const ShapeCase& k = GetParam();
+  bench::ClusterGenSummary summary;
+  const std::string file = differential::WriteShapeCluster("class-per-pod", k, summary);
+  // (Every shape but default has a Topology; the small mixed clusters may have no constrained
+  // gang, and then test that the Topology alone no longer keeps pods from ranking by class.)
+  const bool topology = std::string(k.shape) != "default";
+  if (std::string(k.shape) == "topology") {
+    ASSERT_GT(summary.constrained_jobs, 0);
+  }
+  auto run = [&file](bool per_pod) {
+    return differential::RunCycle(
+        file, [per_pod](SchedulerParams& params) { params.class_ranking_per_pod = per_pod; });
+  };
+  const CycleDecisions on = run(true);
+  const CycleDecisions off = run(false);
+  ExpectSameCycle(on, off);
+  // Not vacuous: with a Topology only the per-pod decision ranks anything by class.
+  EXPECT_GT(on.session_stats.rankings_by_class, 0);
+  if (topology) {
+    EXPECT_EQ(off.session_stats.rankings_by_class, 0);
+  }
+  if (summary.constrained_jobs > 0) {
+    EXPECT_GT(on.session_stats.rankings_per_node, 0);  // the constrained gangs' pods
+  }
+  std::filesystem::remove(file);
+}
+
+std::vector<ShapeCase> ClassRankingCases() {
+  std::vector<ShapeCase> cases;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    cases.push_back({"topology", 64, seed});
+    cases.push_back({"topology", 160, seed});
+    cases.push_back({"mixed", 48, seed});
+    cases.push_back({"mixed", 120, seed});
+  }
+  cases.push_back({"sharing", 64, 1});
+  cases.push_back({"default", 64, 1});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, ClassRankingPerPodTest, ::testing::ValuesIn(ClassRankingCases()),
+                         differential::ShapeCaseName);
+
+class SharedFitSkipTest : public ::testing::TestWithParam<ShapeCase> {};
+
+TEST_P(SharedFitSkipTest, SameDecisionsAsSharedFitsOnEveryNode) {
+  const ShapeCase& k = GetParam();
+  bench::ClusterGenSummary summary;
+  const std::string file = differential::WriteShapeCluster("shared-fit-skip", k, summary);
+  ASSERT_GT(summary.fractional_pods, 0);
+  auto run = [&file](bool skip) {
+    return differential::RunCycle(
+        file, [skip](SchedulerParams& params) { params.shared_fit_skip_full_nodes = skip; });
+  };
+  const CycleDecisions on = run(true);
+  const CycleDecisions off = run(false);
+  ExpectSameCycle(on, off);
+  // Not vacuous: nodes were skipped (fewer feasibility checks) in the clusters with many
+  // fractional pods or nodes; a small one may have no full node without a shared device.
+  EXPECT_LE(on.session_stats.nodes_checked, off.session_stats.nodes_checked);
+  if (std::string(k.shape) == "fractional" || k.nodes >= 120) {
+    EXPECT_LT(on.session_stats.nodes_checked, off.session_stats.nodes_checked);
+  }
+  std::filesystem::remove(file);
+}
+
+std::vector<ShapeCase> SharedFitSkipCases() {
+  std::vector<ShapeCase> cases;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    cases.push_back({"fractional", 64, seed});
+    cases.push_back({"sharing", 64, seed});
+    cases.push_back({"mixed", 48, seed});
+    cases.push_back({"mixed", 120, seed});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, SharedFitSkipTest, ::testing::ValuesIn(SharedFitSkipCases()),
+                         differential::ShapeCaseName);
 
 }  // namespace
 }  // namespace gantry

@@ -59,7 +59,7 @@ class ResourceTypePlugin : public Plugin {
                        ? scores::kResourceType
                        : 0.0;
           },
-          {.scores_pod = [](const Pod& pod) { return pod.IsCpuOnly(); },
+          {.scores_pod = [](const Cluster&, const Pod& pod) { return pod.IsCpuOnly(); },
            .depends_on = NodeDependence::kShapeAndStateOnly});
       return;
     }
@@ -75,7 +75,7 @@ class ResourceTypePlugin : public Plugin {
                      ? scores::kResourceType
                      : 0.0;
         },
-        {.scores_pod = [](const Pod& pod) { return pod.IsCpuOnly(); },
+        {.scores_pod = [](const Cluster&, const Pod& pod) { return pod.IsCpuOnly(); },
          .batch =
              [cpu_only](const Session& s, PodId p, std::span<std::pair<double, NodeId>> scored) {
                if (!s.cluster().pods[p].IsCpuOnly()) return;
@@ -96,7 +96,7 @@ class NominatedNodePlugin : public Plugin {
           return s.cluster().pods[p].nominated_node == n ? scores::kNominatedNode : 0.0;
         },
         // (Scores the nominated node by its id: such pods are never ranked by class.)
-        {.scores_pod = [](const Pod& pod) { return pod.nominated_node != kNone; },
+        {.scores_pod = [](const Cluster&, const Pod& pod) { return pod.nominated_node != kNone; },
          .depends_on = NodeDependence::kShapeAndStateOnly});
   }
 };

@@ -63,16 +63,21 @@ class TopologyPlugin : public Plugin {
     acc_cache_.clear();
     for (const Topology& t : c.topologies) Build(c, t);
     if (trees_.empty()) return;
-    ssn.AddSubsetNodesFn([this](Session& s, const SubGroupRef& ref, std::span<const PodId> tasks,
-                                std::span<const NodeId> nodes, bool record,
-                                std::vector<std::vector<NodeId>>& out) {
-      return SubsetNodes(s, ref, tasks, nodes, record, out);
-    });
+    // Both node callbacks read the node's domains, so they depend on more than its shape and
+    // state; they apply only to the pods of constrained sub-groups, which the filters name (the
+    // other pods may rank by node class).
+    ssn.AddSubsetNodesFn(
+        [this](Session& s, const SubGroupRef& ref, std::span<const PodId> tasks,
+               std::span<const NodeId> nodes, bool record, std::vector<std::vector<NodeId>>& out) {
+          return SubsetNodes(s, ref, tasks, nodes, record, out);
+        },
+        NodeDependence::kAnything, &UnderConstraint);
     ssn.AddRequiredDomainsFn([this](const Session& s, const SubGroupRef& ref) {
       return RequiredDomains(s.cluster(), ref);
     });
     ssn.AddPreJobAllocationFn([this](Session&, JobId) { scores_.clear(); });
-    ssn.AddNodeOrderFn([this](const Session& s, PodId p, NodeId n) { return Score(s, p, n); });
+    ssn.AddNodeOrderFn([this](const Session& s, PodId p, NodeId n) { return Score(s, p, n); },
+                       {.scores_pod = &UnderPreferredLevel});
   }
 
   void OnSessionClose(Session&) override {
@@ -703,6 +708,30 @@ class TopologyPlugin : public Plugin {
       }
     }
     return false;
+  }
+
+  // Whether the pod's pod set or a group above it has a constraint `matching`: the sub-groups
+  // SubsetNodes may split the nodes of, for the first; those Score reads, for the second.
+  template <bool (*matching)(const TopologyConstraint&)>
+  static bool AnyConstraintAbove(const Cluster& c, const Pod& pod) {
+    if (pod.job == kNone) return true;  // (not expected: say yes, the safe answer)
+    const Job& job = c.jobs[pod.job];
+    const PodSet& ps = job.pod_sets[pod.pod_set];
+    if (ps.topology && matching(*ps.topology)) return true;
+    for (int32_t g = ps.parent_group; g != kNone; g = job.groups[g].parent) {
+      if (job.groups[g].topology && matching(*job.groups[g].topology)) return true;
+    }
+    return false;
+  }
+  static bool NamesTopology(const TopologyConstraint& tc) { return !tc.topology.empty(); }
+  static bool NamesPreferredLevel(const TopologyConstraint& tc) {
+    return !tc.topology.empty() && !tc.preferred_level.empty();
+  }
+  static bool UnderConstraint(const Cluster& c, const Pod& pod) {
+    return AnyConstraintAbove<&NamesTopology>(c, pod);
+  }
+  static bool UnderPreferredLevel(const Cluster& c, const Pod& pod) {
+    return AnyConstraintAbove<&NamesPreferredLevel>(c, pod);
   }
 
   static int64_t Key(const SubGroupRef& ref) {
