@@ -602,7 +602,8 @@ int main(int argc, char** argv) {
             "simulated %llu (not placed "
             "%llu, rejected "
             "%llu [%llu proven early], "
-            "accepted %llu) | idle queues left out %llu | by acting runs %llu | "
+            "accepted %llu) | idle queues left out %llu | by acting runs %llu [%llu maxima by "
+            "request, %llu searches on kept lists] | "
             "%.1f ms | slowest job %s: %s, %llu simulated, %.1f ms\n",
             r.nodes, action_names[a], static_cast<unsigned long long>(st.jobs),
             static_cast<unsigned long long>(st.solved),
@@ -618,7 +619,9 @@ int main(int argc, char** argv) {
             static_cast<unsigned long long>(st.proven),
             static_cast<unsigned long long>(st.accepted),
             static_cast<unsigned long long>(st.idle_queues),
-            static_cast<unsigned long long>(st.acting_runs), st.ms, r.cycle_slowest[a].c_str(),
+            static_cast<unsigned long long>(st.acting_runs),
+            static_cast<unsigned long long>(st.run_maxima_by_request),
+            static_cast<unsigned long long>(st.kept_pending), st.ms, r.cycle_slowest[a].c_str(),
             st.slowest_solved ? "solved" : "not solved",
             static_cast<unsigned long long>(st.slowest_simulations), st.slowest_ms);
       }

@@ -49,6 +49,16 @@ struct SchedulerParams {
   // in order by the largest queue key of the pending entries ahead of each, instead of popping
   // those (victim_search/acting_runs.h). Off only for its differential tests.
   bool solver_acting_runs = true;
+  // With the acting runs: the largest queue key over a run of a leaf's fixed pending entries is
+  // computed once per distinct request among them instead of once per entry, where the first
+  // queue order says its job key depends on the job only through its request
+  // (SessionHooks::SetJobQueueKeyByRequest; victim_search/acting_runs.h). Off only for its
+  // differential tests.
+  bool solver_acting_run_requests = true;
+  // With the acting runs: the pending jobs and each leaf's ordered fixed ones kept between the
+  // searches of a session, brought up to date by job versions, instead of listed per search
+  // (victim_search/fixed_lists.h). Off only for its differential tests.
+  bool solver_acting_runs_kept = true;
   // The victim search of KAI v0.16+ (prefix-size probes, the NodeLocalGreedy and MultiNodeGang
   // scenario generators, failed-scenario fingerprints, feasible nodes rolled back after any
   // unsolved simulation: docs/victim-search-v0.17.md) instead of KAI 72de64fc's. With the

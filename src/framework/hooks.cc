@@ -51,6 +51,10 @@ void SessionHooks::SetQueueOrderTotalOnSiblings(bool total) {
   if (last_queue_order_first_) queue_order_total_on_siblings_ = total;
 }
 
+void SessionHooks::SetJobQueueKeyByRequest(bool by_request) {
+  if (last_queue_order_first_) job_queue_key_by_request_ = by_request;
+}
+
 void SessionHooks::AddNodePreOrderFn(NodePreOrderFn fn, NodeDependence depends_on) {
   NoteNodeCallback(depends_on);
   node_pre_order_fns_.push_back(std::move(fn));

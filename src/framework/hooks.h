@@ -325,6 +325,12 @@ class SessionHooks {
   // their jobs (or victims) totally, so the best of a set of siblings is the best of any subset
   // holding it (QueueOrderTotalOnSiblings). Only the first queue order function counts.
   void SetQueueOrderTotalOnSiblings(bool total);
+  // Called right after AddQueueOrderFn (with a job-order key) by a plugin whose key of a whole
+  // job view (not a partial one) in queue q depends on the job only through the bits of
+  // Session::ViewTasksQuantities of the view, given q and the pod states: two jobs asking for
+  // the same quantities have the same key in any state (JobQueueKeyByRequest). Only the first
+  // queue order function counts.
+  void SetJobQueueKeyByRequest(bool by_request);
   void AddNodePreOrderFn(NodePreOrderFn fn, NodeDependence depends_on = NodeDependence::kAnything);
   void AddNodeOrderFn(NodeOrderFn fn, NodeOrderOptions options = {});
   void AddPrePredicateFn(PrePredicateFn fn);
@@ -359,6 +365,8 @@ class SessionHooks {
   bool QueueOrderDependsOnlyOnPodStates() const { return queue_order_pod_states_only_; }
   // See SetQueueOrderTotalOnSiblings (false unless the first queue order function said so).
   bool QueueOrderTotalOnSiblings() const { return queue_order_total_on_siblings_; }
+  // See SetJobQueueKeyByRequest (false unless the first queue order function said so).
+  bool JobQueueKeyByRequest() const { return job_queue_key_by_request_; }
   // Whether every node callback registered depends only on the node's shape and state.
   bool NodeCallbacksDependOnlyOnShapeAndState() const { return node_fns_shape_and_state_only_; }
   // The same for every callback but those with a pod filter (a node-order function's scores_pod,
@@ -439,6 +447,7 @@ class SessionHooks {
   std::vector<QueueOrderFn> queue_order_fns_;
   bool queue_order_pod_states_only_ = true;
   bool queue_order_total_on_siblings_ = false;
+  bool job_queue_key_by_request_ = false;
   bool last_queue_order_first_ = false;  // the last AddQueueOrderFn added the first function
   QueueOrderKeyFn victim_queue_key_;     // the first queue order function's key, if given
   JobQueueOrderKeyFn job_queue_key_;     // its job-order key, if given

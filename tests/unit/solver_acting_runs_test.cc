@@ -66,5 +66,86 @@ TEST(ActingRunsCoverage, TheRuleOrdersSimulations) {
   std::filesystem::remove(file);
 }
 
+// The maxima over a leaf's fixed entries taken once per distinct request (acting_runs.h: its own
+// switch, under the acting runs): the same decisions with it on and off.
+CycleDecisions RunRequestsCycle(const std::string& file, SearchMode mode) {
+  return differential::RunSearchCycle(file, mode, &SchedulerParams::solver_acting_run_requests);
+}
+
+uint64_t ByRequestCount(const CycleDecisions& d) {
+  return differential::SumOverActions(d.solver_stats, &SolverActionStats::run_maxima_by_request);
+}
+
+class ActingRunRequestsTest : public ::testing::TestWithParam<ShapeCase> {};
+
+TEST_P(ActingRunRequestsTest, SameDecisionsWithAndWithoutTheRule) {
+  const ShapeCase& k = GetParam();
+  bench::ClusterGenSummary summary;
+  const std::string file = differential::WriteShapeCluster("acting-run-requests", k, summary);
+  const CycleDecisions on = RunRequestsCycle(file, SearchMode::kRuleOn);
+  const CycleDecisions off = RunRequestsCycle(file, SearchMode::kRuleOff);
+  EXPECT_EQ(on.digest, off.digest);
+  EXPECT_EQ(on.evictions, off.evictions);
+  EXPECT_EQ(on.pipelined, off.pipelined);
+  EXPECT_EQ(on.binds, off.binds);
+  EXPECT_EQ(on.fit_errors, off.fit_errors);
+  EXPECT_EQ(ByRequestCount(off), 0u);
+  std::filesystem::remove(file);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, ActingRunRequestsTest,
+                         ::testing::ValuesIn(differential::BusyAndDefaultCases()),
+                         differential::ShapeCaseName);
+
+// The rule must act on such clusters, else the comparisons above would not cover it.
+TEST(ActingRunRequestsCoverage, TheRuleTakesMaxima) {
+  bench::ClusterGenSummary summary;
+  const std::string file =
+      differential::WriteShapeCluster("acting-run-requests", {"busy", 64, 1, false}, summary);
+  const CycleDecisions on = RunRequestsCycle(file, SearchMode::kRuleOn);
+  EXPECT_GT(ByRequestCount(on), 0u);
+  std::filesystem::remove(file);
+}
+
+// The pending jobs and the fixed lists kept between searches (fixed_lists.h: its own switch,
+// under the acting runs): the same decisions with it on and off.
+CycleDecisions KeptCycle(const std::string& file, SearchMode mode) {
+  return differential::RunSearchCycle(file, mode, &SchedulerParams::solver_acting_runs_kept);
+}
+
+uint64_t KeptCount(const CycleDecisions& d) {
+  return differential::SumOverActions(d.solver_stats, &SolverActionStats::kept_pending);
+}
+
+class ActingRunsKeptTest : public ::testing::TestWithParam<ShapeCase> {};
+
+TEST_P(ActingRunsKeptTest, SameDecisionsWithAndWithoutTheRule) {
+  const ShapeCase& k = GetParam();
+  bench::ClusterGenSummary summary;
+  const std::string file = differential::WriteShapeCluster("acting-runs-kept", k, summary);
+  const CycleDecisions on = KeptCycle(file, SearchMode::kRuleOn);
+  const CycleDecisions off = KeptCycle(file, SearchMode::kRuleOff);
+  EXPECT_EQ(on.digest, off.digest);
+  EXPECT_EQ(on.evictions, off.evictions);
+  EXPECT_EQ(on.pipelined, off.pipelined);
+  EXPECT_EQ(on.binds, off.binds);
+  EXPECT_EQ(on.fit_errors, off.fit_errors);
+  EXPECT_EQ(KeptCount(off), 0u);
+  std::filesystem::remove(file);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, ActingRunsKeptTest,
+                         ::testing::ValuesIn(differential::BusyAndDefaultCases()),
+                         differential::ShapeCaseName);
+
+TEST(ActingRunsKeptCoverage, SearchesUseTheKeptLists) {
+  bench::ClusterGenSummary summary;
+  const std::string file =
+      differential::WriteShapeCluster("acting-runs-kept", {"busy", 64, 1, false}, summary);
+  const CycleDecisions on = KeptCycle(file, SearchMode::kRuleOn);
+  EXPECT_GT(KeptCount(on), 1u);
+  std::filesystem::remove(file);
+}
+
 }  // namespace acting_runs_test
 }  // namespace gantry

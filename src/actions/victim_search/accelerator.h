@@ -306,8 +306,13 @@ class SearchAccelerator final : public RejectionProofs {
                        const std::vector<char>& is_victim_job, const JobView& preemptor) {
     if (!runs_decided_) {
       runs_decided_ = true;
-      if (ActingRuns::Applies(ssn_) && SimulationOrderBase::Applies(ssn_)) {
-        runs_ = std::make_unique<ActingRuns>(ssn_, pending_jobs, is_victim_job, runs_others_);
+      if (ActingRunsApply()) {
+        stats_->kept_pending += ssn_.params().solver_acting_runs_kept ? 1 : 0;
+        runs_ = ssn_.params().solver_acting_runs_kept
+                    ? std::make_unique<ActingRuns>(ssn_, job_, victim_jobs, runs_others_,
+                                                   stats_->run_maxima_by_request)
+                    : std::make_unique<ActingRuns>(ssn_, pending_jobs, is_victim_job, runs_others_,
+                                                   stats_->run_maxima_by_request);
       }
     }
     if (!runs_) return false;
@@ -319,6 +324,14 @@ class SearchAccelerator final : public RejectionProofs {
     ++stats_->acting_runs;
     return true;
   }
+  // Whether StartActingRuns keeps the pending jobs between searches (fixed_lists.h): then it
+  // needs no list of them, and KeptPendingJobs gives it once it has started.
+  bool ActingRunsKeepPendingJobs() const {
+    return ssn_.params().solver_acting_runs_kept && ActingRunsApply();
+  }
+  // The pending jobs but the preemptor, from the kept lists (after StartActingRuns has started
+  // them, i.e. where ActingRunsKeepPendingJobs is true).
+  void KeptPendingJobs(std::vector<JobId>& out) const { runs_->PendingJobs(ssn_, out); }
   // The next acting entry (StartActingRuns), the previous one acted upon; false when none is left.
   bool NextActing(JobView& out) { return runs_->Next(ssn_, out); }
   // An entry of job j was popped from the order (`acts`: the preemptor or a victim job).
@@ -427,7 +440,10 @@ class SearchAccelerator final : public RejectionProofs {
   size_t to_act_ = 0;                // the order's entries left that act (SimulationOrder)
   bool runs_decided_ = false;
   std::unique_ptr<ActingRuns> runs_;  // where the acting-runs rule applies (StartActingRuns)
-  std::vector<JobId> runs_others_;    // the pending jobs runs_ does not hold (active pods)
+  bool ActingRunsApply() const {
+    return ActingRuns::Applies(ssn_) && SimulationOrderBase::Applies(ssn_);
+  }
+  std::vector<JobId> runs_others_;  // the pending jobs runs_ does not hold (active pods)
   // The current simulation: proven hopeless before placing / before evicting (verify mode), a
   // rule certain, stopped before the pending pods' turn, every victim asks for whole GPUs.
   bool proven_before_ = false;

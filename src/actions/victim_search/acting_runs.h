@@ -53,6 +53,28 @@
 // leaf first acts; the others (pending jobs with active pods, the victim jobs, the preemptor)
 // per simulation.
 //
+// The maximum over a range of a leaf's fixed entries, by request (a rule of its own): where the
+// first queue order says that its key of a whole job depends on the job only through the bits of
+// its request (Session::ViewTasksQuantities; SessionHooks::SetJobQueueKeyByRequest: proportion's
+// does), fixed entries of one leaf asking for the same quantities have equal keys in every state.
+// The fixed entries are grouped by request (their pods never change within a search, so neither
+// do their requests) when the leaf's list is sorted; the maximum over [f, g) is then taken over
+// the first entry in [f, g) of each group, in list order, with the same comparison as the scan
+// over every entry. The same answer, key and entry: keys compare as a total preorder (the
+// lemma's; proportion's fields are finite numbers), the scan keeps the first entry reaching the
+// maximum, and an entry with the same key as an earlier one is never taken (the kept maximum is
+// no less than that earlier key from its turn on). One key per distinct request instead of one
+// per entry: the victim leaves' runs, keyed again in each simulation (their evictions change
+// their states), hold hundreds of pending jobs of a few sizes (the scan that remains reads one
+// byte per entry, and stops once every group was met). A leaf with more than
+// FixedLeaf::kMaxRequests distinct requests is scanned as before (fixed_lists.h). Switch:
+// `SchedulerParams::solver_acting_run_requests`; differential test: the acting-runs test below,
+// with this rule alone off too.
+//
+// The fixed entries may come from lists kept between searches (fixed_lists.h: KeptPending, its
+// own switch and argument); those hold the preemptor and may hold a first-simulation victim
+// with no active pod, which the listing leaves out: such entries are passed over (holes_).
+//
 // Switch: `SchedulerParams::solver_acting_runs` (with the shortcuts and the idle-queue rule's
 // conditions); differential test: tests/unit/solver_acting_runs_test.cc (busy and default
 // shapes, rule on, off and the plain search at the smaller sizes, every decision compared).
@@ -64,6 +86,7 @@
 #include <utility>
 #include <vector>
 
+#include "actions/victim_search/fixed_lists.h"
 #include "actions/victim_search/idle_queues.h"
 #include "framework/jobs_by_queue.h"
 #include "framework/session.h"
@@ -83,12 +106,14 @@ class ActingRuns {
   // Lists per leaf, once, the jobs of `pending_jobs` with no active pod that are not flagged in
   // `is_victim_job` (the first simulation's victims): the same in every simulation of the search
   // (as the simulation order's base, simulation_order.h; each leaf's ordered when first needed).
-  // The others are written to `others`.
+  // The others are written to `others`. (`by_request_count`: the maxima taken by request.)
   ActingRuns(const Session& ssn, std::span<const JobId> pending_jobs,
-             const std::vector<char>& is_victim_job, std::vector<JobId>& others)
-      : lone_(LoneChainLeaves(ssn)) {
+             const std::vector<char>& is_victim_job, std::vector<JobId>& others,
+             uint64_t& by_request_count)
+      : ActingRuns(ssn, by_request_count) {
     const auto& cluster = ssn.cluster();
-    fixed_.resize(cluster.queues.size());
+    own_.resize(cluster.queues.size());
+    lists_ = &own_;
     others.clear();
     for (JobId j : pending_jobs) {
       bool active = false;
@@ -99,12 +124,40 @@ class ActingRuns {
       }
       const QueueId q = cluster.jobs[j].queue;
       if (q == kNone || !lone_[q]) continue;  // (never looked at: see Start)
-      fixed_[q].push_back({JobOrderKey{}, j});
+      own_[q].entries.push_back({JobOrderKey{}, j, 0});
     }
-    sorted_.assign(cluster.queues.size(), 0);
-    memos_.resize(cluster.queues.size());
-    next_memo_.assign(cluster.queues.size(), 0);
-    leaf_of_.assign(cluster.queues.size(), -1);
+  }
+
+  // The same from the lists kept between searches (fixed_lists.h: KeptPending), for the preemptor
+  // `preemptor` and the first simulation's victim jobs `victim_jobs`: the pending jobs are those
+  // of the session's pending jobs with a pending pod now, but the preemptor.
+  ActingRuns(const Session& ssn, JobId preemptor, std::span<const JobId> victim_jobs,
+             std::vector<JobId>& others, uint64_t& by_request_count)
+      : ActingRuns(ssn, by_request_count) {
+    kept_ = &KeptPending::Refreshed(ssn, lone_, by_request_);
+    lists_ = &kept_->leaves();
+    preemptor_ = preemptor;
+    others.clear();
+    for (JobId j : kept_->others()) {
+      if (j != preemptor) others.push_back(j);
+    }
+    // (The kept lists hold the preemptor and the first simulation's victims among the fixed
+    // entries where they have no active pod: passed over; such victims are among the others.)
+    if (kept_->kind(preemptor) == KeptPending::kFixed) holes_.push_back(preemptor);
+    for (JobId j : victim_jobs) {
+      if (j == preemptor) continue;
+      const KeptPending::Kind kind = kept_->kind(j);
+      if (kind == KeptPending::kFixed) holes_.push_back(j);
+      if (kind == KeptPending::kFixed || kind == KeptPending::kFixedElsewhere) others.push_back(j);
+    }
+  }
+
+  // The pending jobs but the preemptor, as the listing would give them (kept lists only).
+  void PendingJobs(const Session& ssn, std::vector<JobId>& out) const {
+    out.clear();
+    for (JobId j : ssn.jobs_pending_at_open()) {
+      if (j != preemptor_ && kept_->kind(j) != KeptPending::kNotPending) out.push_back(j);
+    }
   }
 
   // A simulation starts: `pending` are its other pending entries (`others`, not victims),
@@ -192,7 +245,7 @@ class ActingRuns {
     }
     // Past the run: its fixed entries ahead of the acting one, then the acting one.
     const Extra& acting = best->extras[best->acting_at];
-    const auto& list = fixed_[best->queue];
+    const auto& list = FixedOf(best->queue);
     while (best->next_fixed < list.size() && list[best->next_fixed].key < acting.key) {
       ++best->next_fixed;
     }
@@ -204,10 +257,19 @@ class ActingRuns {
   }
 
  private:
-  struct Fixed {
-    JobOrderKey key;
-    JobId job;
-  };
+  ActingRuns(const Session& ssn, uint64_t& by_request_count)
+      : lone_(LoneChainLeaves(ssn)),
+        by_request_count_(&by_request_count),
+        by_request_(ssn.params().solver_acting_run_requests && ssn.JobQueueKeyByRequest()) {
+    const size_t queues = ssn.cluster().queues.size();
+    memos_.resize(queues);
+    next_memo_.assign(queues, 0);
+    leaf_of_.assign(queues, -1);
+  }
+
+  bool IsHole(JobId j) const {
+    return !holes_.empty() && std::find(holes_.begin(), holes_.end(), j) != holes_.end();
+  }
   struct Extra {
     JobOrderKey key;
     JobView view;
@@ -216,7 +278,7 @@ class ActingRuns {
   struct Leaf {
     QueueId queue = kNone;
     std::vector<Extra> extras;  // by job order
-    size_t next_fixed = 0;      // the run starts here in fixed_[queue] ...
+    size_t next_fixed = 0;      // the run starts here in its fixed entries ...
     size_t next_extra = 0;      // ... and here in extras
     int32_t acting = 0;         // acting entries not popped yet
     bool dirty = true;          // max not computed for the current run and state
@@ -231,26 +293,27 @@ class ActingRuns {
            (c.queues[q].parent_name.empty() || c.queues[q].parent != kNone);
   }
 
-  // Orders the fixed jobs of leaf q, once per search, when it first holds an acting entry (their
-  // keys are the same in every state of the search: their pods never change).
+  // Orders the fixed jobs of leaf q, once, when it first holds an acting entry (their keys are
+  // the same in every state of the search: their pods never change; kept lists: see
+  // fixed_lists.h).
   void SortFixed(const Session& ssn, QueueId q) {
-    if (sorted_[q]) return;
-    sorted_[q] = 1;
-    auto& list = fixed_[q];
-    for (Fixed& f : list) f.key = ssn.JobOrderKeyOf(JobView{f.job, false, {}});
-    std::sort(list.begin(), list.end(),
-              [](const Fixed& a, const Fixed& b) { return a.key < b.key; });
+    if (kept_ != nullptr) {
+      kept_->Sort(ssn, q);
+    } else {
+      SortFixedLeaf(ssn, own_[q], by_request_);
+    }
   }
+  const std::vector<FixedEntry>& FixedOf(QueueId q) const { return (*lists_)[q].entries; }
 
   // M(L) for the leaf's current run, in its state now: the largest of its fixed entries ahead
   // of the acting one (kept per leaf state, see FixedMax) and of its other entries up to it.
   void RunMax(const Session& ssn, Leaf& leaf) {
     size_t a = leaf.next_extra;
     while (!leaf.extras[a].acts) ++a;
-    const auto& list = fixed_[leaf.queue];
+    const auto& list = FixedOf(leaf.queue);
     const auto end = std::lower_bound(
         list.begin() + static_cast<std::ptrdiff_t>(leaf.next_fixed), list.end(), leaf.extras[a].key,
-        [](const Fixed& f, const JobOrderKey& k) { return f.key < k; });
+        [](const FixedEntry& f, const JobOrderKey& k) { return f.key < k; });
     const size_t g = static_cast<size_t>(end - list.begin());
     bool any = false;
     auto take = [&](const QueueOrderKey& k, const JobView& v) {
@@ -265,7 +328,7 @@ class ActingRuns {
     };
     if (leaf.next_fixed < g) {
       const Memo& m = FixedMax(ssn, leaf.queue, leaf.next_fixed, g);
-      take(m.key, JobView{m.job, false, {}});
+      if (m.job != kNone) take(m.key, JobView{m.job, false, {}});  // (none: all passed over)
     }
     for (size_t e = leaf.next_extra; e <= a; ++e) {
       take(ssn.JobQueueKeyOf(leaf.queue, leaf.extras[e].view), leaf.extras[e].view);
@@ -291,13 +354,30 @@ class ActingRuns {
     for (const Memo& m : memos) {
       if (m.job != kNone && m.version == version && m.f == f && m.g == g) return m;
     }
-    const auto& list = fixed_[q];
+    const FixedLeaf& fixed = (*lists_)[q];
+    const auto& list = fixed.entries;
     Memo m{version, f, g, {}, kNone};
-    for (size_t i = f; i < g; ++i) {
+    auto take = [&](size_t i) {
       const QueueOrderKey k = ssn.JobQueueKeyOf(q, JobView{list[i].job, false, {}});
       if (m.job == kNone || m.key.Compare(k) < 0) {
         m.key = k;
         m.job = list[i].job;
+      }
+    };
+    if (by_request_ && fixed.grouped) {
+      // (The first entry in [f, g) of each request, in list order: see the file comment.)
+      group_seen_.assign(fixed.requests.size(), 0);
+      size_t seen = 0;
+      for (size_t i = f; i < g && seen < group_seen_.size(); ++i) {
+        if (group_seen_[list[i].group] || IsHole(list[i].job)) continue;
+        group_seen_[list[i].group] = 1;
+        ++seen;
+        take(i);
+      }
+      ++*by_request_count_;
+    } else {
+      for (size_t i = f; i < g; ++i) {
+        if (!IsHole(list[i].job)) take(i);
       }
     }
     if (memos.size() < kMemosPerLeaf) {
@@ -317,14 +397,20 @@ class ActingRuns {
     return ssn.QueueLess(a.queue, b.queue, &a.max_view, &b.max_view, {}, {});
   }
 
-  std::vector<uint8_t> lone_;              // per queue: a leaf of the lone chain
-  std::vector<std::vector<Fixed>> fixed_;  // per leaf: its fixed pending jobs, by job order ...
-  std::vector<uint8_t> sorted_;            // ... once sorted (SortFixed)
-  std::vector<Leaf> leaves_;               // the simulation's leaves with acting entries ...
-  size_t used_ = 0;                        // ... the first used_ of them
-  std::vector<int32_t> leaf_of_;           // per queue: its place in leaves_, or -1
-  std::vector<std::vector<Memo>> memos_;   // per leaf: FixedMax's kept answers ...
-  std::vector<uint8_t> next_memo_;         // ... and the one to replace next
+  std::vector<uint8_t> lone_;                // per queue: a leaf of the lone chain
+  uint64_t* by_request_count_;               // (the maxima taken by request: stats)
+  bool by_request_ = false;                  // the maxima by request (see the file comment)
+  std::vector<FixedLeaf> own_;               // per leaf: its fixed pending jobs (listed here) ...
+  std::vector<FixedLeaf>* lists_ = nullptr;  // ... these or the kept ones
+  KeptPending* kept_ = nullptr;              // the kept lists, if used
+  JobId preemptor_ = kNone;                  // (with the kept lists)
+  std::vector<JobId> holes_;                 // fixed entries passed over (with the kept lists)
+  std::vector<uint8_t> group_seen_;          // (FixedMax's scratch)
+  std::vector<Leaf> leaves_;                 // the simulation's leaves with acting entries ...
+  size_t used_ = 0;                          // ... the first used_ of them
+  std::vector<int32_t> leaf_of_;             // per queue: its place in leaves_, or -1
+  std::vector<std::vector<Memo>> memos_;     // per leaf: FixedMax's kept answers ...
+  std::vector<uint8_t> next_memo_;           // ... and the one to replace next
 };
 
 }  // namespace gantry::victim_search

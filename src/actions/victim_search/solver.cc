@@ -589,7 +589,9 @@ class Solver {
     // Pending jobs take part in the order (they are never placed here): computed once per job.
     // (Fixed for the whole solve: each simulation starts from the same session state, and
     // simulations only pipeline.)
-    if (!pending_jobs_known_) {
+    // (With the acting runs' kept lists, fixed_lists.h, they are listed from those, when needed.)
+    const bool kept_pending = accel_ && accel_->ActingRunsKeepPendingJobs();
+    if (!pending_jobs_known_ && !kept_pending) {
       for (JobId j : ssn_.jobs_pending_at_open()) {
         if (j != job_ && ssn_.HasPendingPods(j)) pending_jobs_.push_back(j);
       }
@@ -602,6 +604,10 @@ class Solver {
         accel_ && accel_->StartActingRuns(pending_jobs_, victim_jobs, is_victim_job_, preemptor);
     std::optional<JobsByQueue> fresh;
     JobsByQueue* order = nullptr;
+    if (!by_runs && !pending_jobs_known_) {
+      accel_->KeptPendingJobs(pending_jobs_);
+      pending_jobs_known_ = true;
+    }
     if (!by_runs) {
       order = accel_ ? accel_->SimulationOrder(options, pending_jobs_, victim_jobs, is_victim_job_)
                      : nullptr;

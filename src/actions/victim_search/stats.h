@@ -44,9 +44,13 @@ struct SolverActionStats {
   uint64_t proven_by_recorded = 0;       // of proven_without_evicting: from the rules of the
                                          // recorded victims alone (kept per prefix), the scenario's
                                          // own victims added by queue
-  uint64_t proven_by_saturation = 0;  // of proven: through a saturation bound that victims placed
-                                      // again lowered (RejectionRule::has_saturation)
-  double ms = 0;                      // wall-clock time in SolveJob
+  uint64_t proven_by_saturation = 0;   // of proven: through a saturation bound that victims placed
+                                       // again lowered (RejectionRule::has_saturation)
+  uint64_t run_maxima_by_request = 0;  // the acting runs' maxima over fixed entries taken once per
+                                       // distinct request, not per entry (acting_runs.h)
+  uint64_t kept_pending = 0;  // searches whose acting runs took the pending jobs from the lists
+                              // kept between searches (fixed_lists.h)
+  double ms = 0;              // wall-clock time in SolveJob
   // The job whose search took longest, its time, whether it was solved and its simulations.
   JobId slowest_job = kNone;
   double slowest_ms = 0;

@@ -120,6 +120,9 @@ void ProportionPlugin::OnSessionOpen(Session& ssn) {
       },
       [this](const Session& s, QueueId q, const JobView& job) { return JobQueueKey(s, q, job); });
   ssn.SetQueueOrderTotalOnSiblings(SiblingOrderTotal(c));
+  // (JobQueueKey of a whole job: MakeSide reads the job through ViewTasksQuantities alone, and
+  // JobSideOf keeps what MakeSide gave for the same inputs.)
+  ssn.SetJobQueueKeyByRequest(true);
   ssn.AddJobCapacityFn([this](const Session& s, JobId j, std::span<const PodId> pods) {
     return CheckCapacity(s, j, RequestedQuota(s.cluster(), pods), /*check_limit=*/true);
   });
