@@ -119,10 +119,10 @@ struct PodRecord {
   std::string pod_group;  // the pod-group-name annotation
   std::string subgroup;   // the kai.scheduler/subgroup-name label
   int64_t creation_ms = 0;
-  std::vector<PodClaimRef> claims;  // spec.resourceClaims (DRA)
+  SharedList<PodClaimRef> claims;  // spec.resourceClaims (DRA)
   // The containers' extended-resource requests (KEP-5004: resolved against device classes at
   // assembly).
-  std::vector<ContainerExtendedRequest> extended_requests;
+  SharedList<ContainerExtendedRequest> extended_requests;
   // status.qosClass is Guaranteed (set by the API server at creation, never changed). A job is
   // Guaranteed (Job::qos_class, what the numa plugin reads) when all its pods are.
   bool qos_guaranteed = false;
@@ -147,7 +147,7 @@ struct PodGroupRecord {
   int32_t min_member = 1;
   int64_t creation_ms = 0;
   bool deleting = false;
-  std::optional<TopologyConstraint> topology;
+  SharedOptional<TopologyConstraint> topology;  // out of line: most PodGroups set none
   std::vector<SubGroupSpec> sub_groups;  // validated: unique names, known parents, no cycle
   std::optional<int32_t> min_sub_group;  // spec.minSubGroup (direct sub-groups)
   double preemption_delay_seconds = 0;   // spec.preemptionDelay (Go duration)
@@ -162,7 +162,7 @@ struct PodGroupRecord {
   int32_t scheduling_backoff = -1;
   std::optional<std::string> last_condition_node_pool;
   // metadata.labels (the node-pool label's key is the scheduler's flag).
-  std::vector<std::pair<std::string, std::string>> labels;
+  LabelList labels;  // shared by equal lists (see SharedList)
   // Whether the scheduler leaves this PodGroup out (see scheduling_backoff). The PodGroup's node
   // pool is its `nodepool_label_key` label, "default" when absent or empty.
   bool BackedOff(std::string_view nodepool_label_key) const;

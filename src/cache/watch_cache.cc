@@ -94,6 +94,57 @@ Object HeldFields(Kind kind, const Object& object, const std::string& pool_label
   return out;
 }
 
+// The held fields leave out metadata.name and metadata.namespace when the object's key gives them
+// back (RestoreHeld): "namespace/name", or "name" for an object without a namespace; and
+// metadata.uid when the entry's record holds it (`uid`, pods and PodGroups). An object whose name,
+// namespace or uid these would not give back exactly keeps them.
+namespace {
+
+void DropRestorable(Object& held, const std::string* uid) {
+  const auto meta = held.find("metadata");
+  if (meta == held.end() || !meta->is_object()) return;
+  if (uid != nullptr && !uid->empty()) {
+    const auto u = meta->find("uid");
+    if (u != meta->end() && u->is_string() && u->get_ref<const std::string&>() == *uid) {
+      meta->erase(u);
+    }
+  }
+  const auto name = meta->find("name");
+  if (name == meta->end() || !name->is_string() || name->get_ref<const std::string&>().empty()) {
+    return;
+  }
+  const auto ns = meta->find("namespace");
+  if (ns != meta->end() && (!ns->is_string() || ns->get_ref<const std::string&>().empty())) {
+    return;
+  }
+  meta->erase("name");
+  meta->erase("namespace");
+}
+
+void RestoreHeld(const std::string& key, const std::string* uid, Object& held) {
+  const auto meta = held.find("metadata");
+  if (meta == held.end() || !meta->is_object()) return;
+  if (uid != nullptr && !uid->empty() && !meta->contains("uid")) (*meta)["uid"] = *uid;
+  if (meta->contains("name")) return;
+  const size_t slash = key.find('/');
+  if (slash == std::string::npos) {
+    if (!key.empty()) (*meta)["name"] = key;
+  } else if (slash + 1 < key.size()) {
+    (*meta)["namespace"] = key.substr(0, slash);
+    (*meta)["name"] = key.substr(slash + 1);
+  }
+}
+
+// The uid a record holds (what RestoreHeld gives back), for the kinds whose records have one.
+const std::string* RecordUid(const PodRecord& r) { return &r.pod.uid; }
+const std::string* RecordUid(const PodGroupRecord& r) { return &r.uid; }
+template <typename T>
+const std::string* RecordUid(const T& /*record*/) {
+  return nullptr;
+}
+
+}  // namespace
+
 template <typename T>
 void WatchCache::Keep(Kind kind, Object&& object, Entry<T>& entry, Result<T> converted) const {
   if (hold_ == Hold::kWhole) {
@@ -103,40 +154,47 @@ void WatchCache::Keep(Kind kind, Object&& object, Entry<T>& entry, Result<T> con
       auto meta = object.find("metadata");
       if (meta != object.end() && meta->is_object()) meta->erase("managedFields");
     }
-    entry.raw = std::move(object);
+    entry.raw.template emplace<Object>(std::move(object));
   } else {
-    std::string text = HeldFields(kind, object, pool_.label_key).dump();
+    Object held = HeldFields(kind, object, pool_.label_key);
+    DropRestorable(held, converted.ok() ? RecordUid(converted.value()) : nullptr);
+    std::string text = held.dump();
     text.shrink_to_fit();
-    entry.raw = std::move(text);
+    entry.raw.template emplace<std::string>(std::move(text));
     object = Object();  // freed now (a relist's item is not held twice)
   }
   if (converted.ok()) {
     entry.record = std::move(converted).value();
-    entry.error.clear();
+    entry.error.reset();
   } else {
     entry.record.reset();
-    entry.error = converted.error();
+    entry.error = std::make_unique<const std::string>(converted.error());
   }
 }
 
-void WatchCache::WithHeld(const Object& raw, const std::function<void(const Object&)>& fn) const {
-  if (hold_ == Hold::kWhole) {
-    fn(raw);
+size_t WatchCache::PodNodeBytes() {
+  // libstdc++'s tree node: color and three links, then the value (key and entry).
+  return 4 * sizeof(void*) + sizeof(Store<PodRecord>::value_type);
+}
+
+void WatchCache::WithHeld(const std::string& key, const HeldRef& held,
+                          const std::function<void(const Object&)>& fn) const {
+  if (const Object* whole = std::get_if<Object>(held.raw)) {
+    fn(*whole);
   } else {
-    fn(Object::parse(raw.get_ref<const std::string&>()));
+    Object o = Object::parse(std::get<std::string>(*held.raw));
+    RestoreHeld(key, held.uid, o);
+    fn(o);
   }
 }
 
-bool WatchCache::InPool(const Object& raw) const {
-  if (hold_ == Hold::kWhole) return pool_.Holds(raw);
+bool WatchCache::InPool(const Held& raw) const {
+  if (const Object* whole = std::get_if<Object>(&raw)) return pool_.Holds(*whole);
   if (pool_.label_key.empty()) return true;
+  const std::string& text = std::get<std::string>(raw);
   // A label the text does not name is not there (the usual case: no parsing back).
-  if (raw.get_ref<const std::string&>().find(pool_key_json_) == std::string::npos) {
-    return pool_.value.empty();
-  }
-  bool in = false;
-  WithHeld(raw, [&](const Object& o) { in = pool_.Holds(o); });
-  return in;
+  if (text.find(pool_key_json_) == std::string::npos) return pool_.value.empty();
+  return pool_.Holds(Object::parse(text));  // reads no names or uids
 }
 
 // One row per watched kind: what it is, and how the cache stores, converts, deletes and finds its
@@ -150,8 +208,8 @@ struct WatchCache::KindOps {
   void (*remove)(WatchCache& cache, const std::string& key);
   // Forgets every object of the kind (a relist follows).
   void (*clear)(WatchCache& cache);
-  // The entry's `raw` under `key` (see Entry), or null.
-  const Object* (*find)(const WatchCache& cache, const std::string& key);
+  // The entry under `key` (see Entry): what it holds of its object (raw null: no entry).
+  HeldRef (*find)(const WatchCache& cache, const std::string& key);
   // An ObjectError for each object whose conversion failed.
   void (*conversion_errors)(const WatchCache& cache, Kind kind, std::vector<ObjectError>& out);
   // A watch event bringing the resourceVersion held already is not converted again (the kinds the
@@ -187,14 +245,16 @@ struct WatchCache::KindOps {
     (c.*kStore).clear();
   }
   template <auto kStore>
-  static const Object* Find(const WatchCache& c, const std::string& key) {
+  static HeldRef Find(const WatchCache& c, const std::string& key) {
     auto it = (c.*kStore).find(key);
-    return it == (c.*kStore).end() ? nullptr : &it->second.raw;
+    if (it == (c.*kStore).end()) return {};
+    const auto& e = it->second;
+    return {.raw = &e.raw, .uid = e.record ? RecordUid(*e.record) : nullptr};
   }
   template <auto kStore>
   static void ConversionErrors(const WatchCache& c, Kind kind, std::vector<ObjectError>& out) {
     for (const auto& [key, e] : c.*kStore) {
-      if (!e.record) out.push_back(ErrorAt(kind, key, e.error));
+      if (!e.record) out.push_back(ErrorAt(kind, key, e.error ? *e.error : std::string()));
     }
   }
 
@@ -202,6 +262,13 @@ struct WatchCache::KindOps {
   static void PutPod(WatchCache& c, Kind kind, const std::string& key, Object&& object) {
     auto [it, added] = c.pods_.try_emplace(key);
     auto converted = ConvertPod(object);
+    if (converted.ok()) {
+      // Equal lists held once (most pods carry admission's default tolerations).
+      Pod& pod = converted.value().pod;
+      pod.labels.ShareFrom(c.labels_pool_);
+      pod.tolerations = c.tolerations_pool_.Intern(std::move(pod.tolerations));
+      pod.config_maps = c.config_maps_pool_.Intern(std::move(pod.config_maps));
+    }
     c.Keep(kind, std::move(object), it->second, std::move(converted));
     if (added) {
       c.full_ = true;
@@ -213,6 +280,10 @@ struct WatchCache::KindOps {
   static void PutPodGroup(WatchCache& c, Kind kind, const std::string& key, Object&& object) {
     auto [it, added] = c.pod_groups_.try_emplace(key);
     Result<PodGroupRecord> converted = ConvertPodGroup(object);
+    if (converted.ok()) {
+      LabelList& labels = converted.value().labels;
+      labels = c.labels_pool_.Intern(std::move(labels));
+    }
     const bool times_only = !added && it->second.record && converted.ok() &&
                             SameExceptTimes(*it->second.record, converted.value());
     c.Keep(kind, std::move(object), it->second, std::move(converted));
@@ -484,10 +555,11 @@ bool WatchCache::HeldAtVersion(Kind kind, const Object& object) const {
   if (!ops.skip_held_version) return false;
   const std::string rv = kube::ResourceVersionOf(object);
   if (rv.empty()) return false;
-  const Object* held = ops.find(*this, KeyOf(object));
-  if (held == nullptr) return false;
+  const std::string key = KeyOf(object);
+  const HeldRef held = ops.find(*this, key);
+  if (held.raw == nullptr) return false;
   bool same = false;
-  WithHeld(*held, [&](const Object& o) { same = kube::ResourceVersionOf(o) == rv; });
+  WithHeld(key, held, [&](const Object& o) { same = kube::ResourceVersionOf(o) == rv; });
   return same;
 }
 
@@ -544,9 +616,9 @@ bool WatchCache::Inspect(Kind kind, const std::string& ns, const std::string& na
                          const std::function<void(const Object&)>& fn) const {
   std::lock_guard lock(mu_);
   const std::string key = ResourceOf(kind).namespaced ? Key(ns, name) : name;
-  const Object* held = OpsOf(kind).find(*this, key);
-  if (held == nullptr) return false;
-  WithHeld(*held, fn);
+  const HeldRef held = OpsOf(kind).find(*this, key);
+  if (held.raw == nullptr) return false;
+  WithHeld(key, held, fn);
   return true;
 }
 

@@ -59,6 +59,7 @@
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
+#include <variant>
 #include <vector>
 
 #include "cache/convert.h"
@@ -241,14 +242,27 @@ class WatchCache {
     Kind kind_;
   };
 
+  // What an entry holds of its object (see Entry::raw).
+  using Held = std::variant<Object, std::string>;
+  template <typename T>
+  struct Entry;
+
+ public:
+  // The bytes of a pod's node in its store (std::map: its links, key and entry), which the
+  // allocator rounds up to a size class; see Entry.
+  static size_t PodNodeBytes();
+
+ private:
   template <typename T>
   struct Entry {
-    // Hold::kWhole: the object; Hold::kReadFields: HeldFields() of it as JSON text (a string
-    // value). One slot either way: an entry is what it was before objects were held in part (a
-    // pod's map node fits jemalloc's 1,024-byte class; 8 bytes more would take the 1,280 one).
-    Object raw;
+    // Hold::kWhole: the object; Hold::kReadFields: HeldFields() of it as JSON text, without the
+    // name and namespace the entry's key gives back and the uid its record does (WithHeld).
+    Held raw;
     std::optional<T> record;  // empty when conversion failed
-    std::string error;        // why it failed
+    // Why it failed: out of line, since conversions rarely fail. A pod's map node (key, entry) is
+    // a jemalloc allocation of 896 bytes; 1,024 with the message inline (watch_cache_test.cc
+    // checks the size, which a million pods multiply).
+    std::unique_ptr<const std::string> error;
   };
   template <typename T>
   using Store = std::map<std::string, Entry<T>>;  // by "namespace/name" or "name"
@@ -268,11 +282,17 @@ class WatchCache {
   // Stores `object` and `converted` in `entry` as hold_ says.
   template <typename T>
   void Keep(Kind kind, Object&& object, Entry<T>& entry, Result<T> converted) const;
-  // Calls `fn` with the object an entry's `raw` holds (as Get() gives it).
-  void WithHeld(const Object& raw, const std::function<void(const Object&)>& fn) const;
+  // An entry's `raw`, and the uid its record holds (pods and PodGroups; else null).
+  struct HeldRef {
+    const Held* raw = nullptr;
+    const std::string* uid = nullptr;
+  };
+  // Calls `fn` with the object an entry holds (as Get() gives it); `key` is the entry's.
+  void WithHeld(const std::string& key, const HeldRef& held,
+                const std::function<void(const Object&)>& fn) const;
   // pool_.Holds() of the object an entry's `raw` holds (without parsing it back when its text
   // does not name the pool's label).
-  bool InPool(const Object& raw) const;
+  bool InPool(const Held& raw) const;
   void Remove(Kind kind, const Object& object);
   void ClearKind(Kind kind);
   // An ObjectError for each object, of every kind, whose conversion failed.
@@ -314,6 +334,12 @@ class WatchCache {
   const NodePool pool_;
   const Hold hold_;
   const std::string pool_key_json_;  // pool_.label_key as a JSON string ("\"key\"")
+  // The pods' labels, tolerations and required ConfigMaps and the PodGroups' labels, equal lists
+  // held once (with mu_ held): most pods carry admission's default tolerations, the pods of one
+  // job the same labels.
+  LabelListPool labels_pool_;
+  SharedListPool<Toleration, TolerationHash> tolerations_pool_;
+  SharedListPool<std::string, std::hash<std::string>> config_maps_pool_;
   std::vector<std::unique_ptr<KindHandler>> handlers_;
 
   mutable std::mutex mu_;

@@ -299,7 +299,7 @@ void WatchCache::Assemble(std::vector<ObjectError>& errors) {
     job.staleness_grace_period_seconds = r.staleness_grace_period_seconds;
     std::map<std::string, int32_t> sets;
     job.groups.push_back(SubGroup{
-        "", kNone, {}, {}, r.topology, r.sub_groups.empty() ? std::nullopt : r.min_sub_group});
+        "", kNone, {}, {}, r.topology.ToOptional(), r.sub_groups.empty() ? std::nullopt : r.min_sub_group});
     if (r.sub_groups.empty()) {
       job.groups[0].child_pod_sets.push_back(0);
       PodSet ps;
@@ -624,7 +624,7 @@ void WatchCache::AssembleDraExtended(
   };
   for (const auto& [key, rec] : pods_) {
     if (!rec.record || rec.record->extended_requests.empty()) continue;
-    auto resources = DraExtendedResources(rec.record->extended_requests, class_of);
+    auto resources = DraExtendedResources(rec.record->extended_requests.items(), class_of);
     if (resources.empty()) continue;
     const PodId p = pod_id(rec.record->pod.namespace_, rec.record->pod.name);
     if (p == kNone) continue;

@@ -8,19 +8,21 @@
 namespace gantry {
 
 void Labels::Set(std::string key, std::string value) {
-  auto it = std::lower_bound(items_.begin(), items_.end(), key,
+  std::vector<Label>& items = items_.Mutable();
+  auto it = std::lower_bound(items.begin(), items.end(), key,
                              [](const auto& item, const std::string& k) { return item.first < k; });
-  if (it != items_.end() && it->first == key) {
+  if (it != items.end() && it->first == key) {
     it->second = std::move(value);
     return;
   }
-  items_.insert(it, {std::move(key), std::move(value)});
+  items.insert(it, {std::move(key), std::move(value)});
 }
 
 const std::string* Labels::Get(std::string_view key) const {
-  auto it = std::lower_bound(items_.begin(), items_.end(), key,
+  const std::vector<Label>& items = items_.items();
+  auto it = std::lower_bound(items.begin(), items.end(), key,
                              [](const auto& item, std::string_view k) { return item.first < k; });
-  if (it != items_.end() && it->first == key) return &it->second;
+  if (it != items.end() && it->first == key) return &it->second;
   return nullptr;
 }
 

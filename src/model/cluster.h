@@ -23,6 +23,7 @@
 
 #include "model/numa.h"
 #include "model/resources.h"
+#include "model/shared_list.h"
 #include "model/status.h"
 
 namespace gantry {
@@ -33,17 +34,26 @@ using JobId = int32_t;
 using QueueId = int32_t;
 inline constexpr int32_t kNone = -1;
 
-// A sorted key/value list: labels, node selectors. Small, so a vector beats a map.
+// A label (key, value), and lists of them that equal ones may share (see SharedList).
+using Label = std::pair<std::string, std::string>;
+using LabelList = SharedList<Label>;
+using LabelListPool = SharedListPool<Label, StringPairHash>;
+
+// A sorted key/value list: labels, node selectors. Small, so a vector beats a map. Copies share
+// the list until one of them is written (the pods of one job carry the same labels).
 class Labels {
  public:
   void Set(std::string key, std::string value);
   const std::string* Get(std::string_view key) const;
   bool Has(std::string_view key) const { return Get(key) != nullptr; }
-  const std::vector<std::pair<std::string, std::string>>& items() const { return items_; }
+  const std::vector<Label>& items() const { return items_.items(); }
   bool empty() const { return items_.empty(); }
+  // Holds the pool's list equal to this one (see SharedListPool::Intern).
+  void ShareFrom(LabelListPool& pool) { items_ = pool.Intern(std::move(items_)); }
+  bool SharesWith(const Labels& other) const { return items_.SharesWith(other.items_); }
 
  private:
-  std::vector<std::pair<std::string, std::string>> items_;
+  LabelList items_;
 };
 
 struct Taint {
@@ -57,6 +67,13 @@ struct Toleration {
   std::string op = "Equal";  // Equal or Exists
   std::string value;
   std::string effect;  // empty tolerates every effect
+  bool operator==(const Toleration&) const = default;
+};
+struct TolerationHash {
+  size_t operator()(const Toleration& t) const {
+    const std::hash<std::string> h;
+    return ((h(t.key) * 31 + h(t.op)) * 31 + h(t.value)) * 31 + h(t.effect);
+  }
 };
 
 // One requirement of a node selector term or label selector (In, NotIn, Exists, DoesNotExist,
@@ -236,23 +253,23 @@ struct Pod {
   // by gpu_kind / gpu_fraction / gpu_memory_mib / gpu_devices.
   Resources request;
   GpuRequestKind gpu_kind = GpuRequestKind::kNoGpu;
-  double gpu_fraction = 0;
-  int32_t gpu_devices = 0;
-  double gpu_memory_mib = 0;
   bool legacy_mig = false;
-  // DRA: the claims the pod references, and the GPUs they ask for (devices of GPU classes).
+  int32_t gpu_devices = 0;
+  double gpu_fraction = 0;
+  double gpu_memory_mib = 0;
+  // DRA: the claims the pod references (the GPUs they ask for: dra_gpus, below).
   std::vector<int32_t> claims;
   // Live mode: the pod's name for each of `claims` (spec.resourceClaims[].name), as BindRequests
   // name them; empty in scenarios.
   std::vector<std::string> claim_names;
-  int32_t dra_gpus = 0;
   // KEP-5004: the pod's extended resources backed by device classes, by resource name.
   std::vector<DraExtendedResource> dra_extended;
 
   Labels labels;
   Labels node_selector;
   std::vector<NodeSelectorTerm> required_node_affinity;
-  std::vector<Toleration> tolerations;
+  // Most pods carry the same tolerations (admission's defaults): shared (see SharedList).
+  SharedList<Toleration> tolerations;
   std::vector<PodAffinityTerm> pod_affinity;
   std::vector<PodAffinityTerm> pod_anti_affinity;
   // Preferred inter-pod affinity and anti-affinity: scored by the podaffinity plugin, never a
@@ -262,6 +279,7 @@ struct Pod {
   bool HasPreferredPodAffinity() const {
     return !preferred_pod_affinity.empty() || !preferred_pod_anti_affinity.empty();
   }
+  int32_t dra_gpus = 0;  // GPUs the DRA claims ask for (devices of GPU classes)
   NodeId nominated_node = kNone;
   // Host ports of the app containers and restartable init containers (sidecars), which no other
   // pod on the node may use (see HostPort).
@@ -271,7 +289,7 @@ struct Pod {
   // and of the containers' env valueFrom / envFrom (init, app and ephemeral containers), except
   // optional ones and those whose name starts with the runai/shared-gpu-configmap annotation's
   // value (KAI's ConfigMap predicate).
-  std::vector<std::string> config_maps;
+  SharedList<std::string> config_maps;  // shared as the tolerations are
 
   // Observed state.
   PodStatus status = PodStatus::kPending;

@@ -865,6 +865,70 @@ TEST(WatchCacheHoldTest, ReadFieldsAndWholeObjectsMakeTheSameSnapshots) {
   }
 }
 
+// The held text leaves out the name and namespace the entry's key gives back; Get and Inspect
+// give them back exactly, also where the key could not (then the text keeps them).
+TEST(WatchCacheHoldTest, NamesTheKeyGivesBackAreGivenBackExactly) {
+  WatchCache cache("kai-scheduler", NodePool{}, Hold::kReadFields);
+  json pod = PodObj("ns", "p", 1, "pg");
+  pod["metadata"]["resourceVersion"] = "7";
+  cache.Apply(Kind::kPod, EventType::kAdded, pod);
+  EXPECT_EQ(cache.Get(Kind::kPod, "ns", "p"), HeldFields(Kind::kPod, pod, ""));
+  EXPECT_EQ(cache.Get(Kind::kPod, "ns", "p")->at("metadata").at("namespace"), "ns");
+
+  // Cluster-scoped: a name, no namespace.
+  const json node = NodeObj("n1", 8);
+  cache.Apply(Kind::kNode, EventType::kAdded, node);
+  const std::optional<json> got = cache.Get(Kind::kNode, "", "n1");
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(*got, HeldFields(Kind::kNode, node, ""));
+  EXPECT_FALSE(got->at("metadata").contains("namespace"));
+
+  // An empty namespace string files the pod under its name alone: the text keeps both.
+  json bare = PodObj("", "q", 1, "pg");
+  bare["metadata"]["namespace"] = "";
+  cache.Apply(Kind::kPod, EventType::kAdded, bare);
+  EXPECT_EQ(cache.Get(Kind::kPod, "", "q"), HeldFields(Kind::kPod, bare, ""));
+}
+
+// Equal lists are held once: the pods of one job share their labels, all pods admission's
+// default tolerations, and the snapshot's pods share them too.
+TEST(WatchCacheHoldTest, EqualListsOfPodsAreHeldOnce) {
+  WatchCache cache("kai-scheduler");
+  const json tolerations = json::array(
+      {{{"key", "node.kubernetes.io/not-ready"}, {"operator", "Exists"}, {"effect", "NoExecute"}},
+       {{"key", "node.kubernetes.io/unreachable"}, {"operator", "Exists"}, {"effect", "NoExecute"}}});
+  for (const char* name : {"a", "b", "c"}) {
+    json pod = PodObj("ns", name, 1, "pg");
+    pod["metadata"]["labels"]["app"] = std::string(name) == "c" ? "other" : "job";
+    pod["spec"]["tolerations"] = tolerations;
+    cache.Apply(Kind::kPod, EventType::kAdded, pod);
+  }
+  const Snapshot s = cache.Take();
+  const Cluster& cl = *s.cluster;
+  auto pod = [&](const std::string& name) -> const Pod& {
+    for (const Pod& p : cl.pods) {
+      if (p.name == name) return p;
+    }
+    ADD_FAILURE() << "no pod " << name;
+    return cl.pods.front();
+  };
+  ASSERT_EQ(pod("a").tolerations.size(), 2u);
+  EXPECT_TRUE(pod("a").tolerations.SharesWith(pod("b").tolerations));
+  EXPECT_TRUE(pod("a").tolerations.SharesWith(pod("c").tolerations));
+  EXPECT_TRUE(pod("a").labels.SharesWith(pod("b").labels));
+  EXPECT_FALSE(pod("a").labels.SharesWith(pod("c").labels));
+  EXPECT_EQ(*pod("c").labels.Get("app"), "other");
+  EXPECT_EQ(*pod("a").labels.Get("app"), "job");
+}
+
+// A pod's map node in the cache (the tree's links, the key, the entry) is one allocation per pod;
+// with jemalloc it takes the 896-byte size class. One field more in Pod or PodRecord can take it
+// to the 1,024-byte class: 128 MB more for a million pods (docs/performance.md, "The watch
+// cache"). Fields that most pods leave empty belong in a SharedList or out of line.
+TEST(WatchCacheHoldTest, APodsMapNodeFitsTheSizeClassItWasMeasuredIn) {
+  EXPECT_LE(WatchCache::PodNodeBytes(), 896u);
+}
+
 TEST(WatchCacheHoldTest, KeepsObjectsWithoutManagedFields) {
   for (Hold hold : {Hold::kWhole, Hold::kReadFields}) {
     WatchCache cache("kai-scheduler", NodePool{}, hold);
