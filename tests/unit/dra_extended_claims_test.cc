@@ -144,7 +144,7 @@ TEST(DraExtendedConvertTest, PodRequestsBecomeTheSpecialClaimsRequestsAndMapping
                     json::array({setup, proxy, warm}));
   auto rec = ConvertPod(pod);
   ASSERT_TRUE(rec.ok()) << rec.error();
-  const auto& reqs = rec.value().extended_requests;
+  const auto& reqs = rec.value().extended_requests.items();
   ASSERT_EQ(reqs.size(), 5u);
   EXPECT_EQ(reqs[0], (ContainerExtendedRequest{0, "setup", true, kAccel, 1, 0}));
   EXPECT_EQ(reqs[1], (ContainerExtendedRequest{1, "proxy", false, kAccel, 1, 1}));  // after cpu
