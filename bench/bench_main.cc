@@ -3,6 +3,7 @@
 //   gantry-bench [--nodes 100,1000,5000] [--runs 7] [--keep DIR] [--no-predicates]
 //                [--only load|snapshot|allocate|cycle] [--seed N] [--shape NAME]
 //                [--search-budget-hours H] [--victim-search-v017]
+//                [--no-shared-rank-by-class]
 //
 // `--shape NAME` picks one cluster shape of the benchmark family (README.md, "The shapes"):
 // default, sharing (30% fractional pods and topology-constrained gangs; `--variant sharing` is
@@ -102,6 +103,7 @@ struct Args {
   // generators) set to this many hours instead of KAI's defaults (5, 4 and 2.5 minutes).
   std::optional<int> search_budget_hours;
   bool victim_search_v017 = false;
+  bool shared_rank_by_class = true;
   // `--only watch-cache`: what the cache keeps of each object (cache::Hold).
   bool watch_cache_whole = false;
 };
@@ -166,6 +168,9 @@ void Usage(FILE* out) {
                "  --victim-search-v017\n"
                "                   the cycle searches victims as KAI v0.16+ does\n"
                "                   (docs/victim-search-v0.17.md; no accelerators yet)\n"
+               "  --no-shared-rank-by-class\n"
+               "                   the cycle ranks shared-GPU pods node by node (the\n"
+               "                   reference of SchedulerParams::shared_rank_by_class)\n"
                "  --watch-cache-hold read-fields|whole\n"
                "                   what `--only watch-cache`'s cache keeps of each object\n"
                "                   beside its record (default: the fields read back)\n");
@@ -248,6 +253,8 @@ std::optional<Args> ParseArgs(int argc, char** argv) {
       a.seed = static_cast<uint64_t>(n);
     } else if (arg == "--victim-search-v017") {
       a.victim_search_v017 = true;
+    } else if (arg == "--no-shared-rank-by-class") {
+      a.shared_rank_by_class = false;
     } else if (arg == "--search-budget-hours") {
       long long n = 0;
       if (!value(v) || !ParseInt(v, 1, n) || n > 1000) {
@@ -460,6 +467,9 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
     gantry::SchedulerConfig full = sc.config;
     full.actions = gantry::SchedulerConfig::Default().actions;
     full.params.victim_search_v017 = args.victim_search_v017;
+    if (!args.shared_rank_by_class) {
+      full.params.shared_rank_by_class = gantry::SchedulerParams::SharedRankByClass::kOff;
+    }
     if (args.search_budget_hours) {
       // (Long but finite: the search reads its clock as it does with the default budgets.)
       const int64_t ns = int64_t{*args.search_budget_hours} * 3600 * 1'000'000'000;

@@ -169,6 +169,12 @@ enum class NodeDependence {
   // pods without node selectors, affinities or a nominated node: nodes of one class of
   // equivalent nodes get the same answer, so ranking may evaluate one node per class.
   kShapeAndStateOnly,
+  // As kShapeAndStateOnly, and for a shared-GPU pod (fraction or GPU memory) the node's shared
+  // devices count only through how many of them can take the pod's share (Session::SharedFits,
+  // FitsIdle and FitsIdleOrReleasing; NodeSharedGpus::FitsOnGroup / CountFitting up to the pod's
+  // device count), not through which devices or what else they hold: a ranking may then
+  // evaluate one node per shape, NodeState and that count (Session::RankPerCandidateClass).
+  kShapeStateAndSharedFit,
 };
 struct PredicateOptions {
   // Rankings filter their candidates with it (one call instead of one per node).
@@ -353,6 +359,10 @@ class SessionHooks {
   bool QueueOrderTotalOnSiblings() const { return queue_order_total_on_siblings_; }
   // Whether every node callback registered depends only on the node's shape and state.
   bool NodeCallbacksDependOnlyOnShapeAndState() const { return node_fns_shape_and_state_only_; }
+  // Whether every predicate, node pre-order and node order function registered declared
+  // kShapeStateAndSharedFit (what a ranking calls; GPU order and subset functions do not decide
+  // a node's fit or score).
+  bool RankingCallbacksSeeOnlySharedFit() const { return ranking_fns_shared_fit_only_; }
   // Whether any reclaim victim filter is registered (without one, ReclaimVictimFilter accepts
   // every pair).
   bool HasReclaimVictimFilters() const { return !reclaim_victim_filter_fns_.empty(); }
@@ -401,7 +411,12 @@ class SessionHooks {
   Session& session();
   void NoteNodeCallback(NodeDependence depends_on) {
     node_fns_shape_and_state_only_ =
-        node_fns_shape_and_state_only_ && depends_on == NodeDependence::kShapeAndStateOnly;
+        node_fns_shape_and_state_only_ && depends_on != NodeDependence::kAnything;
+  }
+  void NoteRankingCallback(NodeDependence depends_on) {
+    NoteNodeCallback(depends_on);
+    ranking_fns_shared_fit_only_ =
+        ranking_fns_shared_fit_only_ && depends_on == NodeDependence::kShapeStateAndSharedFit;
   }
 
   const PluginConfig* opening_ = nullptr;  // configuration of the plugin being opened
@@ -420,6 +435,7 @@ class SessionHooks {
   QueueOrderKeyFn victim_queue_key_;     // the first queue order function's key, if given
   JobQueueOrderKeyFn job_queue_key_;     // its job-order key, if given
   bool node_fns_shape_and_state_only_ = true;
+  bool ranking_fns_shared_fit_only_ = true;
   std::vector<NodePreOrderFn> node_pre_order_fns_;
   std::vector<NodeOrderFn> node_order_fns_;
   std::vector<NodeOrderPodFilter> node_order_filters_;  // per node_order_fns_ entry, or null

@@ -31,6 +31,7 @@ struct CycleDecisions {
   std::vector<std::pair<PodId, NodeId>> binds;
   std::vector<std::string> fit_errors;  // per job, rendered
   SolverStats solver_stats;             // the victim search's counters of this cycle
+  SessionStats session_stats;           // the session's ranking counters
   // The session's view of proportion's queue order, right after it opened.
   bool queue_order_pod_states_only = false;
   bool queue_order_total_on_siblings = false;
@@ -66,6 +67,7 @@ inline CycleDecisions RunCycle(const std::string& file,
     d.fit_errors.push_back(RenderJobFitErrors(ssn->job_state(j).fit_errors));
   }
   d.solver_stats = GetSolverStats();
+  d.session_stats = ssn->stats();
   created.value()->CloseSession(*ssn);
   return d;
 }
