@@ -3,6 +3,7 @@
 //   gantry-bench [--nodes 100,1000,5000] [--runs 7] [--keep DIR] [--no-predicates]
 //                [--only load|snapshot|allocate|cycle] [--seed N] [--shape NAME]
 //                [--search-budget-hours H] [--victim-search-v017] [--no-repeated-nodes]
+//                [--no-shared-rank-by-class]
 //
 // `--shape NAME` picks one cluster shape of the benchmark family (README.md, "The shapes"):
 // default, sharing (30% fractional pods and topology-constrained gangs; `--variant sharing` is
@@ -104,6 +105,7 @@ struct Args {
   std::optional<int> search_budget_hours;
   bool victim_search_v017 = false;
   bool repeated_nodes = true;  // the victim search's repeated-nodes rule (repeated_nodes.h)
+  bool shared_rank_by_class = true;
   // `--only watch-cache`: what the cache keeps of each object (cache::Hold).
   bool watch_cache_whole = false;
 };
@@ -171,6 +173,9 @@ void Usage(FILE* out) {
                "  --no-repeated-nodes\n"
                "                   the victim search simulates every node of a scenario, also\n"
                "                   those repeating a failed one (the rule's reference path)\n"
+               "  --no-shared-rank-by-class\n"
+               "                   the cycle ranks shared-GPU pods node by node (the\n"
+               "                   reference of SchedulerParams::shared_rank_by_class)\n"
                "  --watch-cache-hold read-fields|whole\n"
                "                   what `--only watch-cache`'s cache keeps of each object\n"
                "                   beside its record (default: the fields read back)\n");
@@ -255,6 +260,8 @@ std::optional<Args> ParseArgs(int argc, char** argv) {
       a.victim_search_v017 = true;
     } else if (arg == "--no-repeated-nodes") {
       a.repeated_nodes = false;
+    } else if (arg == "--no-shared-rank-by-class") {
+      a.shared_rank_by_class = false;
     } else if (arg == "--search-budget-hours") {
       long long n = 0;
       if (!value(v) || !ParseInt(v, 1, n) || n > 1000) {
@@ -475,6 +482,9 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
     full.actions = gantry::SchedulerConfig::Default().actions;
     full.params.victim_search_v017 = args.victim_search_v017;
     gantry::SetRepeatedNodesRule(args.repeated_nodes);  // (the cycle runs on this thread)
+    if (!args.shared_rank_by_class) {
+      full.params.shared_rank_by_class = gantry::SchedulerParams::SharedRankByClass::kOff;
+    }
     if (args.search_budget_hours) {
       // (Long but finite: the search reads its clock as it does with the default budgets.)
       const int64_t ns = int64_t{*args.search_budget_hours} * 3600 * 1'000'000'000;

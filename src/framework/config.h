@@ -96,6 +96,17 @@ struct SchedulerParams {
   // devices). Off: SharedFits asked on every candidate, the reference for the differential test
   // (cycle_accelerators_test.cc).
   bool shared_fit_skip_full_nodes = true;
+  // A shared-GPU pod (fraction or GPU memory) ranked over a list of candidates - the victims
+  // placed again in the victim search's simulations, allocate's fractional pods - is checked and
+  // scored once per key among the candidates (shape, NodeState and how many shared devices take
+  // its share; Session::RankPerCandidateClass, framework/node_ranking.h), where every ranking
+  // callback allows it (NodeDependence::kShapeStateAndSharedFit), and every candidate of a key
+  // takes its representative's answer (in rankings of 500 candidates or more: below that the keys
+  // rarely repeat). Off: every candidate checked and scored, the reference for the differential
+  // test (shared_rank_by_class_test.cc). kBrokenForTests: keys blind to the shared devices, a
+  // wrong rule that test must catch.
+  enum class SharedRankByClass { kOff, kOn, kBrokenForTests };
+  SharedRankByClass shared_rank_by_class = SharedRankByClass::kOn;
 };
 
 // KAI's `usageDBConfig`: where the scheduler reads the queues' historical usage (time-based

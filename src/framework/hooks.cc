@@ -56,13 +56,13 @@ void SessionHooks::SetJobQueueKeyByRequest(bool by_request) {
 }
 
 void SessionHooks::AddNodePreOrderFn(NodePreOrderFn fn, NodeDependence depends_on) {
-  NoteNodeCallback(depends_on);
+  NoteRankingCallback(depends_on);
   node_pre_order_fns_.push_back(std::move(fn));
 }
 
 void SessionHooks::AddNodeOrderFn(NodeOrderFn fn, NodeOrderOptions options) {
   if (Disabled("node_order")) return;
-  NoteNodeCallback(options.depends_on, options.scores_pod);
+  NoteRankingCallback(options.depends_on, options.scores_pod);
   node_order_fns_.push_back(std::move(fn));
   node_order_filters_.push_back(options.scores_pod);
   node_order_batch_fns_.push_back(std::move(options.batch));
@@ -74,7 +74,7 @@ void SessionHooks::AddPrePredicateFn(PrePredicateFn fn) {
 
 void SessionHooks::AddPredicateFn(PredicateFn fn, PredicateOptions options) {
   if (Disabled("predicate")) return;
-  NoteNodeCallback(options.depends_on);
+  NoteRankingCallback(options.depends_on);
   predicate_fns_.push_back(std::move(fn));
   predicate_batch_fns_.push_back(std::move(options.batch));
 }

@@ -171,6 +171,12 @@ enum class NodeDependence {
   // pods without node selectors, affinities or a nominated node: nodes of one class of
   // equivalent nodes get the same answer, so ranking may evaluate one node per class.
   kShapeAndStateOnly,
+  // As kShapeAndStateOnly, and for a shared-GPU pod (fraction or GPU memory) the node's shared
+  // devices count only through how many of them can take the pod's share (Session::SharedFits,
+  // FitsIdle and FitsIdleOrReleasing; NodeSharedGpus::FitsOnGroup / CountFitting up to the pod's
+  // device count), not through which devices or what else they hold: a ranking may then
+  // evaluate one node per shape, NodeState and that count (Session::RankPerCandidateClass).
+  kShapeStateAndSharedFit,
 };
 struct PredicateOptions {
   // Rankings filter their candidates with it (one call instead of one per node).
@@ -378,6 +384,10 @@ class SessionHooks {
   // Whether some node callback that depends on more than the node's shape and state applies to
   // the pod (by a filter of NodeCallbacksDependOnlyOnShapeAndStateUnlessFiltered's).
   bool NodeCallbackAppliesBeyondShape(const Pod& pod) const;
+  // Whether every predicate, node pre-order and node order function registered declared
+  // kShapeStateAndSharedFit (what a ranking calls; GPU order and subset functions do not decide
+  // a node's fit or score).
+  bool RankingCallbacksSeeOnlySharedFit() const { return ranking_fns_shared_fit_only_; }
   // Whether any reclaim victim filter is registered (without one, ReclaimVictimFilter accepts
   // every pair).
   bool HasReclaimVictimFilters() const { return !reclaim_victim_filter_fns_.empty(); }
@@ -424,8 +434,11 @@ class SessionHooks {
   // (The session this is part of.)
   const Session& session() const;
   Session& session();
+  // A callback that depends on no more than the node's shape and state (kShapeStateAndSharedFit
+  // included: the classes' keys hold the shared devices) keeps node classes; another keeps them
+  // only for the pods its filter says no to (`applies_to`), or for none without a filter.
   void NoteNodeCallback(NodeDependence depends_on, PodSpecFilter applies_to = nullptr) {
-    const bool shape_only = depends_on == NodeDependence::kShapeAndStateOnly;
+    const bool shape_only = depends_on != NodeDependence::kAnything;
     node_fns_shape_and_state_only_ = node_fns_shape_and_state_only_ && shape_only;
     if (shape_only) return;
     if (applies_to == nullptr) {
@@ -433,6 +446,11 @@ class SessionHooks {
     } else {
       beyond_shape_filters_.push_back(applies_to);
     }
+  }
+  void NoteRankingCallback(NodeDependence depends_on, PodSpecFilter applies_to = nullptr) {
+    NoteNodeCallback(depends_on, applies_to);
+    ranking_fns_shared_fit_only_ =
+        ranking_fns_shared_fit_only_ && depends_on == NodeDependence::kShapeStateAndSharedFit;
   }
 
   const PluginConfig* opening_ = nullptr;  // configuration of the plugin being opened
@@ -455,6 +473,7 @@ class SessionHooks {
   bool node_fns_shape_and_state_only_unless_filtered_ = true;
   // The filters of the callbacks that depend on more than shape and state and have one.
   std::vector<PodSpecFilter> beyond_shape_filters_;
+  bool ranking_fns_shared_fit_only_ = true;
   std::vector<NodePreOrderFn> node_pre_order_fns_;
   std::vector<NodeOrderFn> node_order_fns_;
   std::vector<PodSpecFilter> node_order_filters_;       // per node_order_fns_ entry, or null

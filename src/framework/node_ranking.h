@@ -11,6 +11,18 @@
 //   then be ranked over classes of all nodes - no node outside the candidates could fit it, and
 //   the order of the scores does not depend on which non-fitting nodes are candidates. Records no
 //   fit errors.
+// - RankPerCandidateClass (SchedulerParams::shared_rank_by_class): for a shared-GPU pod without
+//   node selectors, affinities or a nominated node, when every ranking callback declared
+//   kShapeStateAndSharedFit (hooks.h), the per-node ranking of a candidate list computed on one
+//   representative per key among the candidates (the first met), every other candidate taking
+//   its representative's fit and score. The key: the node's shape and NodeState (NodeStateId)
+//   and how many of its shared devices take the pod's share (CountFitting up to the pod's device
+//   count) - what SharedFits reads, and all the declared callbacks may read. The candidates are
+//   kept as they are (a shared-GPU pod can fit a node without free GPUs, so it is not ranked over
+//   all nodes' classes), and the ranked list holds the same nodes with the same scores as
+//   RankPerNode's: the best node and the order of the next ones (score, then name) are the same.
+//   Node pre-order functions see only the representatives (the minimum and maximum of a state
+//   over them are those over the candidates).
 // - PodRankableByClass: no shared GPU, claims, node selector, affinities, host ports (the pods on
 //   a node decide those) or nominated node, no pod of the cluster with anti-affinity or preferred
 //   (anti-)affinity terms (the podaffinity score reads node labels and the pods on nodes), and
@@ -99,6 +111,20 @@ struct NodeRanking {
   // Per entry of nonempty_classes: the class's representative, its smallest-named node (kept
   // by Reclassify as members come and go, so a ranking by class reads them as they are).
   std::vector<NodeId> class_reps;
+  // RankPerCandidateClass: per key (a node's state id and fitting shared devices), the serial of
+  // the ranking that last met it among its candidates and of the one that found it fitting, with
+  // its score; each candidate's key; the representatives.
+  uint32_t candidate_serial = 0;
+  std::vector<uint32_t> candidate_seen;
+  std::vector<uint32_t> candidate_fits;
+  std::vector<double> candidate_score;
+  std::vector<size_t> candidate_keys;
+  std::vector<NodeId> candidate_reps;
+  // Session::NodeStateId: ids of the (shape, NodeState) pairs met (shared devices left out), and
+  // per node its id and the node version it was taken at.
+  std::unordered_map<ClassKey, int32_t, ClassKeyHash> state_index;
+  std::vector<int32_t> state_id;
+  std::vector<uint32_t> state_id_version;
   // State of the current ranking, for falling back to per-node order after the first node.
   bool ranked_by_class = false;
   PodId rank_pod = kNone;

@@ -352,6 +352,12 @@ class Session : public SessionHooks, public SessionVersions, public SessionGpuDe
   bool CanRankByClass(PodId p, std::span<const NodeId> candidates) const;
   void RankByClass(PodId p, bool record);
   void RankPerNode(PodId p, std::span<const NodeId> candidates, bool record);
+  // SchedulerParams::shared_rank_by_class: a shared-GPU pod whose ranking may evaluate one node
+  // per key, and the same ranking as RankPerNode from one representative per key among the
+  // candidates (node_ranking.h); the id of a node's shape and NodeState.
+  bool SharedPodRankableByClass(PodId p) const;
+  void RankPerCandidateClass(PodId p, std::span<const NodeId> candidates, bool record);
+  int32_t NodeStateId(NodeId n);
   void PickBestRanked();
   NodeRanking ranking_;
   mutable int8_t all_pods_whole_rankable_ = -1;  // AllPodsWholeGpuRankableByClass, -1: unknown

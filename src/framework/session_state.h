@@ -75,6 +75,9 @@ struct SessionStats {
   int64_t rankings_by_class = 0;  // pods ranked over classes of equivalent nodes
   int64_t rankings_per_node = 0;  // pods ranked node by node
   int64_t nodes_checked = 0;      // node feasibility checks while ranking
+  // Of rankings_per_node: shared-GPU pods checked once per class among the candidates
+  // (SchedulerParams::shared_rank_by_class).
+  int64_t rankings_per_candidate_class = 0;
 };
 
 // How one victim search ended (KAI's SearchResultReason): solved; its time ran out (the job's

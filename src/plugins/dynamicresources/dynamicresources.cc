@@ -49,7 +49,7 @@ class DynamicResourcesPlugin : public Plugin {
           if (pod.dra_extended.empty()) return std::string("cannot allocate all claims");
           return "cannot allocate all DRA claims on node " + s.cluster().nodes[n].name;
         },
-        {.depends_on = NodeDependence::kShapeAndStateOnly});
+        {.depends_on = NodeDependence::kShapeStateAndSharedFit});
     ssn.AddEventHandler(EventHandler{
         [](Session& s, PodId p) {
           const Pod& pod = s.cluster().pods[p];

@@ -37,7 +37,7 @@ class GpuSharingOrderPlugin : public Plugin {
           return 0.0;
         },
         {.scores_pod = [](const Cluster&, const Pod& pod) { return pod.IsSharedGpu(); },
-         .depends_on = NodeDependence::kShapeAndStateOnly});
+         .depends_on = NodeDependence::kShapeStateAndSharedFit});
   }
 };
 

@@ -44,7 +44,7 @@ class NodeAvailabilityPlugin : public Plugin {
                  score += idle ? scores::kAvailability : 0.0;
                }
              },
-         .depends_on = NodeDependence::kShapeAndStateOnly});
+         .depends_on = NodeDependence::kShapeStateAndSharedFit});
   }
 };
 
@@ -60,7 +60,7 @@ class ResourceTypePlugin : public Plugin {
                        : 0.0;
           },
           {.scores_pod = [](const Cluster&, const Pod& pod) { return pod.IsCpuOnly(); },
-           .depends_on = NodeDependence::kShapeAndStateOnly});
+           .depends_on = NodeDependence::kShapeStateAndSharedFit});
       return;
     }
     // Whether a node is CPU-only depends on the node alone: once per node and session, shared
@@ -83,7 +83,7 @@ class ResourceTypePlugin : public Plugin {
                  score += (*cpu_only)[static_cast<size_t>(n)] != 0 ? scores::kResourceType : 0.0;
                }
              },
-         .depends_on = NodeDependence::kShapeAndStateOnly});
+         .depends_on = NodeDependence::kShapeStateAndSharedFit});
   }
 };
 
@@ -97,7 +97,7 @@ class NominatedNodePlugin : public Plugin {
         },
         // (Scores the nominated node by its id: such pods are never ranked by class.)
         {.scores_pod = [](const Cluster&, const Pod& pod) { return pod.nominated_node != kNone; },
-         .depends_on = NodeDependence::kShapeAndStateOnly});
+         .depends_on = NodeDependence::kShapeStateAndSharedFit});
   }
 };
 

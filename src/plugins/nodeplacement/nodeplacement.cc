@@ -71,7 +71,7 @@ class NodePlacementPlugin : public Plugin {
           min_ = lo;
           max_ = hi;
         },
-        NodeDependence::kShapeAndStateOnly);
+        NodeDependence::kShapeStateAndSharedFit);
     ssn.AddNodeOrderFn(
         [this](const Session& s, PodId p, NodeId n) {
           return Score(s, p, n, !s.cluster().pods[p].IsCpuOnly());
@@ -81,7 +81,7 @@ class NodePlacementPlugin : public Plugin {
                const bool gpu = !s.cluster().pods[p].IsCpuOnly();
                for (auto& [score, n] : scored) score += Score(s, p, n, gpu);
              },
-         .depends_on = NodeDependence::kShapeAndStateOnly});
+         .depends_on = NodeDependence::kShapeStateAndSharedFit});
   }
 
  private:

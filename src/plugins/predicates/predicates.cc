@@ -121,7 +121,7 @@ class PredicatesPlugin : public Plugin {
     ssn.AddPredicateFn(
         [this](Session& s, PodId p, NodeId n) { return Predicate(s, p, n); },
         {.batch = [this](Session& s, PodId p, std::vector<NodeId>& nodes) { Filter(s, p, nodes); },
-         .depends_on = NodeDependence::kShapeAndStateOnly});
+         .depends_on = NodeDependence::kShapeStateAndSharedFit});
   }
 
  private:
