@@ -892,8 +892,8 @@ TEST(WatchCacheHoldTest, NamesTheKeyGivesBackAreGivenBackExactly) {
 
 // Equal lists are held once: the pods of one job share their labels, all pods admission's
 // default tolerations, and the snapshot's pods share them too.
-TEST(WatchCacheHoldTest, EqualListsOfPodsAreHeldOnce) {
-  WatchCache cache("kai-scheduler");
+TEST_F(WatchCacheTest, EqualListsOfPodsAreHeldOnce) {
+  cache_.Apply(Kind::kPodGroup, EventType::kAdded, PodGroupObj("ns", "pg", "team-a", 1));
   const json tolerations = json::array(
       {{{"key", "node.kubernetes.io/not-ready"}, {"operator", "Exists"}, {"effect", "NoExecute"}},
        {{"key", "node.kubernetes.io/unreachable"}, {"operator", "Exists"}, {"effect", "NoExecute"}}});
@@ -901,24 +901,21 @@ TEST(WatchCacheHoldTest, EqualListsOfPodsAreHeldOnce) {
     json pod = PodObj("ns", name, 1, "pg");
     pod["metadata"]["labels"]["app"] = std::string(name) == "c" ? "other" : "job";
     pod["spec"]["tolerations"] = tolerations;
-    cache.Apply(Kind::kPod, EventType::kAdded, pod);
+    cache_.Apply(Kind::kPod, EventType::kAdded, pod);
   }
-  const Snapshot s = cache.Take();
-  const Cluster& cl = *s.cluster;
-  auto pod = [&](const std::string& name) -> const Pod& {
-    for (const Pod& p : cl.pods) {
-      if (p.name == name) return p;
-    }
-    ADD_FAILURE() << "no pod " << name;
-    return cl.pods.front();
-  };
-  ASSERT_EQ(pod("a").tolerations.size(), 2u);
-  EXPECT_TRUE(pod("a").tolerations.SharesWith(pod("b").tolerations));
-  EXPECT_TRUE(pod("a").tolerations.SharesWith(pod("c").tolerations));
-  EXPECT_TRUE(pod("a").labels.SharesWith(pod("b").labels));
-  EXPECT_FALSE(pod("a").labels.SharesWith(pod("c").labels));
-  EXPECT_EQ(*pod("c").labels.Get("app"), "other");
-  EXPECT_EQ(*pod("a").labels.Get("app"), "job");
+  const Snapshot s = cache_.Take();
+  const Pod* a = FindPod(*s.cluster, "a");
+  const Pod* b = FindPod(*s.cluster, "b");
+  const Pod* c = FindPod(*s.cluster, "c");
+  ASSERT_TRUE(a && b && c);
+  ASSERT_EQ(a->tolerations.size(), 2u);
+  EXPECT_EQ(a->tolerations[1].key, "node.kubernetes.io/unreachable");
+  EXPECT_TRUE(a->tolerations.SharesWith(b->tolerations));
+  EXPECT_TRUE(a->tolerations.SharesWith(c->tolerations));
+  EXPECT_TRUE(a->labels.SharesWith(b->labels));
+  EXPECT_FALSE(a->labels.SharesWith(c->labels));
+  EXPECT_EQ(*c->labels.Get("app"), "other");
+  EXPECT_EQ(*a->labels.Get("app"), "job");
 }
 
 // A pod's map node in the cache (the tree's links, the key, the entry) is one allocation per pod;
