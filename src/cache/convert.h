@@ -148,9 +148,9 @@ struct PodGroupRecord {
   int64_t creation_ms = 0;
   bool deleting = false;
   SharedOptional<TopologyConstraint> topology;  // out of line: most PodGroups set none
-  std::vector<SubGroupSpec> sub_groups;  // validated: unique names, known parents, no cycle
-  std::optional<int32_t> min_sub_group;  // spec.minSubGroup (direct sub-groups)
-  double preemption_delay_seconds = 0;   // spec.preemptionDelay (Go duration)
+  std::vector<SubGroupSpec> sub_groups;         // validated: unique names, known parents, no cycle
+  std::optional<int32_t> min_sub_group;         // spec.minSubGroup (direct sub-groups)
+  double preemption_delay_seconds = 0;          // spec.preemptionDelay (Go duration)
   std::optional<double> staleness_grace_period_seconds;  // spec.stalenessGracePeriod
   std::optional<int64_t> last_start_ms;
   std::optional<int64_t> stale_since_ms;

@@ -298,8 +298,12 @@ void WatchCache::Assemble(std::vector<ObjectError>& errors) {
     job.preemption_delay_seconds = r.preemption_delay_seconds;
     job.staleness_grace_period_seconds = r.staleness_grace_period_seconds;
     std::map<std::string, int32_t> sets;
-    job.groups.push_back(SubGroup{
-        "", kNone, {}, {}, r.topology.ToOptional(), r.sub_groups.empty() ? std::nullopt : r.min_sub_group});
+    job.groups.push_back(SubGroup{"",
+                                  kNone,
+                                  {},
+                                  {},
+                                  r.topology.ToOptional(),
+                                  r.sub_groups.empty() ? std::nullopt : r.min_sub_group});
     if (r.sub_groups.empty()) {
       job.groups[0].child_pod_sets.push_back(0);
       PodSet ps;

@@ -31,9 +31,13 @@ namespace gantry {
 template <typename T>
 class SharedList {
  public:
+  // The standard container names, which range-for and test matchers look for. Elements are
+  // never written in place, so `iterator` is the const one.
+  // NOLINTBEGIN(readability-identifier-naming)
   using value_type = T;
   using const_iterator = typename std::vector<T>::const_iterator;
-  using iterator = const_iterator;  // the elements are never written in place
+  using iterator = const_iterator;
+  // NOLINTEND(readability-identifier-naming)
 
   SharedList() = default;
   SharedList(std::vector<T> items)  // NOLINT(google-explicit-constructor): reads as a vector
@@ -42,7 +46,8 @@ class SharedList {
   SharedList(const SharedList& other) : block_(other.block_) { Retain(block_); }
   SharedList(SharedList&& other) noexcept : block_(std::exchange(other.block_, nullptr)) {}
   SharedList& operator=(const SharedList& other) {
-    Retain(other.block_);  // first: `other` may be this holder
+    if (this == &other) return *this;
+    Retain(other.block_);
     Release(block_);
     block_ = other.block_;
     return *this;
@@ -117,8 +122,8 @@ class SharedList {
     return block_ == nullptr ? 0 : block_->holders.load(std::memory_order_acquire);
   }
   static const std::vector<T>& Empty() {
-    static const std::vector<T> kEmpty;
-    return kEmpty;
+    static const std::vector<T> none;
+    return none;
   }
   Block* block_ = nullptr;  // null: empty
 };
@@ -170,7 +175,7 @@ class SharedListPool {
  private:
   static size_t HashOf(const std::vector<T>& items) {
     size_t h = items.size();
-    for (const T& item : items) h = h * 1'000'003u ^ Hash{}(item);
+    for (const T& item : items) h = h * 1'000'003u ^ Hash {}(item);
     return h;
   }
   // Drops the lists only the pool holds.

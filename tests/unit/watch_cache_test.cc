@@ -896,7 +896,9 @@ TEST_F(WatchCacheTest, EqualListsOfPodsAreHeldOnce) {
   cache_.Apply(Kind::kPodGroup, EventType::kAdded, PodGroupObj("ns", "pg", "team-a", 1));
   const json tolerations = json::array(
       {{{"key", "node.kubernetes.io/not-ready"}, {"operator", "Exists"}, {"effect", "NoExecute"}},
-       {{"key", "node.kubernetes.io/unreachable"}, {"operator", "Exists"}, {"effect", "NoExecute"}}});
+       {{"key", "node.kubernetes.io/unreachable"},
+        {"operator", "Exists"},
+        {"effect", "NoExecute"}}});
   for (const char* name : {"a", "b", "c"}) {
     json pod = PodObj("ns", name, 1, "pg");
     pod["metadata"]["labels"]["app"] = std::string(name) == "c" ? "other" : "job";
