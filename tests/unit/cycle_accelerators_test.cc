@@ -31,11 +31,7 @@ using differential::CycleDecisions;
 using differential::ShapeCase;
 
 void ExpectSameCycle(const CycleDecisions& on, const CycleDecisions& off) {
-  EXPECT_EQ(on.digest, off.digest);
-  EXPECT_EQ(on.evictions, off.evictions);
-  EXPECT_EQ(on.pipelined, off.pipelined);
-  EXPECT_EQ(on.binds, off.binds);
-  EXPECT_EQ(on.fit_errors, off.fit_errors);
+  differential::ExpectSameDecisions(on, off);
   EXPECT_EQ(differential::SumOverActions(on.solver_stats, &SolverActionStats::scenarios),
             differential::SumOverActions(off.solver_stats, &SolverActionStats::scenarios));
   EXPECT_FALSE(on.binds.empty() && on.pipelined.empty() && on.evictions.empty());

@@ -146,4 +146,13 @@ inline uint64_t SumOverActions(const SolverStats& stats, uint64_t SolverActionSt
   return sum;
 }
 
+// Two cycles decided the same: digest, evictions, pipelined pods, binds and fit errors.
+inline void ExpectSameDecisions(const CycleDecisions& a, const CycleDecisions& b) {
+  EXPECT_EQ(a.digest, b.digest);
+  EXPECT_EQ(a.evictions, b.evictions);
+  EXPECT_EQ(a.pipelined, b.pipelined);
+  EXPECT_EQ(a.binds, b.binds);
+  EXPECT_EQ(a.fit_errors, b.fit_errors);
+}
+
 }  // namespace gantry::differential

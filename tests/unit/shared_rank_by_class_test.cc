@@ -55,20 +55,12 @@ TEST_P(SharedRankByClassTest, SameDecisionsWithAndWithoutTheRule) {
   const std::string file = differential::WriteShapeCluster("shared-rank", k, summary);
   const CycleDecisions on = SharedRankCycle(file, SharedRankMode::kOn, true);
   const CycleDecisions off = SharedRankCycle(file, SharedRankMode::kOff, true);
-  EXPECT_EQ(on.digest, off.digest);
-  EXPECT_EQ(on.evictions, off.evictions);
-  EXPECT_EQ(on.pipelined, off.pipelined);
-  EXPECT_EQ(on.binds, off.binds);
-  EXPECT_EQ(on.fit_errors, off.fit_errors);
+  differential::ExpectSameDecisions(on, off);
   EXPECT_EQ(off.session_stats.rankings_per_candidate_class, 0);
   if (k.plain) {
     const CycleDecisions plain_on = SharedRankCycle(file, SharedRankMode::kOn, false);
     const CycleDecisions plain_off = SharedRankCycle(file, SharedRankMode::kOff, false);
-    EXPECT_EQ(plain_on.digest, plain_off.digest);
-    EXPECT_EQ(plain_on.evictions, plain_off.evictions);
-    EXPECT_EQ(plain_on.pipelined, plain_off.pipelined);
-    EXPECT_EQ(plain_on.binds, plain_off.binds);
-    EXPECT_EQ(plain_on.fit_errors, plain_off.fit_errors);
+    differential::ExpectSameDecisions(plain_on, plain_off);
   }
   std::filesystem::remove(file);
 }
