@@ -107,8 +107,8 @@ struct Args {
   bool victim_search_v017 = false;
   bool repeated_nodes = true;  // the victim search's repeated-nodes rule (repeated_nodes.h)
   bool shared_rank_by_class = true;
-  bool strategy_rules =
-      true;  // proportion's strategy rules (plugins/proportion/reclaim_strategy.h)
+  // Proportion's strategy rules (plugins/proportion/reclaim_strategy.h).
+  bool strategy_rules = true;
   // `--only watch-cache`: what the cache keeps of each object (cache::Hold).
   bool watch_cache_whole = false;
 };
