@@ -119,6 +119,11 @@ class ProportionPlugin : public Plugin {
   // lo = (allocated(rq) - all evicted below rq + required) / fair(rq) the check rejects whenever
   // taken(sib) >= x for the least whole x with lo > 1 and lo * multiplier >= (allocated(sib) - x)
   // / fair(sib): the rule's min_gpus.
+  // Strategy rules (reclaim_strategy.h; on unless SetReclaimStrategyRules switched them off): when
+  // sib's whole allocation already fails Reclaimable's strategy check against rq, the check
+  // refuses at the first victim below sib that is counted, whatever the sums: sib's rule is then
+  // min_gpus 1 instead (one GPU of its victims left evicted), with a saturation form that always
+  // holds.
   void RejectionRules(const Session& s, JobId preemptor, std::span<const PodId> tasks,
                       const EvictedVictims& evicted, std::vector<RejectionRule>& out) const;
   void GroupEntries(const Session& s, const std::vector<uint64_t>& entries,
