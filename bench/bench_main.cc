@@ -3,7 +3,7 @@
 //   gantry-bench [--nodes 100,1000,5000] [--runs 7] [--keep DIR] [--no-predicates]
 //                [--only load|snapshot|allocate|cycle] [--seed N] [--shape NAME]
 //                [--search-budget-hours H] [--victim-search-v017] [--no-repeated-nodes]
-//                [--no-shared-rank-by-class]
+//                [--no-shared-rank-by-class] [--no-strategy-rules]
 //
 // `--shape NAME` picks one cluster shape of the benchmark family (README.md, "The shapes"):
 // default, sharing (30% fractional pods and topology-constrained gangs; `--variant sharing` is
@@ -45,6 +45,7 @@
 #include "kube/json_parse.h"
 #include "kube_objects.h"
 #include "measure.h"
+#include "plugins/proportion/reclaim_strategy.h"
 #include "scenario/runner.h"
 #include "scenario/scenario.h"
 #include "scheduler/registry.h"
@@ -106,6 +107,8 @@ struct Args {
   bool victim_search_v017 = false;
   bool repeated_nodes = true;  // the victim search's repeated-nodes rule (repeated_nodes.h)
   bool shared_rank_by_class = true;
+  // Proportion's strategy rules (plugins/proportion/reclaim_strategy.h).
+  bool strategy_rules = true;
   // `--only watch-cache`: what the cache keeps of each object (cache::Hold).
   bool watch_cache_whole = false;
 };
@@ -176,6 +179,9 @@ void Usage(FILE* out) {
                "  --no-shared-rank-by-class\n"
                "                   the cycle ranks shared-GPU pods node by node (the\n"
                "                   reference of SchedulerParams::shared_rank_by_class)\n"
+               "  --no-strategy-rules\n"
+               "                   reclaim's victim search without the rejection rules from\n"
+               "                   proportion's strategy check (the rule's reference path)\n"
                "  --watch-cache-hold read-fields|whole\n"
                "                   what `--only watch-cache`'s cache keeps of each object\n"
                "                   beside its record (default: the fields read back)\n");
@@ -262,6 +268,8 @@ std::optional<Args> ParseArgs(int argc, char** argv) {
       a.repeated_nodes = false;
     } else if (arg == "--no-shared-rank-by-class") {
       a.shared_rank_by_class = false;
+    } else if (arg == "--no-strategy-rules") {
+      a.strategy_rules = false;
     } else if (arg == "--search-budget-hours") {
       long long n = 0;
       if (!value(v) || !ParseInt(v, 1, n) || n > 1000) {
@@ -482,6 +490,7 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
     full.actions = gantry::SchedulerConfig::Default().actions;
     full.params.victim_search_v017 = args.victim_search_v017;
     gantry::SetRepeatedNodesRule(args.repeated_nodes);  // (the cycle runs on this thread)
+    gantry::SetReclaimStrategyRules(args.strategy_rules);
     if (!args.shared_rank_by_class) {
       full.params.shared_rank_by_class = gantry::SchedulerParams::SharedRankByClass::kOff;
     }

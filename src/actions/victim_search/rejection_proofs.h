@@ -7,7 +7,9 @@
 // `RejectionRules`, one rule per sibling queue where the reclaimer's and the victims' root paths
 // part, from bounds on the saturation check (the reclaimer's side at its lowest: every evicted
 // victim below it taken; the sibling's side as a function of the GPUs taken from it; exact sums
-// make both quotients monotone). The simulation follows, per rule, the GPUs of victims whose job
+// make both quotients monotone), or from the strategy check when the sibling's whole allocation
+// already fails it (then one GPU of its victims left evicted is enough: min_gpus 1).
+// The simulation follows, per rule, the GPUs of victims whose job
 // was already given its chance to be placed again and stayed evicted, and of victims not yet
 // processed: once the pending pods are placed, at least (unprocessed - free GPUs of the nodes) of
 // those stay evicted, since every re-placement takes whole GPUs from those free ones. When a rule

@@ -90,7 +90,13 @@ class ProportionPlugin : public Plugin {
     uint64_t key = 0;
     size_t stable = 0;
     double required = 0;
-    bool possible = false;
+    Quantities required_all;  // every resource the pending pods ask for
+    bool possible = false;    // a saturation rule is possible
+    // Per queue: 1 when it is a sibling of a queue of the reclaimer's root path whose whole
+    // allocation already fails the strategy check (ReclaimStrategy::Fits), so that any of its
+    // victims left evicted makes Reclaimable refuse; `any_bad`: some queue is.
+    std::vector<uint8_t> strategy_bad;
+    bool any_bad = false;
     std::vector<QueueId> path;  // the reclaimer's root path
     uint64_t path_call = 0;     // path_stamp_ value of the queue paths computed against `path`
     uint64_t hit = 0;           // base_hit_ value of the stable victims
@@ -113,6 +119,11 @@ class ProportionPlugin : public Plugin {
   // lo = (allocated(rq) - all evicted below rq + required) / fair(rq) the check rejects whenever
   // taken(sib) >= x for the least whole x with lo > 1 and lo * multiplier >= (allocated(sib) - x)
   // / fair(sib): the rule's min_gpus.
+  // Strategy rules (reclaim_strategy.h; on unless SetReclaimStrategyRules switched them off): when
+  // sib's whole allocation already fails Reclaimable's strategy check against rq, the check
+  // refuses at the first victim below sib that is counted, whatever the sums: sib's rule is then
+  // min_gpus 1 instead (one GPU of its victims left evicted), with a saturation form that always
+  // holds.
   void RejectionRules(const Session& s, JobId preemptor, std::span<const PodId> tasks,
                       const EvictedVictims& evicted, std::vector<RejectionRule>& out) const;
   void GroupEntries(const Session& s, const std::vector<uint64_t>& entries,

@@ -3,33 +3,10 @@
 
 #include "framework/session.h"
 #include "plugins/proportion/plugin.h"
+#include "plugins/proportion/reclaim_strategy.h"
 #include "plugins/proportion/saturation.h"
 
 namespace gantry::proportion {
-
-namespace {
-
-// KAI's reclaim strategies: taking `remaining` down is allowed while the reclaimee stays above
-// its fair share, or when the reclaimer stays within its deserved quota and the reclaimee above
-// its own. (What does not depend on `remaining` is computed once per reclaimer / reclaimee.)
-struct ReclaimStrategy {
-  ReclaimStrategy(const Quantities& required, const QueueShare& reclaimer,
-                  const QueueShare& reclaimee)
-      : allocatable(reclaimee.AllocatableShare()), deserved(reclaimee.Deserved()) {
-    Quantities with = reclaimer.Allocated();
-    with += required;
-    reclaimer_within_deserved = LessEqual(with, reclaimer.Deserved());
-  }
-  bool Fits(const Quantities& remaining) const {
-    if (!LessEqual(remaining, allocatable)) return true;
-    if (!reclaimer_within_deserved) return false;
-    return !LessEqual(remaining, deserved);
-  }
-  Quantities allocatable, deserved;
-  bool reclaimer_within_deserved = false;
-};
-
-}  // namespace
 
 bool ProportionPlugin::CanReclaim(const Session& s, JobId j) const {
   const Cluster& c = s.cluster();

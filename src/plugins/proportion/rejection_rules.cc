@@ -1,12 +1,36 @@
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
 #include "framework/session.h"
 #include "plugins/proportion/plugin.h"
+#include "plugins/proportion/reclaim_strategy.h"
 #include "plugins/proportion/saturation.h"
 
+namespace gantry {
+
+namespace {
+thread_local bool strategy_rules_on = true;
+}  // namespace
+
+void SetReclaimStrategyRules(bool on) { strategy_rules_on = on; }
+bool ReclaimStrategyRules() { return strategy_rules_on; }
+
+}  // namespace gantry
+
 namespace gantry::proportion {
+
+namespace {
+
+// The saturation form of a strategy rule: it holds whenever one GPU of its victims stays
+// evicted, whatever is left evicted below the reclaimer's queue (see RejectionRules).
+bool StrategyRuleAlwaysRejects(const std::array<double, SaturationBound::kParams>& /*params*/,
+                               double x, double /*b*/) {
+  return x >= 1;
+}
+
+}  // namespace
 
 void ProportionPlugin::RejectionRules(const Session& s, JobId preemptor,
                                       std::span<const PodId> tasks, const EvictedVictims& evicted,
@@ -30,8 +54,25 @@ void ProportionPlugin::RejectionRules(const Session& s, JobId preemptor,
   if (evicted.stable_key == 0 || base.key != evicted.stable_key || base.stable != evicted.stable) {
     base.key = evicted.stable_key;
     base.stable = evicted.stable;
-    base.required = Requested(c, tasks)[QueueResource::kGpu];
+    base.required_all = Requested(c, tasks);
+    base.required = base.required_all[QueueResource::kGpu];
     base.path = PathFromRoot(c, c.jobs[preemptor].queue);
+    // The siblings of the path's queues whose whole allocation fails the strategy check
+    // against the path's queue at their depth (the queues Leveled pairs).
+    base.strategy_bad.assign(c.queues.size(), 0);
+    base.any_bad = false;
+    if (ReclaimStrategyRules()) {
+      for (QueueId q = 0; q < static_cast<QueueId>(c.queues.size()); ++q) {
+        for (QueueId rq : base.path) {
+          if (q == rq || c.queues[q].parent != c.queues[rq].parent) continue;
+          const ReclaimStrategy strategy(base.required_all, queues[rq], queues[q]);
+          if (!strategy.Fits(queues[q].Allocated())) {
+            base.strategy_bad[q] = 1;
+            base.any_bad = true;
+          }
+        }
+      }
+    }
     // lo is at most (allocated(rq) + required) / fair(rq): no rule unless that exceeds 1
     // somewhere.
     base.possible = false;
@@ -47,7 +88,7 @@ void ProportionPlugin::RejectionRules(const Session& s, JobId preemptor,
     base.below_lists.resize(base.path.size());
     for (auto& list : base.below_lists) list.clear();
     base.parted.clear();
-    if (base.required > 0 && base.possible) {
+    if (base.required > 0 && (base.possible || base.any_bad)) {
       AddEvicted(s, evicted.pods.first(evicted.stable), base, base_hit_, base.hit,
                  /*skip=*/0, base.below, &base.below_lists, base.parted);
       SortEntries(base.parted);
@@ -58,7 +99,7 @@ void ProportionPlugin::RejectionRules(const Session& s, JobId preemptor,
       base.pods[k] = static_cast<PodId>(base.parted[k] & 0xffffffffu);
     }
   }
-  if (!(base.required > 0) || !base.possible) return;
+  if (!(base.required > 0) || !(base.possible || base.any_bad)) return;
   const double required = base.required;
   const std::vector<QueueId>& path = base.path;
   // Accepted GPUs of the distinct evicted victims below each queue of the reclaimer's path,
@@ -107,9 +148,37 @@ void ProportionPlugin::RejectionRules(const Session& s, JobId preemptor,
     bound.sib_fair = sib_fair;
     bound.multiplier = reclaimer_multiplier_;
     auto rejects = [&](double x) { return bound.Rejects(x, below[level]); };
+    // A strategy rule: the sibling's whole allocation fails Reclaimable's strategy check, which
+    // the validator asks with the sibling's allocation less what it took below it so far before
+    // each victim below it that is counted (ReclaimStrategy: up-closed, and what is left only
+    // falls). So one such victim left evicted makes it refuse, whatever else the simulation did
+    // and whatever the sums (exact or not): min_gpus 1 (a GPU victim), and a saturation form
+    // that always holds, so that the proofs from the recorded victims' rules take it too. It
+    // is the strongest rule a sibling can have (the saturation rule needs at least one GPU left
+    // evicted too), so it replaces the saturation rule of the sibling: a victim is followed for
+    // one rule only.
+    if (base.strategy_bad[sib_queue] != 0 && sib_gpus >= 1) {
+      RejectionRule& rule = out.emplace_back();
+      rule.min_gpus = 1;
+      rule.has_saturation = evicted.follow_below;
+      rule.saturation.formula = &StrategyRuleAlwaysRejects;
+      rule.sibling = sib_queue;
+      rule.level = level;
+      if (bg) {
+        rule.held = std::span<const PodId>(base.pods).subspan(bg->begin, bg->end - bg->begin);
+      }
+      if (eg) {
+        rule.pods.resize(eg->end - eg->begin);
+        for (size_t k = 0; k < rule.pods.size(); ++k) {
+          rule.pods[k] = pod_of_entry(extra[eg->begin + k]);
+        }
+      }
+      continue;
+    }
     // (kUnlimited is negative.) A rule for every sibling queue the check can reject on: its
     // bound falls as victims below the reclaimer's queue there are placed again.
-    if (fair > 0 && sib_fair > 0 && sib_gpus >= 1 && (evicted.follow_below || rejects(sib_gpus))) {
+    if (base.possible && fair > 0 && sib_fair > 0 && sib_gpus >= 1 &&
+        (evicted.follow_below || rejects(sib_gpus))) {
       double min_gpus = std::numeric_limits<double>::infinity();
       if (rejects(sib_gpus)) {
         double low = 1, high = sib_gpus;  // rejects(high); find the least whole such x
