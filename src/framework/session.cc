@@ -169,10 +169,13 @@ namespace {
 // The node part of Session::AddPodToNode / RemovePodFromNode for `pod` in `status`, `r` being
 // ChargedOn(pod, node) (`memory`: its GPU memory per device on the node, read only for a
 // shared-GPU pod): its charge on the node's counters and, for a shared-GPU pod, on its devices
-// `groups`. (Shared with EvictAndRollBackCounters, which runs them on copies.)
-void SessionChargeNode(const Pod& pod, const Node& node, const Resources& r, PodStatus status,
-                       int64_t memory, const std::vector<int32_t>& groups, NodeState& ns,
-                       NodeSharedGpus& shared) {
+// `groups`. (Shared with EvictAndRollBackCounters, which runs them on copies; always inlined, as
+// they were written inside AddPodToNode / RemovePodFromNode before.)
+[[gnu::always_inline]] inline void SessionChargeNode(const Pod& pod, const Node& node,
+                                                     const Resources& r, PodStatus status,
+                                                     int64_t memory,
+                                                     const std::vector<int32_t>& groups,
+                                                     NodeState& ns, NodeSharedGpus& shared) {
   ns.used += r;
   switch (status) {
     case PodStatus::kReleasing:
@@ -191,9 +194,11 @@ void SessionChargeNode(const Pod& pod, const Node& node, const Resources& r, Pod
     }
   }
 }
-void SessionDischargeNode(const Pod& pod, const Node& node, const Resources& r, PodStatus status,
-                          int64_t memory, const std::vector<int32_t>& groups, NodeState& ns,
-                          NodeSharedGpus& shared) {
+[[gnu::always_inline]] inline void SessionDischargeNode(const Pod& pod, const Node& node,
+                                                        const Resources& r, PodStatus status,
+                                                        int64_t memory,
+                                                        const std::vector<int32_t>& groups,
+                                                        NodeState& ns, NodeSharedGpus& shared) {
   ns.used -= r;
   switch (status) {
     case PodStatus::kReleasing:
