@@ -3,7 +3,7 @@
 //   gantry-bench [--nodes 100,1000,5000] [--runs 7] [--keep DIR] [--no-predicates]
 //                [--only load|snapshot|allocate|cycle] [--seed N] [--shape NAME]
 //                [--search-budget-hours H] [--victim-search-v017] [--no-repeated-nodes]
-//                [--no-shared-rank-by-class] [--no-strategy-rules]
+//                [--no-shared-rank-by-class] [--no-strategy-rules] [--no-counter-replay]
 //
 // `--shape NAME` picks one cluster shape of the benchmark family (README.md, "The shapes"):
 // default, sharing (30% fractional pods and topology-constrained gangs; `--variant sharing` is
@@ -106,6 +106,7 @@ struct Args {
   std::optional<int> search_budget_hours;
   bool victim_search_v017 = false;
   bool repeated_nodes = true;  // the victim search's repeated-nodes rule (repeated_nodes.h)
+  bool counter_replay = true;  // the pre-check on replayed shared-GPU counters (capacity_blocks.h)
   bool shared_rank_by_class = true;
   // Proportion's strategy rules (plugins/proportion/reclaim_strategy.h).
   bool strategy_rules = true;
@@ -176,6 +177,10 @@ void Usage(FILE* out) {
                "  --no-repeated-nodes\n"
                "                   the victim search simulates every node of a scenario, also\n"
                "                   those repeating a failed one (the rule's reference path)\n"
+               "  --no-counter-replay\n"
+               "                   a node whose victims hold shared GPUs is evicted, pre-checked\n"
+               "                   and rolled back (the reference path of the pre-check on\n"
+               "                   replayed counters)\n"
                "  --no-shared-rank-by-class\n"
                "                   the cycle ranks shared-GPU pods node by node (the\n"
                "                   reference of SchedulerParams::shared_rank_by_class)\n"
@@ -266,6 +271,8 @@ std::optional<Args> ParseArgs(int argc, char** argv) {
       a.victim_search_v017 = true;
     } else if (arg == "--no-repeated-nodes") {
       a.repeated_nodes = false;
+    } else if (arg == "--no-counter-replay") {
+      a.counter_replay = false;
     } else if (arg == "--no-shared-rank-by-class") {
       a.shared_rank_by_class = false;
     } else if (arg == "--no-strategy-rules") {
@@ -491,6 +498,7 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
     full.params.victim_search_v017 = args.victim_search_v017;
     gantry::SetRepeatedNodesRule(args.repeated_nodes);  // (the cycle runs on this thread)
     gantry::SetReclaimStrategyRules(args.strategy_rules);
+    gantry::SetCounterReplayRule(args.counter_replay);
     if (!args.shared_rank_by_class) {
       full.params.shared_rank_by_class = gantry::SchedulerParams::SharedRankByClass::kOff;
     }
@@ -617,7 +625,8 @@ int main(int argc, char** argv) {
         if (st.jobs == 0) continue;
         std::printf(
             "# nodes=%d victim search %s: jobs %llu solved %llu | prefixes %llu scenarios %llu | "
-            "pre-checked %llu [%llu per domain] proven unsolvable %llu repeated nodes %llu "
+            "pre-checked %llu [%llu per domain, %llu on replayed counters] proven unsolvable %llu "
+            "repeated nodes %llu "
             "simulated %llu (not placed "
             "%llu, rejected "
             "%llu [%llu proven early], "
@@ -630,6 +639,7 @@ int main(int argc, char** argv) {
             static_cast<unsigned long long>(st.scenarios),
             static_cast<unsigned long long>(st.precheck),
             static_cast<unsigned long long>(st.precheck_domain),
+            static_cast<unsigned long long>(st.precheck_replay),
             static_cast<unsigned long long>(st.proven_before),
             static_cast<unsigned long long>(st.repeated_nodes),
             static_cast<unsigned long long>(st.simulations),

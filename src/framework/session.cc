@@ -165,17 +165,19 @@ void Session::SetPodStatus(PodId p, PodStatus s) {
   CountStatus(c, s, +1);
 }
 
-void Session::AddPodToNode(PodId p, NodeId n) {
-  ++placement_epoch_;
-  // (The accepted GPUs change with it: caches by job version must see a new version.)
-  if (const JobId j = cluster_.pods[p].job; j != kNone) ++job_version_[j];
-  ++node_version_[n];
-  const Pod& pod = cluster_.pods[p];
-  accepted_gpus_[p] = AcceptedGpusOn(p, n);
-  const Resources r = ChargedOn(pod, cluster_.nodes[n]);
-  NodeState& ns = nodes_[n];
+namespace {
+// The node part of Session::AddPodToNode / RemovePodFromNode for `pod` in `status`, `r` being
+// ChargedOn(pod, node) (`memory`: its GPU memory per device on the node, read only for a
+// shared-GPU pod): its charge on the node's counters and, for a shared-GPU pod, on its devices
+// `groups`. (Shared with EvictAndRollBackCounters, which runs them on copies; always inlined, as
+// they were written inside AddPodToNode / RemovePodFromNode before.)
+[[gnu::always_inline]] inline void SessionChargeNode(const Pod& pod, const Node& node,
+                                                     const Resources& r, PodStatus status,
+                                                     int64_t memory,
+                                                     const std::vector<int32_t>& groups,
+                                                     NodeState& ns, NodeSharedGpus& shared) {
   ns.used += r;
-  switch (pods_[p].status) {
+  switch (status) {
     case PodStatus::kReleasing:
       ns.releasing += r;
       ns.idle -= r;
@@ -187,12 +189,48 @@ void Session::AddPodToNode(PodId p, NodeId n) {
       ns.idle -= r;
   }
   if (pod.IsSharedGpu()) {
-    const int64_t memory = PodGpuMemoryOn(p, n);
-    for (int32_t g : pod_groups_[p]) {
-      shared_[n].Add(g, memory, pods_[p].status, cluster_.nodes[n].gpu_count, ns.used.gpus,
-                     ns.idle.gpus, ns.releasing.gpus);
+    for (int32_t g : groups) {
+      shared.Add(g, memory, status, node.gpu_count, ns.used.gpus, ns.idle.gpus, ns.releasing.gpus);
     }
   }
+}
+[[gnu::always_inline]] inline void SessionDischargeNode(const Pod& pod, const Node& node,
+                                                        const Resources& r, PodStatus status,
+                                                        int64_t memory,
+                                                        const std::vector<int32_t>& groups,
+                                                        NodeState& ns, NodeSharedGpus& shared) {
+  ns.used -= r;
+  switch (status) {
+    case PodStatus::kReleasing:
+      ns.releasing -= r;
+      ns.idle += r;
+      break;
+    case PodStatus::kPipelined:
+      ns.releasing += r;
+      break;
+    default:
+      ns.idle += r;
+  }
+  if (pod.IsSharedGpu()) {
+    for (int32_t g : groups) {
+      shared.Remove(g, memory, status, node.gpu_count, ns.used.gpus, ns.idle.gpus,
+                    ns.releasing.gpus);
+    }
+  }
+}
+}  // namespace
+
+void Session::AddPodToNode(PodId p, NodeId n) {
+  ++placement_epoch_;
+  // (The accepted GPUs change with it: caches by job version must see a new version.)
+  if (const JobId j = cluster_.pods[p].job; j != kNone) ++job_version_[j];
+  ++node_version_[n];
+  const Pod& pod = cluster_.pods[p];
+  accepted_gpus_[p] = AcceptedGpusOn(p, n);
+  NodeState& ns = nodes_[n];
+  const Node& node = cluster_.nodes[n];
+  SessionChargeNode(pod, node, ChargedOn(pod, node), pods_[p].status,
+                    pod.IsSharedGpu() ? PodGpuMemoryOn(p, n) : 0, pod_groups_[p], ns, shared_[n]);
   non_allocated_gpus_[n] = ns.idle.gpus + ns.releasing.gpus;
   MarkClassDirty(n);
   if (node_log_ != nullptr) node_log_->push_back(n);
@@ -201,31 +239,113 @@ void Session::AddPodToNode(PodId p, NodeId n) {
 void Session::RemovePodFromNode(PodId p, NodeId n) {
   ++placement_epoch_;
   ++node_version_[n];
-  const Resources r = ChargedOn(cluster_.pods[p], cluster_.nodes[n]);
-  NodeState& ns = nodes_[n];
-  ns.used -= r;
-  switch (pods_[p].status) {
-    case PodStatus::kReleasing:
-      ns.releasing -= r;
-      ns.idle += r;
-      break;
-    case PodStatus::kPipelined:
-      ns.releasing += r;
-      break;
-    default:
-      ns.idle += r;
-  }
   const Pod& pod = cluster_.pods[p];
-  if (pod.IsSharedGpu()) {
-    const int64_t memory = PodGpuMemoryOn(p, n);
-    for (int32_t g : pod_groups_[p]) {
-      shared_[n].Remove(g, memory, pods_[p].status, cluster_.nodes[n].gpu_count, ns.used.gpus,
-                        ns.idle.gpus, ns.releasing.gpus);
-    }
-  }
+  NodeState& ns = nodes_[n];
+  const Node& node = cluster_.nodes[n];
+  SessionDischargeNode(pod, node, ChargedOn(pod, node), pods_[p].status,
+                       pod.IsSharedGpu() ? PodGpuMemoryOn(p, n) : 0, pod_groups_[p], ns,
+                       shared_[n]);
   non_allocated_gpus_[n] = ns.idle.gpus + ns.releasing.gpus;
   MarkClassDirty(n);
   if (node_log_ != nullptr) node_log_->push_back(n);
+}
+
+bool Session::EvictAndRollBackCounters(
+    std::span<const PodId> pods,
+    const std::function<bool(std::span<const NodeId>, std::span<const double>)>& after_evictions) {
+  // (Event handlers that read the pod's status: the NUMA view's, and DRA's for pods with claims;
+  // proportion's reads only the pod's accepted quantities and job.)
+  if (pods.empty() || numa_view_ != nullptr) return false;
+  // Per pod: its node's place in `nodes`, what it charges there, its GPU memory per device; per
+  // touched node: copies of its counters and devices, in the order the pods first touch them.
+  struct Scratch {
+    std::vector<NodeId> nodes;
+    std::vector<NodeState> states;
+    std::vector<NodeSharedGpus> shared;
+    std::vector<double> free;
+    std::vector<uint32_t> slot;
+    std::vector<Resources> charged;
+    std::vector<int64_t> memory;
+    std::vector<uint64_t> pod_seen;  // per pod of the cluster: the call that listed it
+    uint64_t stamp = 0;
+  };
+  thread_local Scratch s;
+  if (s.pod_seen.size() != cluster_.pods.size()) s.pod_seen.assign(cluster_.pods.size(), 0);
+  ++s.stamp;
+  s.nodes.clear();
+  s.slot.clear();
+  s.charged.clear();
+  s.memory.clear();
+  for (PodId p : pods) {
+    const Pod& pod = cluster_.pods[p];
+    const NodeId n = pods_[p].node;
+    uint64_t& seen = s.pod_seen[static_cast<size_t>(p)];
+    if (n == kNone || !IsActiveAllocated(pods_[p].status) || !pod.claims.empty() ||
+        !pod.dra_extended.empty() || seen == s.stamp) {
+      return false;
+    }
+    seen = s.stamp;
+    uint32_t at = 0;
+    while (at < s.nodes.size() && s.nodes[at] != n) ++at;
+    if (at == s.nodes.size()) {
+      s.nodes.push_back(n);
+      if (s.states.size() < s.nodes.size()) {
+        s.states.emplace_back();
+        s.shared.emplace_back();
+      }
+      s.states[at] = nodes_[n];
+      s.shared[at] = shared_[n];
+    }
+    s.slot.push_back(at);
+    s.charged.push_back(ChargedOn(pod, cluster_.nodes[n]));
+    s.memory.push_back(pod.IsSharedGpu() ? PodGpuMemoryOn(p, n) : 0);
+  }
+  // The evictions (Statement::ApplyEvict: off the node as it was, back on it releasing).
+  for (size_t i = 0; i < pods.size(); ++i) {
+    const PodId p = pods[i];
+    const Pod& pod = cluster_.pods[p];
+    const Node& node = cluster_.nodes[pods_[p].node];
+    const uint32_t at = s.slot[i];
+    SessionDischargeNode(pod, node, s.charged[i], pods_[p].status, s.memory[i], pod_groups_[p],
+                         s.states[at], s.shared[at]);
+    SessionChargeNode(pod, node, s.charged[i], PodStatus::kReleasing, s.memory[i], pod_groups_[p],
+                      s.states[at], s.shared[at]);
+  }
+  s.free.clear();
+  for (size_t at = 0; at < s.nodes.size(); ++at) {
+    s.free.push_back(s.states[at].idle.gpus + s.states[at].releasing.gpus);
+  }
+  if (!after_evictions(s.nodes, s.free)) return false;
+  // The rollback, last eviction first (Statement::Undo: off the node releasing, back on it as it
+  // was).
+  for (size_t i = pods.size(); i-- > 0;) {
+    const PodId p = pods[i];
+    const Pod& pod = cluster_.pods[p];
+    const Node& node = cluster_.nodes[pods_[p].node];
+    const uint32_t at = s.slot[i];
+    SessionDischargeNode(pod, node, s.charged[i], PodStatus::kReleasing, s.memory[i],
+                         pod_groups_[p], s.states[at], s.shared[at]);
+    SessionChargeNode(pod, node, s.charged[i], pods_[p].status, s.memory[i], pod_groups_[p],
+                      s.states[at], s.shared[at]);
+  }
+  for (size_t at = 0; at < s.nodes.size(); ++at) {
+    const NodeId n = s.nodes[at];
+    nodes_[n] = s.states[at];
+    shared_[n] = s.shared[at];
+    non_allocated_gpus_[n] = nodes_[n].idle.gpus + nodes_[n].releasing.gpus;
+    ++placement_epoch_;
+    ++node_version_[n];
+    MarkClassDirty(n);
+    if (node_log_ != nullptr) node_log_->push_back(n);
+  }
+  for (PodId p : pods) {
+    accepted_gpus_[p] = AcceptedGpusOn(p, pods_[p].node);
+    if (const JobId j = cluster_.pods[p].job; j != kNone) ++job_version_[j];
+  }
+  // The pod events in the statement's order: each eviction's, then each undo's.
+  for (PodId p : pods) FireDeallocate(p);
+  for (size_t i = pods.size(); i-- > 0;) FireAllocate(pods[i]);
+  return true;
 }
 
 void Session::RecordBind(PodId p) {

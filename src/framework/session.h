@@ -278,6 +278,20 @@ class Session : public SessionHooks, public SessionVersions, public SessionGpuDe
   }
   void AddPodToNode(PodId p, NodeId n);
   void RemovePodFromNode(PodId p, NodeId n);
+  // Statement::Evict of each of `pods` in this order, then the rollback of those evictions,
+  // without a statement: first computed on copies of the nodes' counters, and `after_evictions`
+  // is shown, per node the evictions touch (`nodes`, without repeats), its whole GPUs not
+  // allocated (idle + releasing) right after the evictions (`free`, same order). When it answers
+  // true the session is left as the evict + rollback leaves it: the counters they do not give
+  // back exactly (a shared-GPU device's idle and releasing GPUs, which follow KAI's rules, see
+  // gpu_sharing.h) as the rollback left them, the plugins' pod events replayed in the same order,
+  // nodes and jobs marked changed; else nothing changed. False, with nothing called, where that
+  // cannot be done this way: a pod listed twice, not active allocated on a node, or with DRA
+  // claims, or the NUMA view on (their event handlers read the pod's status).
+  bool EvictAndRollBackCounters(
+      std::span<const PodId> pods,
+      const std::function<bool(std::span<const NodeId> nodes, std::span<const double> free)>&
+          after_evictions);
   void RecordBind(PodId p);
   void RecordEviction(PodId p, NodeId from, std::string message);
   void RecordPipelined(PodId p, std::string message);

@@ -7,8 +7,8 @@
 // to that. What each accelerator proves, and why it is safe, is in its own header:
 //
 // - capacity pre-check by blocks of free GPUs (capacity_blocks.h, gpu_blocks.h):
-//   SkipNodeBeforeListing, SkipScenarioBeforeEvicting, BeforeSimulation, StopAfterPreemptor,
-//   VictimTurn;
+//   SkipNodeBeforeListing, SkipScenarioBeforeEvicting, SkipNodeByCounterReplay, BeforeSimulation,
+//   StopAfterPreemptor, VictimTurn;
 // - rejection rules and proofs (rejection_proofs.h): AllNodesProvenUnsolvable, SkipNodeProven,
 //   BeforeSimulation, AfterSimulation, VictimTurn;
 // - victims-queue pops replayed across prefixes (pop_replay.h): StartPops, PopsEmpty, NextPop;
@@ -201,6 +201,15 @@ class SearchAccelerator final : public RejectionProofs {
     if (!verify_) return true;
     verify_proven_ = true;
     return false;
+  }
+  // After SkipNodeProven, with the node's victims listed (`potential`): true when the pre-check
+  // the node's simulation starts with fails once they are evicted, decided on the counters of
+  // their eviction and rollback replayed without a statement (kFailed; the session is then left
+  // as that evict + rollback leaves it, see CapacityBlocks::FailsPrecheckByCounterReplay).
+  bool SkipNodeByCounterReplay(const Scenario& scenario, const std::vector<PodId>& potential) {
+    if (!FailsPrecheckByCounterReplay(scenario, potential)) return false;
+    ++stats_->precheck;
+    return true;
   }
   // KAI v0.16+'s model (SolveByPod), in a batch of its own with the recorded victims evicted:
   // true when the pre-check for the scenario's potential victims `potential` fails without

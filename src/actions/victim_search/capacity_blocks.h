@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -28,6 +29,7 @@
 #include "actions/victim_search/gpu_blocks.h"
 #include "actions/victim_search/scenario.h"
 #include "actions/victim_search/search_state.h"
+#include "actions/victim_search/stats.h"
 #include "framework/session.h"
 
 namespace gantry::victim_search {
@@ -196,6 +198,54 @@ class CapacityBlocks : public SearchState {
       return true;
     }
     return false;
+  }
+
+  // Pre-check by replayed counters (issue 24). A node's victims that hold shared GPUs make the
+  // count before evicting inexact (evicting a share frees its device only as KAI's per-device
+  // rules say, gpu_sharing.h), so the reference path evicts them, pre-checks (BeforeSimulation:
+  // ScenarioBlocks, DomainFailsAfterEvictions) and, when that fails (kFailed), rolls back. The
+  // rollback need not give the counters back (an evict + rollback can leave a node fewer idle +
+  // releasing GPUs, as in KAI), so skipping the evictions would change what later scenarios see.
+  // Session::EvictAndRollBackCounters runs the same evictions and rollback on copies of the
+  // touched nodes' counters, with the same node-level code as the statement; its counts right
+  // after the evictions are those BeforeSimulation would read. When they fail the same pre-check
+  // (the same sums: the base counts corrected on touched_, which lists every node the evictions
+  // change; exact sums only), the session is left as the evict + rollback leaves it (the drifted
+  // counters, the plugins' pod events in the same order) and the node ends kFailed without a
+  // statement; otherwise nothing is changed and the node is evicted as usual. `potential` are the
+  // node's victims as EvictNodeVictims lists them (those of the recorded ones are already
+  // evicted); TouchNodesOfNode counted this node just before, and its count was not exact.
+  bool FailsPrecheckByCounterReplay(const Scenario& scenario, std::span<const PodId> potential) {
+    if (hypothetical_exact_ || !base_exact_ || !CounterReplayRule()) return false;
+    std::vector<PodId>& pods = replay_pods_;
+    pods.clear();
+    for (PodId p : potential) {
+      if (!scenario.IsRecorded(p)) pods.push_back(p);
+    }
+    const bool fails = ssn_.EvictAndRollBackCounters(pods, [this](std::span<const NodeId> nodes,
+                                                                  std::span<const double> free) {
+      for (size_t i = 0; i < touched_.size(); ++i) {
+        hypothetical_free_[i] = touched_[i].base_free;
+      }
+      for (size_t k = 0; k < nodes.size(); ++k) {
+        const auto& [stamp, at] = touched_at_[static_cast<size_t>(nodes[k])];
+        if (stamp != touched_stamp_) return false;  // (a node the base counts miss)
+        hypothetical_free_[at] = free[k];
+      }
+      bool exact = true;
+      for (size_t i = 0; exact && i < touched_.size(); ++i) {
+        exact = ExactlySummable(touched_[i].base_free) && ExactlySummable(hypothetical_free_[i]);
+      }
+      if (!exact) return false;
+      hypothetical_exact_ = true;
+      hypothetical_blocks_.clear();
+      const bool fails_now = FailsPrecheckAfterEvicting();
+      hypothetical_exact_ = false;
+      hypothetical_blocks_.clear();
+      return fails_now;
+    });
+    if (fails) ++stats_->precheck_replay;
+    return fails;
   }
 
   // Whether the pre-check per topology domain (domain_precheck.h) fails right after the
@@ -430,6 +480,7 @@ class CapacityBlocks : public SearchState {
   DomainPrecheck domain_;       // the pre-check per required topology domain
   std::vector<PodFree> frees_;  // per slot of the prefix's Scenario::group_pods (CatchUpFrees)
   std::vector<uint64_t> union_job_stamp_;  // UnionFailsPrecheck's jobs taken (union_stamp_)
+  std::vector<PodId> replay_pods_;         // (FailsPrecheckByCounterReplay's scratch)
   uint64_t union_stamp_ = 0;
 };
 

@@ -490,6 +490,8 @@ class Solver {
     if (accel_ && accel_->SkipNodeBeforeListing(scenario, node)) return false;
     if (node != kNone) scenario.VictimTasksFromNode(node, potential);
     if (may_prove && accel_ && accel_->SkipNodeProven(scenario, potential)) return false;
+    // (Accelerated: a pre-check failing after the evictions, decided on their replayed counters.)
+    if (accel_ && accel_->SkipNodeByCounterReplay(scenario, potential)) return false;
     // The node's victim groups include the recorded ones, which the statement's base already
     // evicted (as KAI evicts recorded + potential victims once each): evicting them again made
     // one pod get two eviction requests and its queue's allocation drop twice.

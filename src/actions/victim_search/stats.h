@@ -24,6 +24,9 @@ struct SolverActionStats {
                                  // evicting or once evicted; domain_precheck.h)
   uint64_t repeated_nodes = 0;   // node simulations skipped as the repeat of an earlier failed
                                  // node's of the same scenario (repeated_nodes.h)
+  uint64_t precheck_replay = 0;  // of precheck: decided with the node's shared-GPU counters
+                                 // replayed instead of evicting
+                                 // (CapacityBlocks::FailsPrecheckByCounterReplay)
   uint64_t simulations = 0;      // placements simulated (AllocatePreemptorAndVictims)
   uint64_t idle_queues = 0;      // leaf queues left out of the simulations' job orders, idle
                                  // from the start or from the pop of their last acting entry
@@ -88,6 +91,13 @@ uint64_t RejectionProofViolations();
 // field, as the verify mode above.
 void SetRepeatedNodesRule(bool on);
 bool RepeatedNodesRule();
+// The pre-check of a node whose victims hold shared GPUs, decided on the counters of their
+// eviction and rollback replayed without a statement
+// (CapacityBlocks::FailsPrecheckByCounterReplay): on unless switched off
+// for the calling thread, as the rule above (off: such a node is evicted, pre-checked and
+// rolled back).
+void SetCounterReplayRule(bool on);
+bool CounterReplayRule();
 // (For the accelerators: whether the verify mode is on, and one violation seen.)
 bool VerifyingRejectionProofs();
 void NoteRejectionProofViolation();
