@@ -3,6 +3,7 @@
 //   gantry-bench [--nodes 100,1000,5000] [--runs 7] [--keep DIR] [--no-predicates]
 //                [--only load|snapshot|allocate|cycle] [--seed N] [--shape NAME]
 //                [--search-budget-hours H] [--victim-search-v017] [--no-repeated-nodes]
+//                [--no-reach-bound]
 //                [--no-shared-rank-by-class]
 //
 // `--shape NAME` picks one cluster shape of the benchmark family (README.md, "The shapes"):
@@ -105,6 +106,7 @@ struct Args {
   std::optional<int> search_budget_hours;
   bool victim_search_v017 = false;
   bool repeated_nodes = true;  // the victim search's repeated-nodes rule (repeated_nodes.h)
+  bool reach_bound = true;     // the victim search's reach rule (reach_bound.h)
   bool shared_rank_by_class = true;
   // `--only watch-cache`: what the cache keeps of each object (cache::Hold).
   bool watch_cache_whole = false;
@@ -173,6 +175,9 @@ void Usage(FILE* out) {
                "  --no-repeated-nodes\n"
                "                   the victim search simulates every node of a scenario, also\n"
                "                   those repeating a failed one (the rule's reference path)\n"
+               "  --no-reach-bound\n"
+               "                   the victim search tries the nodes of every scenario, also\n"
+               "                   of those out of reach of a freed block (the reference path)\n"
                "  --no-shared-rank-by-class\n"
                "                   the cycle ranks shared-GPU pods node by node (the\n"
                "                   reference of SchedulerParams::shared_rank_by_class)\n"
@@ -260,6 +265,8 @@ std::optional<Args> ParseArgs(int argc, char** argv) {
       a.victim_search_v017 = true;
     } else if (arg == "--no-repeated-nodes") {
       a.repeated_nodes = false;
+    } else if (arg == "--no-reach-bound") {
+      a.reach_bound = false;
     } else if (arg == "--no-shared-rank-by-class") {
       a.shared_rank_by_class = false;
     } else if (arg == "--search-budget-hours") {
@@ -482,6 +489,7 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
     full.actions = gantry::SchedulerConfig::Default().actions;
     full.params.victim_search_v017 = args.victim_search_v017;
     gantry::SetRepeatedNodesRule(args.repeated_nodes);  // (the cycle runs on this thread)
+    gantry::SetReachBoundRule(args.reach_bound);
     if (!args.shared_rank_by_class) {
       full.params.shared_rank_by_class = gantry::SchedulerParams::SharedRankByClass::kOff;
     }
@@ -608,7 +616,8 @@ int main(int argc, char** argv) {
         if (st.jobs == 0) continue;
         std::printf(
             "# nodes=%d victim search %s: jobs %llu solved %llu | prefixes %llu scenarios %llu | "
-            "pre-checked %llu [%llu per domain] proven unsolvable %llu repeated nodes %llu "
+            "out of reach %llu pre-checked %llu [%llu per domain] proven unsolvable %llu "
+            "repeated nodes %llu "
             "simulated %llu (not placed "
             "%llu, rejected "
             "%llu [%llu proven early], "
@@ -619,6 +628,7 @@ int main(int argc, char** argv) {
             static_cast<unsigned long long>(st.solved),
             static_cast<unsigned long long>(st.prefixes),
             static_cast<unsigned long long>(st.scenarios),
+            static_cast<unsigned long long>(st.out_of_reach),
             static_cast<unsigned long long>(st.precheck),
             static_cast<unsigned long long>(st.precheck_domain),
             static_cast<unsigned long long>(st.proven_before),

@@ -24,6 +24,9 @@ struct SolverActionStats {
                                  // evicting or once evicted; domain_precheck.h)
   uint64_t repeated_nodes = 0;   // node simulations skipped as the repeat of an earlier failed
                                  // node's of the same scenario (repeated_nodes.h)
+  uint64_t out_of_reach = 0;     // scenarios none of whose nodes reaches a node that frees a
+                                 // block the pending pods lack, left unsolved without trying
+                                 // their nodes (reach_bound.h)
   uint64_t simulations = 0;      // placements simulated (AllocatePreemptorAndVictims)
   uint64_t idle_queues = 0;      // leaf queues left out of the simulations' job orders, idle
                                  // from the start or from the pop of their last acting entry
@@ -88,6 +91,11 @@ uint64_t RejectionProofViolations();
 // field, as the verify mode above.
 void SetRepeatedNodesRule(bool on);
 bool RepeatedNodesRule();
+// The victim search's rule for scenarios out of reach of a freed block (reach_bound.h): on
+// unless switched off for the calling thread (its differential test and the benchmark's
+// --no-reach-bound), as the repeated-nodes rule above.
+void SetReachBoundRule(bool on);
+bool ReachBoundRule();
 // (For the accelerators: whether the verify mode is on, and one violation seen.)
 bool VerifyingRejectionProofs();
 void NoteRejectionProofViolation();
