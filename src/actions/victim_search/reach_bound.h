@@ -77,23 +77,22 @@ class ReachBound {
     built_feasible_ = feasible_list.size();
     active_ = false;
     seen_slots_ = 0;
-    ++stamp_;
-    for (JobId j : touched_jobs_) job_nodes_[static_cast<size_t>(j)].clear();
-    touched_jobs_.clear();
-    for (NodeId n : touched_nodes_) node_jobs_[static_cast<size_t>(n)].clear();
-    touched_nodes_.clear();
+    stamp_ = ++store_.last_stamp;
     const auto& c = ssn.cluster();
-    if (node_stamp_.size() != c.nodes.size()) {
+    if (node_stamp_.size() != c.nodes.size() || job_reach_.size() != c.jobs.size()) {
       node_stamp_.assign(c.nodes.size(), 0);
       in_u_.assign(c.nodes.size(), 0);
       reach_.assign(c.nodes.size(), 0);
       acc_.assign(c.nodes.size(), 0.0);
       node_jobs_.assign(c.nodes.size(), {});
-    }
-    if (job_reach_.size() != c.jobs.size()) {
       job_reach_.assign(c.jobs.size(), 0);
       job_nodes_.assign(c.jobs.size(), {});
+    } else {
+      for (JobId j : touched_jobs_) job_nodes_[static_cast<size_t>(j)].clear();
+      for (NodeId n : touched_nodes_) node_jobs_[static_cast<size_t>(n)].clear();
     }
+    touched_jobs_.clear();
+    touched_nodes_.clear();
     if (profile.always_fits) return;
     const auto free = ssn.non_allocated_gpus();
     // The largest size whose blocks the base state lacks (0: only the total GPUs).
@@ -178,17 +177,37 @@ class ReachBound {
   bool active_ = false;        // the base state lacks blocks of g_ (and its counts are exact)
   double g_ = 0;
   size_t seen_slots_ = 0;  // Scenario::group_pods slots added
-  // Entries are current where their stamp is stamp_ (one per build).
+  // Entries are current where their stamp is stamp_ (one per build). The lists are kept per
+  // thread with their capacity (searches do not nest; stamps are unique per thread, so an entry
+  // a previous search left never matches), not sized per search: a cycle runs thousands of
+  // searches on a cluster of tens of thousands of jobs.
+  struct Store {
+    uint64_t last_stamp = 0;
+    std::vector<uint64_t> node_stamp;  // acc holds the node's sum
+    std::vector<uint64_t> in_u;        // the node frees a block of g_ (U)
+    std::vector<uint64_t> reach;       // the node reaches U (W)
+    std::vector<uint64_t> job_reach;   // the job has a potential victim on a node of U
+    std::vector<double> acc;           // free GPUs with every accumulated potential victim evicted
+    std::vector<std::vector<JobId>> node_jobs;   // jobs with potential victims on the node
+    std::vector<std::vector<NodeId>> job_nodes;  // nodes of the job's potential victims
+    std::vector<NodeId> touched_nodes;           // (the entries of node_jobs and job_nodes set)
+    std::vector<JobId> touched_jobs;
+  };
+  static Store& SharedStore() {
+    thread_local Store store;
+    return store;
+  }
+  Store& store_ = SharedStore();
   uint64_t stamp_ = 0;
-  std::vector<uint64_t> node_stamp_;  // acc_ holds the node's sum
-  std::vector<uint64_t> in_u_;        // the node frees a block of g_ (U)
-  std::vector<uint64_t> reach_;       // the node reaches U (W)
-  std::vector<uint64_t> job_reach_;   // the job has a potential victim on a node of U
-  std::vector<double> acc_;           // free GPUs with every accumulated potential victim evicted
-  std::vector<std::vector<JobId>> node_jobs_;   // jobs with potential victims on the node
-  std::vector<std::vector<NodeId>> job_nodes_;  // nodes of the job's potential victims
-  std::vector<NodeId> touched_nodes_;
-  std::vector<JobId> touched_jobs_;
+  std::vector<uint64_t>& node_stamp_ = store_.node_stamp;
+  std::vector<uint64_t>& in_u_ = store_.in_u;
+  std::vector<uint64_t>& reach_ = store_.reach;
+  std::vector<uint64_t>& job_reach_ = store_.job_reach;
+  std::vector<double>& acc_ = store_.acc;
+  std::vector<std::vector<JobId>>& node_jobs_ = store_.node_jobs;
+  std::vector<std::vector<NodeId>>& job_nodes_ = store_.job_nodes;
+  std::vector<NodeId>& touched_nodes_ = store_.touched_nodes;
+  std::vector<JobId>& touched_jobs_ = store_.touched_jobs;
 };
 
 }  // namespace gantry::victim_search
