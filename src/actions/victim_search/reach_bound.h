@@ -24,8 +24,9 @@
 // U and W only grow as victims accumulate, and are kept incrementally: each victim is added once
 // per prefix (its node's sum, the job's node list, the node's job list), and a node entering U
 // marks the nodes of the jobs with victims on it. A victim whose GPUs are not counted exactly (not
-// active there, not whole GPUs) puts its node in U (it might free anything). The sums are rebuilt
-// when the feasible nodes change (a rejected simulation keeps the nodes it added, as KAI does).
+// active there, not whole GPUs) puts its node in U (it might free anything). Nodes that join the
+// feasible ones (a rejected simulation keeps the nodes it added, as KAI does) join the base count;
+// U and W are kept as they were, supersets of what they would be counted afresh.
 // Sums are used only while every count is a whole number (exact in any order).
 //
 // Part of SearchAccelerator (accelerator.h), which exists only with the solver shortcuts on;
@@ -53,14 +54,15 @@ class ReachBound {
   // `scenario` for the pending pods' profile `profile` (see the file comment). The session must
   // be in the prefix's base state, with `feasible` (flags) and `feasible_list` the feasible nodes.
   // (Within a prefix the list only grows between scenarios - a node simulation's additions are
-  // taken back from its end, a rejection keeps them - so the same length is the same nodes.)
+  // taken back from its end, a rejection keeps them - so its first nodes stay the same.)
   // `slot(i, node, counted, gpus)` gives what evicting the scenario's pod of slot i
   // (Scenario::group_pods) frees in the base state: its node and, when `counted`, exactly `gpus`.
   template <typename Slot>
   bool OutOfReach(const Session& ssn, const Scenario& scenario, const SizeProfile& profile,
                   const std::vector<char>& feasible, const std::vector<NodeId>& feasible_list,
                   std::span<const NodeId> nodes, const Slot& slot) {
-    if (!built_ || feasible_list.size() != built_feasible_) Build(ssn, profile, feasible_list);
+    if (!built_ || feasible_list.size() < built_feasible_) Build(ssn, profile, feasible_list);
+    if (active_ && feasible_list.size() > built_feasible_) AddFeasible(ssn, feasible_list);
     if (!active_) return false;
     CatchUp(ssn, scenario, feasible, slot);
     for (NodeId n : nodes) {
@@ -106,14 +108,33 @@ class ReachBound {
       for (NodeId n : feasible_list) blocks += NodeBlocks(free[n], g);
       if (count > blocks) {
         g_ = g;
+        need_ = count;
+        base_ = blocks;
         active_ = true;
         return;
       }
     }
     if (profile.total > total) {
       g_ = 0;
+      need_ = profile.total;
+      base_ = total;
       active_ = true;
     }
+  }
+
+  // Nodes joined the feasible ones since the base count (a rejected simulation keeps the nodes
+  // it added): their blocks join it. A node of U stays there (its gain, counted before, only
+  // shrinks now that its base blocks are subtracted: U and W stay supersets, which keeps the
+  // rule sound); when the base no longer lacks blocks of g_ the rule stops for the prefix.
+  void AddFeasible(const Session& ssn, const std::vector<NodeId>& feasible_list) {
+    const auto free = ssn.non_allocated_gpus();
+    for (size_t i = built_feasible_; i < feasible_list.size(); ++i) {
+      const NodeId n = feasible_list[i];
+      if (!ExactlySummable(free[n])) active_ = false;
+      base_ += NodeBlocks(free[n], g_);
+    }
+    built_feasible_ = feasible_list.size();
+    if (!(need_ > base_)) active_ = false;
   }
 
   // Adds the potential victims the scenario accumulated since the last call.
@@ -176,6 +197,8 @@ class ReachBound {
   size_t built_feasible_ = 0;  // the feasible nodes counted in the base state
   bool active_ = false;        // the base state lacks blocks of g_ (and its counts are exact)
   double g_ = 0;
+  double need_ = 0;        // blocks of g_ (g_ = 0: GPUs) the pending pods need
+  double base_ = 0;        // blocks of g_ of the feasible nodes in the base state
   size_t seen_slots_ = 0;  // Scenario::group_pods slots added
   // Entries are current where their stamp is stamp_ (one per build). The lists are kept per
   // thread with their capacity (searches do not nest; stamps are unique per thread, so an entry
