@@ -4,6 +4,7 @@
 //                [--only load|snapshot|allocate|cycle] [--seed N] [--shape NAME]
 //                [--search-budget-hours H] [--victim-search-v017] [--no-repeated-nodes]
 //                [--no-shared-rank-by-class] [--no-strategy-rules] [--no-counter-replay]
+//                [--no-reach-bound]
 //
 // `--shape NAME` picks one cluster shape of the benchmark family (README.md, "The shapes"):
 // default, sharing (30% fractional pods and topology-constrained gangs; `--variant sharing` is
@@ -107,6 +108,7 @@ struct Args {
   bool victim_search_v017 = false;
   bool repeated_nodes = true;  // the victim search's repeated-nodes rule (repeated_nodes.h)
   bool counter_replay = true;  // the pre-check on replayed shared-GPU counters (capacity_blocks.h)
+  bool reach_bound = true;     // the victim search's reach rule (reach_bound.h)
   bool shared_rank_by_class = true;
   // Proportion's strategy rules (plugins/proportion/reclaim_strategy.h).
   bool strategy_rules = true;
@@ -181,6 +183,9 @@ void Usage(FILE* out) {
                "                   a node whose victims hold shared GPUs is evicted, pre-checked\n"
                "                   and rolled back (the reference path of the pre-check on\n"
                "                   replayed counters)\n"
+               "  --no-reach-bound\n"
+               "                   the victim search tries the nodes of every scenario, also\n"
+               "                   of those out of reach of a freed block (the reference path)\n"
                "  --no-shared-rank-by-class\n"
                "                   the cycle ranks shared-GPU pods node by node (the\n"
                "                   reference of SchedulerParams::shared_rank_by_class)\n"
@@ -273,6 +278,8 @@ std::optional<Args> ParseArgs(int argc, char** argv) {
       a.repeated_nodes = false;
     } else if (arg == "--no-counter-replay") {
       a.counter_replay = false;
+    } else if (arg == "--no-reach-bound") {
+      a.reach_bound = false;
     } else if (arg == "--no-shared-rank-by-class") {
       a.shared_rank_by_class = false;
     } else if (arg == "--no-strategy-rules") {
@@ -499,6 +506,7 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
     gantry::SetRepeatedNodesRule(args.repeated_nodes);  // (the cycle runs on this thread)
     gantry::SetReclaimStrategyRules(args.strategy_rules);
     gantry::SetCounterReplayRule(args.counter_replay);
+    gantry::SetReachBoundRule(args.reach_bound);
     if (!args.shared_rank_by_class) {
       full.params.shared_rank_by_class = gantry::SchedulerParams::SharedRankByClass::kOff;
     }
@@ -625,7 +633,8 @@ int main(int argc, char** argv) {
         if (st.jobs == 0) continue;
         std::printf(
             "# nodes=%d victim search %s: jobs %llu solved %llu | prefixes %llu scenarios %llu | "
-            "pre-checked %llu [%llu per domain, %llu on replayed counters] proven unsolvable %llu "
+            "out of reach %llu pre-checked %llu [%llu per domain, %llu on replayed counters] "
+            "proven unsolvable %llu "
             "repeated nodes %llu "
             "simulated %llu (not placed "
             "%llu, rejected "
@@ -637,6 +646,7 @@ int main(int argc, char** argv) {
             static_cast<unsigned long long>(st.solved),
             static_cast<unsigned long long>(st.prefixes),
             static_cast<unsigned long long>(st.scenarios),
+            static_cast<unsigned long long>(st.out_of_reach),
             static_cast<unsigned long long>(st.precheck),
             static_cast<unsigned long long>(st.precheck_domain),
             static_cast<unsigned long long>(st.precheck_replay),

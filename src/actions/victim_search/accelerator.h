@@ -18,6 +18,8 @@
 //   acting entries without popping the pending ones (acting_runs.h): StartActingRuns, NextActing;
 // - a node's simulation repeating a failed one of the same scenario (repeated_nodes.h):
 //   StartNodes, RepeatsFailedNode, NodeFailed;
+// - scenarios whose nodes reach no node that frees a block the pending pods lack
+//   (reach_bound.h): ScenarioOutOfReach;
 // - counters (stats.h): every point.
 #pragma once
 
@@ -32,6 +34,7 @@
 #include "actions/victim_search/idle_queues.h"
 #include "actions/victim_search/kept_base.h"
 #include "actions/victim_search/pop_replay.h"
+#include "actions/victim_search/reach_bound.h"
 #include "actions/victim_search/rejection_proofs.h"
 #include "actions/victim_search/repeated_nodes.h"
 #include "actions/victim_search/scenario.h"
@@ -94,6 +97,7 @@ class SearchAccelerator final : public RejectionProofs {
     SortedGpuSizes(ssn_, pending, sizes_scratch_);
     MakeProfile(sizes_scratch_, pending_profile_);
     domain_.StartPrefix(ssn_, pending);
+    reach_.StartPrefix();
   }
 
   // --- Victims-queue pops (replayed instead of popping a copy per prefix)
@@ -130,6 +134,27 @@ class SearchAccelerator final : public RejectionProofs {
     ++stats_->scenarios;
     // (A rejected scenario keeps the nodes its evictions made feasible: counted again.)
     if (!domain_.BaseCovers(feasible_list_)) domain_.CountBase(ssn_, feasible_list_);
+  }
+
+  // Whether every node of `nodes` (the scenario's latest victim job's) fails the capacity
+  // pre-check, decided from the sums kept over the prefix's accumulated victims (reach_bound.h):
+  // then the scenario is unsolved without trying its nodes. The session is in the batch's base
+  // state.
+  bool ScenarioOutOfReach(const Scenario& scenario, std::span<const NodeId> nodes) {
+    if (!ReachBoundRule()) return false;
+    CatchUpFrees(scenario);
+    auto slot = [this](size_t i, NodeId& node, bool& counted, double& gpus) {
+      const PodFree& pf = frees_[i];
+      node = pf.node;
+      counted = pf.counted;
+      gpus = pf.gpus;
+    };
+    if (!reach_.OutOfReach(ssn_, scenario, pending_profile_, feasible_, feasible_list_, nodes,
+                           slot)) {
+      return false;
+    }
+    ++stats_->out_of_reach;
+    return true;
   }
 
   // A scenario's loop over the nodes of its latest victim job starts.
@@ -461,6 +486,7 @@ class SearchAccelerator final : public RejectionProofs {
   bool unsolvable_ = false;
   bool victims_need_gpus_ = true;
   RepeatedNodes repeated_;  // the scenario's failed nodes (repeated_nodes.h)
+  ReachBound reach_;        // the prefix's nodes that reach a block (reach_bound.h)
 };
 
 }  // namespace gantry::victim_search

@@ -438,6 +438,8 @@ class Solver {
     nodes.assign(job_nodes.begin(), job_nodes.end());
     std::vector<PodId>& potential = potential_scratch_;
     std::vector<NodeId>& added = added_scratch_;
+    // (Accelerated: no node's evictions can free a block the pending pods lack.)
+    if (accel_ && accel_->ScenarioOutOfReach(scenario, nodes)) return false;
     // With several nodes, kFailed on one goes on to the next while kRejected ends the scenario.
     if (nodes.size() > 1 && accel_ &&
         accel_->AllNodesProvenUnsolvable(

@@ -27,6 +27,9 @@ struct SolverActionStats {
   uint64_t precheck_replay = 0;  // of precheck: decided with the node's shared-GPU counters
                                  // replayed instead of evicting
                                  // (CapacityBlocks::FailsPrecheckByCounterReplay)
+  uint64_t out_of_reach = 0;     // scenarios none of whose nodes reaches a node that frees a
+                                 // block the pending pods lack, left unsolved without trying
+                                 // their nodes (reach_bound.h)
   uint64_t simulations = 0;      // placements simulated (AllocatePreemptorAndVictims)
   uint64_t idle_queues = 0;      // leaf queues left out of the simulations' job orders, idle
                                  // from the start or from the pop of their last acting entry
@@ -98,6 +101,11 @@ bool RepeatedNodesRule();
 // rolled back).
 void SetCounterReplayRule(bool on);
 bool CounterReplayRule();
+// The victim search's rule for scenarios out of reach of a freed block (reach_bound.h): on
+// unless switched off for the calling thread (its differential test and the benchmark's
+// --no-reach-bound), as the repeated-nodes rule above.
+void SetReachBoundRule(bool on);
+bool ReachBoundRule();
 // (For the accelerators: whether the verify mode is on, and one violation seen.)
 bool VerifyingRejectionProofs();
 void NoteRejectionProofViolation();
