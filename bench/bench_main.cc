@@ -503,10 +503,10 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
     gantry::SchedulerConfig full = sc.config;
     full.actions = gantry::SchedulerConfig::Default().actions;
     full.params.victim_search_v017 = args.victim_search_v017;
-    gantry::SetRepeatedNodesRule(args.repeated_nodes);  // (the cycle runs on this thread)
-    gantry::SetReclaimStrategyRules(args.strategy_rules);
-    gantry::SetCounterReplayRule(args.counter_replay);
-    gantry::SetReachBoundRule(args.reach_bound);
+    full.params.solver_repeated_nodes = args.repeated_nodes;
+    full.params.solver_strategy_rules = args.strategy_rules;
+    full.params.solver_counter_replay = args.counter_replay;
+    full.params.solver_reach_bound = args.reach_bound;
     if (!args.shared_rank_by_class) {
       full.params.shared_rank_by_class = gantry::SchedulerParams::SharedRankByClass::kOff;
     }

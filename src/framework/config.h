@@ -59,6 +59,24 @@ struct SchedulerParams {
   // searches of a session, brought up to date by job versions, instead of listed per search
   // (victim_search/fixed_lists.h). Off only for its differential tests.
   bool solver_acting_runs_kept = true;
+  // With the shortcuts on: a scenario's node whose potential victim jobs are those of an earlier
+  // node that failed in the same scenario is skipped (victim_search/repeated_nodes.h). Off only
+  // for its differential tests (cycle_accelerators_test.cc).
+  bool solver_repeated_nodes = true;
+  // With the shortcuts on: the pre-check of a node whose victims hold shared GPUs is decided on
+  // their eviction and rollback replayed on copies of the counters instead of evicting
+  // (CapacityBlocks::FailsPrecheckByCounterReplay). Off only for its differential tests
+  // (counter_replay_test.cc).
+  bool solver_counter_replay = true;
+  // With the shortcuts on: a scenario none of whose nodes reaches a node that frees a block the
+  // pending pods lack is left unsolved without trying its nodes (victim_search/reach_bound.h).
+  // Off only for its differential tests (reach_bound_test.cc).
+  bool solver_reach_bound = true;
+  // With the shortcuts on: proportion's rejection rules also cover its strategy check (a sibling
+  // queue whose whole allocation already fails it refuses any victim of it left evicted;
+  // plugins/proportion/reclaim_strategy.h). Off only for its differential tests
+  // (reclaim_strategy_rules_test.cc).
+  bool solver_strategy_rules = true;
   // The victim search of KAI v0.16+ (prefix-size probes, the NodeLocalGreedy and MultiNodeGang
   // scenario generators, failed-scenario fingerprints, feasible nodes rolled back after any
   // unsolved simulation: docs/victim-search-v0.17.md) instead of KAI 72de64fc's. With the

@@ -1,8 +1,8 @@
 // The victim search's pre-check on replayed counters (issue 24): a node whose victims hold shared
 // GPUs is pre-checked on the counters of their eviction and rollback replayed without a statement
 // (Session::EvictAndRollBackCounters, CapacityBlocks::FailsPrecheckByCounterReplay) instead of
-// being evicted, pre-checked and rolled back. Switch: SetCounterReplayRule (victim_search/stats.h,
-// per thread; off: the reference path).
+// being evicted, pre-checked and rolled back. Switch: SchedulerParams::solver_counter_replay
+// (off: the reference path).
 //
 // - CounterReplaySession: on sessions of the fractional and sharing shapes once the default
 //   actions ran, the replay leaves every node's counters and devices, its free GPUs and every
@@ -154,11 +154,10 @@ uint64_t Replayed(const CycleDecisions& d) {
 
 // One cycle with the rule on or off (the other shortcuts on), or the plain search.
 CycleDecisions CounterReplayCycle(const std::string& file, differential::SearchMode mode) {
-  SetCounterReplayRule(mode == differential::SearchMode::kRuleOn);
   CycleDecisions d = differential::RunCycle(file, [mode](SchedulerParams& params) {
     params.solver_shortcuts = mode != differential::SearchMode::kPlain;
+    params.solver_counter_replay = mode == differential::SearchMode::kRuleOn;
   });
-  SetCounterReplayRule(true);
   return d;
 }
 

@@ -7,7 +7,7 @@
 // - SchedulerParams::topology_filter_sorted: the victim search's topology filter keeps the domain
 //   capacities sorted as victims raise them (off: copied and sorted per scenario). Its answers
 //   must be the same, so the searches pass the same number of scenarios through the filters.
-// - SetRepeatedNodesRule (victim_search/stats.h): the victim search skips a scenario's node whose
+// - SchedulerParams::solver_repeated_nodes: the victim search skips a scenario's node whose
 //   potential victims are an earlier failed node's (victim_search/repeated_nodes.h; off: every
 //   node simulated). Also compared with the plain search on the smaller clusters.
 // - SchedulerParams::class_ranking_per_pod: node classes decided per pod, so that pods outside
@@ -106,11 +106,10 @@ uint64_t RepeatedNodes(const CycleDecisions& d) {
 
 // One cycle with the rule on or off (the other shortcuts on), or the plain search.
 CycleDecisions RepeatedNodesCycle(const std::string& file, differential::SearchMode mode) {
-  SetRepeatedNodesRule(mode == differential::SearchMode::kRuleOn);
   CycleDecisions d = differential::RunCycle(file, [mode](SchedulerParams& params) {
     params.solver_shortcuts = mode != differential::SearchMode::kPlain;
+    params.solver_repeated_nodes = mode == differential::SearchMode::kRuleOn;
   });
-  SetRepeatedNodesRule(true);
   return d;
 }
 

@@ -212,16 +212,13 @@ TEST(ReclaimRollbackTest, ControlTheSameClusterWithPreemptibleVictimsReclaims) {
 // The two tests below need the rejected scenarios simulated: proportion's strategy rules
 // (reclaim_strategy.h) would prove them refused before placing (queue a already fails the strategy
 // check), so they are off here (the reference path), as the rule's differential test runs it.
-class NoStrategyRules {
- public:
-  NoStrategyRules() { SetReclaimStrategyRules(false); }
-  ~NoStrategyRules() { SetReclaimStrategyRules(true); }
-  NoStrategyRules(const NoStrategyRules&) = delete;
-  NoStrategyRules& operator=(const NoStrategyRules&) = delete;
-};
+SchedulerConfig ReclaimWithoutStrategyRules() {
+  SchedulerConfig cfg = Only("reclaim");
+  cfg.params.solver_strategy_rules = false;
+  return cfg;
+}
 
 TEST(ReclaimRollbackTest, RejectedSimulatedEvictionsAreRolledBackCompletely) {
-  const NoStrategyRules reference;
   // a deserves 2 GPUs and uses exactly 2: fair shares a = min(2, 2) = 2, b = min(1, 1) = 1.
   // b may reclaim (0 + 1 <= 1), the victims are preemptible, so the solver evicts a's pods and
   // places b1 in simulation, but proportion's validator refuses every scenario: a is not above
@@ -229,7 +226,7 @@ TEST(ReclaimRollbackTest, RejectedSimulatedEvictionsAreRolledBackCompletely) {
   // above its deserved quota after the reclaim, and 2 <= 2 is not "above" (KAI's
   // FitsReclaimStrategy). Every simulated eviction and placement must be undone.
   TwoQueues t = BuildTwoQueues(/*a_preemptible=*/true, /*a_deserved=*/2);
-  Opened o = Open(t.c, Only("reclaim"));
+  Opened o = Open(t.c, ReclaimWithoutStrategyRules());
   ASSERT_TRUE(o->CanReclaimResources(t.b1));
   ASSERT_EQ(Rankings(*o), 0);
   const Snapshot before = Take(*o);
@@ -242,12 +239,11 @@ TEST(ReclaimRollbackTest, RejectedSimulatedEvictionsAreRolledBackCompletely) {
 }
 
 TEST(ReclaimRollbackTest, ObservedRejectedScenariosHadRealEvictionsAndAreUndone) {
-  const NoStrategyRules reference;
   // Same cluster; an observer validator (first in the plugin list, accepting everything) records
   // what the simulated scenarios looked like before proportion rejected them.
   TwoQueues t = BuildTwoQueues(/*a_preemptible=*/true, /*a_deserved=*/2);
   auto log = std::make_shared<ScenarioLog>();
-  Opened o = OpenObserved(t.c, Only("reclaim"), log);
+  Opened o = OpenObserved(t.c, ReclaimWithoutStrategyRules(), log);
   const Snapshot before = Take(*o);
   o.Run();
   // One scenario per victim job added (one of a's jobs, then both), each with b1 placed on a

@@ -1,5 +1,5 @@
 // The victim search's reach rule (victim_search/reach_bound.h) against its reference path, on
-// generated clusters of the benchmark family: with SetReachBoundRule (victim_search/stats.h) on,
+// generated clusters of the benchmark family: with SchedulerParams::solver_reach_bound on,
 // a scenario none of whose nodes reaches a node that frees a block the pending pods lack is left
 // unsolved without trying its nodes; off, every node is tried (pre-checked or simulated). The
 // full five-action cycle must decide the same, in the same order, with the same fit errors and
@@ -25,11 +25,10 @@ uint64_t OutOfReach(const CycleDecisions& d) {
 
 // One cycle with the rule on or off (the other shortcuts on), or the plain search.
 CycleDecisions ReachBoundCycle(const std::string& file, differential::SearchMode mode) {
-  SetReachBoundRule(mode == differential::SearchMode::kRuleOn);
   CycleDecisions d = differential::RunCycle(file, [mode](SchedulerParams& params) {
     params.solver_shortcuts = mode != differential::SearchMode::kPlain;
+    params.solver_reach_bound = mode == differential::SearchMode::kRuleOn;
   });
-  SetReachBoundRule(true);
   return d;
 }
 

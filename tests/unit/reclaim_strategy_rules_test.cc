@@ -4,7 +4,7 @@
 // search may skip or stop such simulations. The rule must not change any decision: clusters of the
 // benchmark family's busy shared shape (where every reclaim the validator refuses is refused so)
 // and of the default shape are scheduled with the full five-action cycle with the rule on and off
-// (SetReclaimStrategyRules) and, on the smaller ones, with the solver shortcuts off altogether (the
+// (SchedulerParams::solver_strategy_rules) and, on the smaller ones, with the solver shortcuts off altogether (the
 // plain search). The rules must also be proofs: with the verify mode (SetVerifyRejectionProofs)
 // every simulation a rule would skip or stop runs to the end and the validator must refuse it.
 #include <gtest/gtest.h>
@@ -28,11 +28,10 @@ using differential::ShapeCase;
 
 // One cycle with the rule on or off (the other shortcuts on), or the plain search.
 CycleDecisions StrategyRulesCycle(const std::string& file, SearchMode mode) {
-  SetReclaimStrategyRules(mode == SearchMode::kRuleOn);
   CycleDecisions d = differential::RunCycle(file, [mode](SchedulerParams& params) {
     params.solver_shortcuts = mode != SearchMode::kPlain;
+    params.solver_strategy_rules = mode == SearchMode::kRuleOn;
   });
-  SetReclaimStrategyRules(true);
   return d;
 }
 

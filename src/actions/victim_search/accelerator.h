@@ -141,7 +141,7 @@ class SearchAccelerator final : public RejectionProofs {
   // then the scenario is unsolved without trying its nodes. The session is in the batch's base
   // state.
   bool ScenarioOutOfReach(const Scenario& scenario, std::span<const NodeId> nodes) {
-    if (!ReachBoundRule()) return false;
+    if (!ssn_.params().solver_reach_bound) return false;
     CatchUpFrees(scenario);
     auto slot = [this](size_t i, NodeId& node, bool& counted, double& gpus) {
       const PodFree& pf = frees_[i];

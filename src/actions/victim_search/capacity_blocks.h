@@ -216,7 +216,7 @@ class CapacityBlocks : public SearchState {
   // node's victims as EvictNodeVictims lists them (those of the recorded ones are already
   // evicted); TouchNodesOfNode counted this node just before, and its count was not exact.
   bool FailsPrecheckByCounterReplay(const Scenario& scenario, std::span<const PodId> potential) {
-    if (hypothetical_exact_ || !base_exact_ || !CounterReplayRule()) return false;
+    if (hypothetical_exact_ || !base_exact_ || !ssn_.params().solver_counter_replay) return false;
     std::vector<PodId>& pods = replay_pods_;
     pods.clear();
     for (PodId p : potential) {

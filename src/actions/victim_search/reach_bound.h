@@ -30,7 +30,7 @@
 // Sums are used only while every count is a whole number (exact in any order).
 //
 // Part of SearchAccelerator (accelerator.h), which exists only with the solver shortcuts on;
-// SetReachBoundRule (stats.h) switches this rule alone off for the calling thread (its
+// SchedulerParams::solver_reach_bound switches this rule alone off (its
 // differential test compares the decisions with and without it).
 #pragma once
 

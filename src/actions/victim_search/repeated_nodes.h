@@ -21,8 +21,8 @@
 // sets on a pending pod is the text the earlier node's simulation set on it already.
 //
 // Part of SearchAccelerator (accelerator.h), which exists only with the solver shortcuts on;
-// SetRepeatedNodesRule (stats.h) switches this rule alone off for the calling thread (its
-// differential test: tests/unit/cycle_accelerators_test.cc).
+// SchedulerParams::solver_repeated_nodes switches this rule alone off (its differential test:
+// tests/unit/cycle_accelerators_test.cc).
 #pragma once
 
 #include <algorithm>
@@ -41,7 +41,7 @@ class RepeatedNodes {
  public:
   // Whether the rule applies to this search (the switch on, undo exact).
   void StartSearch(const Session& ssn) {
-    applies_ = RepeatedNodesRule() && KeptEvictionBase::Applies(ssn);
+    applies_ = ssn.params().solver_repeated_nodes && KeptEvictionBase::Applies(ssn);
   }
   // A scenario's node loop starts: no node has failed yet.
   void StartScenario() { failed_.clear(); }

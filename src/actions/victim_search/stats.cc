@@ -6,9 +6,6 @@ namespace {
 thread_local SolverStats g_stats;
 thread_local bool g_verify_proofs = false;
 thread_local uint64_t g_proof_violations = 0;
-thread_local bool g_repeated_nodes_rule = true;
-thread_local bool g_counter_replay_rule = true;
-thread_local bool g_reach_bound_rule = true;
 }  // namespace
 
 SearchRecord::SearchRecord(EvictionAction action, JobId job)
@@ -34,12 +31,6 @@ void SearchRecord::Finish(bool solved) {
 void SetVerifyRejectionProofs(bool verify) { g_verify_proofs = verify; }
 bool VerifyingRejectionProofs() { return g_verify_proofs; }
 void NoteRejectionProofViolation() { ++g_proof_violations; }
-void SetRepeatedNodesRule(bool on) { g_repeated_nodes_rule = on; }
-bool RepeatedNodesRule() { return g_repeated_nodes_rule; }
-void SetCounterReplayRule(bool on) { g_counter_replay_rule = on; }
-bool CounterReplayRule() { return g_counter_replay_rule; }
-void SetReachBoundRule(bool on) { g_reach_bound_rule = on; }
-bool ReachBoundRule() { return g_reach_bound_rule; }
 uint64_t RejectionProofViolations() { return g_proof_violations; }
 
 const SolverStats& GetSolverStats() { return g_stats; }

@@ -88,24 +88,6 @@ class SearchRecord {
 // instead, and the validator is asked; the outcomes it accepts count as proof violations.
 void SetVerifyRejectionProofs(bool verify);
 uint64_t RejectionProofViolations();
-// The victim search's rule for a scenario's nodes that repeat a failed one (repeated_nodes.h):
-// on unless switched off for the calling thread, which only its differential test does (the
-// reference path: every node simulated). A switch of the thread rather than a SchedulerParams
-// field, as the verify mode above.
-void SetRepeatedNodesRule(bool on);
-bool RepeatedNodesRule();
-// The pre-check of a node whose victims hold shared GPUs, decided on the counters of their
-// eviction and rollback replayed without a statement
-// (CapacityBlocks::FailsPrecheckByCounterReplay): on unless switched off
-// for the calling thread, as the rule above (off: such a node is evicted, pre-checked and
-// rolled back).
-void SetCounterReplayRule(bool on);
-bool CounterReplayRule();
-// The victim search's rule for scenarios out of reach of a freed block (reach_bound.h): on
-// unless switched off for the calling thread (its differential test and the benchmark's
-// --no-reach-bound), as the repeated-nodes rule above.
-void SetReachBoundRule(bool on);
-bool ReachBoundRule();
 // (For the accelerators: whether the verify mode is on, and one violation seen.)
 bool VerifyingRejectionProofs();
 void NoteRejectionProofViolation();

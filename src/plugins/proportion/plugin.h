@@ -119,7 +119,7 @@ class ProportionPlugin : public Plugin {
   // lo = (allocated(rq) - all evicted below rq + required) / fair(rq) the check rejects whenever
   // taken(sib) >= x for the least whole x with lo > 1 and lo * multiplier >= (allocated(sib) - x)
   // / fair(sib): the rule's min_gpus.
-  // Strategy rules (reclaim_strategy.h; on unless SetReclaimStrategyRules switched them off): when
+  // Strategy rules (reclaim_strategy.h; SchedulerParams::solver_strategy_rules): when
   // sib's whole allocation already fails Reclaimable's strategy check against rq, the check
   // refuses at the first victim below sib that is counted, whatever the sums: sib's rule is then
   // min_gpus 1 instead (one GPU of its victims left evicted), with a saturation form that always

@@ -5,17 +5,6 @@
 #include "model/resources.h"
 #include "plugins/proportion/resource_share.h"
 
-namespace gantry {
-
-// The rejection rules proportion states from the strategy check (see RejectionRules in
-// plugin.h): on unless switched off for the calling thread, which only its differential test and
-// `gantry-bench --no-strategy-rules` do (the reference path: the saturation rules alone). A switch
-// of the thread rather than a SchedulerParams field, as the victim search's verify mode.
-void SetReclaimStrategyRules(bool on);
-bool ReclaimStrategyRules();
-
-}  // namespace gantry
-
 namespace gantry::proportion {
 
 // KAI's reclaim strategies: taking `remaining` down is allowed while the reclaimee stays above

@@ -8,17 +8,6 @@
 #include "plugins/proportion/reclaim_strategy.h"
 #include "plugins/proportion/saturation.h"
 
-namespace gantry {
-
-namespace {
-thread_local bool strategy_rules_on = true;
-}  // namespace
-
-void SetReclaimStrategyRules(bool on) { strategy_rules_on = on; }
-bool ReclaimStrategyRules() { return strategy_rules_on; }
-
-}  // namespace gantry
-
 namespace gantry::proportion {
 
 namespace {
@@ -61,7 +50,7 @@ void ProportionPlugin::RejectionRules(const Session& s, JobId preemptor,
     // against the path's queue at their depth (the queues Leveled pairs).
     base.strategy_bad.assign(c.queues.size(), 0);
     base.any_bad = false;
-    if (ReclaimStrategyRules()) {
+    if (s.params().solver_strategy_rules) {
       for (QueueId q = 0; q < static_cast<QueueId>(c.queues.size()); ++q) {
         for (QueueId rq : base.path) {
           if (q == rq || c.queues[q].parent != c.queues[rq].parent) continue;
