@@ -4,7 +4,7 @@
 //                [--only load|snapshot|allocate|cycle] [--seed N] [--shape NAME]
 //                [--search-budget-hours H] [--victim-search-v017] [--no-repeated-nodes]
 //                [--no-shared-rank-by-class] [--no-strategy-rules] [--no-counter-replay]
-//                [--no-reach-bound]
+//                [--no-reach-bound] [--no-shared-class-ranking]
 //
 // `--shape NAME` picks one cluster shape of the benchmark family (README.md, "The shapes"):
 // default, sharing (30% fractional pods and topology-constrained gangs; `--variant sharing` is
@@ -112,6 +112,7 @@ struct Args {
   bool shared_rank_by_class = true;
   // Proportion's strategy rules (plugins/proportion/reclaim_strategy.h).
   bool strategy_rules = true;
+  bool shared_class_ranking = true;  // SchedulerParams::shared_class_ranking
   // `--only watch-cache`: what the cache keeps of each object (cache::Hold).
   bool watch_cache_whole = false;
 };
@@ -192,6 +193,10 @@ void Usage(FILE* out) {
                "  --no-strategy-rules\n"
                "                   reclaim's victim search without the rejection rules from\n"
                "                   proportion's strategy check (the rule's reference path)\n"
+               "  --no-shared-class-ranking\n"
+               "                   allocate and the cycle rank shared-GPU pods over all nodes\n"
+               "                   node by node, not by node class (the reference of\n"
+               "                   SchedulerParams::shared_class_ranking)\n"
                "  --watch-cache-hold read-fields|whole\n"
                "                   what `--only watch-cache`'s cache keeps of each object\n"
                "                   beside its record (default: the fields read back)\n");
@@ -284,6 +289,8 @@ std::optional<Args> ParseArgs(int argc, char** argv) {
       a.shared_rank_by_class = false;
     } else if (arg == "--no-strategy-rules") {
       a.strategy_rules = false;
+    } else if (arg == "--no-shared-class-ranking") {
+      a.shared_class_ranking = false;
     } else if (arg == "--search-budget-hours") {
       long long n = 0;
       if (!value(v) || !ParseInt(v, 1, n) || n > 1000) {
@@ -417,6 +424,7 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
   gantry::Scenario& sc = *scenario;
   const int64_t now = gantry::ScenarioStartMs();
   gantry::PrepareScenarioCycle(sc, sc.cluster, now);
+  if (!args.shared_class_ranking) sc.config.params.shared_class_ranking = false;
   auto created =
       gantry::Scheduler::Create(sc.config, gantry::BuiltinPlugins(), gantry::BuiltinActions());
   if (!created.ok()) {
@@ -487,6 +495,14 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
             nodes, static_cast<long long>(st.rankings_by_class),
             static_cast<long long>(st.rankings_per_node), static_cast<long long>(st.nodes_checked),
             ctx.session->NodeClassesEnabled() ? "kept" : "off", ctx.session->NodeClassCount());
+        std::printf("# nodes=%d: node by node, why (rankings / node checks):", nodes);
+        for (size_t i = 0; i < gantry::kPerNodeReasons; ++i) {
+          std::printf(" %s %lld / %lld", gantry::PerNodeReasonName(gantry::PerNodeReason(i)),
+                      static_cast<long long>(st.per_node_rankings[i]),
+                      static_cast<long long>(st.per_node_checks[i]));
+        }
+        std::printf("; %lld per key among the candidates\n",
+                    static_cast<long long>(st.rankings_per_candidate_class));
       }
       scheduler.CloseSession(*ctx.session);
     }

@@ -125,6 +125,14 @@ struct SchedulerParams {
   // wrong rule that test must catch.
   enum class SharedRankByClass { kOff, kOn, kBrokenForTests };
   SharedRankByClass shared_rank_by_class = SharedRankByClass::kOn;
+  // A shared-GPU pod (fraction or GPU memory) ranked over all the nodes (allocate's) is ranked by
+  // node class as a whole-GPU pod is, when nothing else keeps it from that
+  // (Session::PodRankableByClass but for its shared GPUs): the classes' keys hold each node's
+  // shared devices (their used, allocated and releasing memory in order), so the nodes of a class
+  // take the share alike. Off: such a pod ranked node by node (or per key among the candidates,
+  // shared_rank_by_class), the reference for the differential test
+  // (cycle_accelerators_test.cc).
+  bool shared_class_ranking = true;
 };
 
 // KAI's `usageDBConfig`: where the scheduler reads the queues' historical usage (time-based

@@ -232,10 +232,42 @@ bool NodeRankingPodSeesOnlyShapeAndState(const Pod& pod) {
 }  // namespace
 
 bool Session::PodRankableByClass(PodId p) const {
+  return !cluster_.pods[p].IsSharedGpu() && PodRankableByClassAnyGpu(p);
+}
+
+bool Session::PodRankableByClassAnyGpu(PodId p) const {
   if (!ranking_.classes_enabled || any_anti_affinity_ || any_preferred_pod_affinity_) return false;
   const Pod& pod = cluster_.pods[p];
-  return !pod.IsSharedGpu() && NodeRankingPodSeesOnlyShapeAndState(pod) &&
-         !NodeCallbackAppliesBeyondShape(pod);
+  return NodeRankingPodSeesOnlyShapeAndState(pod) && !NodeCallbackAppliesBeyondShape(pod);
+}
+
+PerNodeReason Session::WhyPerNode(PodId p, std::span<const NodeId> candidates) const {
+  if (!ranking_.classes_enabled || any_anti_affinity_ || any_preferred_pod_affinity_) {
+    return PerNodeReason::kNoClasses;
+  }
+  if (candidates.size() != all_nodes_.size() || candidates.data() != all_nodes_.data()) {
+    return PerNodeReason::kCandidates;
+  }
+  const Pod& pod = cluster_.pods[p];
+  if (!NodeRankingPodSeesOnlyShapeAndState(pod)) return PerNodeReason::kPodSpec;
+  if (NodeCallbackAppliesBeyondShape(pod)) return PerNodeReason::kFilteredCallback;
+  return PerNodeReason::kSharedGpu;
+}
+
+const char* PerNodeReasonName(PerNodeReason r) {
+  switch (r) {
+    case PerNodeReason::kNoClasses:
+      return "no-classes";
+    case PerNodeReason::kCandidates:
+      return "candidates";
+    case PerNodeReason::kPodSpec:
+      return "pod-spec";
+    case PerNodeReason::kFilteredCallback:
+      return "callback";
+    case PerNodeReason::kSharedGpu:
+      return "shared-gpu";
+  }
+  return "?";
 }
 
 namespace {
@@ -355,8 +387,12 @@ bool Session::AllPodsWholeGpuRankableByClass() const {
 }
 
 bool Session::CanRankByClass(PodId p, std::span<const NodeId> candidates) const {
-  return candidates.size() == all_nodes_.size() && candidates.data() == all_nodes_.data() &&
-         PodRankableByClass(p);
+  if (candidates.size() != all_nodes_.size() || candidates.data() != all_nodes_.data()) {
+    return false;
+  }
+  // A shared-GPU pod too, with SchedulerParams::shared_class_ranking: the classes' keys hold the
+  // shared devices, and every node is a candidate (node_ranking.h).
+  return params().shared_class_ranking ? PodRankableByClassAnyGpu(p) : PodRankableByClass(p);
 }
 
 void Session::RankFittingNodesCoveringFreeGpus(PodId p, std::span<const NodeId> candidates) {
@@ -440,11 +476,15 @@ void Session::RankFittingNodes(PodId p, std::span<const NodeId> candidates, bool
   ranking_.ranked_by_class = CanRankByClass(p, candidates);
   if (!ranking_.ranked_by_class) {
     ++stats_.rankings_per_node;
+    const auto why = static_cast<size_t>(WhyPerNode(p, candidates));
+    const int64_t checks_before = stats_.nodes_checked;
     if (candidates.size() >= kSharedRankMinCandidates && SharedPodRankableByClass(p)) {
       RankPerCandidateClass(p, candidates, record);
     } else {
       RankPerNode(p, candidates, record);
     }
+    ++stats_.per_node_rankings[why];
+    stats_.per_node_checks[why] += stats_.nodes_checked - checks_before;
     PickBestRanked();
     return;
   }

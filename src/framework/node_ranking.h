@@ -27,6 +27,10 @@
 //   a node decide those) or nominated node, no pod of the cluster with anti-affinity or preferred
 //   (anti-)affinity terms (the podaffinity score reads node labels and the pods on nodes), and
 //   classes enabled: then which non-fitting nodes are candidates does not matter.
+//   With SchedulerParams::shared_class_ranking, RankFittingNodes ranks a shared-GPU pod by class
+//   too when it is otherwise rankable (PodRankableByClassAnyGpu) and every node is a candidate:
+//   the classes' keys hold the shared devices, so a class's nodes take its share alike (not over
+//   a list covering the free GPUs: a share can fit a node without one).
 //   AllPodsWholeGpuRankableByClass: every pod of the cluster asks for whole GPUs (more than zero)
 //   and is rankable by class (computed once: both depend only on the pods' specs and settings).
 // - pod_briefs (PodBrief below), FitsIdle, FitsIdleOrReleasing (the pod fits the node's idle

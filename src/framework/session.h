@@ -364,6 +364,10 @@ class Session : public SessionHooks, public SessionVersions, public SessionGpuDe
   void RefreshClasses();
   bool NodeHasClassKey(NodeId n, int32_t c) const;
   bool CanRankByClass(PodId p, std::span<const NodeId> candidates) const;
+  // PodRankableByClass without its exclusion of shared-GPU pods (whose classes hold the shared
+  // devices: they may rank by class over all the nodes, not over a list covering free GPUs).
+  bool PodRankableByClassAnyGpu(PodId p) const;
+  PerNodeReason WhyPerNode(PodId p, std::span<const NodeId> candidates) const;
   void RankByClass(PodId p, bool record);
   void RankPerNode(PodId p, std::span<const NodeId> candidates, bool record);
   // SchedulerParams::shared_rank_by_class: a shared-GPU pod whose ranking may evaluate one node

@@ -2,6 +2,7 @@
 // taken, and the counters of its work.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -70,6 +71,17 @@ struct PipelineDecision {
   std::string message;
 };
 
+// Why RankFittingNodes ranked a pod node by node, the first that applies, in this order: the
+// session keeps no node classes (or some pod has anti-affinity or preferred pod affinity); the
+// candidates are not all the nodes (a topology domain's node set, the victim search's lists);
+// the pod's spec reads more of a node than its shape and state (selectors, affinities, claims,
+// host ports, a nominated node); a callback that reads more applies to it (a pod filter: the
+// topology plugin's constrained and preferred-level pods); it asks for a share of a GPU.
+enum class PerNodeReason { kNoClasses, kCandidates, kPodSpec, kFilteredCallback, kSharedGpu };
+inline constexpr size_t kPerNodeReasons = 5;
+// Its name ("no-classes", "candidates", "pod-spec", "callback", "shared-gpu").
+const char* PerNodeReasonName(PerNodeReason r);
+
 // Counters of the work a session did (for tests and benchmarks).
 struct SessionStats {
   int64_t rankings_by_class = 0;  // pods ranked over classes of equivalent nodes
@@ -78,6 +90,10 @@ struct SessionStats {
   // Of rankings_per_node: shared-GPU pods checked once per class among the candidates
   // (SchedulerParams::shared_rank_by_class).
   int64_t rankings_per_candidate_class = 0;
+  // Of rankings_per_node, and of nodes_checked: by the first reason the pod was not ranked by
+  // class (PerNodeReason), in RankFittingNodes.
+  std::array<int64_t, kPerNodeReasons> per_node_rankings{};
+  std::array<int64_t, kPerNodeReasons> per_node_checks{};
 };
 
 // How one victim search ended (KAI's SearchResultReason): solved; its time ran out (the job's

@@ -16,6 +16,10 @@
 //   without a preferred level beside unconstrained pods; the default shape has no Topology.
 // - SchedulerParams::shared_fit_skip_full_nodes: a shared-GPU pod's ranking skips the nodes with
 //   no whole GPU left and no shared device before SharedFits (off: SharedFits on every node).
+// - SchedulerParams::shared_class_ranking: a shared-GPU pod ranked over all the nodes ranks by
+//   node class (off: node by node, or per key among the candidates). The fractional shape has no
+//   Topology, the sharing and mixed shapes have one with constrained and preferred-level gangs,
+//   some of them fractional (their pods rank over a domain's nodes, never by class).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -239,6 +243,51 @@ std::vector<ShapeCase> SharedFitSkipCases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, SharedFitSkipTest, ::testing::ValuesIn(SharedFitSkipCases()),
+                         differential::ShapeCaseName);
+
+class SharedClassRankingTest : public ::testing::TestWithParam<ShapeCase> {};
+
+TEST_P(SharedClassRankingTest, SameDecisionsAsRankingNodeByNode) {
+  const ShapeCase& k = GetParam();
+  bench::ClusterGenSummary summary;
+  const std::string file = differential::WriteShapeCluster("shared-class-ranking", k, summary);
+  ASSERT_GT(summary.fractional_pods, 0);
+  auto run = [&file](bool by_class) {
+    return differential::RunCycle(
+        file, [by_class](SchedulerParams& params) { params.shared_class_ranking = by_class; });
+  };
+  const CycleDecisions on = run(true);
+  const CycleDecisions off = run(false);
+  ExpectSameCycle(on, off);
+  // Not vacuous: the shared-GPU pods that ranked node by node over all the nodes now rank by
+  // class, and none is left so. (The fractional clusters and the mixed ones of seed 1 have such
+  // pods; the sharing clusters' fractional pods pending here are in constrained gangs or rank
+  // node by node for another reason.)
+  const auto shared = static_cast<size_t>(PerNodeReason::kSharedGpu);
+  if (std::string(k.shape) == "fractional" || (std::string(k.shape) == "mixed" && k.seed == 1)) {
+    EXPECT_GT(off.session_stats.per_node_rankings[shared], 0);
+  }
+  EXPECT_EQ(on.session_stats.per_node_rankings[shared], 0);
+  EXPECT_EQ(on.session_stats.rankings_by_class,
+            off.session_stats.rankings_by_class + off.session_stats.per_node_rankings[shared]);
+  std::filesystem::remove(file);
+}
+
+std::vector<ShapeCase> SharedClassRankingCases() {
+  std::vector<ShapeCase> cases;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    cases.push_back({"fractional", 64, seed});
+    cases.push_back({"sharing", 64, seed});
+    cases.push_back({"mixed", 48, seed});
+    cases.push_back({"mixed", 120, seed});
+  }
+  cases.push_back({"fractional", 160, 1});
+  cases.push_back({"sharing", 160, 1});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, SharedClassRankingTest,
+                         ::testing::ValuesIn(SharedClassRankingCases()),
                          differential::ShapeCaseName);
 
 }  // namespace

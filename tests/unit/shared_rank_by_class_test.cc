@@ -25,10 +25,13 @@ using differential::CycleDecisions;
 using differential::ShapeCase;
 using SharedRankMode = SchedulerParams::SharedRankByClass;
 
+// (With SchedulerParams::shared_class_ranking off: it ranks the shared-GPU pods of rankings over
+// all the nodes by node class, which are where the rule acts in these clusters.)
 CycleDecisions SharedRankCycle(const std::string& file, SharedRankMode mode, bool shortcuts) {
   return differential::RunCycle(file, [mode, shortcuts](SchedulerParams& params) {
     params.shared_rank_by_class = mode;
     params.solver_shortcuts = shortcuts;
+    params.shared_class_ranking = false;
   });
 }
 
