@@ -4,9 +4,10 @@
 // search may skip or stop such simulations. The rule must not change any decision: clusters of the
 // benchmark family's busy shared shape (where every reclaim the validator refuses is refused so)
 // and of the default shape are scheduled with the full five-action cycle with the rule on and off
-// (SchedulerParams::solver_strategy_rules) and, on the smaller ones, with the solver shortcuts off altogether (the
-// plain search). The rules must also be proofs: with the verify mode (SetVerifyRejectionProofs)
-// every simulation a rule would skip or stop runs to the end and the validator must refuse it.
+// (SchedulerParams::solver_strategy_rules) and, on the smaller ones, with the solver shortcuts off
+// altogether (the plain search). The rules must also be proofs: with the verify mode
+// (SetVerifyRejectionProofs) every simulation a rule would skip or stop runs to the end and the
+// validator must refuse it.
 #include <gtest/gtest.h>
 
 #include <cstdint>
