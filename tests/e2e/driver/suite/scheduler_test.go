@@ -564,7 +564,11 @@ func TestLiveSchedulerLeaderElection(t *testing.T) {
 	first.stop(t)
 	waitHolder(second, "the second replica takes the released Lease")
 	waitBindRequests(t, ctx, ns, createGang(t, ctx, ns, "two", queue, 1, 1, 1))
-	if !contains(second.output(), "cycle ") {
+	// The cycle's log line is written after its BindRequests, and read from the process's pipe:
+	// it may come a moment after the BindRequest is seen.
+	if err := harness.Poll(ctx, 15*time.Second, "the new leader logs a cycle", func(context.Context) (bool, error) {
+		return contains(second.output(), "cycle "), nil
+	}); err != nil {
 		t.Errorf("the new leader logged no cycle:\n%s", second.output())
 	}
 }
