@@ -46,7 +46,6 @@
 #include "kube/json_parse.h"
 #include "kube_objects.h"
 #include "measure.h"
-#include "plugins/proportion/reclaim_strategy.h"
 #include "scenario/runner.h"
 #include "scenario/scenario.h"
 #include "scheduler/registry.h"

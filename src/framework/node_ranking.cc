@@ -254,6 +254,9 @@ PerNodeReason Session::WhyPerNode(PodId p, std::span<const NodeId> candidates) c
   return PerNodeReason::kSharedGpu;
 }
 
+static_assert(static_cast<size_t>(PerNodeReason::kSharedGpu) + 1 == kPerNodeReasons,
+              "kPerNodeReasons counts every PerNodeReason (the last is kSharedGpu)");
+
 const char* PerNodeReasonName(PerNodeReason r) {
   switch (r) {
     case PerNodeReason::kNoClasses:

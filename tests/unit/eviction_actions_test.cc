@@ -20,7 +20,6 @@
 #include "actions/victim_search/solver.h"
 #include "framework/plugin.h"
 #include "plugins/builtin.h"
-#include "plugins/proportion/reclaim_strategy.h"
 #include "scheduler/registry.h"
 #include "test_cluster.h"
 

@@ -141,11 +141,11 @@ void ProportionPlugin::RejectionRules(const Session& s, JobId preemptor,
     // the validator asks with the sibling's allocation less what it took below it so far before
     // each victim below it that is counted (ReclaimStrategy: up-closed, and what is left only
     // falls). So one such victim left evicted makes it refuse, whatever else the simulation did
-    // and whatever the sums (exact or not): min_gpus 1 (a GPU victim), and a saturation form
-    // that always holds, so that the proofs from the recorded victims' rules take it too. It
-    // is the strongest rule a sibling can have (the saturation rule needs at least one GPU left
-    // evicted too), so it replaces the saturation rule of the sibling: a victim is followed for
-    // one rule only.
+    // (like the saturation rules, it is stated only with exact sums): min_gpus 1 (a GPU victim),
+    // and a saturation form that always holds, so that the proofs from the recorded victims'
+    // rules take it too. It is the strongest rule a sibling can have (the saturation rule needs
+    // at least one GPU left evicted too), so it replaces the saturation rule of the sibling: a
+    // victim is followed for one rule only.
     if (base.strategy_bad[sib_queue] != 0 && sib_gpus >= 1) {
       RejectionRule& rule = out.emplace_back();
       rule.min_gpus = 1;
