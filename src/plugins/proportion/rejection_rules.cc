@@ -137,6 +137,19 @@ void ProportionPlugin::RejectionRules(const Session& s, JobId preemptor,
     bound.sib_fair = sib_fair;
     bound.multiplier = reclaimer_multiplier_;
     auto rejects = [&](double x) { return bound.Rejects(x, below[level]); };
+    // The sibling's victims a rule follows: the stable ones held (in base.pods, kept until the
+    // key changes), the others listed.
+    auto list_victims = [&](RejectionRule& rule) {
+      if (bg) {
+        rule.held = std::span<const PodId>(base.pods).subspan(bg->begin, bg->end - bg->begin);
+      }
+      if (eg) {
+        rule.pods.resize(eg->end - eg->begin);
+        for (size_t k = 0; k < rule.pods.size(); ++k) {
+          rule.pods[k] = pod_of_entry(extra[eg->begin + k]);
+        }
+      }
+    };
     // A strategy rule: the sibling's whole allocation fails Reclaimable's strategy check, which
     // the validator asks with the sibling's allocation less what it took below it so far before
     // each victim below it that is counted (ReclaimStrategy: up-closed, and what is left only
@@ -153,15 +166,7 @@ void ProportionPlugin::RejectionRules(const Session& s, JobId preemptor,
       rule.saturation.formula = &StrategyRuleAlwaysRejects;
       rule.sibling = sib_queue;
       rule.level = level;
-      if (bg) {
-        rule.held = std::span<const PodId>(base.pods).subspan(bg->begin, bg->end - bg->begin);
-      }
-      if (eg) {
-        rule.pods.resize(eg->end - eg->begin);
-        for (size_t k = 0; k < rule.pods.size(); ++k) {
-          rule.pods[k] = pod_of_entry(extra[eg->begin + k]);
-        }
-      }
+      list_victims(rule);
       continue;
     }
     // (kUnlimited is negative.) A rule for every sibling queue the check can reject on: its
@@ -189,17 +194,7 @@ void ProportionPlugin::RejectionRules(const Session& s, JobId preemptor,
       rule.below_more = extra_below[level];
       rule.sibling = sib_queue;
       rule.level = level;
-      // The stable victims of the queue are held (in base.pods, kept until the key changes);
-      // the others are listed.
-      if (bg) {
-        rule.held = std::span<const PodId>(base.pods).subspan(bg->begin, bg->end - bg->begin);
-      }
-      if (eg) {
-        rule.pods.resize(eg->end - eg->begin);
-        for (size_t k = 0; k < rule.pods.size(); ++k) {
-          rule.pods[k] = pod_of_entry(extra[eg->begin + k]);
-        }
-      }
+      list_victims(rule);
     }
   }
 }
