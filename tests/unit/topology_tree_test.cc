@@ -13,6 +13,7 @@
 
 #include "differential_cycle.h"
 #include "plugins/topology/tree.h"
+#include "sanitizer_scale.h"
 #include "scenario/scenario.h"
 #include "test_cluster.h"
 
@@ -38,7 +39,8 @@ size_t CheckMembership(const Cluster& c, const topology::Tree& tree) {
 }
 
 TEST(TopologyTreeTest, MembershipOfGeneratedClusters) {
-  for (uint64_t seed = 1; seed <= 3; ++seed) {
+  const auto seeds = static_cast<uint64_t>(test_scale::SanitizerScaled(3, 3));
+  for (uint64_t seed = 1; seed <= seeds; ++seed) {
     for (const char* shape : {"topology", "sharing"}) {
       bench::ClusterGenSummary summary;
       const differential::ShapeCase k{shape, 96, seed};

@@ -11,6 +11,7 @@
 
 #include "cache/convert.h"
 #include "framework/session.h"
+#include "sanitizer_scale.h"
 #include "scheduler/registry.h"
 #include "scheduler/scheduler.h"
 #include "util/duration.h"
@@ -1199,7 +1200,8 @@ TEST(WatchCacheIncrementalTest, PatchedSnapshotsEqualAFullAssemblyOnRandomEvents
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
   int64_t patches = 0;
   int64_t assemblies = 0;
-  for (int round = 0; round < 20; ++round) {
+  const int rounds = test_scale::SanitizerScaled(20, 5);
+  for (int round = 0; round < rounds; ++round) {
     WatchCache cache("kai-scheduler");
     // What the API server holds now, per kind, by key.
     std::map<Kind, std::map<std::string, json>> objects;
@@ -1486,8 +1488,10 @@ TEST_F(WatchCacheTest, AJobsStartAndStaleTimesArePatchedOtherPodGroupChangesAreN
 TEST(WatchCacheScaleTest, AssemblyOfALargeCluster) {
   WatchCache cache("kai-scheduler");
   std::vector<json> nodes, pods, groups;
-  for (int i = 0; i < 2000; ++i) nodes.push_back(NodeObj("node-" + std::to_string(i), 8));
-  for (int j = 0; j < 5000; ++j) {
+  const int num_nodes = test_scale::SanitizerScaled(2000, 10);
+  const int num_jobs = test_scale::SanitizerScaled(5000, 10);
+  for (int i = 0; i < num_nodes; ++i) nodes.push_back(NodeObj("node-" + std::to_string(i), 8));
+  for (int j = 0; j < num_jobs; ++j) {
     groups.push_back(PodGroupObj("ns", "job-" + std::to_string(j), "team-a", 4));
     for (int k = 0; k < 4; ++k) {
       json p = PodObj("ns", "job-" + std::to_string(j) + "-" + std::to_string(k), 2,
@@ -1538,12 +1542,12 @@ TEST(WatchCacheScaleTest, AssemblyOfALargeCluster) {
   const auto t5 = std::chrono::steady_clock::now();
   auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
   std::printf(
-      "2000 nodes / 20000 pods: full assembly %.1f ms; one pod changed, snapshot held (copy + "
+      "%d nodes / %d pods: full assembly %.1f ms; one pod changed, snapshot held (copy + "
       "patch) %.2f ms; 10 pods + 10 BindRequests changed, none held: events %.2f ms, patch in "
       "place %.3f ms; plain copy of the Cluster %.1f ms\n",
-      ms(t1 - t0), ms(t2 - t1), ms(t3b - t3), ms(t4 - t3b), ms(t5 - t4));
-  EXPECT_EQ(pods_in_s, 20000u);
-  EXPECT_EQ(copy.jobs.size(), 5000u);
+      num_nodes, 4 * num_jobs, ms(t1 - t0), ms(t2 - t1), ms(t3b - t3), ms(t4 - t3b), ms(t5 - t4));
+  EXPECT_EQ(pods_in_s, 4 * static_cast<size_t>(num_jobs));
+  EXPECT_EQ(copy.jobs.size(), static_cast<size_t>(num_jobs));
   const CacheStats stats = cache.stats();
   EXPECT_EQ(stats.assemblies, 1);
   EXPECT_EQ(stats.patches, 6);
