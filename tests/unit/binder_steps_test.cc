@@ -870,6 +870,9 @@ TEST_F(ReservationSyncTest, StartUpAndPodDeletionsSyncInTheBackground) {
   cache_.pods().OnEvent(kube::EventType::kDeleted, gone);
   ASSERT_TRUE(wait_for([&] { return sync.deleted() == 2; }));
   EXPECT_FALSE(Exists("kai-resource-reservation/gpu-reservation-n1-bbbbb"));
+  // (The deletion is counted inside the node's sync, which may still list pods after it: the
+  // counts below are taken once it has ended, the start-up's sync and this one.)
+  ASSERT_TRUE(wait_for([&] { return sync.node_syncs() == 2; }));
 
   // A fractional BindRequest deleted queues its node too; a healthy node costs no request.
   AddReservation("gpu-reservation-n1-ccccc", "h");
