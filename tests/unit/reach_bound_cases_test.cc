@@ -107,9 +107,15 @@ bool AskOutOfReach(const Session& ssn, JobId preemptor, const std::vector<JobId>
   };
   NodeId single = kNone;
   const std::span<const NodeId> nodes = NodesOfJob(ssn, victims.back(), single);
+  // (The base counts as the capacity pre-check makes them: every count here is a whole number.)
+  auto base = [&](double g) {
+    double blocks = 0;
+    for (NodeId n : feasible) blocks += victim_search::NodeBlocks(ssn.non_allocated_gpus()[n], g);
+    return blocks;
+  };
   victim_search::ReachBound rule;
   rule.StartPrefix();
-  return rule.OutOfReach(ssn, scenario, profile, flags, feasible, nodes, slot);
+  return rule.OutOfReach(ssn, scenario, profile, flags, /*base_exact=*/true, base, nodes, slot);
 }
 
 NodeId ReachNodeNamed(const Cluster& c, const std::string& name) {
