@@ -149,8 +149,9 @@ class SearchAccelerator final : public RejectionProofs {
       counted = pf.counted;
       gpus = pf.gpus;
     };
-    if (!reach_.OutOfReach(ssn_, scenario, pending_profile_, feasible_, feasible_list_, nodes,
-                           slot)) {
+    if (!reach_.OutOfReach(
+            ssn_, scenario, pending_profile_, feasible_, base_exact_,
+            [this](double g) { return BaseBlocks(g); }, nodes, slot)) {
       return false;
     }
     ++stats_->out_of_reach;

@@ -15,6 +15,20 @@
 // together (`UnionFailsPrecheck`): a node's simulation evicts a part of those, and evicting fewer
 // never frees more, so when that fails every node fails.
 //
+// Nodes that join the feasible ones within a batch. The base counts are made once per batch
+// (CountBaseBlocks), while a rejected simulation keeps the nodes its evictions added to the
+// feasible ones (as KAI does): a later scenario of the batch corrects the counts on such a node as
+// a feasible one (TouchedNode::was_feasible, subtracting its base blocks the counts never held),
+// and leaves it out when untouched. Both are exact, because such a node has no free GPU in the
+// base state, so no block of any size: it joined through an eviction on it, so it was neither one
+// of the job's feasible nodes (FeasibleNodesForJob: every node with idle or releasing GPUs in the
+// state the search starts from) nor a recorded victim's node (SearchContext::ResetFeasible), and
+// only an eviction on a node gives it free GPUs (the rejected simulation's are rolled back; the
+// rollback of a shared-GPU eviction can leave a node fewer free GPUs, not more: see
+// shared_gpu_evict_undo_test.cc). That drift on a feasible node leaves the batch's counts too
+// high, which only lets more pre-checks pass. capacity_blocks_base_test.cc checks that the nodes
+// outside a job's feasible ones hold no free GPU on the benchmark family's clusters.
+//
 // Part of SearchAccelerator (accelerator.h), which exists only with the solver shortcuts on.
 #pragma once
 

@@ -24,10 +24,12 @@
 // U and W only grow as victims accumulate, and are kept incrementally: each victim is added once
 // per prefix (its node's sum, the job's node list, the node's job list), and a node entering U
 // marks the nodes of the jobs with victims on it. A victim whose GPUs are not counted exactly (not
-// active there, not whole GPUs) puts its node in U (it might free anything). Nodes that join the
-// feasible ones (a rejected simulation keeps the nodes it added, as KAI does) join the base count;
-// U and W are kept as they were, supersets of what they would be counted afresh.
-// Sums are used only while every count is a whole number (exact in any order).
+// active there, not whole GPUs) puts its node in U (it might free anything). base(g) is the
+// capacity pre-check's count of the batch (CapacityBlocks::BaseBlocks), read at each call: nodes
+// that join the feasible ones (a rejected simulation keeps the nodes it added, as KAI does) have no
+// free GPU in the base state and leave it as it is (capacity_blocks.h), and U and W, counted with
+// them outside F, are kept as they were, supersets of what they would be counted afresh. Sums are
+// used only while every count is a whole number (exact in any order).
 //
 // Part of SearchAccelerator (accelerator.h), which exists only with the solver shortcuts on;
 // SchedulerParams::solver_reach_bound switches this rule alone off (its
@@ -52,17 +54,18 @@ class ReachBound {
 
   // Whether every node of `nodes` (the latest victim job's) fails the capacity pre-check of
   // `scenario` for the pending pods' profile `profile` (see the file comment). The session must
-  // be in the prefix's base state, with `feasible` (flags) and `feasible_list` the feasible nodes.
-  // (Within a prefix the list only grows between scenarios - a node simulation's additions are
-  // taken back from its end, a rejection keeps them - so its first nodes stay the same.)
+  // be in the prefix's base state, with `feasible` flagging the feasible nodes and `base(g)` the
+  // blocks of g free GPUs (g = 0: free GPUs) they hold, exact sums where `base_exact`.
   // `slot(i, node, counted, gpus)` gives what evicting the scenario's pod of slot i
   // (Scenario::group_pods) frees in the base state: its node and, when `counted`, exactly `gpus`.
-  template <typename Slot>
+  template <typename Base, typename Slot>
   bool OutOfReach(const Session& ssn, const Scenario& scenario, const SizeProfile& profile,
-                  const std::vector<char>& feasible, const std::vector<NodeId>& feasible_list,
+                  const std::vector<char>& feasible, bool base_exact, const Base& base,
                   std::span<const NodeId> nodes, const Slot& slot) {
-    if (!built_ || feasible_list.size() < built_feasible_) Build(ssn, profile, feasible_list);
-    if (active_ && feasible_list.size() > built_feasible_) AddFeasible(ssn, feasible_list);
+    if (!built_) Build(ssn, profile, base_exact, base);
+    // (Once the base count no longer lacks blocks of g_, or is not exact, the rule stops for the
+    // prefix.)
+    if (active_ && !(base_exact && need_ > base(g_))) active_ = false;
     if (!active_) return false;
     CatchUp(ssn, scenario, feasible, slot);
     for (NodeId n : nodes) {
@@ -72,11 +75,10 @@ class ReachBound {
   }
 
  private:
-  // The base counts and the size g_ the rule follows; the sums start over.
-  void Build(const Session& ssn, const SizeProfile& profile,
-             const std::vector<NodeId>& feasible_list) {
+  // The size g_ the rule follows; the sums start over.
+  template <typename Base>
+  void Build(const Session& ssn, const SizeProfile& profile, bool base_exact, const Base& base) {
     built_ = true;
-    built_feasible_ = feasible_list.size();
     active_ = false;
     seen_slots_ = 0;
     stamp_ = ++store_.last_stamp;
@@ -95,46 +97,21 @@ class ReachBound {
     }
     touched_jobs_.clear();
     touched_nodes_.clear();
-    if (profile.always_fits) return;
-    const auto free = ssn.non_allocated_gpus();
+    if (profile.always_fits || !base_exact) return;
     // The largest size whose blocks the base state lacks (0: only the total GPUs).
-    double total = 0;
-    for (NodeId n : feasible_list) {
-      if (!ExactlySummable(free[n])) return;
-      total += NodeBlocks(free[n], 0);
-    }
     for (const auto& [g, count] : profile.steps) {
-      double blocks = 0;
-      for (NodeId n : feasible_list) blocks += NodeBlocks(free[n], g);
-      if (count > blocks) {
+      if (count > base(g)) {
         g_ = g;
         need_ = count;
-        base_ = blocks;
         active_ = true;
         return;
       }
     }
-    if (profile.total > total) {
+    if (profile.total > base(0)) {
       g_ = 0;
       need_ = profile.total;
-      base_ = total;
       active_ = true;
     }
-  }
-
-  // Nodes joined the feasible ones since the base count (a rejected simulation keeps the nodes
-  // it added): their blocks join it. A node of U stays there (its gain, counted before, only
-  // shrinks now that its base blocks are subtracted: U and W stay supersets, which keeps the
-  // rule sound); when the base no longer lacks blocks of g_ the rule stops for the prefix.
-  void AddFeasible(const Session& ssn, const std::vector<NodeId>& feasible_list) {
-    const auto free = ssn.non_allocated_gpus();
-    for (size_t i = built_feasible_; i < feasible_list.size(); ++i) {
-      const NodeId n = feasible_list[i];
-      if (!ExactlySummable(free[n])) active_ = false;
-      base_ += NodeBlocks(free[n], g_);
-    }
-    built_feasible_ = feasible_list.size();
-    if (!(need_ > base_)) active_ = false;
   }
 
   // Adds the potential victims the scenario accumulated since the last call.
@@ -194,11 +171,9 @@ class ReachBound {
   }
 
   bool built_ = false;
-  size_t built_feasible_ = 0;  // the feasible nodes counted in the base state
-  bool active_ = false;        // the base state lacks blocks of g_ (and its counts are exact)
+  bool active_ = false;  // the base state lacks blocks of g_ (and its counts are exact)
   double g_ = 0;
   double need_ = 0;        // blocks of g_ (g_ = 0: GPUs) the pending pods need
-  double base_ = 0;        // blocks of g_ of the feasible nodes in the base state
   size_t seen_slots_ = 0;  // Scenario::group_pods slots added
   // Entries are current where their stamp is stamp_ (one per build). The lists are kept per
   // thread with their capacity (searches do not nest; stamps are unique per thread, so an entry
