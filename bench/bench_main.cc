@@ -115,7 +115,7 @@ struct Args {
   bool shared_rank_by_class = true;
   // Proportion's strategy rules (plugins/proportion/reclaim_strategy.h).
   bool strategy_rules = true;
-  bool shared_class_ranking = true;  // SchedulerParams::shared_class_ranking
+  bool shared_class_ranking = true;     // SchedulerParams::shared_class_ranking
   bool topology_follow_changes = true;  // SchedulerParams::topology_follow_changes
   // `--only watch-cache`: what the cache keeps of each object (cache::Hold).
   bool watch_cache_whole = false;
@@ -524,9 +524,9 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
     result.allocate = Summarize(alloc_times);
     result.snapshot_plus_allocate = Summarize(sum_times);
     const Stats alloc_cpu = Summarize(alloc_cpu_times);
-    std::printf("# nodes=%d: allocate thread CPU min/median %.2f/%.2f ms; decisions digest %016llx\n",
-                nodes, alloc_cpu.min, alloc_cpu.median,
-                static_cast<unsigned long long>(alloc_digest));
+    std::printf(
+        "# nodes=%d: allocate thread CPU min/median %.2f/%.2f ms; decisions digest %016llx\n",
+        nodes, alloc_cpu.min, alloc_cpu.median, static_cast<unsigned long long>(alloc_digest));
     if (!args.only.empty()) result.snapshot = Summarize(open_times);
   }
 

@@ -236,7 +236,11 @@ class TopologyPlugin : public Plugin {
       tree.asked = asked;
       ++tree.asked_serial;
     }
-    SortTree(s, tree, domain_index, asked, max_depth);
+    if (follow_) {
+      if (max_depth != -3) SortTreeFollowing(s, tree, domain_index, asked, max_depth);
+    } else {
+      SortTree(s, tree, domain_index, asked, max_depth);
+    }
     if (preferred != -3) {
       PreferredScores& sc = scores_[Key(ref)];
       // Per domain of the preferred level when following the changes (a node reads its domain's),
@@ -285,8 +289,8 @@ class TopologyPlugin : public Plugin {
         if (!allowed.empty() && !allowed[d]) continue;
         if (!DomainFits(s, tree, asked, count, d)) {
           if (record && k + 1 == levels.size()) {
-            top_errors.push_back(
-                DomainError(s, ref, asked, count, tree.domains[d], AllocOf(tree, d), FreeOf(tree, d)));
+            top_errors.push_back(DomainError(s, ref, asked, count, tree.domains[d],
+                                             AllocOf(tree, d), FreeOf(tree, d)));
           }
           continue;
         }
@@ -633,8 +637,8 @@ class TopologyPlugin : public Plugin {
     const Domain& top = tree.domains[static_cast<size_t>(scope_)];
     const Domain& dom = tree.domains[static_cast<size_t>(d)];
     if (dom.level < top.level) return false;
-    return tree.node_domain[static_cast<size_t>(top.level)][static_cast<size_t>(dom.nodes.front())] ==
-           scope_;
+    return tree.node_domain[static_cast<size_t>(top.level)]
+                           [static_cast<size_t>(dom.nodes.front())] == scope_;
   }
 
   // A domain's free resources and representative-pod count as this call reads them.
@@ -766,11 +770,10 @@ class TopologyPlugin : public Plugin {
     const Cluster& c = s.cluster();
     const std::string sub = NameOf(c, ref);
     if (allocatable != kAllocatablePodsNotSet) {
-      JobFitError e{
-          "Not enough resources for the workload",
-          {"node-group " + d.id + " can allocate only " + std::to_string(allocatable) +
-           " of " + std::to_string(count) + " required pods"},
-          sub};
+      JobFitError e{"Not enough resources for the workload",
+                    {"node-group " + d.id + " can allocate only " + std::to_string(allocatable) +
+                     " of " + std::to_string(count) + " required pods"},
+                    sub};
       e.domain = d.id;
       return e;
     }
@@ -843,14 +846,68 @@ class TopologyPlugin : public Plugin {
     }
     if (incremental) {
       if (reordered) dom.order_stamp = ++tree.stamps;
-      // (Following the changes: its sum is added again in the new order at the next call.)
-      if (reordered && follow_) MarkSumDirty(tree, d);
       dom.sort_keys.resize(keyed.size());
       for (size_t i = 0; i < keyed.size(); ++i) dom.sort_keys[i] = keyed[i].first;
     }
     if (tree.domains[d].level == max_depth) return;
     const std::vector<int32_t> children = tree.domains[d].children;
     for (int32_t child : children) SortTree(s, tree, child, asked, max_depth);
+  }
+
+  // SortTree when following the changes: the same keys, order and stamps, each key computed once
+  // (SortTree computes them again to sort after the first differs), the children walked in place
+  // and scratch vectors kept between calls. The same stable sort on the same input: the same
+  // order.
+  void SortTreeFollowing(const Session& s, Tree& tree, int32_t d, const Resources& asked,
+                         int max_depth) {
+    Domain& dom = tree.domains[static_cast<size_t>(d)];
+    const size_t n = dom.children.size();
+    if (n == 0) return;
+    uint64_t children_stamp = 0;
+    for (int32_t child : dom.children) {
+      children_stamp =
+          std::max(children_stamp, tree.domains[static_cast<size_t>(child)].free_stamp);
+    }
+    const bool keys_known = dom.sort_keys.size() == n && dom.keys_asked == tree.asked_serial &&
+                            dom.keys_stamp == children_stamp;
+    dom.keys_asked = tree.asked_serial;
+    dom.keys_stamp = children_stamp;
+    if (!keys_known) {
+      std::vector<double>& keys = sort_keys_scratch_;
+      keys.resize(n);
+      bool same_keys = dom.sort_keys.size() == n;
+      for (size_t i = 0; i < n; ++i) {
+        keys[i] = RatioToFree(s, asked, tree.domains[static_cast<size_t>(dom.children[i])].free);
+        // (NaN keys compare unequal: sorted again.)
+        same_keys = same_keys && keys[i] == dom.sort_keys[i];
+      }
+      if (!same_keys) {
+        std::vector<std::pair<double, int32_t>>& keyed = keyed_scratch_;
+        keyed.clear();
+        for (size_t i = 0; i < n; ++i) keyed.emplace_back(keys[i], dom.children[i]);
+        std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
+          if (a.first != b.first) return a.first > b.first;
+          return tree.domains[static_cast<size_t>(a.second)].id <
+                 tree.domains[static_cast<size_t>(b.second)].id;
+        });
+        bool reordered = false;
+        for (size_t i = 0; i < n; ++i) {
+          reordered = reordered || dom.children[i] != keyed[i].second;
+          dom.children[i] = keyed[i].second;
+        }
+        if (reordered) {
+          dom.order_stamp = ++tree.stamps;
+          MarkSumDirty(tree, d);  // its sum is added again in the new order at the next call
+        }
+        dom.sort_keys.resize(n);
+        for (size_t i = 0; i < n; ++i) dom.sort_keys[i] = keyed[i].first;
+      }
+    }
+    if (dom.level == max_depth) return;
+    for (size_t i = 0; i < n; ++i) {
+      SortTreeFollowing(s, tree, tree.domains[static_cast<size_t>(d)].children[i], asked,
+                        max_depth);
+    }
   }
 
   // The pod sets under a sub-group.
@@ -977,7 +1034,9 @@ class TopologyPlugin : public Plugin {
   AllocMode alloc_mode_ = AllocMode::kNotSet;
   int alloc_all_ = 0;
   const std::vector<int64_t>* alloc_counts_ = nullptr;
-  std::vector<int32_t> level_domains_;  // scratch
+  std::vector<int32_t> level_domains_;                     // scratch
+  std::vector<double> sort_keys_scratch_;                  // SortTreeFollowing's
+  std::vector<std::pair<double, int32_t>> keyed_scratch_;  // SortTreeFollowing's
 };
 
 }  // namespace

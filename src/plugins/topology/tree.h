@@ -32,7 +32,7 @@ struct LeafCache {
 
 struct Domain {
   std::string id;
-  int level = -1;  // index into the topology's levels; -1 is the root
+  int level = -1;       // index into the topology's levels; -1 is the root
   int32_t parent = -1;  // -1 for the root
   std::vector<int32_t> children;
   std::vector<NodeId> nodes;  // by name rank
@@ -73,8 +73,8 @@ struct Tree {
   bool sums_valid = false;
   uint64_t journal_generation = 0;
   size_t journal_position = 0;
-  std::vector<char> sum_dirty;                    // per domain
-  std::vector<std::vector<int32_t>> dirty_at;     // per level + 1 (the root first)
+  std::vector<char> sum_dirty;                 // per domain
+  std::vector<std::vector<int32_t>> dirty_at;  // per level + 1 (the root first)
   // The lowest common domain of every node of the tree, per preferred level name.
   std::unordered_map<std::string, int32_t> all_nodes_common;
   // The level index of a label key, -1 for "root", -2 when unknown.
