@@ -61,8 +61,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, TopologyIncrementalTest, ::testing::ValuesIn(To
 // preferred-level scores per domain) against the leaf caches' version scans it replaces, on the
 // shapes with constrained gangs: the topology and sharing ones, and mixed (preferred rack level,
 // required block or zone, fractional and CPU-only pods beside them). The cycle's victim searches
-// change nodes far more often than allocate does, so the journal also starts again (its bound
-// is four entries per node) and the sums are made anew from it.
+// change nodes far more often than allocate does, and may pass the journal's bound (four entries
+// per node plus 64), after which the sums are made anew.
 class TopologyFollowChangesTest : public ::testing::TestWithParam<ShapeCase> {};
 
 TEST_P(TopologyFollowChangesTest, SameAnswersAsTheVersionScans) {

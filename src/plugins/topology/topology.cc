@@ -584,7 +584,8 @@ class TopologyPlugin : public Plugin {
   static void MarkSumDirty(Tree& tree, int32_t d) {
     if (tree.sum_dirty[static_cast<size_t>(d)]) return;
     tree.sum_dirty[static_cast<size_t>(d)] = 1;
-    tree.dirty_at[static_cast<size_t>(tree.domains[static_cast<size_t>(d)].level + 1)].push_back(d);
+    const int at = tree.domains[static_cast<size_t>(d)].level + 1;  // (the root first)
+    tree.dirty_at[static_cast<size_t>(at)].push_back(d);
   }
 
   // The representative pod's count per domain (how many copies its nodes hold), kept per tree and
@@ -643,8 +644,8 @@ class TopologyPlugin : public Plugin {
 
   // A domain's free resources and representative-pod count as this call reads them.
   const Resources& FreeOf(const Tree& tree, int32_t d) const {
-    static const Resources kNothingFree;
-    if (follow_ && !InScope(tree, d)) return kNothingFree;
+    static const Resources nothing_free;
+    if (follow_ && !InScope(tree, d)) return nothing_free;
     return tree.domains[static_cast<size_t>(d)].free;
   }
   int AllocOf(const Tree& tree, int32_t d) const {
