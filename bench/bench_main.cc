@@ -5,6 +5,7 @@
 //                [--search-budget-hours H] [--victim-search-v017] [--no-repeated-nodes]
 //                [--no-shared-rank-by-class] [--no-strategy-rules] [--no-counter-replay]
 //                [--no-reach-bound] [--no-shared-class-ranking]
+//                [--no-topology-follow-changes]
 //
 // `--shape NAME` picks one cluster shape of the benchmark family (README.md, "The shapes"):
 // default, sharing (30% fractional pods and topology-constrained gangs; `--variant sharing` is
@@ -64,6 +65,7 @@ struct RegionContext {
   std::unique_ptr<gantry::Session> session;  // out: the session after allocate
   double snapshot_ms = 0;
   double allocate_ms = 0;
+  double allocate_cpu_ms = 0;  // the action's thread CPU
 };
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -77,8 +79,10 @@ extern "C" GANTRY_BENCH_NOINLINE void gantry_bench_measured_region(RegionContext
   const auto t0 = Clock::now();
   ctx->session = ctx->scheduler->OpenSession(*ctx->cluster, ctx->now_ms);
   const auto t1 = Clock::now();
+  const double cpu_start = gantry::bench::ThreadCpuMs();
   gantry::AllocateAction allocate;
   allocate.Execute(*ctx->session);
+  ctx->allocate_cpu_ms = gantry::bench::ThreadCpuMs() - cpu_start;
   const auto t2 = Clock::now();
   ctx->snapshot_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
   ctx->allocate_ms = std::chrono::duration<double, std::milli>(t2 - t1).count();
@@ -111,7 +115,8 @@ struct Args {
   bool shared_rank_by_class = true;
   // Proportion's strategy rules (plugins/proportion/reclaim_strategy.h).
   bool strategy_rules = true;
-  bool shared_class_ranking = true;  // SchedulerParams::shared_class_ranking
+  bool shared_class_ranking = true;     // SchedulerParams::shared_class_ranking
+  bool topology_follow_changes = true;  // SchedulerParams::topology_follow_changes
   // `--only watch-cache`: what the cache keeps of each object (cache::Hold).
   bool watch_cache_whole = false;
 };
@@ -196,6 +201,10 @@ void Usage(FILE* out) {
                "                   allocate and the cycle rank shared-GPU pods over all nodes\n"
                "                   node by node, not by node class (the reference of\n"
                "                   SchedulerParams::shared_class_ranking)\n"
+               "  --no-topology-follow-changes\n"
+               "                   the topology plugin scans every node's version and walks\n"
+               "                   its tree on every call (the reference of\n"
+               "                   SchedulerParams::topology_follow_changes)\n"
                "  --watch-cache-hold read-fields|whole\n"
                "                   what `--only watch-cache`'s cache keeps of each object\n"
                "                   beside its record (default: the fields read back)\n");
@@ -290,6 +299,8 @@ std::optional<Args> ParseArgs(int argc, char** argv) {
       a.strategy_rules = false;
     } else if (arg == "--no-shared-class-ranking") {
       a.shared_class_ranking = false;
+    } else if (arg == "--no-topology-follow-changes") {
+      a.topology_follow_changes = false;
     } else if (arg == "--search-budget-hours") {
       long long n = 0;
       if (!value(v) || !ParseInt(v, 1, n) || n > 1000) {
@@ -424,6 +435,7 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
   const int64_t now = gantry::ScenarioStartMs();
   gantry::PrepareScenarioCycle(sc, sc.cluster, now);
   if (!args.shared_class_ranking) sc.config.params.shared_class_ranking = false;
+  if (!args.topology_follow_changes) sc.config.params.topology_follow_changes = false;
   auto created =
       gantry::Scheduler::Create(sc.config, gantry::BuiltinPlugins(), gantry::BuiltinActions());
   if (!created.ok()) {
@@ -470,10 +482,14 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
     std::vector<double> alloc_times;
     std::vector<double> sum_times;
     std::vector<double> open_times;
+    std::vector<double> alloc_cpu_times;
+    uint64_t alloc_digest = 0;
     for (int r = 0; r < args.runs; ++r) {
       RegionContext ctx{&scheduler, &sc.cluster, now, nullptr};
       gantry_bench_measured_region(&ctx);
       alloc_times.push_back(ctx.allocate_ms);
+      alloc_cpu_times.push_back(ctx.allocate_cpu_ms);
+      if (r == 0) alloc_digest = gantry::DecisionsDigest(*ctx.session);
       open_times.push_back(ctx.snapshot_ms);
       sum_times.push_back(ctx.snapshot_ms + ctx.allocate_ms);
       const size_t binds = ctx.session->binds().size();
@@ -507,6 +523,10 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
     }
     result.allocate = Summarize(alloc_times);
     result.snapshot_plus_allocate = Summarize(sum_times);
+    const Stats alloc_cpu = Summarize(alloc_cpu_times);
+    std::printf(
+        "# nodes=%d: allocate thread CPU min/median %.2f/%.2f ms; decisions digest %016llx\n",
+        nodes, alloc_cpu.min, alloc_cpu.median, static_cast<unsigned long long>(alloc_digest));
     if (!args.only.empty()) result.snapshot = Summarize(open_times);
   }
 

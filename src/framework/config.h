@@ -88,6 +88,14 @@ struct SchedulerParams {
   // domain's children only when their order keys changed. Off: everything recomputed over the
   // tree on every call, the reference for the differential test (topology_incremental_test.cc).
   bool topology_incremental = true;
+  // With topology_incremental: the topology plugin follows the session's node journal instead of
+  // comparing every node's version (only the leaves of changed nodes summed again, then the
+  // domains above them), keeps each representative pod's per-domain counts by the changed nodes'
+  // differences, answers a candidate list of every node without filtering it, and scores the
+  // preferred level per domain instead of per node. Off: the per-leaf version scans and
+  // per-call tree walks of topology_incremental alone, the reference for the differential test
+  // (topology_incremental_test.cc).
+  bool topology_follow_changes = true;
   // resourcetype reads whether each node is CPU-only (no GPUs, no MIG label) from a flag per node
   // computed when the session opens, and scores a ranking's nodes in one batch. Off: the MIG
   // label looked up by name per node and pod, the reference for the differential test

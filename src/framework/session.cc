@@ -233,7 +233,7 @@ void Session::AddPodToNode(PodId p, NodeId n) {
                     pod.IsSharedGpu() ? PodGpuMemoryOn(p, n) : 0, pod_groups_[p], ns, shared_[n]);
   non_allocated_gpus_[n] = ns.idle.gpus + ns.releasing.gpus;
   MarkClassDirty(n);
-  if (node_log_ != nullptr) node_log_->push_back(n);
+  LogNodeChange(n);
 }
 
 void Session::RemovePodFromNode(PodId p, NodeId n) {
@@ -247,7 +247,7 @@ void Session::RemovePodFromNode(PodId p, NodeId n) {
                        shared_[n]);
   non_allocated_gpus_[n] = ns.idle.gpus + ns.releasing.gpus;
   MarkClassDirty(n);
-  if (node_log_ != nullptr) node_log_->push_back(n);
+  LogNodeChange(n);
 }
 
 bool Session::EvictAndRollBackCounters(
@@ -336,7 +336,7 @@ bool Session::EvictAndRollBackCounters(
     ++placement_epoch_;
     ++node_version_[n];
     MarkClassDirty(n);
-    if (node_log_ != nullptr) node_log_->push_back(n);
+    LogNodeChange(n);
   }
   for (PodId p : pods) {
     accepted_gpus_[p] = AcceptedGpusOn(p, pods_[p].node);

@@ -29,6 +29,14 @@ class SessionVersions {
   // While set, every node a pod is added to or removed from is appended to `log` (a consumer
   // keeping per-node sums follows the changes instead of counting again). Null: no log.
   void SetNodeChangeLog(std::vector<NodeId>* log) { node_log_ = log; }
+  // The node journal, for consumers that follow the changes from positions of their own (several
+  // at once, unlike the log above): once enabled, every node a pod is added to or removed from is
+  // appended. It is bounded: past about four entries per node it starts empty again under a new
+  // generation, and a consumer whose generation differs counts everything again.
+  void EnableNodeJournal() { node_journal_on_ = true; }
+  bool NodeJournalEnabled() const { return node_journal_on_; }
+  const std::vector<NodeId>& node_journal() const { return node_journal_; }
+  uint64_t node_journal_generation() const { return node_journal_generation_; }
   uint64_t state_version() const { return state_version_; }
   uint64_t serial() const { return serial_; }
   uint64_t queue_version(QueueId q) const { return queue_versions_[q]; }
@@ -51,9 +59,23 @@ class SessionVersions {
     for (QueueId q = c.jobs[j].queue; q != kNone; q = c.queues[q].parent) queue_versions_[q] = v;
   }
 
+  // A change on node n, for the log and the journal.
+  void LogNodeChange(NodeId n) {
+    if (node_log_ != nullptr) node_log_->push_back(n);
+    if (!node_journal_on_) return;
+    if (node_journal_.size() >= 4 * node_version_.size() + 64) {
+      node_journal_.clear();
+      ++node_journal_generation_;
+    }
+    node_journal_.push_back(n);
+  }
+
   uint64_t placement_epoch_ = 0;
   std::vector<uint32_t> node_version_;
   std::vector<NodeId>* node_log_ = nullptr;
+  bool node_journal_on_ = false;
+  std::vector<NodeId> node_journal_;
+  uint64_t node_journal_generation_ = 0;
   uint64_t last_version_ = 0;
   uint64_t state_version_ = 0;
   std::vector<uint64_t> queue_versions_;

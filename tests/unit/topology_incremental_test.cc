@@ -56,5 +56,50 @@ std::vector<ShapeCase> TopologyCases() {
 INSTANTIATE_TEST_SUITE_P(Shapes, TopologyIncrementalTest, ::testing::ValuesIn(TopologyCases()),
                          differential::ShapeCaseName);
 
+// Following the node journal (SchedulerParams::topology_follow_changes: sums kept current by the
+// changed nodes, counts by their differences, allocate's all-node candidate lists unfiltered,
+// preferred-level scores per domain) against the leaf caches' version scans it replaces, on the
+// shapes with constrained gangs: the topology and sharing ones, and mixed (preferred rack level,
+// required block or zone, fractional and CPU-only pods beside them). The cycle's victim searches
+// change nodes far more often than allocate does, and may pass the journal's bound (four entries
+// per node plus 64), after which the sums are made anew.
+class TopologyFollowChangesTest : public ::testing::TestWithParam<ShapeCase> {};
+
+TEST_P(TopologyFollowChangesTest, SameAnswersAsTheVersionScans) {
+  const ShapeCase& k = GetParam();
+  bench::ClusterGenSummary summary;
+  const std::string file = differential::WriteShapeCluster("topology-follow", k, summary);
+  ASSERT_GT(summary.constrained_jobs, 0);
+  auto run = [&file](bool follow) {
+    return differential::RunCycle(file, [follow](SchedulerParams& params) {
+      params.topology_incremental = true;
+      params.topology_follow_changes = follow;
+    });
+  };
+  const CycleDecisions on = run(true);
+  const CycleDecisions off = run(false);
+  EXPECT_EQ(on.digest, off.digest);
+  EXPECT_EQ(on.evictions, off.evictions);
+  EXPECT_EQ(on.pipelined, off.pipelined);
+  EXPECT_EQ(on.binds, off.binds);
+  EXPECT_EQ(on.fit_errors, off.fit_errors);
+  EXPECT_FALSE(on.binds.empty() && on.pipelined.empty());
+  std::filesystem::remove(file);
+}
+
+std::vector<ShapeCase> FollowChangesCases() {
+  std::vector<ShapeCase> cases;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    cases.push_back({"topology", 64, seed});
+    cases.push_back({"topology", 160, seed});
+    cases.push_back({"sharing", 64, seed});
+    cases.push_back({"mixed", 96, seed});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, TopologyFollowChangesTest,
+                         ::testing::ValuesIn(FollowChangesCases()), differential::ShapeCaseName);
+
 }  // namespace
 }  // namespace gantry

@@ -61,8 +61,11 @@ class TopologyPlugin : public Plugin {
     scores_.clear();
     signatures_.clear();
     acc_cache_.clear();
+    sig_counts_.clear();
     for (const Topology& t : c.topologies) Build(c, t);
     if (trees_.empty()) return;
+    sig_counts_.resize(trees_.size());
+    if (FollowsChanges(ssn)) ssn.EnableNodeJournal();
     // Both node callbacks read the node's domains, so they depend on more than its shape and
     // state; they apply only to the pods of constrained sub-groups, which the filters name (the
     // other pods may rank by node class).
@@ -86,9 +89,14 @@ class TopologyPlugin : public Plugin {
     scores_.clear();
     signatures_.clear();
     acc_cache_.clear();
+    sig_counts_.clear();
   }
 
  private:
+  static bool FollowsChanges(const Session& s) {
+    return s.params().topology_incremental && s.params().topology_follow_changes;
+  }
+
   void Build(const Cluster& c, const Topology& t) {
     Tree tree = BuildTree(c, t);
     tree_index_.emplace(t.name, trees_.size());
@@ -139,33 +147,57 @@ class TopologyPlugin : public Plugin {
       return true;
     }
     if (tasks.empty()) return false;
-    Tree& tree = trees_[found->second];
+    const size_t tree_number = found->second;
+    Tree& tree = trees_[tree_number];
+    // Following the node journal: the sums are kept between calls, and domains outside the
+    // subtree of the candidates' lowest common domain read as the reference's reset ones.
+    follow_ = FollowsChanges(s) && !tree.topology->levels.empty();
+    alloc_mode_ = AllocMode::kNotSet;
+    // A candidate list of every node (allocate's) needs no filter: its nodes in the topology are
+    // the root's.
+    const bool all_candidates = follow_ && !tree.empty_label_value &&
+                                nodes.data() == s.all_nodes().data() &&
+                                nodes.size() == s.all_nodes().size();
 
     // The lowest domain holding every candidate node (down to the preferred level at most).
     std::vector<NodeId>& valid = valid_;
     valid.clear();
-    for (NodeId n : nodes) {
-      if (tree.in_topology[n]) valid.push_back(n);
+    int32_t domain_index = 0;
+    if (all_candidates) {
+      auto [it, inserted] = tree.all_nodes_common.try_emplace(constraint->preferred_level, 0);
+      if (inserted) {
+        it->second = LowestCommonDomainByIndex(tree, tree.domains[0].nodes, *constraint);
+      }
+      domain_index = it->second;
+    } else {
+      for (NodeId n : nodes) {
+        if (tree.in_topology[n]) valid.push_back(n);
+      }
+      domain_index = s.params().topology_incremental && !tree.empty_label_value
+                         ? LowestCommonDomainByIndex(tree, valid, *constraint)
+                         : LowestCommonDomain(c, tree, valid, *constraint);
     }
-    int32_t domain_index = s.params().topology_incremental && !tree.empty_label_value
-                               ? LowestCommonDomainByIndex(tree, valid, *constraint)
-                               : LowestCommonDomain(c, tree, valid, *constraint);
     Domain& domain = tree.domains[domain_index];
+    scope_ = domain_index;
 
-    for (Domain& d : tree.domains) {
-      d.allocatable_pods = kAllocatablePodsNotSet;
-      d.free = Resources{};
+    if (follow_) {
+      FollowChanges(s, tree);
+    } else {
+      for (Domain& d : tree.domains) {
+        d.allocatable_pods = kAllocatablePodsNotSet;
+        d.free = Resources{};
+      }
+      ComputeFree(s, tree, domain_index);
     }
-    ComputeFree(s, tree, domain_index);
     if (AlikePods(s, tasks)) {
-      if (!ComputeAllocatable(s, tree, domain_index, tasks)) {
+      if (!ComputeAllocatable(s, tree, tree_number, domain_index, tasks)) {
         out.clear();
         return true;  // pods of different fractions cannot be represented together
       }
     }
     const Resources asked = SumRequests(s, tasks);
     const int count = static_cast<int>(tasks.size());
-    if (!DomainFits(s, asked, count, domain)) {
+    if (!DomainFits(s, tree, asked, count, domain_index)) {
       if (record) {
         AddSimpleError(
             s, ref.job,
@@ -204,17 +236,30 @@ class TopologyPlugin : public Plugin {
       tree.asked = asked;
       ++tree.asked_serial;
     }
-    SortTree(s, tree, domain_index, asked, max_depth);
+    if (follow_) {
+      if (max_depth != -3) SortTreeFollowing(s, tree, domain_index, asked, max_depth);
+    } else {
+      SortTree(s, tree, domain_index, asked, max_depth);
+    }
     if (preferred != -3) {
-      auto& sc = scores_[Key(ref)];
-      sc.assign(c.nodes.size(), 0);
-      std::vector<int32_t> level_domains;
+      PreferredScores& sc = scores_[Key(ref)];
+      // Per domain of the preferred level when following the changes (a node reads its domain's),
+      // else per node.
+      const bool per_domain = follow_ && preferred >= 0;
+      sc.node_domain = per_domain ? &tree.node_domain[static_cast<size_t>(preferred)] : nullptr;
+      sc.values.assign(per_domain ? tree.domains.size() : c.nodes.size(), 0);
+      std::vector<int32_t>& level_domains = level_domains_;
+      level_domains.clear();
       LevelDomains(tree, domain_index, preferred, level_domains);
       for (size_t i = 0; i < level_domains.size(); ++i) {
         const double score = std::floor(static_cast<double>(i + 1) /
                                         static_cast<double>(level_domains.size()) * 10) *
                              scores::kTopology;
-        for (NodeId n : tree.domains[level_domains[i]].nodes) sc[n] = score;
+        if (per_domain) {
+          sc.values[static_cast<size_t>(level_domains[i])] = score;
+          continue;
+        }
+        for (NodeId n : tree.domains[level_domains[i]].nodes) sc.values[n] = score;
       }
     }
 
@@ -242,9 +287,10 @@ class TopologyPlugin : public Plugin {
     for (size_t k = 0; k < levels.size(); ++k) {
       for (int32_t d : DomainsAtLevel(tree, levels[k])) {
         if (!allowed.empty() && !allowed[d]) continue;
-        if (!DomainFits(s, asked, count, tree.domains[d])) {
+        if (!DomainFits(s, tree, asked, count, d)) {
           if (record && k + 1 == levels.size()) {
-            top_errors.push_back(DomainError(s, ref, asked, count, tree.domains[d]));
+            top_errors.push_back(DomainError(s, ref, asked, count, tree.domains[d],
+                                             AllocOf(tree, d), FreeOf(tree, d)));
           }
           continue;
         }
@@ -262,6 +308,13 @@ class TopologyPlugin : public Plugin {
     // In the (sorted) tree's reverse level order: innermost level first.
     std::vector<char> chosen(tree.domains.size(), 0);
     for (int32_t d : fitting) chosen[d] = 1;
+    if (all_candidates) {
+      // Every node of a domain is a candidate.
+      for (int32_t d : ReverseLevelOrder(tree)) {
+        if (chosen[d]) out.push_back(tree.domains[d].nodes);
+      }
+      return true;
+    }
     std::vector<char>& valid_flag = valid_flag_;
     valid_flag.resize(c.nodes.size(), 0);
     for (NodeId n : valid) valid_flag[n] = 1;
@@ -436,7 +489,8 @@ class TopologyPlugin : public Plugin {
   }
 
   // Representative pods: how many copies of the largest pod each leaf node could hold.
-  bool ComputeAllocatable(Session& s, Tree& tree, int32_t root, std::span<const PodId> tasks) {
+  bool ComputeAllocatable(Session& s, Tree& tree, size_t tree_number, int32_t root,
+                          std::span<const PodId> tasks) {
     const Cluster& c = s.cluster();
     Pod max;  // the largest request of each kind
     bool any_resource = false;
@@ -473,8 +527,134 @@ class TopologyPlugin : public Plugin {
     const int all = static_cast<int>(tasks.size());
     test_ = max;
     signature_ = SignatureOf(max);
+    if (follow_) {
+      if (!any_resource) {
+        alloc_mode_ = AllocMode::kAll;
+        alloc_all_ = all;
+        return true;
+      }
+      alloc_mode_ = AllocMode::kCounts;
+      alloc_counts_ = &FollowCounts(s, tree, tree_number, max);
+      return true;
+    }
     Allocatable(s, tree, root, max, any_resource, all);
     return true;
+  }
+
+  // Follows the node journal since the last call: the leaves of the changed nodes summed again
+  // (in their node order, as LeafFree), then every domain above them and every domain whose
+  // children were reordered (SortTree), level by level upwards, each adding its children's sums
+  // in their current order as ComputeFree does: the same sums to the bit. The first call, and
+  // the first after the journal started again, sums every domain.
+  static void FollowChanges(const Session& s, Tree& tree) {
+    const std::vector<NodeId>& journal = s.node_journal();
+    const std::vector<int32_t>& leaf_of = tree.node_domain.back();
+    if (!tree.sums_valid || tree.journal_generation != s.node_journal_generation()) {
+      tree.sum_dirty.assign(tree.domains.size(), 0);
+      tree.dirty_at.assign(tree.topology->levels.size() + 1, {});
+      for (int32_t d : tree.by_level.back()) MarkSumDirty(tree, d);
+      tree.sums_valid = true;
+      tree.journal_generation = s.node_journal_generation();
+    } else {
+      for (size_t i = tree.journal_position; i < journal.size(); ++i) {
+        const int32_t leaf = leaf_of[static_cast<size_t>(journal[i])];
+        if (leaf >= 0) MarkSumDirty(tree, leaf);
+      }
+    }
+    tree.journal_position = journal.size();
+    for (size_t at = tree.dirty_at.size(); at-- > 0;) {
+      // (Marking a parent adds to the level above, not to this one.)
+      for (int32_t d : tree.dirty_at[at]) {
+        Domain& dom = tree.domains[static_cast<size_t>(d)];
+        tree.sum_dirty[static_cast<size_t>(d)] = 0;
+        if (dom.children.empty()) {
+          dom.free = LeafFree(s, dom);
+        } else {
+          Resources sum;
+          for (int32_t child : dom.children) sum += tree.domains[static_cast<size_t>(child)].free;
+          dom.free = sum;
+        }
+        dom.free_stamp = ++tree.stamps;
+        if (dom.parent >= 0) MarkSumDirty(tree, dom.parent);
+      }
+      tree.dirty_at[at].clear();
+    }
+  }
+
+  static void MarkSumDirty(Tree& tree, int32_t d) {
+    if (tree.sum_dirty[static_cast<size_t>(d)]) return;
+    tree.sum_dirty[static_cast<size_t>(d)] = 1;
+    const int at = tree.domains[static_cast<size_t>(d)].level + 1;  // (the root first)
+    tree.dirty_at[static_cast<size_t>(at)].push_back(d);
+  }
+
+  // The representative pod's count per domain (how many copies its nodes hold), kept per tree and
+  // signature and changed by the differences of the nodes the journal names since its last use.
+  // Whole sums, so the order of the additions does not matter.
+  const std::vector<int64_t>& FollowCounts(Session& s, const Tree& tree, size_t tree_number,
+                                           const Pod& max) {
+    auto& per_signature = sig_counts_[tree_number];
+    if (per_signature.size() <= static_cast<size_t>(signature_)) {
+      per_signature.resize(static_cast<size_t>(signature_) + 1);
+    }
+    SignatureCounts& sc = per_signature[static_cast<size_t>(signature_)];
+    const std::vector<NodeId>& journal = s.node_journal();
+    const std::vector<int32_t>& leaf_of = tree.node_domain.back();
+    auto add = [&](NodeId n, int64_t delta) {
+      for (int32_t d = leaf_of[static_cast<size_t>(n)]; d >= 0;
+           d = tree.domains[static_cast<size_t>(d)].parent) {
+        sc.domain_count[static_cast<size_t>(d)] += delta;
+      }
+    };
+    if (!sc.valid || sc.journal_generation != s.node_journal_generation()) {
+      sc.node_value.assign(s.cluster().nodes.size(), 0);
+      sc.domain_count.assign(tree.domains.size(), 0);
+      for (NodeId n : tree.domains[0].nodes) {
+        const int v = CachedAccommodation(s, n, max);
+        sc.node_value[static_cast<size_t>(n)] = v;
+        add(n, v);
+      }
+      sc.valid = true;
+      sc.journal_generation = s.node_journal_generation();
+    } else {
+      for (size_t i = sc.journal_position; i < journal.size(); ++i) {
+        const NodeId n = journal[i];
+        if (!tree.in_topology[static_cast<size_t>(n)]) continue;
+        const int v = CachedAccommodation(s, n, max);
+        int& seen = sc.node_value[static_cast<size_t>(n)];
+        if (v == seen) continue;
+        add(n, static_cast<int64_t>(v) - seen);
+        seen = v;
+      }
+    }
+    sc.journal_position = journal.size();
+    return sc.domain_count;
+  }
+
+  // Whether domain d lies in the subtree of this call's lowest common domain (the domains the
+  // reference computes; the others read as reset).
+  bool InScope(const Tree& tree, int32_t d) const {
+    if (scope_ == 0) return true;
+    const Domain& top = tree.domains[static_cast<size_t>(scope_)];
+    const Domain& dom = tree.domains[static_cast<size_t>(d)];
+    if (dom.level < top.level) return false;
+    return tree.node_domain[static_cast<size_t>(top.level)]
+                           [static_cast<size_t>(dom.nodes.front())] == scope_;
+  }
+
+  // A domain's free resources and representative-pod count as this call reads them.
+  const Resources& FreeOf(const Tree& tree, int32_t d) const {
+    static const Resources nothing_free;
+    if (follow_ && !InScope(tree, d)) return nothing_free;
+    return tree.domains[static_cast<size_t>(d)].free;
+  }
+  int AllocOf(const Tree& tree, int32_t d) const {
+    if (!follow_) return tree.domains[static_cast<size_t>(d)].allocatable_pods;
+    if (alloc_mode_ == AllocMode::kNotSet || !InScope(tree, d)) return kAllocatablePodsNotSet;
+    if (alloc_mode_ == AllocMode::kAll) {
+      return alloc_all_ * static_cast<int>(tree.domains[static_cast<size_t>(d)].nodes.size());
+    }
+    return static_cast<int>((*alloc_counts_)[static_cast<size_t>(d)]);
   }
 
   int Allocatable(Session& s, Tree& tree, int32_t d, const Pod& max, bool any_resource, int all) {
@@ -577,42 +757,44 @@ class TopologyPlugin : public Plugin {
 
   // KAI's checkJobDomainFit: enough representative pods, or else a requested-to-free ratio of at
   // most 1.
-  static bool DomainFits(const Session& s, const Resources& asked, int count, const Domain& d) {
-    if (d.allocatable_pods != kAllocatablePodsNotSet) return d.allocatable_pods >= count;
-    return RatioToFree(s, asked, d) <= 1;
+  bool DomainFits(const Session& s, const Tree& tree, const Resources& asked, int count,
+                  int32_t d) const {
+    const int allocatable = AllocOf(tree, d);
+    if (allocatable != kAllocatablePodsNotSet) return allocatable >= count;
+    return RatioToFree(s, asked, FreeOf(tree, d)) <= 1;
   }
 
   // The fit error of a domain that does not fit (built only when it is recorded).
   static JobFitError DomainError(const Session& s, const SubGroupRef& ref, const Resources& asked,
-                                 int count, const Domain& d) {
+                                 int count, const Domain& d, int allocatable,
+                                 const Resources& free) {
     const Cluster& c = s.cluster();
     const std::string sub = NameOf(c, ref);
-    if (d.allocatable_pods != kAllocatablePodsNotSet) {
-      JobFitError e{
-          "Not enough resources for the workload",
-          {"node-group " + d.id + " can allocate only " + std::to_string(d.allocatable_pods) +
-           " of " + std::to_string(count) + " required pods"},
-          sub};
+    if (allocatable != kAllocatablePodsNotSet) {
+      JobFitError e{"Not enough resources for the workload",
+                    {"node-group " + d.id + " can allocate only " + std::to_string(allocatable) +
+                     " of " + std::to_string(count) + " required pods"},
+                    sub};
       e.domain = d.id;
       return e;
     }
     JobFitError e{"Not enough resources for the workload", {}, sub};
     e.domain = d.id;
-    if (asked.gpus > d.free.gpus) {
+    if (asked.gpus > free.gpus) {
       e.detailed.push_back(d.id + " didn't have enough resource: GPUs, requested: " +
-                           FormatG3(asked.gpus) + ", available: " + FormatG3(d.free.gpus));
+                           FormatG3(asked.gpus) + ", available: " + FormatG3(free.gpus));
       e.messages.push_back("node-group(s) didn't have enough resources: GPUs");
     }
-    if (static_cast<int64_t>(asked.cpu_millis) > static_cast<int64_t>(d.free.cpu_millis)) {
+    if (static_cast<int64_t>(asked.cpu_millis) > static_cast<int64_t>(free.cpu_millis)) {
       e.detailed.push_back(d.id + " didn't have enough resources: CPU cores, requested: " +
                            Humanize(asked.cpu_millis / 1000, 3) +
-                           ", available: " + Humanize(d.free.cpu_millis / 1000, 3));
+                           ", available: " + Humanize(free.cpu_millis / 1000, 3));
       e.messages.push_back("node-group(s) didn't have enough resources: CPU cores");
     }
-    if (asked.memory_bytes > d.free.memory_bytes) {
+    if (asked.memory_bytes > free.memory_bytes) {
       e.detailed.push_back(d.id + " didn't have enough resources: memory, requested: " +
                            Humanize(asked.memory_bytes / 1e9, 3) +
-                           ", available: " + Humanize(d.free.memory_bytes / 1e9, 3));
+                           ", available: " + Humanize(free.memory_bytes / 1e9, 3));
       e.messages.push_back("node-group(s) didn't have enough resources: memory");
     }
     return e;
@@ -636,7 +818,7 @@ class TopologyPlugin : public Plugin {
         same_keys && dom.keys_asked == tree.asked_serial && dom.keys_stamp == children_stamp;
     for (size_t i = 0; same_keys && !keys_known && i < dom.children.size(); ++i) {
       // (NaN keys compare unequal: sorted again.)
-      same_keys = RatioToFree(s, asked, tree.domains[dom.children[i]]) == dom.sort_keys[i];
+      same_keys = RatioToFree(s, asked, tree.domains[dom.children[i]].free) == dom.sort_keys[i];
     }
     if (incremental) {
       dom.keys_asked = tree.asked_serial;
@@ -652,7 +834,7 @@ class TopologyPlugin : public Plugin {
     std::vector<std::pair<double, int32_t>> keyed;
     keyed.reserve(dom.children.size());
     for (int32_t child : dom.children) {
-      keyed.emplace_back(RatioToFree(s, asked, tree.domains[child]), child);
+      keyed.emplace_back(RatioToFree(s, asked, tree.domains[child].free), child);
     }
     std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
       if (a.first != b.first) return a.first > b.first;
@@ -671,6 +853,62 @@ class TopologyPlugin : public Plugin {
     if (tree.domains[d].level == max_depth) return;
     const std::vector<int32_t> children = tree.domains[d].children;
     for (int32_t child : children) SortTree(s, tree, child, asked, max_depth);
+  }
+
+  // SortTree when following the changes: the same keys, order and stamps, each key computed once
+  // (SortTree computes them again to sort after the first differs), the children walked in place
+  // and scratch vectors kept between calls. The same stable sort on the same input: the same
+  // order.
+  void SortTreeFollowing(const Session& s, Tree& tree, int32_t d, const Resources& asked,
+                         int max_depth) {
+    Domain& dom = tree.domains[static_cast<size_t>(d)];
+    const size_t n = dom.children.size();
+    if (n == 0) return;
+    uint64_t children_stamp = 0;
+    for (int32_t child : dom.children) {
+      children_stamp =
+          std::max(children_stamp, tree.domains[static_cast<size_t>(child)].free_stamp);
+    }
+    const bool keys_known = dom.sort_keys.size() == n && dom.keys_asked == tree.asked_serial &&
+                            dom.keys_stamp == children_stamp;
+    dom.keys_asked = tree.asked_serial;
+    dom.keys_stamp = children_stamp;
+    if (!keys_known) {
+      std::vector<double>& keys = sort_keys_scratch_;
+      keys.resize(n);
+      bool same_keys = dom.sort_keys.size() == n;
+      for (size_t i = 0; i < n; ++i) {
+        keys[i] = RatioToFree(s, asked, tree.domains[static_cast<size_t>(dom.children[i])].free);
+        // (NaN keys compare unequal: sorted again.)
+        same_keys = same_keys && keys[i] == dom.sort_keys[i];
+      }
+      if (!same_keys) {
+        std::vector<std::pair<double, int32_t>>& keyed = keyed_scratch_;
+        keyed.clear();
+        for (size_t i = 0; i < n; ++i) keyed.emplace_back(keys[i], dom.children[i]);
+        std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
+          if (a.first != b.first) return a.first > b.first;
+          return tree.domains[static_cast<size_t>(a.second)].id <
+                 tree.domains[static_cast<size_t>(b.second)].id;
+        });
+        bool reordered = false;
+        for (size_t i = 0; i < n; ++i) {
+          reordered = reordered || dom.children[i] != keyed[i].second;
+          dom.children[i] = keyed[i].second;
+        }
+        if (reordered) {
+          dom.order_stamp = ++tree.stamps;
+          MarkSumDirty(tree, d);  // its sum is added again in the new order at the next call
+        }
+        dom.sort_keys.resize(n);
+        for (size_t i = 0; i < n; ++i) dom.sort_keys[i] = keyed[i].first;
+      }
+    }
+    if (dom.level == max_depth) return;
+    for (size_t i = 0; i < n; ++i) {
+      SortTreeFollowing(s, tree, tree.domains[static_cast<size_t>(d)].children[i], asked,
+                        max_depth);
+    }
   }
 
   // The pod sets under a sub-group.
@@ -746,13 +984,34 @@ class TopologyPlugin : public Plugin {
     const Pod& pod = c.pods[p];
     const Job& job = c.jobs[pod.job];
     auto it = scores_.find(Key(SubGroupRef{pod.job, true, pod.pod_set}));
-    if (it != scores_.end()) return it->second[n];
+    if (it != scores_.end()) return it->second.Of(n);
     for (int32_t g = job.pod_sets[pod.pod_set].parent_group; g != kNone; g = job.groups[g].parent) {
       it = scores_.find(Key(SubGroupRef{pod.job, false, g}));
-      if (it != scores_.end()) return it->second[n];
+      if (it != scores_.end()) return it->second.Of(n);
     }
     return 0;
   }
+
+  // A sub-group's preferred-level scores: per node, or per domain of the preferred level (a node
+  // outside the tree scores 0).
+  struct PreferredScores {
+    const std::vector<int32_t>* node_domain = nullptr;  // null: `values` per node
+    std::vector<double> values;
+    double Of(NodeId n) const {
+      if (node_domain == nullptr) return values[static_cast<size_t>(n)];
+      const int32_t d = (*node_domain)[static_cast<size_t>(n)];
+      return d < 0 ? 0 : values[static_cast<size_t>(d)];
+    }
+  };
+  // A representative pod's counts per domain, followed through the node journal (FollowCounts).
+  struct SignatureCounts {
+    bool valid = false;
+    uint64_t journal_generation = 0;
+    size_t journal_position = 0;
+    std::vector<int> node_value;        // per node: its count when last added
+    std::vector<int64_t> domain_count;  // per domain
+  };
+  enum class AllocMode { kNotSet, kAll, kCounts };
 
   std::vector<Tree> trees_;
   std::unordered_map<std::string, size_t> tree_index_;
@@ -766,7 +1025,19 @@ class TopologyPlugin : public Plugin {
   std::vector<Pod> signatures_;
   int signature_ = 0;
   std::vector<std::vector<std::pair<uint32_t, int>>> acc_cache_;  // per signature, per node
-  std::unordered_map<int64_t, std::vector<double>> scores_;
+  std::unordered_map<int64_t, PreferredScores> scores_;
+  // Per tree, per signature (SubsetNodes following the changes).
+  std::vector<std::vector<SignatureCounts>> sig_counts_;
+  // This SubsetNodes call: whether it follows the changes, its lowest common domain, and how
+  // AllocOf reads the representative-pod counts.
+  bool follow_ = false;
+  int32_t scope_ = 0;
+  AllocMode alloc_mode_ = AllocMode::kNotSet;
+  int alloc_all_ = 0;
+  const std::vector<int64_t>* alloc_counts_ = nullptr;
+  std::vector<int32_t> level_domains_;                     // scratch
+  std::vector<double> sort_keys_scratch_;                  // SortTreeFollowing's
+  std::vector<std::pair<double, int32_t>> keyed_scratch_;  // SortTreeFollowing's
 };
 
 }  // namespace

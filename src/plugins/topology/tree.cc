@@ -27,22 +27,22 @@ Resources SumRequests(const Session& s, std::span<const PodId> tasks) {
 }
 
 // KAI's getJobRatioToFreeResources: the dominant ratio of requested to free resources.
-double RatioToFree(const Session& s, const Resources& asked, const Domain& d) {
+double RatioToFree(const Session& s, const Resources& asked, const Resources& free) {
   const int nscalars = s.cluster().resource_names.size();
   bool any = asked.gpus > 0 || asked.cpu_millis > 0 || asked.memory_bytes > 0;
   for (int i = 0; i < nscalars; ++i) any = any || asked.scalars[i] > 0;
   if (!any) return 0;
   double ratio = 0;
-  if (asked.gpus > 0) ratio = std::max(ratio, asked.gpus / d.free.gpus);
+  if (asked.gpus > 0) ratio = std::max(ratio, asked.gpus / free.gpus);
   // Kubernetes quantities as whole values (CPU in cores rounded up, scalars as milli-units).
   auto value_ratio = [&](double want, double have) {
     if (want == 0) return;
     ratio = std::max(ratio, have == 0 ? kRequiredResourceNotInDomainRatio : want / have);
   };
-  value_ratio(std::ceil(asked.cpu_millis / 1000), std::ceil(d.free.cpu_millis / 1000));
-  value_ratio(std::floor(asked.memory_bytes), std::floor(d.free.memory_bytes));
+  value_ratio(std::ceil(asked.cpu_millis / 1000), std::ceil(free.cpu_millis / 1000));
+  value_ratio(std::floor(asked.memory_bytes), std::floor(free.memory_bytes));
   for (int i = 0; i < nscalars; ++i) {
-    value_ratio(std::ceil(asked.scalars[i] / 1000), std::ceil(d.free.scalars[i] / 1000));
+    value_ratio(std::ceil(asked.scalars[i] / 1000), std::ceil(free.scalars[i] / 1000));
   }
   return ratio;
 }
@@ -108,6 +108,7 @@ Domain MakeDomain(std::string id, int level) {
 void AddChild(Tree& tree, int32_t parent, int32_t child) {
   auto& ch = tree.domains[parent].children;
   if (std::find(ch.begin(), ch.end(), child) == ch.end()) ch.push_back(child);
+  tree.domains[child].parent = parent;
 }
 
 void LevelDomains(const Tree& tree, int32_t d, int level, std::vector<int32_t>& out) {

@@ -32,7 +32,8 @@ struct LeafCache {
 
 struct Domain {
   std::string id;
-  int level = -1;  // index into the topology's levels; -1 is the root
+  int level = -1;       // index into the topology's levels; -1 is the root
+  int32_t parent = -1;  // -1 for the root
   std::vector<int32_t> children;
   std::vector<NodeId> nodes;  // by name rank
   int allocatable_pods = kAllocatablePodsNotSet;
@@ -66,6 +67,16 @@ struct Tree {
   // LowestCommonDomain compares these instead of label values unless some value is empty.
   std::vector<std::vector<int32_t>> node_domain;
   bool empty_label_value = false;
+  // Following the session's node journal (SchedulerParams::topology_follow_changes): `free` of
+  // every domain is then kept current between calls (not reset), summed again only for the leaves
+  // of changed nodes, the domains above them and the domains whose children were reordered.
+  bool sums_valid = false;
+  uint64_t journal_generation = 0;
+  size_t journal_position = 0;
+  std::vector<char> sum_dirty;                 // per domain
+  std::vector<std::vector<int32_t>> dirty_at;  // per level + 1 (the root first)
+  // The lowest common domain of every node of the tree, per preferred level name.
+  std::unordered_map<std::string, int32_t> all_nodes_common;
   // The level index of a label key, -1 for "root", -2 when unknown.
   int LevelIndex(const std::string& key) const {
     if (key == "root") return -1;
@@ -84,8 +95,9 @@ struct Tree {
 // scalars, no pod slots).
 Resources SumRequests(const Session& s, std::span<const PodId> tasks);
 
-// KAI's getJobRatioToFreeResources: the dominant ratio of requested to free resources.
-double RatioToFree(const Session& s, const Resources& asked, const Domain& d);
+// KAI's getJobRatioToFreeResources: the dominant ratio of requested to a domain's free
+// resources.
+double RatioToFree(const Session& s, const Resources& asked, const Resources& free);
 
 // Building and walking the tree. BuildTree puts a node in the tree when it has every level's
 // label, in name-rank order.
