@@ -307,12 +307,15 @@ TEST_P(DomainDuringSimulationTest, SameDecisionsAsPlacingThePendingPods) {
   bench::ClusterGenSummary summary;
   const std::string file = differential::WriteShapeCluster("domain-during", k, summary);
   bool SchedulerParams::*rule = &SchedulerParams::solver_domain_during_simulation;
-  const CycleDecisions on = differential::RunSearchCycle(file, differential::SearchMode::kRuleOn, rule);
-  const CycleDecisions off = differential::RunSearchCycle(file, differential::SearchMode::kRuleOff, rule);
+  const CycleDecisions on =
+      differential::RunSearchCycle(file, differential::SearchMode::kRuleOn, rule);
+  const CycleDecisions off =
+      differential::RunSearchCycle(file, differential::SearchMode::kRuleOff, rule);
   ExpectSameCycle(on, off);
   EXPECT_EQ(DomainDuring(off), 0u);
   if (k.plain) {
-    const CycleDecisions plain = differential::RunSearchCycle(file, differential::SearchMode::kPlain, rule);
+    const CycleDecisions plain =
+        differential::RunSearchCycle(file, differential::SearchMode::kPlain, rule);
     EXPECT_EQ(on.digest, plain.digest);
     EXPECT_EQ(on.evictions, plain.evictions);
     EXPECT_EQ(on.pipelined, plain.pipelined);
@@ -339,10 +342,11 @@ TEST(DomainDuringSimulationCoverage, TheRuleStopsSimulations) {
   uint64_t stopped = 0;
   for (uint64_t seed = 1; seed <= 2; ++seed) {
     bench::ClusterGenSummary summary;
-    const std::string file = differential::WriteShapeCluster("domain-during-coverage",
-                                                             {"topology", 160, seed}, summary);
-    stopped += DomainDuring(differential::RunSearchCycle(file, differential::SearchMode::kRuleOn,
-                                           &SchedulerParams::solver_domain_during_simulation));
+    const std::string file =
+        differential::WriteShapeCluster("domain-during-coverage", {"topology", 160, seed}, summary);
+    stopped += DomainDuring(
+        differential::RunSearchCycle(file, differential::SearchMode::kRuleOn,
+                                     &SchedulerParams::solver_domain_during_simulation));
     std::filesystem::remove(file);
   }
   EXPECT_GT(stopped, 0u);
