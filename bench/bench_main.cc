@@ -4,7 +4,7 @@
 //                [--only load|snapshot|allocate|cycle] [--seed N] [--shape NAME]
 //                [--search-budget-hours H] [--victim-search-v017] [--no-repeated-nodes]
 //                [--no-shared-rank-by-class] [--no-strategy-rules] [--no-counter-replay]
-//                [--no-reach-bound] [--no-shared-class-ranking]
+//                [--no-reach-bound] [--no-shared-class-ranking] [--no-domain-during-simulation]
 //                [--no-topology-follow-changes]
 //
 // `--shape NAME` picks one cluster shape of the benchmark family (README.md, "The shapes"):
@@ -112,6 +112,9 @@ struct Args {
   bool repeated_nodes = true;  // the victim search's repeated-nodes rule (repeated_nodes.h)
   bool counter_replay = true;  // the pre-check on replayed shared-GPU counters (capacity_blocks.h)
   bool reach_bound = true;     // the victim search's reach rule (reach_bound.h)
+  // The per-domain check during a simulation where a domain fitted in the base state
+  // (domain_precheck.h, SchedulerParams::solver_domain_during_simulation).
+  bool domain_during_simulation = true;
   bool shared_rank_by_class = true;
   // Proportion's strategy rules (plugins/proportion/reclaim_strategy.h).
   bool strategy_rules = true;
@@ -191,6 +194,10 @@ void Usage(FILE* out) {
                "  --no-reach-bound\n"
                "                   the victim search tries the nodes of every scenario, also\n"
                "                   of those out of reach of a freed block (the reference path)\n"
+               "  --no-domain-during-simulation\n"
+               "                   a simulation goes on to the pending pods' turn after victims\n"
+               "                   placed again left no required topology domain that fits, when\n"
+               "                   one fitted before (the reference path of that check)\n"
                "  --no-shared-rank-by-class\n"
                "                   the cycle ranks shared-GPU pods node by node (the\n"
                "                   reference of SchedulerParams::shared_rank_by_class)\n"
@@ -293,6 +300,8 @@ std::optional<Args> ParseArgs(int argc, char** argv) {
       a.counter_replay = false;
     } else if (arg == "--no-reach-bound") {
       a.reach_bound = false;
+    } else if (arg == "--no-domain-during-simulation") {
+      a.domain_during_simulation = false;
     } else if (arg == "--no-shared-rank-by-class") {
       a.shared_rank_by_class = false;
     } else if (arg == "--no-strategy-rules") {
@@ -542,6 +551,7 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
     full.params.solver_strategy_rules = args.strategy_rules;
     full.params.solver_counter_replay = args.counter_replay;
     full.params.solver_reach_bound = args.reach_bound;
+    full.params.solver_domain_during_simulation = args.domain_during_simulation;
     if (!args.shared_rank_by_class) {
       full.params.shared_rank_by_class = gantry::SchedulerParams::SharedRankByClass::kOff;
     }
@@ -672,7 +682,7 @@ int main(int argc, char** argv) {
             "proven unsolvable %llu "
             "repeated nodes %llu "
             "simulated %llu (not placed "
-            "%llu, rejected "
+            "%llu [%llu stopped where a domain fitted], rejected "
             "%llu [%llu proven early], "
             "accepted %llu) | idle queues left out %llu | by acting runs %llu [%llu maxima by "
             "request, %llu searches on kept lists] | "
@@ -689,6 +699,7 @@ int main(int argc, char** argv) {
             static_cast<unsigned long long>(st.repeated_nodes),
             static_cast<unsigned long long>(st.simulations),
             static_cast<unsigned long long>(st.not_placed),
+            static_cast<unsigned long long>(st.domain_during),
             static_cast<unsigned long long>(st.rejected),
             static_cast<unsigned long long>(st.proven),
             static_cast<unsigned long long>(st.accepted),

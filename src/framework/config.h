@@ -77,6 +77,11 @@ struct SchedulerParams {
   // plugins/proportion/reclaim_strategy.h). Off only for its differential tests
   // (reclaim_strategy_rules_test.cc).
   bool solver_strategy_rules = true;
+  // With the shortcuts on and the per-domain pre-check: before the pending pods' turn, a
+  // simulation is also stopped (not placed) once victims placed again leave no required domain
+  // that fits, when some domain fitted in the batch's base state (victim_search/
+  // domain_precheck.h). Off only for its differential tests (cycle_accelerators_test.cc).
+  bool solver_domain_during_simulation = true;
   // The victim search of KAI v0.16+ (prefix-size probes, the NodeLocalGreedy and MultiNodeGang
   // scenario generators, failed-scenario fingerprints, feasible nodes rolled back after any
   // unsolved simulation: docs/victim-search-v0.17.md) instead of KAI 72de64fc's. With the

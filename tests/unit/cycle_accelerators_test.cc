@@ -20,6 +20,12 @@
 //   node class (off: node by node, or per key among the candidates). The fractional shape has no
 //   Topology, the sharing and mixed shapes have one with constrained and preferred-level gangs,
 //   some of them fractional (their pods rank over a domain's nodes, never by class).
+// - SchedulerParams::solver_domain_during_simulation: a simulation stops, not placed, once
+//   victims placed again ahead of the pending pods leave no required topology domain that fits,
+//   also where one fitted in the batch's base state (victim_search/domain_precheck.h; off: only
+//   where none fitted). The topology, sharing and mixed shapes have constrained gangs pending and
+//   constrained gangs among the victims of consolidation. Also compared with the plain search on
+//   the smaller clusters.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -289,6 +295,62 @@ std::vector<ShapeCase> SharedClassRankingCases() {
 INSTANTIATE_TEST_SUITE_P(Shapes, SharedClassRankingTest,
                          ::testing::ValuesIn(SharedClassRankingCases()),
                          differential::ShapeCaseName);
+
+class DomainDuringSimulationTest : public ::testing::TestWithParam<ShapeCase> {};
+
+uint64_t DomainDuring(const CycleDecisions& d) {
+  return differential::SumOverActions(d.solver_stats, &SolverActionStats::domain_during);
+}
+
+TEST_P(DomainDuringSimulationTest, SameDecisionsAsPlacingThePendingPods) {
+  const ShapeCase& k = GetParam();
+  bench::ClusterGenSummary summary;
+  const std::string file = differential::WriteShapeCluster("domain-during", k, summary);
+  bool SchedulerParams::*rule = &SchedulerParams::solver_domain_during_simulation;
+  const CycleDecisions on =
+      differential::RunSearchCycle(file, differential::SearchMode::kRuleOn, rule);
+  const CycleDecisions off =
+      differential::RunSearchCycle(file, differential::SearchMode::kRuleOff, rule);
+  ExpectSameCycle(on, off);
+  EXPECT_EQ(DomainDuring(off), 0u);
+  if (k.plain) {
+    const CycleDecisions plain =
+        differential::RunSearchCycle(file, differential::SearchMode::kPlain, rule);
+    EXPECT_EQ(on.digest, plain.digest);
+    EXPECT_EQ(on.evictions, plain.evictions);
+    EXPECT_EQ(on.pipelined, plain.pipelined);
+  }
+  std::filesystem::remove(file);
+}
+
+std::vector<ShapeCase> DomainDuringCases() {
+  std::vector<ShapeCase> cases;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    cases.push_back({"topology", 64, seed, true});
+    cases.push_back({"topology", 160, seed, false});
+    cases.push_back({"sharing", 64, seed, true});
+  }
+  cases.push_back({"mixed", 120, 1, false});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, DomainDuringSimulationTest,
+                         ::testing::ValuesIn(DomainDuringCases()), differential::ShapeCaseName);
+
+// The rule must act on such clusters, else the comparisons above would not cover it.
+TEST(DomainDuringSimulationCoverage, TheRuleStopsSimulations) {
+  uint64_t stopped = 0;
+  for (uint64_t seed = 1; seed <= 2; ++seed) {
+    bench::ClusterGenSummary summary;
+    const std::string file =
+        differential::WriteShapeCluster("domain-during-coverage", {"topology", 160, seed}, summary);
+    stopped += DomainDuring(
+        differential::RunSearchCycle(file, differential::SearchMode::kRuleOn,
+                                     &SchedulerParams::solver_domain_during_simulation));
+    std::filesystem::remove(file);
+  }
+  EXPECT_GT(stopped, 0u);
+}
 
 }  // namespace
 }  // namespace gantry

@@ -410,8 +410,12 @@ class SearchAccelerator final : public RejectionProofs {
       return VictimStep::kFail;
     }
     // (The same per required topology domain, see domain_precheck.h.)
-    if (!placed && victim_placed && domain_.Active() && domain_.FailsNow(ssn_, nodes)) {
+    // (Also where some domain fitted in the base state: solver_domain_during_simulation.)
+    bool by_during = false;
+    if (!placed && victim_placed && domain_.ChecksDuringSimulation() &&
+        domain_.FailsNow(ssn_, nodes, by_during)) {
       ++stats_->precheck_domain;
+      if (by_during) ++stats_->domain_during;
       return VictimStep::kFail;
     }
     if (!placed && may_skip && !verify_ && RejectionCertainOncePlaced(nodes)) {

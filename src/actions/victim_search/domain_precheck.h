@@ -17,6 +17,15 @@
 // the touched nodes. Sums are used only while every count is a whole number (exact in any order);
 // otherwise the rule stays out of the way.
 //
+// During a simulation (FailsNow). Before the pending pods' turn, victims placed again only take
+// free GPUs away, so once no domain fits as the session is then, the pending pods' turn fails
+// (kFailed). This holds whatever the base state was: FailsNow counts the feasible nodes afresh and
+// needs no base counts. So it is also asked when some domain fitted in the base state (the
+// pre-checks before evicting then cannot apply), where victims placed again ahead of the pending
+// pods took the blocks the evictions freed: on the bench family's topology shape most
+// consolidation simulations that end "not placed" end so (issue 24). That extension has a switch
+// of its own, SchedulerParams::solver_domain_during_simulation.
+//
 // Part of SearchAccelerator (accelerator.h, through CapacityBlocks), which exists only with the
 // solver shortcuts on; SchedulerParams::solver_domain_precheck switches this rule alone off (the
 // differential tests compare the decisions with and without it).
@@ -37,6 +46,7 @@ class DomainPrecheck {
   void StartSearch(const Session& ssn, JobId job) {
     confined_.clear();
     if (!ssn.params().solver_domain_precheck) return;
+    during_enabled_ = ssn.params().solver_domain_during_simulation;
     const Job& j = ssn.cluster().jobs[job];
     for (size_t g = 0; g < j.groups.size(); ++g) {
       const SubGroupRef ref{job, false, static_cast<int32_t>(g)};
@@ -72,6 +82,7 @@ class DomainPrecheck {
     for (NodeId n : feasible) exact = exact && ExactlySummable(free[n]);
     for (Confined& k : confined_) {
       k.active = false;
+      k.during = false;
       if (!exact || k.profile.always_fits) continue;
       const size_t sizes = k.profile.steps.size() + 1;  // free GPUs, then each step's size
       k.base.assign(static_cast<size_t>(k.domains->count) * sizes, 0.0);
@@ -88,6 +99,7 @@ class DomainPrecheck {
         some_fits = FitsCounts(k, &k.base[static_cast<size_t>(d) * sizes]);
       }
       k.active = !some_fits;
+      k.during = some_fits && during_enabled_;
     }
   }
   // Whether the base counts still cover the feasible nodes (a rejected scenario keeps the nodes
@@ -135,14 +147,18 @@ class DomainPrecheck {
 
   // Whether some confined sub-group fits in no domain of `nodes` (the feasible ones) as the
   // session is now: counted afresh. For a simulation before the pending pods' turn, where victims
-  // placed again only take free GPUs away (false when a count is not a whole number).
-  bool FailsNow(const Session& ssn, const std::vector<NodeId>& nodes) {
+  // placed again only take free GPUs away (false when a count is not a whole number). Asks the
+  // sub-groups the rule applies to (Active) and, with solver_domain_during_simulation, those with
+  // a domain that fitted in the base state (ChecksDuringSimulation). `by_during`: set when only
+  // the latter fail.
+  bool FailsNow(const Session& ssn, const std::vector<NodeId>& nodes, bool& by_during) {
+    by_during = false;
     const auto free = ssn.non_allocated_gpus();
     for (NodeId n : nodes) {
       if (!ExactlySummable(free[n])) return false;
     }
     for (const Confined& k : confined_) {
-      if (!k.active) continue;
+      if (!k.active && !k.during) continue;
       const size_t sizes = k.profile.steps.size() + 1;
       counts_.assign(static_cast<size_t>(k.domains->count) * sizes, 0.0);
       for (NodeId n : nodes) {
@@ -158,7 +174,10 @@ class DomainPrecheck {
       for (int32_t d = 0; d < k.domains->count && !fits; ++d) {
         fits = FitsCounts(k, &counts_[static_cast<size_t>(d) * sizes]);
       }
-      if (!fits) return true;
+      if (!fits) {
+        by_during = !k.active;
+        return true;
+      }
     }
     return false;
   }
@@ -167,6 +186,14 @@ class DomainPrecheck {
   bool Active() const {
     for (const Confined& k : confined_) {
       if (k.active) return true;
+    }
+    return false;
+  }
+  // Whether FailsNow may decide anything in this batch (Active, or a sub-group it asks during a
+  // simulation only).
+  bool ChecksDuringSimulation() const {
+    for (const Confined& k : confined_) {
+      if (k.active || k.during) return true;
     }
     return false;
   }
@@ -179,6 +206,7 @@ class DomainPrecheck {
     // Per domain, its free GPUs then its blocks of each step's size, in the batch's base state.
     std::vector<double> base;
     bool active = false;  // no domain fits in the base state (and the counts are exact)
+    bool during = false;  // some domain fits in the base state: FailsNow only (exact counts)
   };
 
   void Add(const Session& ssn, const SubGroupRef& ref) {
@@ -210,6 +238,7 @@ class DomainPrecheck {
   }
 
   std::vector<Confined> confined_;
+  bool during_enabled_ = false;  // SchedulerParams::solver_domain_during_simulation
   size_t counted_feasible_ = 0;  // feasible nodes counted in the base counts
   std::vector<PodId> members_;   // (scratch lists)
   std::vector<double> sizes_;

@@ -22,6 +22,9 @@ struct SolverActionStats {
   uint64_t precheck = 0;         // simulations skipped by the capacity pre-check (per node or not)
   uint64_t precheck_domain = 0;  // of which by the pre-check per topology domain (before
                                  // evicting or once evicted; domain_precheck.h)
+  uint64_t domain_during = 0;    // of precheck_domain: simulations stopped before the pending
+                                 // pods' turn when some domain fitted in the base state
+                                 // (DomainPrecheck::FailsNow, solver_domain_during_simulation)
   uint64_t repeated_nodes = 0;   // node simulations skipped as the repeat of an earlier failed
                                  // node's of the same scenario (repeated_nodes.h)
   uint64_t precheck_replay = 0;  // of precheck: decided with the node's shared-GPU counters
