@@ -114,7 +114,7 @@ struct Args {
   bool strategy_rules = true;
   bool preempt_kept_candidates = true;    // SchedulerParams::preempt_kept_candidates
   bool preempt_repeated_failures = true;  // SchedulerParams::preempt_repeated_failures
-  bool shared_class_ranking = true;  // SchedulerParams::shared_class_ranking
+  bool shared_class_ranking = true;       // SchedulerParams::shared_class_ranking
   // `--only watch-cache`: what the cache keeps of each object (cache::Hold).
   bool watch_cache_whole = false;
 };
@@ -664,7 +664,8 @@ int main(int argc, char** argv) {
         const gantry::SolverActionStats& st = r.cycle_solver.by_action[a];
         if (st.jobs == 0) continue;
         std::printf(
-            "# nodes=%d victim search %s: jobs %llu solved %llu [%llu known failures] | prefixes %llu "
+            "# nodes=%d victim search %s: jobs %llu solved %llu [%llu known failures] | prefixes "
+            "%llu "
             "scenarios %llu | "
             "out of reach %llu pre-checked %llu [%llu per domain, %llu on replayed counters] "
             "proven unsolvable %llu "

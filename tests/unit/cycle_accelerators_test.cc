@@ -348,9 +348,8 @@ TEST_P(PreemptRepeatedFailuresTest, SameDecisionsAndCountsAsSearching) {
   bench::ClusterGenSummary summary;
   const std::string file = differential::WriteShapeCluster("preempt-repeats", k, summary);
   auto run = [&file](bool repeats) {
-    return differential::RunCycle(file, [repeats](SchedulerParams& params) {
-      params.preempt_repeated_failures = repeats;
-    });
+    return differential::RunCycle(
+        file, [repeats](SchedulerParams& params) { params.preempt_repeated_failures = repeats; });
   };
   const CycleDecisions on = run(true);
   const CycleDecisions off = run(false);

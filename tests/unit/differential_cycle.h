@@ -72,11 +72,10 @@ inline CycleDecisions RunCycle(const std::string& file,
   }
   d.solver_stats = GetSolverStats();
   for (const ActionCounts& a : ssn->all_action_counts()) {
-    std::string line = a.action + " " + std::to_string(a.podgroups_acted_on) + " " +
-                       std::to_string(a.podgroups_scheduled) + " " +
-                       std::to_string(a.scenarios_simulated) + " " +
-                       std::to_string(a.scenarios_filtered) + " " +
-                       std::to_string(a.preemption_attempts);
+    std::string line =
+        a.action + " " + std::to_string(a.podgroups_acted_on) + " " +
+        std::to_string(a.podgroups_scheduled) + " " + std::to_string(a.scenarios_simulated) + " " +
+        std::to_string(a.scenarios_filtered) + " " + std::to_string(a.preemption_attempts);
     for (const auto& by_end : a.searches) {
       line += " " + std::to_string(by_end[0]) + "/" + std::to_string(by_end[1]);
     }

@@ -99,8 +99,8 @@ class PreemptAction : public Action {
     std::vector<JobId> candidates;
     const bool kept = ssn.params().preempt_kept_candidates;
     PreemptKeptCandidates kept_candidates(ssn, queue_jobs);
-    const bool repeats = kept && ssn.params().preempt_repeated_failures &&
-                         !ssn.params().victim_search_v017;
+    const bool repeats =
+        kept && ssn.params().preempt_repeated_failures && !ssn.params().victim_search_v017;
     PreemptRepeatedFailures failures(ssn);
     std::vector<JobId> victims;
     while (!jobs.empty()) {

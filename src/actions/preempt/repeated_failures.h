@@ -54,8 +54,8 @@ class PreemptRepeatedFailures {
     const Job& j = ssn_.cluster().jobs[job];
     for (const Failure& f : failures_) {
       if (f.queue == j.queue && f.priority == j.priority && f.preemptible == j.preemptible &&
-          f.first_gpus <= gpus && std::equal(f.victims.begin(), f.victims.end(), victims.begin(),
-                                             victims.end())) {
+          f.first_gpus <= gpus &&
+          std::equal(f.victims.begin(), f.victims.end(), victims.begin(), victims.end())) {
         return f.filtered;
       }
     }
@@ -86,7 +86,11 @@ class PreemptRepeatedFailures {
         return;
       }
     }
-    failures_.push_back(Failure{j.queue, j.priority, j.preemptible, gpus, r.scenarios_filtered,
+    failures_.push_back(Failure{j.queue,
+                                j.priority,
+                                j.preemptible,
+                                gpus,
+                                r.scenarios_filtered,
                                 {victims.begin(), victims.end()}});
   }
 
