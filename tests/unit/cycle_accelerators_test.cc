@@ -307,8 +307,10 @@ TEST_P(PreemptKeptCandidatesTest, SameDecisionsAsListingPerPreemptor) {
   bench::ClusterGenSummary summary;
   const std::string file = differential::WriteShapeCluster("preempt-kept", k, summary);
   auto run = [&file](bool kept) {
-    return differential::RunCycle(
-        file, [kept](SchedulerParams& params) { params.preempt_kept_candidates = kept; });
+    return differential::RunCycle(file, [kept](SchedulerParams& params) {
+      params.preempt_kept_candidates = kept;
+      params.preempt_repeated_failures = false;  // (this rule alone)
+    });
   };
   const CycleDecisions on = run(true);
   const CycleDecisions off = run(false);
