@@ -324,8 +324,10 @@ TEST_P(PreemptKeptCandidatesTest, SameDecisionsAsListingPerPreemptor) {
   EXPECT_EQ(a.scenarios, b.scenarios);
   EXPECT_EQ(a.simulations, b.simulations);
   EXPECT_EQ(a.accepted, b.accepted);
-  // (Preempt found victims: the kept lists were read after evictions changed them.)
-  EXPECT_GT(b.solved, 0U);
+  // (On busy, preempt found victims: the kept lists were read after evictions changed them.)
+  if (std::string(k.shape) == "busy") {
+    EXPECT_GT(b.solved, 0U);
+  }
   std::filesystem::remove(file);
 }
 
