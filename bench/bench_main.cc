@@ -5,7 +5,8 @@
 //                [--search-budget-hours H] [--victim-search-v017] [--no-repeated-nodes]
 //                [--no-shared-rank-by-class] [--no-strategy-rules] [--no-counter-replay]
 //                [--no-reach-bound] [--no-shared-class-ranking] [--no-domain-during-simulation]
-//                [--no-topology-follow-changes]
+//                [--no-topology-follow-changes] [--no-preempt-kept-candidates]
+//                [--no-preempt-repeated-failures]
 //
 // `--shape NAME` picks one cluster shape of the benchmark family (README.md, "The shapes"):
 // default, sharing (30% fractional pods and topology-constrained gangs; `--variant sharing` is
@@ -118,8 +119,10 @@ struct Args {
   bool shared_rank_by_class = true;
   // Proportion's strategy rules (plugins/proportion/reclaim_strategy.h).
   bool strategy_rules = true;
-  bool shared_class_ranking = true;     // SchedulerParams::shared_class_ranking
-  bool topology_follow_changes = true;  // SchedulerParams::topology_follow_changes
+  bool shared_class_ranking = true;       // SchedulerParams::shared_class_ranking
+  bool topology_follow_changes = true;    // SchedulerParams::topology_follow_changes
+  bool preempt_kept_candidates = true;    // SchedulerParams::preempt_kept_candidates
+  bool preempt_repeated_failures = true;  // SchedulerParams::preempt_repeated_failures
   // `--only watch-cache`: what the cache keeps of each object (cache::Hold).
   bool watch_cache_whole = false;
 };
@@ -204,6 +207,14 @@ void Usage(FILE* out) {
                "  --no-strategy-rules\n"
                "                   reclaim's victim search without the rejection rules from\n"
                "                   proportion's strategy check (the rule's reference path)\n"
+               "  --no-preempt-kept-candidates\n"
+               "                   preempt lists and filters each preemptor's victim\n"
+               "                   candidates anew (the reference of\n"
+               "                   SchedulerParams::preempt_kept_candidates)\n"
+               "  --no-preempt-repeated-failures\n"
+               "                   preempt searches again for a job known to fail as an\n"
+               "                   earlier one of the same state did (the reference of\n"
+               "                   SchedulerParams::preempt_repeated_failures)\n"
                "  --no-shared-class-ranking\n"
                "                   allocate and the cycle rank shared-GPU pods over all nodes\n"
                "                   node by node, not by node class (the reference of\n"
@@ -306,6 +317,10 @@ std::optional<Args> ParseArgs(int argc, char** argv) {
       a.shared_rank_by_class = false;
     } else if (arg == "--no-strategy-rules") {
       a.strategy_rules = false;
+    } else if (arg == "--no-preempt-kept-candidates") {
+      a.preempt_kept_candidates = false;
+    } else if (arg == "--no-preempt-repeated-failures") {
+      a.preempt_repeated_failures = false;
     } else if (arg == "--no-shared-class-ranking") {
       a.shared_class_ranking = false;
     } else if (arg == "--no-topology-follow-changes") {
@@ -552,6 +567,8 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
     full.params.solver_counter_replay = args.counter_replay;
     full.params.solver_reach_bound = args.reach_bound;
     full.params.solver_domain_during_simulation = args.domain_during_simulation;
+    full.params.preempt_kept_candidates = args.preempt_kept_candidates;
+    full.params.preempt_repeated_failures = args.preempt_repeated_failures;
     if (!args.shared_rank_by_class) {
       full.params.shared_rank_by_class = gantry::SchedulerParams::SharedRankByClass::kOff;
     }
@@ -677,7 +694,9 @@ int main(int argc, char** argv) {
         const gantry::SolverActionStats& st = r.cycle_solver.by_action[a];
         if (st.jobs == 0) continue;
         std::printf(
-            "# nodes=%d victim search %s: jobs %llu solved %llu | prefixes %llu scenarios %llu | "
+            "# nodes=%d victim search %s: jobs %llu solved %llu [%llu known failures] | prefixes "
+            "%llu "
+            "scenarios %llu | "
             "out of reach %llu pre-checked %llu [%llu per domain, %llu on replayed counters] "
             "proven unsolvable %llu "
             "repeated nodes %llu "
@@ -689,6 +708,7 @@ int main(int argc, char** argv) {
             "%.1f ms | slowest job %s: %s, %llu simulated, %.1f ms\n",
             r.nodes, action_names[a], static_cast<unsigned long long>(st.jobs),
             static_cast<unsigned long long>(st.solved),
+            static_cast<unsigned long long>(st.known_failures),
             static_cast<unsigned long long>(st.prefixes),
             static_cast<unsigned long long>(st.scenarios),
             static_cast<unsigned long long>(st.out_of_reach),

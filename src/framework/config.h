@@ -82,6 +82,18 @@ struct SchedulerParams {
   // that fits, when some domain fitted in the batch's base state (victim_search/
   // domain_precheck.h). Off only for its differential tests (cycle_accelerators_test.cc).
   bool solver_domain_during_simulation = true;
+  // Preempt lists the victim candidates of each (queue, priority) (the queue's preemptible jobs of
+  // a lower priority, in id order) once per action, and keeps whether a job has an evictable and
+  // an alive pod per job version, instead of sorting the candidates and reading every candidate's
+  // pods for each preemptor. Off only for its differential test (cycle_accelerators_test.cc).
+  bool preempt_kept_candidates = true;
+  // With the kept candidates: a preempt search that ended unsolved with no scenario passing the
+  // scenario filters proves the same end, with as many scenarios filtered, for a later preemptor
+  // of the same queue, priority and victims whose first pod asks for at least as many GPUs, with
+  // no node affinity or topology constraint, in the same session state: that search is counted
+  // without running it (actions/preempt/repeated_failures.h). Off only for its differential test
+  // (cycle_accelerators_test.cc).
+  bool preempt_repeated_failures = true;
   // The victim search of KAI v0.16+ (prefix-size probes, the NodeLocalGreedy and MultiNodeGang
   // scenario generators, failed-scenario fingerprints, feasible nodes rolled back after any
   // unsolved simulation: docs/victim-search-v0.17.md) instead of KAI 72de64fc's. With the

@@ -26,6 +26,16 @@
 //   where none fitted). The topology, sharing and mixed shapes have constrained gangs pending and
 //   constrained gangs among the victims of consolidation. Also compared with the plain search on
 //   the smaller clusters.
+// - SchedulerParams::preempt_kept_candidates: preempt lists each (queue, priority)'s victim
+//   candidates once per action and keeps whether a candidate has an evictable and an alive pod
+//   per job version (off: listed, sorted and read per preemptor). Its victims queues must hold
+//   the same jobs, so the preempt searches count the same work. The busy shape has preemptors of
+//   three priorities over victims of two that earlier solutions of the cycle evicted.
+// - SchedulerParams::preempt_repeated_failures: a preempt search known to fail as an earlier one
+//   of the same state, queue, priority and victims did, with every scenario filtered, is counted
+//   without running it (actions/preempt/repeated_failures.h; off: searched). The action's
+//   counters (KAI's per-action metrics: scenarios filtered and simulated, searches by end) must be
+//   the same, and the rule must have counted some searches so on the busy shape.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -319,6 +329,33 @@ TEST_P(DomainDuringSimulationTest, SameDecisionsAsPlacingThePendingPods) {
     EXPECT_EQ(on.digest, plain.digest);
     EXPECT_EQ(on.evictions, plain.evictions);
     EXPECT_EQ(on.pipelined, plain.pipelined);
+class PreemptKeptCandidatesTest : public ::testing::TestWithParam<ShapeCase> {};
+
+TEST_P(PreemptKeptCandidatesTest, SameDecisionsAsListingPerPreemptor) {
+  const ShapeCase& k = GetParam();
+  bench::ClusterGenSummary summary;
+  const std::string file = differential::WriteShapeCluster("preempt-kept", k, summary);
+  auto run = [&file](bool kept) {
+    return differential::RunCycle(file, [kept](SchedulerParams& params) {
+      params.preempt_kept_candidates = kept;
+      params.preempt_repeated_failures = false;  // (this rule alone)
+    });
+  };
+  const CycleDecisions on = run(true);
+  const CycleDecisions off = run(false);
+  ExpectSameCycle(on, off);
+  const auto preempt = static_cast<size_t>(EvictionAction::kPreempt);
+  const SolverActionStats& a = on.solver_stats.by_action[preempt];
+  const SolverActionStats& b = off.solver_stats.by_action[preempt];
+  EXPECT_EQ(a.jobs, b.jobs);
+  EXPECT_EQ(a.solved, b.solved);
+  EXPECT_EQ(a.prefixes, b.prefixes);
+  EXPECT_EQ(a.scenarios, b.scenarios);
+  EXPECT_EQ(a.simulations, b.simulations);
+  EXPECT_EQ(a.accepted, b.accepted);
+  // (On busy, preempt found victims: the kept lists were read after evictions changed them.)
+  if (std::string(k.shape) == "busy") {
+    EXPECT_GT(b.solved, 0U);
   }
   std::filesystem::remove(file);
 }
@@ -351,6 +388,63 @@ TEST(DomainDuringSimulationCoverage, TheRuleStopsSimulations) {
   }
   EXPECT_GT(stopped, 0u);
 }
+
+std::vector<ShapeCase> PreemptKeptCandidatesCases() {
+  std::vector<ShapeCase> cases;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    cases.push_back({"busy", 24, seed});
+    cases.push_back({"busy", 48, seed});
+  }
+  cases.push_back({"mixed", 48, 1});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, PreemptKeptCandidatesTest,
+                         ::testing::ValuesIn(PreemptKeptCandidatesCases()),
+                         differential::ShapeCaseName);
+
+class PreemptRepeatedFailuresTest : public ::testing::TestWithParam<ShapeCase> {};
+
+TEST_P(PreemptRepeatedFailuresTest, SameDecisionsAndCountsAsSearching) {
+  const ShapeCase& k = GetParam();
+  bench::ClusterGenSummary summary;
+  const std::string file = differential::WriteShapeCluster("preempt-repeats", k, summary);
+  auto run = [&file](bool repeats) {
+    return differential::RunCycle(
+        file, [repeats](SchedulerParams& params) { params.preempt_repeated_failures = repeats; });
+  };
+  const CycleDecisions on = run(true);
+  const CycleDecisions off = run(false);
+  ExpectSameCycle(on, off);
+  EXPECT_EQ(on.action_counts, off.action_counts);
+  const auto preempt = static_cast<size_t>(EvictionAction::kPreempt);
+  const SolverActionStats& a = on.solver_stats.by_action[preempt];
+  const SolverActionStats& b = off.solver_stats.by_action[preempt];
+  EXPECT_EQ(a.jobs, b.jobs);
+  EXPECT_EQ(a.solved, b.solved);
+  EXPECT_EQ(a.simulations, b.simulations);
+  EXPECT_EQ(b.known_failures, 0U);
+  if (std::string(k.shape) == "busy") {
+    EXPECT_GT(a.known_failures, 0U);
+    EXPECT_GT(b.solved, 0U);
+  }
+  std::filesystem::remove(file);
+}
+
+std::vector<ShapeCase> PreemptRepeatedFailuresCases() {
+  std::vector<ShapeCase> cases;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    cases.push_back({"busy", 24, seed});
+    cases.push_back({"busy", 48, seed});
+  }
+  cases.push_back({"mixed", 48, 1});
+  cases.push_back({"topology", 64, 1});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, PreemptRepeatedFailuresTest,
+                         ::testing::ValuesIn(PreemptRepeatedFailuresCases()),
+                         differential::ShapeCaseName);
 
 }  // namespace
 }  // namespace gantry

@@ -32,6 +32,10 @@ struct CycleDecisions {
   std::vector<std::string> fit_errors;  // per job, rendered
   SolverStats solver_stats;             // the victim search's counters of this cycle
   SessionStats session_stats;           // the session's ranking counters
+  // Per action, what KAI's per-action metrics count (ActionCounts), rendered: the action, jobs
+  // acted on and scheduled, scenarios simulated and filtered, preemption attempts, searches by
+  // end and budget.
+  std::vector<std::string> action_counts;
   // The session's view of proportion's queue order, right after it opened.
   bool queue_order_pod_states_only = false;
   bool queue_order_total_on_siblings = false;
@@ -67,6 +71,16 @@ inline CycleDecisions RunCycle(const std::string& file,
     d.fit_errors.push_back(RenderJobFitErrors(ssn->job_state(j).fit_errors));
   }
   d.solver_stats = GetSolverStats();
+  for (const ActionCounts& a : ssn->all_action_counts()) {
+    std::string line =
+        a.action + " " + std::to_string(a.podgroups_acted_on) + " " +
+        std::to_string(a.podgroups_scheduled) + " " + std::to_string(a.scenarios_simulated) + " " +
+        std::to_string(a.scenarios_filtered) + " " + std::to_string(a.preemption_attempts);
+    for (const auto& by_end : a.searches) {
+      line += " " + std::to_string(by_end[0]) + "/" + std::to_string(by_end[1]);
+    }
+    d.action_counts.push_back(std::move(line));
+  }
   d.session_stats = ssn->stats();
   created.value()->CloseSession(*ssn);
   return d;

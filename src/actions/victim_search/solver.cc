@@ -81,6 +81,7 @@ class Solver {
     out.statement = std::move(statement);
     out.victims = std::move(recorded_tasks);
     out.end = out.solved ? SearchEnd::kSolved : stopped_.value_or(SearchEnd::kGeneratorsExhausted);
+    out.cut_by_budget = stopped_.has_value();
     return out;
   }
 
@@ -742,9 +743,25 @@ SolverResult SolveJob(Session& ssn, JobId job, SolverSpec& spec) {
     r.reduced_budget = budget.reduced;
     return finish(std::move(r));
   }
+  if (spec.known_filtered_failure) {
+    // (Known to end as the search would: unsolved, every scenario filtered, nothing simulated.)
+    counts.scenarios_filtered += *spec.known_filtered_failure;
+    SolverActionStats& stats = MutableSolverStats(spec.action);
+    ++stats.jobs;
+    ++stats.known_failures;
+    SolverResult r;
+    r.end = SearchEnd::kGeneratorsExhausted;
+    r.reduced_budget = budget.reduced;
+    r.scenarios_filtered = *spec.known_filtered_failure;
+    return finish(std::move(r));
+  }
+  const int64_t simulated_before = counts.scenarios_simulated;
+  const int64_t filtered_before = counts.scenarios_filtered;
   SearchRecord record(spec.action, job);
   SolverResult r = Solver(ssn, job, spec, budget).Solve();
   record.Finish(r.solved);
+  r.scenarios_simulated = counts.scenarios_simulated - simulated_before;
+  r.scenarios_filtered = counts.scenarios_filtered - filtered_before;
   r.reduced_budget = budget.reduced;
   if (r.end == SearchEnd::kDeadlineExhausted) {
     r.stops_action = true;

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -44,6 +45,11 @@ struct SolverSpec {
       rejection_rules;
   // The action's time budget (search_budget.h); null: the search is not timed.
   const ActionSearchBudget* budget = nullptr;
+  // Optional (preempt's repeated failures, actions/preempt/repeated_failures.h): the search is
+  // known to end unsolved, its generators exhausted, after this many scenarios, every one refused
+  // by the scenario filters. SolveJob then counts it so, after the same budget checks, without
+  // searching.
+  std::optional<int64_t> known_filtered_failure;
 };
 
 struct SolverResult {
@@ -55,6 +61,11 @@ struct SolverResult {
   SearchEnd end = SearchEnd::kGeneratorsExhausted;
   bool reduced_budget = false;
   bool stops_action = false;
+  // What the search added to the action's scenario counters (ActionCounts), and whether its time
+  // budget cut it short (then its end proves nothing about a search that had time).
+  int64_t scenarios_simulated = 0;
+  int64_t scenarios_filtered = 0;
+  bool cut_by_budget = false;
 };
 
 // Searches victims for `job`. On success the statement holds the evictions and the job's

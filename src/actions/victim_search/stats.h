@@ -57,6 +57,9 @@ struct SolverActionStats {
                                        // again lowered (RejectionRule::has_saturation)
   uint64_t run_maxima_by_request = 0;  // the acting runs' maxima over fixed entries taken once per
                                        // distinct request, not per entry (acting_runs.h)
+  // Of jobs: searches counted without running them, known to fail as an earlier one of the same
+  // state did (preempt's repeated failures, actions/preempt/repeated_failures.h).
+  uint64_t known_failures = 0;
   uint64_t kept_pending = 0;  // searches whose acting runs took the pending jobs from the lists
                               // kept between searches (fixed_lists.h)
   double ms = 0;              // wall-clock time in SolveJob
