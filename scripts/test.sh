@@ -175,7 +175,7 @@ stage_asan() {
   fi
   echo "-- unit tests under the sanitizers"
   export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
-  # The GoogleTest executable runs as $jobs shards (processes), not one process per test as CTest
+  # The GoogleTest executable runs as a few shards (processes), not one process per test as CTest
   # runs it: a process of the sanitized executable takes about half a second of CPU to start,
   # which for 1,700 tests was some 15 minutes of this stage. The unit label's other tests (the
   # CLI and simulator runs, named in lower case; GoogleTest's suites are CamelCase) through CTest.
@@ -191,27 +191,29 @@ stage_asan() {
 }
 
 # gtest_shards EXECUTABLE FILTER: runs a GoogleTest executable's tests that FILTER selects
-# (--gtest_filter) as $jobs shards in parallel (GoogleTest's GTEST_TOTAL_SHARDS /
-# GTEST_SHARD_INDEX), each shard's output in a file beside it; prints each shard's summary, and a
-# failed shard's failures and last lines (a crash names the test it was in).
+# (--gtest_filter) as 2 x $jobs shards in parallel (GoogleTest's GTEST_TOTAL_SHARDS /
+# GTEST_SHARD_INDEX; twice as many shards as cores, since the tests are dealt out in turn, and a
+# shard that drew slow tests would otherwise finish long after the others), each shard's output in
+# a file beside it; prints each shard's summary, and a failed shard's failures and last lines (a
+# crash names the test it was in).
 gtest_shards() {
-  local exe="$1" filter="$2" i rc=0 log
+  local exe="$1" filter="$2" i rc=0 log shards=$((2 * jobs))
   local -a pids=()
-  for ((i = 0; i < jobs; i++)); do
+  for ((i = 0; i < shards; i++)); do
     # (In the executable's folder, as CTest runs it; a shard that hangs is stopped after 45
     # minutes.)
-    (cd "$(dirname "$exe")" && GTEST_TOTAL_SHARDS="$jobs" GTEST_SHARD_INDEX="$i" \
+    (cd "$(dirname "$exe")" && GTEST_TOTAL_SHARDS="$shards" GTEST_SHARD_INDEX="$i" \
       timeout 2700 "./$(basename "$exe")" --gtest_brief=1 "--gtest_filter=$filter") \
       >"$exe.shard-$i.log" 2>&1 &
     pids+=("$!")
   done
-  for ((i = 0; i < jobs; i++)); do
+  for ((i = 0; i < shards; i++)); do
     log="$exe.shard-$i.log"
     if wait "${pids[$i]}"; then
-      echo "   shard $((i + 1)) of $jobs: $(grep -E '^\[  PASSED  \]' "$log" || echo 'passed')"
+      echo "   shard $((i + 1)) of $shards: $(grep -E '^\[  PASSED  \]' "$log" || echo 'passed')"
     else
       rc=1
-      echo "   shard $((i + 1)) of $jobs FAILED ($log):"
+      echo "   shard $((i + 1)) of $shards FAILED ($log):"
       grep -E '^\[  FAILED  \]' "$log" || true
       tail -n 40 "$log"
     fi
