@@ -329,33 +329,6 @@ TEST_P(DomainDuringSimulationTest, SameDecisionsAsPlacingThePendingPods) {
     EXPECT_EQ(on.digest, plain.digest);
     EXPECT_EQ(on.evictions, plain.evictions);
     EXPECT_EQ(on.pipelined, plain.pipelined);
-class PreemptKeptCandidatesTest : public ::testing::TestWithParam<ShapeCase> {};
-
-TEST_P(PreemptKeptCandidatesTest, SameDecisionsAsListingPerPreemptor) {
-  const ShapeCase& k = GetParam();
-  bench::ClusterGenSummary summary;
-  const std::string file = differential::WriteShapeCluster("preempt-kept", k, summary);
-  auto run = [&file](bool kept) {
-    return differential::RunCycle(file, [kept](SchedulerParams& params) {
-      params.preempt_kept_candidates = kept;
-      params.preempt_repeated_failures = false;  // (this rule alone)
-    });
-  };
-  const CycleDecisions on = run(true);
-  const CycleDecisions off = run(false);
-  ExpectSameCycle(on, off);
-  const auto preempt = static_cast<size_t>(EvictionAction::kPreempt);
-  const SolverActionStats& a = on.solver_stats.by_action[preempt];
-  const SolverActionStats& b = off.solver_stats.by_action[preempt];
-  EXPECT_EQ(a.jobs, b.jobs);
-  EXPECT_EQ(a.solved, b.solved);
-  EXPECT_EQ(a.prefixes, b.prefixes);
-  EXPECT_EQ(a.scenarios, b.scenarios);
-  EXPECT_EQ(a.simulations, b.simulations);
-  EXPECT_EQ(a.accepted, b.accepted);
-  // (On busy, preempt found victims: the kept lists were read after evictions changed them.)
-  if (std::string(k.shape) == "busy") {
-    EXPECT_GT(b.solved, 0U);
   }
   std::filesystem::remove(file);
 }
@@ -387,6 +360,37 @@ TEST(DomainDuringSimulationCoverage, TheRuleStopsSimulations) {
     std::filesystem::remove(file);
   }
   EXPECT_GT(stopped, 0u);
+}
+
+class PreemptKeptCandidatesTest : public ::testing::TestWithParam<ShapeCase> {};
+
+TEST_P(PreemptKeptCandidatesTest, SameDecisionsAsListingPerPreemptor) {
+  const ShapeCase& k = GetParam();
+  bench::ClusterGenSummary summary;
+  const std::string file = differential::WriteShapeCluster("preempt-kept", k, summary);
+  auto run = [&file](bool kept) {
+    return differential::RunCycle(file, [kept](SchedulerParams& params) {
+      params.preempt_kept_candidates = kept;
+      params.preempt_repeated_failures = false;  // (this rule alone)
+    });
+  };
+  const CycleDecisions on = run(true);
+  const CycleDecisions off = run(false);
+  ExpectSameCycle(on, off);
+  const auto preempt = static_cast<size_t>(EvictionAction::kPreempt);
+  const SolverActionStats& a = on.solver_stats.by_action[preempt];
+  const SolverActionStats& b = off.solver_stats.by_action[preempt];
+  EXPECT_EQ(a.jobs, b.jobs);
+  EXPECT_EQ(a.solved, b.solved);
+  EXPECT_EQ(a.prefixes, b.prefixes);
+  EXPECT_EQ(a.scenarios, b.scenarios);
+  EXPECT_EQ(a.simulations, b.simulations);
+  EXPECT_EQ(a.accepted, b.accepted);
+  // (On busy, preempt found victims: the kept lists were read after evictions changed them.)
+  if (std::string(k.shape) == "busy") {
+    EXPECT_GT(b.solved, 0U);
+  }
+  std::filesystem::remove(file);
 }
 
 std::vector<ShapeCase> PreemptKeptCandidatesCases() {
