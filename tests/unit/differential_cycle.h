@@ -53,6 +53,16 @@ inline CycleDecisions RunCycle(const std::string& file,
   PrepareScenarioCycle(sc, sc.cluster, now);
   SchedulerConfig config = sc.config;
   config.actions = SchedulerConfig::Default().actions;
+  // The victim search's wall-clock budgets (KAI's defaults: 2 minutes per generator, 4 per job,
+  // 5 per action) unlimited unless the scenario sets some: the decisions compared must not depend
+  // on how fast the machine runs. (Under ASan a 512-node cycle takes minutes, and a cut search
+  // made the two runs of one comparison decide differently.)
+  ScenarioSearchBudgets& budgets = config.search_budgets;
+  if (budgets.max_action_ns.empty() && !budgets.max_job_ns && budgets.max_generator_ns.empty()) {
+    budgets.max_action_ns = {{"default", 0}};
+    budgets.max_job_ns = 0;
+    budgets.max_generator_ns = {{"default", 0}};
+  }
   configure(config.params);
   auto created = Scheduler::Create(config, BuiltinPlugins(), BuiltinActions());
   EXPECT_TRUE(created.ok());
