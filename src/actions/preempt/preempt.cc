@@ -130,10 +130,7 @@ class PreemptAction : public Action {
           JobsOrderOptions o;
           o.filter_non_pending = false;
           o.filter_unready = false;
-          o.victim_queue = true;
-          auto queue = std::make_unique<JobsByQueue>(ssn, o);
-          queue->InitializeWithJobs(victims);
-          return queue;
+          return VictimsQueue(ssn, o, victims, [](JobId) { return true; });  // (listed above)
         };
         if (repeats) spec.known_filtered_failure = failures.Known(j, tasks, victims);
       } else {
