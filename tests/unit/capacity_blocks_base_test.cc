@@ -52,21 +52,16 @@ TEST_P(FeasibleNodesCoverFreeGpus, BeforeAndAfterTheDefaultActions) {
   const ShapeCase& k = GetParam();
   bench::ClusterGenSummary summary;
   const std::string file = differential::WriteShapeCluster("feasible-cover", k, summary);
-  auto loaded = LoadScenarioFile(file);
-  ASSERT_TRUE(loaded.ok()) << (loaded.ok() ? "" : loaded.error());
-  Scenario sc = std::move(loaded).value();
-  const int64_t now = ScenarioStartMs();
-  PrepareScenarioCycle(sc, sc.cluster, now);
-  SchedulerConfig config = sc.config;
-  config.actions = SchedulerConfig::Default().actions;
-  auto created = Scheduler::Create(config, BuiltinPlugins(), BuiltinActions());
-  ASSERT_TRUE(created.ok());
-  auto ssn = created.value()->OpenSession(sc.cluster, now);
-  EXPECT_GT(ExpectFeasibleNodesCoverFreeGpus(*ssn), 0);
-  created.value()->RunActions(*ssn, [](std::string_view, double) {});
-  EXPECT_FALSE(ssn->evictions().empty() && ssn->binds().empty());
-  EXPECT_GT(ExpectFeasibleNodesCoverFreeGpus(*ssn), 0);
-  created.value()->CloseSession(*ssn);
+  {
+    differential::OpenedSession opened =
+        differential::OpenScenarioSession(file, /*run_actions=*/false);
+    ASSERT_TRUE(opened.session);
+    Session& ssn = *opened.session;
+    EXPECT_GT(ExpectFeasibleNodesCoverFreeGpus(ssn), 0);
+    opened.scheduler->RunActions(ssn, [](std::string_view, double) {});
+    EXPECT_FALSE(ssn.evictions().empty() && ssn.binds().empty());
+    EXPECT_GT(ExpectFeasibleNodesCoverFreeGpus(ssn), 0);
+  }
   std::filesystem::remove(file);
 }
 

@@ -28,32 +28,9 @@ namespace gantry {
 namespace {
 
 using differential::CycleDecisions;
+using differential::OpenedSession;
+using differential::OpenScenarioSession;
 using differential::ShapeCase;
-
-// A session of `file` once the default actions ran (the state later searches would find).
-struct RanSession {
-  Scenario scenario;
-  std::unique_ptr<Scheduler> scheduler;
-  std::unique_ptr<Session> session;
-};
-RanSession RunDefaultActions(const std::string& file) {
-  RanSession r;
-  auto loaded = LoadScenarioFile(file);
-  EXPECT_TRUE(loaded.ok());
-  if (!loaded.ok()) return r;
-  r.scenario = std::move(loaded).value();
-  const int64_t now = ScenarioStartMs();
-  PrepareScenarioCycle(r.scenario, r.scenario.cluster, now);
-  SchedulerConfig config = r.scenario.config;
-  config.actions = SchedulerConfig::Default().actions;
-  auto created = Scheduler::Create(config, BuiltinPlugins(), BuiltinActions());
-  EXPECT_TRUE(created.ok());
-  if (!created.ok()) return r;
-  r.scheduler = std::move(created).value();
-  r.session = r.scheduler->OpenSession(r.scenario.cluster, now);
-  r.scheduler->RunActions(*r.session, [](std::string_view, double) {});
-  return r;
-}
 
 // Everything the replay must leave as the statement does, for one node and all queues.
 void ExpectSameCounters(const Session& a, const Session& b, std::span<const NodeId> nodes,
@@ -79,8 +56,8 @@ struct ReplayCounts {
 // evicted and rolled back by a statement in session `a` and replayed in session `b`.
 ReplayCounts CompareReplayWithStatement(const std::string& file) {
   ReplayCounts counts;
-  RanSession a = RunDefaultActions(file);
-  RanSession b = RunDefaultActions(file);
+  OpenedSession a = OpenScenarioSession(file, /*run_actions=*/true);
+  OpenedSession b = OpenScenarioSession(file, /*run_actions=*/true);
   if (!a.session || !b.session) return counts;
   const Cluster& c = a.scenario.cluster;
   std::vector<std::vector<PodId>> on_node(c.nodes.size());
@@ -129,8 +106,6 @@ ReplayCounts CompareReplayWithStatement(const std::string& file) {
         }));
     break;
   }
-  a.scheduler->CloseSession(*a.session);
-  b.scheduler->CloseSession(*b.session);
   return counts;
 }
 

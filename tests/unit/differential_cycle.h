@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -41,6 +43,59 @@ struct CycleDecisions {
   bool queue_order_total_on_siblings = false;
 };
 
+// KAI's default victim-search time budgets (2 minutes per generator, 4 per job, 5 per action)
+// made unlimited unless the scenario sets some: what a test compares must not depend on how fast
+// the machine runs. (Under ASan a 512-node cycle takes minutes, and a cut search made the two runs
+// of one comparison decide differently.)
+inline void UnlimitedSearchBudgets(SchedulerConfig& config) {
+  ScenarioSearchBudgets& budgets = config.search_budgets;
+  if (budgets.max_action_ns.empty() && !budgets.max_job_ns && budgets.max_generator_ns.empty()) {
+    budgets.max_action_ns = {{"default", 0}};
+    budgets.max_job_ns = 0;
+    budgets.max_generator_ns = {{"default", 0}};
+  }
+}
+
+// A scheduler with the default actions and a session opened on a scenario file, for tests that
+// look into the session itself rather than at a cycle's decisions.
+struct OpenedSession {
+  Scenario scenario;
+  std::unique_ptr<Scheduler> scheduler;
+  std::unique_ptr<Session> session;  // null when the file did not load (the test then failed)
+
+  OpenedSession() = default;
+  OpenedSession(OpenedSession&&) = default;
+  OpenedSession& operator=(OpenedSession&&) = default;
+  OpenedSession(const OpenedSession&) = delete;
+  OpenedSession& operator=(const OpenedSession&) = delete;
+  ~OpenedSession() {
+    if (session) scheduler->CloseSession(*session);
+  }
+};
+
+// Opens a session on the scenario `file` at the scenario start time (budgets as
+// UnlimitedSearchBudgets), and with `run_actions` runs the default actions in it: the state the
+// next searches of a cycle would find. A file that does not load fails the test.
+inline OpenedSession OpenScenarioSession(const std::string& file, bool run_actions) {
+  OpenedSession r;
+  auto loaded = LoadScenarioFile(file);
+  EXPECT_TRUE(loaded.ok()) << (loaded.ok() ? "" : loaded.error());
+  if (!loaded.ok()) return r;
+  r.scenario = std::move(loaded).value();
+  const int64_t now = ScenarioStartMs();
+  PrepareScenarioCycle(r.scenario, r.scenario.cluster, now);
+  SchedulerConfig config = r.scenario.config;
+  config.actions = SchedulerConfig::Default().actions;
+  UnlimitedSearchBudgets(config);
+  auto created = Scheduler::Create(config, BuiltinPlugins(), BuiltinActions());
+  EXPECT_TRUE(created.ok());
+  if (!created.ok()) return r;
+  r.scheduler = std::move(created).value();
+  r.session = r.scheduler->OpenSession(r.scenario.cluster, now);
+  if (run_actions) r.scheduler->RunActions(*r.session, [](std::string_view, double) {});
+  return r;
+}
+
 // One cycle of the default actions on the scenario `file`, its parameters changed by `configure`.
 // A scenario that does not load, or a configuration the scheduler refuses, fails the test.
 inline CycleDecisions RunCycle(const std::string& file,
@@ -53,16 +108,7 @@ inline CycleDecisions RunCycle(const std::string& file,
   PrepareScenarioCycle(sc, sc.cluster, now);
   SchedulerConfig config = sc.config;
   config.actions = SchedulerConfig::Default().actions;
-  // The victim search's wall-clock budgets (KAI's defaults: 2 minutes per generator, 4 per job,
-  // 5 per action) unlimited unless the scenario sets some: the decisions compared must not depend
-  // on how fast the machine runs. (Under ASan a 512-node cycle takes minutes, and a cut search
-  // made the two runs of one comparison decide differently.)
-  ScenarioSearchBudgets& budgets = config.search_budgets;
-  if (budgets.max_action_ns.empty() && !budgets.max_job_ns && budgets.max_generator_ns.empty()) {
-    budgets.max_action_ns = {{"default", 0}};
-    budgets.max_job_ns = 0;
-    budgets.max_generator_ns = {{"default", 0}};
-  }
+  UnlimitedSearchBudgets(config);
   configure(config.params);
   auto created = Scheduler::Create(config, BuiltinPlugins(), BuiltinActions());
   EXPECT_TRUE(created.ok());

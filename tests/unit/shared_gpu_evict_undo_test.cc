@@ -143,22 +143,14 @@ struct EvictUndoCounts {
 // the session once the default actions ran (its state as the next cycle's searches would find it).
 EvictUndoCounts EvictAndUndoSharedPods(const std::string& file) {
   EvictUndoCounts counts;
-  auto loaded = LoadScenarioFile(file);
-  EXPECT_TRUE(loaded.ok());
-  if (!loaded.ok()) return counts;
-  Scenario sc = std::move(loaded).value();
-  const int64_t now = ScenarioStartMs();
-  PrepareScenarioCycle(sc, sc.cluster, now);
-  SchedulerConfig config = sc.config;
-  config.actions = SchedulerConfig::Default().actions;
-  auto created = Scheduler::Create(config, BuiltinPlugins(), BuiltinActions());
-  EXPECT_TRUE(created.ok());
-  if (!created.ok()) return counts;
-  auto ssn = created.value()->OpenSession(sc.cluster, now);
-  created.value()->RunActions(*ssn, [](std::string_view, double) {});
-  for (PodId p = 0; p < static_cast<PodId>(sc.cluster.pods.size()); ++p) {
+  differential::OpenedSession opened =
+      differential::OpenScenarioSession(file, /*run_actions=*/true);
+  if (!opened.session) return counts;
+  const Cluster& cluster = opened.scenario.cluster;
+  Session* ssn = opened.session.get();
+  for (PodId p = 0; p < static_cast<PodId>(cluster.pods.size()); ++p) {
     const PodState& st = ssn->pod(p);
-    if (!sc.cluster.pods[p].IsSharedGpu() || st.node == kNone || !IsActiveAllocated(st.status)) {
+    if (!cluster.pods[p].IsSharedGpu() || st.node == kNone || !IsActiveAllocated(st.status)) {
       continue;
     }
     const NodeId n = st.node;
@@ -169,7 +161,6 @@ EvictUndoCounts EvictAndUndoSharedPods(const std::string& file) {
     ++counts.tried;
     if (ssn->non_allocated_gpus()[n] != before) ++counts.drifted;
   }
-  created.value()->CloseSession(*ssn);
   return counts;
 }
 
