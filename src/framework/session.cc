@@ -348,6 +348,142 @@ bool Session::EvictAndRollBackCounters(
   return true;
 }
 
+namespace {
+// Whether two nodes' counters and devices are the same bit for bit (the extended replay's
+// comparisons: equal doubles of different signs of zero would not do).
+bool SessionSameNodeBits(const NodeState& a, const NodeSharedGpus& as, const NodeState& b,
+                         const NodeSharedGpus& bs) {
+  if (std::memcmp(&a, &b, sizeof(NodeState)) != 0) return false;
+  const auto& ad = as.devices();
+  const auto& bd = bs.devices();
+  if (ad.size() != bd.size()) return false;
+  for (size_t i = 0; i < ad.size(); ++i) {
+    if (ad[i].group != bd[i].group || ad[i].used != bd[i].used ||
+        ad[i].releasing != bd[i].releasing || ad[i].allocated != bd[i].allocated ||
+        ad[i].allocated_seen != bd[i].allocated_seen ||
+        ad[i].marked_releasing != bd[i].marked_releasing) {
+      return false;
+    }
+  }
+  return true;
+}
+}  // namespace
+
+bool Session::EvictAndRollBackCountersExtending(
+    std::span<const PodId> pods,
+    const std::function<bool(std::span<const NodeId> nodes, std::span<const double> free)>&
+        after_evictions,
+    bool& extended) {
+  extended = false;
+  if (pods.empty() || numa_view_ != nullptr) return false;
+  // (The checks of EvictAndRollBackCounters; pods on several nodes take its path.)
+  const NodeId n = pods_[pods.front()].node;
+  if (n == kNone) return false;
+  struct Scratch {
+    std::vector<uint64_t> pod_seen;
+    uint64_t stamp = 0;
+  };
+  thread_local Scratch s;
+  if (s.pod_seen.size() != cluster_.pods.size()) s.pod_seen.assign(cluster_.pods.size(), 0);
+  ++s.stamp;
+  for (PodId p : pods) {
+    const Pod& pod = cluster_.pods[p];
+    uint64_t& seen = s.pod_seen[static_cast<size_t>(p)];
+    if (pods_[p].node == kNone || !IsActiveAllocated(pods_[p].status) || !pod.claims.empty() ||
+        !pod.dra_extended.empty() || seen == s.stamp) {
+      return false;
+    }
+    seen = s.stamp;
+    if (pods_[p].node != n) return EvictAndRollBackCounters(pods, after_evictions);
+  }
+  if (kept_replays_.size() != cluster_.nodes.size()) kept_replays_.resize(cluster_.nodes.size());
+  KeptCounterReplay& kept = kept_replays_[n];
+  const Node& node = cluster_.nodes[n];
+  // The kept replay applies when the node is as it left it and its pods, with the same
+  // statuses, start this list.
+  size_t from = 0;
+  if (kept.valid && kept.version == node_version_[n] && kept.pods.size() <= pods.size() &&
+      std::equal(kept.pods.begin(), kept.pods.end(), pods.begin())) {
+    bool same = true;
+    for (size_t i = 0; same && i < kept.pods.size(); ++i) {
+      same = pods_[kept.pods[i]].status == kept.statuses[i];
+    }
+    if (same) from = kept.pods.size();
+  }
+  extended = from > 0;
+  // The counters right after the evictions: from the kept ones, or from the node's.
+  thread_local NodeState state;
+  thread_local NodeSharedGpus shared;
+  state = extended ? kept.evicted : nodes_[n];
+  shared = extended ? kept.evicted_shared : shared_[n];
+  auto evict = [&](PodId p) {
+    const Pod& pod = cluster_.pods[p];
+    const Resources r = ChargedOn(pod, node);
+    const int64_t memory = pod.IsSharedGpu() ? PodGpuMemoryOn(p, n) : 0;
+    SessionDischargeNode(pod, node, r, pods_[p].status, memory, pod_groups_[p], state, shared);
+    SessionChargeNode(pod, node, r, PodStatus::kReleasing, memory, pod_groups_[p], state, shared);
+  };
+  auto undo = [&](PodId p) {
+    const Pod& pod = cluster_.pods[p];
+    const Resources r = ChargedOn(pod, node);
+    const int64_t memory = pod.IsSharedGpu() ? PodGpuMemoryOn(p, n) : 0;
+    SessionDischargeNode(pod, node, r, PodStatus::kReleasing, memory, pod_groups_[p], state,
+                         shared);
+    SessionChargeNode(pod, node, r, pods_[p].status, memory, pod_groups_[p], state, shared);
+  };
+  for (size_t i = from; i < pods.size(); ++i) evict(pods[i]);
+  const double free = state.idle.gpus + state.releasing.gpus;
+  if (!after_evictions(std::span<const NodeId>(&n, 1), std::span<const double>(&free, 1))) {
+    return false;
+  }
+  // The counters after the evictions, kept when the rollback gives the node back as found.
+  thread_local NodeState evicted_state;
+  thread_local NodeSharedGpus evicted_shared;
+  evicted_state = state;
+  evicted_shared = shared;
+  // The rollback, last eviction first: the added pods, then (unless that gave the kept counters
+  // back, whose rollback gave the node back as found) the kept ones.
+  for (size_t i = pods.size(); i-- > from;) undo(pods[i]);
+  bool as_found = false;
+  if (extended && SessionSameNodeBits(state, shared, kept.evicted, kept.evicted_shared)) {
+    as_found = true;
+  } else {
+    for (size_t i = from; i-- > 0;) undo(pods[i]);
+    as_found = SessionSameNodeBits(state, shared, nodes_[n], shared_[n]);
+  }
+  if (as_found) {
+    state = nodes_[n];
+    shared = shared_[n];
+  }
+  // The session as EvictAndRollBackCounters leaves it.
+  nodes_[n] = state;
+  shared_[n] = shared;
+  non_allocated_gpus_[n] = nodes_[n].idle.gpus + nodes_[n].releasing.gpus;
+  ++placement_epoch_;
+  ++node_version_[n];
+  MarkClassDirty(n);
+  LogNodeChange(n);
+  const uint32_t version = node_version_[n];
+  for (PodId p : pods) {
+    accepted_gpus_[p] = AcceptedGpusOn(p, n);
+    if (const JobId j = cluster_.pods[p].job; j != kNone) ++job_version_[j];
+  }
+  for (PodId p : pods) FireDeallocate(p);
+  for (size_t i = pods.size(); i-- > 0;) FireAllocate(pods[i]);
+  // Kept for the next replay on the node when it gave the node back as found. (The version
+  // before the pod events: a handler that changed the node would have moved it.)
+  kept.valid = as_found;
+  if (as_found) {
+    kept.version = version;
+    kept.pods.assign(pods.begin(), pods.end());
+    kept.statuses.resize(pods.size());
+    for (size_t i = 0; i < pods.size(); ++i) kept.statuses[i] = pods_[pods[i]].status;
+    kept.evicted = evicted_state;
+    kept.evicted_shared = evicted_shared;
+  }
+  return true;
+}
+
 void Session::RecordBind(PodId p) {
   SetPodStatus(p, PodStatus::kBinding);
   binds_.push_back({p, pods_[p].node, GroupNames(p)});

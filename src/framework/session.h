@@ -292,6 +292,21 @@ class Session : public SessionHooks, public SessionVersions, public SessionGpuDe
       std::span<const PodId> pods,
       const std::function<bool(std::span<const NodeId> nodes, std::span<const double> free)>&
           after_evictions);
+  // EvictAndRollBackCounters, the same answers and the same session afterwards, continuing the
+  // previous replay of a node instead of replaying every pod (SchedulerParams::
+  // solver_counter_replay_extend). A replay whose pods are all on one node, and which left that
+  // node's counters and devices bit for bit as it found them, is kept for the node: its pods and
+  // their statuses, and the node's counters right after its evictions. A later call whose pods
+  // start with those, on the node unchanged since (its version), starts from the kept counters
+  // (the same evictions from the same counters give the same counters) and evicts only the
+  // pods added; its rollback undoes those, and when that gives the kept counters back, the rest
+  // of the rollback is the kept replay's, which gave the node back as found. `extended` tells
+  // whether the call continued a kept replay.
+  bool EvictAndRollBackCountersExtending(
+      std::span<const PodId> pods,
+      const std::function<bool(std::span<const NodeId> nodes, std::span<const double> free)>&
+          after_evictions,
+      bool& extended);
   void RecordBind(PodId p);
   void RecordEviction(PodId p, NodeId from, std::string message);
   void RecordPipelined(PodId p, std::string message);
@@ -309,6 +324,17 @@ class Session : public SessionHooks, public SessionVersions, public SessionGpuDe
 
   std::vector<PodState> pods_;
   std::vector<NodeState> nodes_;
+  // Per node: its last counter replay kept by EvictAndRollBackCountersExtending (valid while
+  // `version` is the node's version).
+  struct KeptCounterReplay {
+    bool valid = false;
+    uint32_t version = 0;
+    std::vector<PodId> pods;
+    std::vector<PodStatus> statuses;
+    NodeState evicted;              // the node's counters right after the evictions
+    NodeSharedGpus evicted_shared;  // and its devices
+  };
+  std::vector<KeptCounterReplay> kept_replays_;
   std::vector<PodSetCounters> pod_set_counters_;
   std::vector<JobState> jobs_;
   DraState dra_;
