@@ -375,11 +375,17 @@ bool Session::EvictAndRollBackCountersExtending(
         after_evictions,
     bool& extended) {
   extended = false;
+  // (The checks of EvictAndRollBackCounters.)
   if (pods.empty() || numa_view_ != nullptr) return false;
-  // (The checks of EvictAndRollBackCounters; pods on several nodes take its path.)
-  const NodeId n = pods_[pods.front()].node;
-  if (n == kNone) return false;
   struct Scratch {
+    std::vector<NodeId> nodes;  // touched, in the order the pods first touch them
+    std::vector<NodeState> states;
+    std::vector<NodeSharedGpus> shared;
+    std::vector<NodeState> evicted_states;
+    std::vector<NodeSharedGpus> evicted_shared;
+    std::vector<char> settled;  // per touched node: its rollback is known to give it as found
+    std::vector<double> free;
+    std::vector<uint32_t> slot;  // per pod: its node's place in `nodes`
     std::vector<uint64_t> pod_seen;
     uint64_t stamp = 0;
   };
@@ -394,93 +400,146 @@ bool Session::EvictAndRollBackCountersExtending(
       return false;
     }
     seen = s.stamp;
-    if (pods_[p].node != n) return EvictAndRollBackCounters(pods, after_evictions);
   }
+  // The kept replay of the first pod's node applies when its pods, with the same statuses,
+  // start this list and none of its nodes changed since.
   if (kept_replays_.size() != cluster_.nodes.size()) kept_replays_.resize(cluster_.nodes.size());
-  KeptCounterReplay& kept = kept_replays_[n];
-  const Node& node = cluster_.nodes[n];
-  // The kept replay applies when the node is as it left it and its pods, with the same
-  // statuses, start this list.
+  KeptCounterReplay& kept = kept_replays_[pods_[pods.front()].node];
   size_t from = 0;
-  if (kept.valid && kept.version == node_version_[n] && kept.pods.size() <= pods.size() &&
+  if (kept.valid && kept.pods.size() <= pods.size() &&
       std::equal(kept.pods.begin(), kept.pods.end(), pods.begin())) {
     bool same = true;
     for (size_t i = 0; same && i < kept.pods.size(); ++i) {
       same = pods_[kept.pods[i]].status == kept.statuses[i];
     }
+    for (size_t i = 0; same && i < kept.nodes.size(); ++i) {
+      same = node_version_[kept.nodes[i]] == kept.versions[i];
+    }
     if (same) from = kept.pods.size();
   }
   extended = from > 0;
-  // The counters right after the evictions: from the kept ones, or from the node's.
-  thread_local NodeState state;
-  thread_local NodeSharedGpus shared;
-  state = extended ? kept.evicted : nodes_[n];
-  shared = extended ? kept.evicted_shared : shared_[n];
-  auto evict = [&](PodId p) {
+  // The touched nodes' counters right after the kept evictions (extended), then the others'.
+  s.nodes.clear();
+  s.slot.clear();
+  size_t kept_nodes = 0;
+  if (extended) {
+    kept_nodes = kept.nodes.size();
+    s.nodes.assign(kept.nodes.begin(), kept.nodes.end());
+    s.states.resize(std::max(s.states.size(), kept_nodes));
+    s.shared.resize(std::max(s.shared.size(), kept_nodes));
+    for (size_t at = 0; at < kept_nodes; ++at) {
+      s.states[at] = kept.evicted_states[at];
+      s.shared[at] = kept.evicted_shared[at];
+    }
+  }
+  for (PodId p : pods) {
+    const NodeId n = pods_[p].node;
+    uint32_t at = 0;
+    while (at < s.nodes.size() && s.nodes[at] != n) ++at;
+    if (at == s.nodes.size()) {
+      s.nodes.push_back(n);
+      if (s.states.size() < s.nodes.size()) {
+        s.states.emplace_back();
+        s.shared.emplace_back();
+      }
+      s.states[at] = nodes_[n];
+      s.shared[at] = shared_[n];
+    }
+    s.slot.push_back(at);
+  }
+  auto evict = [&](size_t i) {
+    const PodId p = pods[i];
     const Pod& pod = cluster_.pods[p];
+    const NodeId n = pods_[p].node;
+    const Node& node = cluster_.nodes[n];
+    const uint32_t at = s.slot[i];
     const Resources r = ChargedOn(pod, node);
     const int64_t memory = pod.IsSharedGpu() ? PodGpuMemoryOn(p, n) : 0;
-    SessionDischargeNode(pod, node, r, pods_[p].status, memory, pod_groups_[p], state, shared);
-    SessionChargeNode(pod, node, r, PodStatus::kReleasing, memory, pod_groups_[p], state, shared);
+    SessionDischargeNode(pod, node, r, pods_[p].status, memory, pod_groups_[p], s.states[at],
+                         s.shared[at]);
+    SessionChargeNode(pod, node, r, PodStatus::kReleasing, memory, pod_groups_[p], s.states[at],
+                      s.shared[at]);
   };
-  auto undo = [&](PodId p) {
+  auto undo = [&](size_t i) {
+    const PodId p = pods[i];
     const Pod& pod = cluster_.pods[p];
+    const NodeId n = pods_[p].node;
+    const Node& node = cluster_.nodes[n];
+    const uint32_t at = s.slot[i];
     const Resources r = ChargedOn(pod, node);
     const int64_t memory = pod.IsSharedGpu() ? PodGpuMemoryOn(p, n) : 0;
-    SessionDischargeNode(pod, node, r, PodStatus::kReleasing, memory, pod_groups_[p], state,
-                         shared);
-    SessionChargeNode(pod, node, r, pods_[p].status, memory, pod_groups_[p], state, shared);
+    SessionDischargeNode(pod, node, r, PodStatus::kReleasing, memory, pod_groups_[p],
+                         s.states[at], s.shared[at]);
+    SessionChargeNode(pod, node, r, pods_[p].status, memory, pod_groups_[p], s.states[at],
+                      s.shared[at]);
   };
-  for (size_t i = from; i < pods.size(); ++i) evict(pods[i]);
-  const double free = state.idle.gpus + state.releasing.gpus;
-  if (!after_evictions(std::span<const NodeId>(&n, 1), std::span<const double>(&free, 1))) {
-    return false;
+  // The evictions (from the kept counters, only the pods added).
+  for (size_t i = from; i < pods.size(); ++i) evict(i);
+  s.free.clear();
+  for (size_t at = 0; at < s.nodes.size(); ++at) {
+    s.free.push_back(s.states[at].idle.gpus + s.states[at].releasing.gpus);
   }
-  // The counters after the evictions, kept when the rollback gives the node back as found.
-  thread_local NodeState evicted_state;
-  thread_local NodeSharedGpus evicted_shared;
-  evicted_state = state;
-  evicted_shared = shared;
-  // The rollback, last eviction first: the added pods, then (unless that gave the kept counters
-  // back, whose rollback gave the node back as found) the kept ones.
-  for (size_t i = pods.size(); i-- > from;) undo(pods[i]);
-  bool as_found = false;
-  if (extended && SessionSameNodeBits(state, shared, kept.evicted, kept.evicted_shared)) {
-    as_found = true;
-  } else {
-    for (size_t i = from; i-- > 0;) undo(pods[i]);
-    as_found = SessionSameNodeBits(state, shared, nodes_[n], shared_[n]);
+  if (!after_evictions(s.nodes, s.free)) return false;
+  // Kept for the next replay: the counters after the evictions.
+  s.evicted_states.assign(s.states.begin(), s.states.begin() + s.nodes.size());
+  s.evicted_shared.assign(s.shared.begin(), s.shared.begin() + s.nodes.size());
+  // The rollback, last eviction first: the added pods; then, on each node of the kept replay
+  // where that gave its kept counters back, the rest is the kept replay's rollback, which gave
+  // the node back as found; elsewhere the kept pods are undone too (a pod's eviction and undo
+  // change only its node).
+  for (size_t i = pods.size(); i-- > from;) undo(i);
+  s.settled.assign(s.nodes.size(), 0);
+  for (size_t at = 0; at < kept_nodes; ++at) {
+    s.settled[at] = SessionSameNodeBits(s.states[at], s.shared[at], kept.evicted_states[at],
+                                        kept.evicted_shared[at])
+                        ? 1
+                        : 0;
   }
-  if (as_found) {
-    state = nodes_[n];
-    shared = shared_[n];
+  for (size_t i = from; i-- > 0;) {
+    if (!s.settled[s.slot[i]]) undo(i);
+  }
+  bool as_found = true;
+  for (size_t at = 0; at < s.nodes.size(); ++at) {
+    const NodeId n = s.nodes[at];
+    if (s.settled[at] ||
+        SessionSameNodeBits(s.states[at], s.shared[at], nodes_[n], shared_[n])) {
+      s.states[at] = nodes_[n];
+      s.shared[at] = shared_[n];
+    } else {
+      as_found = false;
+    }
   }
   // The session as EvictAndRollBackCounters leaves it.
-  nodes_[n] = state;
-  shared_[n] = shared;
-  non_allocated_gpus_[n] = nodes_[n].idle.gpus + nodes_[n].releasing.gpus;
-  ++placement_epoch_;
-  ++node_version_[n];
-  MarkClassDirty(n);
-  LogNodeChange(n);
-  const uint32_t version = node_version_[n];
-  for (PodId p : pods) {
-    accepted_gpus_[p] = AcceptedGpusOn(p, n);
-    if (const JobId j = cluster_.pods[p].job; j != kNone) ++job_version_[j];
+  for (size_t at = 0; at < s.nodes.size(); ++at) {
+    const NodeId n = s.nodes[at];
+    nodes_[n] = s.states[at];
+    shared_[n] = s.shared[at];
+    non_allocated_gpus_[n] = nodes_[n].idle.gpus + nodes_[n].releasing.gpus;
+    ++placement_epoch_;
+    ++node_version_[n];
+    MarkClassDirty(n);
+    LogNodeChange(n);
   }
-  for (PodId p : pods) FireDeallocate(p);
-  for (size_t i = pods.size(); i-- > 0;) FireAllocate(pods[i]);
-  // Kept for the next replay on the node when it gave the node back as found. (The version
-  // before the pod events: a handler that changed the node would have moved it.)
+  // Kept for the next replay when it gave every node back as found. (The versions before the
+  // pod events: a handler that changed a node would have moved its version.)
   kept.valid = as_found;
   if (as_found) {
-    kept.version = version;
     kept.pods.assign(pods.begin(), pods.end());
     kept.statuses.resize(pods.size());
     for (size_t i = 0; i < pods.size(); ++i) kept.statuses[i] = pods_[pods[i]].status;
-    kept.evicted = evicted_state;
-    kept.evicted_shared = evicted_shared;
+    kept.nodes.assign(s.nodes.begin(), s.nodes.end());
+    kept.versions.resize(s.nodes.size());
+    for (size_t at = 0; at < s.nodes.size(); ++at) kept.versions[at] = node_version_[s.nodes[at]];
+    std::swap(kept.evicted_states, s.evicted_states);
+    std::swap(kept.evicted_shared, s.evicted_shared);
   }
+  for (PodId p : pods) {
+    accepted_gpus_[p] = AcceptedGpusOn(p, pods_[p].node);
+    if (const JobId j = cluster_.pods[p].job; j != kNone) ++job_version_[j];
+  }
+  // The pod events in the statement's order: each eviction's, then each undo's.
+  for (PodId p : pods) FireDeallocate(p);
+  for (size_t i = pods.size(); i-- > 0;) FireAllocate(pods[i]);
   return true;
 }
 

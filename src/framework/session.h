@@ -292,16 +292,16 @@ class Session : public SessionHooks, public SessionVersions, public SessionGpuDe
       std::span<const PodId> pods,
       const std::function<bool(std::span<const NodeId> nodes, std::span<const double> free)>&
           after_evictions);
-  // EvictAndRollBackCounters, the same answers and the same session afterwards, continuing the
-  // previous replay of a node instead of replaying every pod (SchedulerParams::
-  // solver_counter_replay_extend). A replay whose pods are all on one node, and which left that
-  // node's counters and devices bit for bit as it found them, is kept for the node: its pods and
-  // their statuses, and the node's counters right after its evictions. A later call whose pods
-  // start with those, on the node unchanged since (its version), starts from the kept counters
-  // (the same evictions from the same counters give the same counters) and evicts only the
-  // pods added; its rollback undoes those, and when that gives the kept counters back, the rest
-  // of the rollback is the kept replay's, which gave the node back as found. `extended` tells
-  // whether the call continued a kept replay.
+  // EvictAndRollBackCounters, the same answers and the same session afterwards, continuing an
+  // earlier replay instead of replaying every pod (SchedulerParams::solver_counter_replay_extend).
+  // A replay that left every node it touched bit for bit as it found it is kept, under its first
+  // pod's node: its pods and their statuses, its nodes with their versions and their counters
+  // right after its evictions. A later call whose pods start with those, on nodes unchanged since
+  // (their versions), starts from the kept counters (the same evictions from the same counters
+  // give the same counters) and evicts only the pods added; its rollback undoes those, and on a
+  // node where that gives the kept counters back the rest of the rollback is the kept replay's,
+  // which gave the node back as found (a pod's eviction and undo change only its node).
+  // `extended` tells whether the call continued a kept replay.
   bool EvictAndRollBackCountersExtending(
       std::span<const PodId> pods,
       const std::function<bool(std::span<const NodeId> nodes, std::span<const double> free)>&
@@ -324,15 +324,16 @@ class Session : public SessionHooks, public SessionVersions, public SessionGpuDe
 
   std::vector<PodState> pods_;
   std::vector<NodeState> nodes_;
-  // Per node: its last counter replay kept by EvictAndRollBackCountersExtending (valid while
-  // `version` is the node's version).
+  // Per node: the last counter replay kept by EvictAndRollBackCountersExtending whose first pod
+  // is on it (valid while its nodes' versions are those kept).
   struct KeptCounterReplay {
     bool valid = false;
-    uint32_t version = 0;
     std::vector<PodId> pods;
     std::vector<PodStatus> statuses;
-    NodeState evicted;              // the node's counters right after the evictions
-    NodeSharedGpus evicted_shared;  // and its devices
+    std::vector<NodeId> nodes;      // touched, in the order the pods first touch them
+    std::vector<uint32_t> versions;  // their versions once the replay left them
+    std::vector<NodeState> evicted_states;       // their counters right after the evictions
+    std::vector<NodeSharedGpus> evicted_shared;  // and their devices
   };
   std::vector<KeptCounterReplay> kept_replays_;
   std::vector<PodSetCounters> pod_set_counters_;
