@@ -6,7 +6,7 @@
 //                [--no-shared-rank-by-class] [--no-strategy-rules] [--no-counter-replay]
 //                [--no-reach-bound] [--no-shared-class-ranking] [--no-domain-during-simulation]
 //                [--no-topology-follow-changes] [--no-preempt-kept-candidates]
-//                [--no-preempt-repeated-failures] [--no-counter-replay-extend]
+//                [--no-preempt-repeated-failures]
 //
 // `--shape NAME` picks one cluster shape of the benchmark family (README.md, "The shapes"):
 // default, sharing (30% fractional pods and topology-constrained gangs; `--variant sharing` is
@@ -112,7 +112,6 @@ struct Args {
   bool victim_search_v017 = false;
   bool repeated_nodes = true;  // the victim search's repeated-nodes rule (repeated_nodes.h)
   bool counter_replay = true;  // the pre-check on replayed shared-GPU counters (capacity_blocks.h)
-  bool counter_replay_extend = true;  // a node's replay continues its previous one (session.h)
   bool reach_bound = true;     // the victim search's reach rule (reach_bound.h)
   // The per-domain check during a simulation where a domain fitted in the base state
   // (domain_precheck.h, SchedulerParams::solver_domain_during_simulation).
@@ -195,9 +194,6 @@ void Usage(FILE* out) {
                "                   a node whose victims hold shared GPUs is evicted, pre-checked\n"
                "                   and rolled back (the reference path of the pre-check on\n"
                "                   replayed counters)\n"
-               "  --no-counter-replay-extend\n"
-               "                   every counter replay replays all of its node's victims\n"
-               "                   (the reference path of the extended replay)\n"
                "  --no-reach-bound\n"
                "                   the victim search tries the nodes of every scenario, also\n"
                "                   of those out of reach of a freed block (the reference path)\n"
@@ -313,8 +309,6 @@ std::optional<Args> ParseArgs(int argc, char** argv) {
       a.repeated_nodes = false;
     } else if (arg == "--no-counter-replay") {
       a.counter_replay = false;
-    } else if (arg == "--no-counter-replay-extend") {
-      a.counter_replay_extend = false;
     } else if (arg == "--no-reach-bound") {
       a.reach_bound = false;
     } else if (arg == "--no-domain-during-simulation") {
@@ -571,7 +565,6 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
     full.params.solver_repeated_nodes = args.repeated_nodes;
     full.params.solver_strategy_rules = args.strategy_rules;
     full.params.solver_counter_replay = args.counter_replay;
-    full.params.solver_counter_replay_extend = args.counter_replay_extend;
     full.params.solver_reach_bound = args.reach_bound;
     full.params.solver_domain_during_simulation = args.domain_during_simulation;
     full.params.preempt_kept_candidates = args.preempt_kept_candidates;
@@ -705,7 +698,6 @@ int main(int argc, char** argv) {
             "%llu "
             "scenarios %llu | "
             "out of reach %llu pre-checked %llu [%llu per domain, %llu on replayed counters] "
-            "replays extended %llu "
             "proven unsolvable %llu "
             "repeated nodes %llu "
             "simulated %llu (not placed "
@@ -723,7 +715,6 @@ int main(int argc, char** argv) {
             static_cast<unsigned long long>(st.precheck),
             static_cast<unsigned long long>(st.precheck_domain),
             static_cast<unsigned long long>(st.precheck_replay),
-            static_cast<unsigned long long>(st.replay_extended),
             static_cast<unsigned long long>(st.proven_before),
             static_cast<unsigned long long>(st.repeated_nodes),
             static_cast<unsigned long long>(st.simulations),

@@ -68,11 +68,6 @@ struct SchedulerParams {
   // (CapacityBlocks::FailsPrecheckByCounterReplay). Off only for its differential tests
   // (counter_replay_test.cc).
   bool solver_counter_replay = true;
-  // With the counter replay on: a node's replay continues the node's previous one when that
-  // left the node's counters as it found them, nothing changed the node since and its pods
-  // extend the previous ones (Session::EvictAndRollBackCountersExtending; the same counters and
-  // events as the full replay). Off only for its differential tests (counter_replay_test.cc).
-  bool solver_counter_replay_extend = true;
   // With the shortcuts on: a scenario none of whose nodes reaches a node that frees a block the
   // pending pods lack is left unsolved without trying its nodes (victim_search/reach_bound.h).
   // Off only for its differential tests (reach_bound_test.cc).

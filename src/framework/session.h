@@ -292,21 +292,6 @@ class Session : public SessionHooks, public SessionVersions, public SessionGpuDe
       std::span<const PodId> pods,
       const std::function<bool(std::span<const NodeId> nodes, std::span<const double> free)>&
           after_evictions);
-  // EvictAndRollBackCounters, the same answers and the same session afterwards, continuing an
-  // earlier replay instead of replaying every pod (SchedulerParams::solver_counter_replay_extend).
-  // A replay that left every node it touched bit for bit as it found it is kept, under its first
-  // pod's node: its pods and their statuses, its nodes with their versions and their counters
-  // right after its evictions. A later call whose pods start with those, on nodes unchanged since
-  // (their versions), starts from the kept counters (the same evictions from the same counters
-  // give the same counters) and evicts only the pods added; its rollback undoes those, and on a
-  // node where that gives the kept counters back the rest of the rollback is the kept replay's,
-  // which gave the node back as found (a pod's eviction and undo change only its node).
-  // `extended` tells whether the call continued a kept replay.
-  bool EvictAndRollBackCountersExtending(
-      std::span<const PodId> pods,
-      const std::function<bool(std::span<const NodeId> nodes, std::span<const double> free)>&
-          after_evictions,
-      bool& extended);
   void RecordBind(PodId p);
   void RecordEviction(PodId p, NodeId from, std::string message);
   void RecordPipelined(PodId p, std::string message);
@@ -324,18 +309,6 @@ class Session : public SessionHooks, public SessionVersions, public SessionGpuDe
 
   std::vector<PodState> pods_;
   std::vector<NodeState> nodes_;
-  // Per node: the last counter replay kept by EvictAndRollBackCountersExtending whose first pod
-  // is on it (valid while its nodes' versions are those kept).
-  struct KeptCounterReplay {
-    bool valid = false;
-    std::vector<PodId> pods;
-    std::vector<PodStatus> statuses;
-    std::vector<NodeId> nodes;      // touched, in the order the pods first touch them
-    std::vector<uint32_t> versions;  // their versions once the replay left them
-    std::vector<NodeState> evicted_states;       // their counters right after the evictions
-    std::vector<NodeSharedGpus> evicted_shared;  // and their devices
-  };
-  std::vector<KeptCounterReplay> kept_replays_;
   std::vector<PodSetCounters> pod_set_counters_;
   std::vector<JobState> jobs_;
   DraState dra_;

@@ -236,7 +236,8 @@ class CapacityBlocks : public SearchState {
     for (PodId p : potential) {
       if (!scenario.IsRecorded(p)) pods.push_back(p);
     }
-    const auto decide = [this](std::span<const NodeId> nodes, std::span<const double> free) {
+    const bool fails = ssn_.EvictAndRollBackCounters(pods, [this](std::span<const NodeId> nodes,
+                                                                  std::span<const double> free) {
       for (size_t i = 0; i < touched_.size(); ++i) {
         hypothetical_free_[i] = touched_[i].base_free;
       }
@@ -256,14 +257,7 @@ class CapacityBlocks : public SearchState {
       hypothetical_exact_ = false;
       hypothetical_blocks_.clear();
       return fails_now;
-    };
-    // (Continuing the node's previous replay where that gives the same, see
-    // Session::EvictAndRollBackCountersExtending.)
-    bool extended = false;
-    const bool fails = ssn_.params().solver_counter_replay_extend
-                           ? ssn_.EvictAndRollBackCountersExtending(pods, decide, extended)
-                           : ssn_.EvictAndRollBackCounters(pods, decide);
-    if (extended) ++stats_->replay_extended;
+    });
     if (fails) ++stats_->precheck_replay;
     return fails;
   }

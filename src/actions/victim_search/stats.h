@@ -30,8 +30,6 @@ struct SolverActionStats {
   uint64_t precheck_replay = 0;  // of precheck: decided with the node's shared-GPU counters
                                  // replayed instead of evicting
                                  // (CapacityBlocks::FailsPrecheckByCounterReplay)
-  uint64_t replay_extended = 0;  // counter replays (failing or not) that continued the node's
-                                 // previous replay (Session::EvictAndRollBackCountersExtending)
   uint64_t out_of_reach = 0;     // scenarios none of whose nodes reaches a node that frees a
                                  // block the pending pods lack, left unsolved without trying
                                  // their nodes (reach_bound.h)
