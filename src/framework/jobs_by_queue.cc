@@ -242,7 +242,8 @@ void JobsByQueue::InitializeFromLeaves(
           if (i < leaf.heap.size()) {
             cache->Place(leaf, i, last);
             cache->SiftUp(leaf, i);
-            cache->SiftDown(leaf, static_cast<size_t>(cache->position_[static_cast<size_t>(last.job)]));
+            cache->SiftDown(leaf,
+                            static_cast<size_t>(cache->position_[static_cast<size_t>(last.job)]));
           }
         }
       }
