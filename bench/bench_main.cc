@@ -123,6 +123,7 @@ struct Args {
   bool topology_follow_changes = true;    // SchedulerParams::topology_follow_changes
   bool preempt_kept_candidates = true;    // SchedulerParams::preempt_kept_candidates
   bool preempt_repeated_failures = true;  // SchedulerParams::preempt_repeated_failures
+  bool reclaim_kept_leaves = true;        // SchedulerParams::reclaim_kept_leaves
   // `--only watch-cache`: what the cache keeps of each object (cache::Hold).
   bool watch_cache_whole = false;
 };
@@ -215,6 +216,10 @@ void Usage(FILE* out) {
                "                   preempt searches again for a job known to fail as an\n"
                "                   earlier one of the same state did (the reference of\n"
                "                   SchedulerParams::preempt_repeated_failures)\n"
+               "  --no-reclaim-kept-leaves\n"
+               "                   reclaim builds a changed leaf queue's victim entries again\n"
+               "                   from all its jobs (the reference of\n"
+               "                   SchedulerParams::reclaim_kept_leaves)\n"
                "  --no-shared-class-ranking\n"
                "                   allocate and the cycle rank shared-GPU pods over all nodes\n"
                "                   node by node, not by node class (the reference of\n"
@@ -321,6 +326,8 @@ std::optional<Args> ParseArgs(int argc, char** argv) {
       a.preempt_kept_candidates = false;
     } else if (arg == "--no-preempt-repeated-failures") {
       a.preempt_repeated_failures = false;
+    } else if (arg == "--no-reclaim-kept-leaves") {
+      a.reclaim_kept_leaves = false;
     } else if (arg == "--no-shared-class-ranking") {
       a.shared_class_ranking = false;
     } else if (arg == "--no-topology-follow-changes") {
@@ -569,6 +576,7 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
     full.params.solver_domain_during_simulation = args.domain_during_simulation;
     full.params.preempt_kept_candidates = args.preempt_kept_candidates;
     full.params.preempt_repeated_failures = args.preempt_repeated_failures;
+    full.params.reclaim_kept_leaves = args.reclaim_kept_leaves;
     if (!args.shared_rank_by_class) {
       full.params.shared_rank_by_class = gantry::SchedulerParams::SharedRankByClass::kOff;
     }
@@ -695,7 +703,7 @@ int main(int argc, char** argv) {
         if (st.jobs == 0) continue;
         std::printf(
             "# nodes=%d victim search %s: jobs %llu solved %llu [%llu known failures] | prefixes "
-            "%llu "
+            "%llu popped %llu [%llu kept leaf updates] "
             "scenarios %llu | "
             "out of reach %llu pre-checked %llu [%llu per domain, %llu on replayed counters] "
             "proven unsolvable %llu "
@@ -710,6 +718,8 @@ int main(int argc, char** argv) {
             static_cast<unsigned long long>(st.solved),
             static_cast<unsigned long long>(st.known_failures),
             static_cast<unsigned long long>(st.prefixes),
+            static_cast<unsigned long long>(st.victims_popped),
+            static_cast<unsigned long long>(st.kept_leaf_updates),
             static_cast<unsigned long long>(st.scenarios),
             static_cast<unsigned long long>(st.out_of_reach),
             static_cast<unsigned long long>(st.precheck),

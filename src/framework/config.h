@@ -72,6 +72,12 @@ struct SchedulerParams {
   // pending pods lack is left unsolved without trying its nodes (victim_search/reach_bound.h).
   // Off only for its differential tests (reach_bound_test.cc).
   bool solver_reach_bound = true;
+  // Reclaim's victims queues: a leaf queue whose pods' states changed since its entries were kept
+  // (a committed solution touched some of its jobs) is brought up to date from its kept heap by
+  // the jobs whose version changed, instead of built again from all its jobs (actions/reclaim/
+  // reclaim.cc, JobsByQueue::InitializeFromLeaves with LeafJobs). Off only for its differential
+  // tests (reclaim_kept_leaves_test.cc).
+  bool reclaim_kept_leaves = true;
   // With the shortcuts on: proportion's rejection rules also cover its strategy check (a sibling
   // queue whose whole allocation already fails it refuses any victim of it left evicted;
   // plugins/proportion/reclaim_strategy.h). Off only for its differential tests

@@ -135,9 +135,41 @@ void JobsByQueue::InitializeWithJobs(const std::vector<JobId>& jobs) {
   for (JobId j : eligible) Push(j);
 }
 
+void LeafHeapCache::SiftUp(Leaf& leaf, size_t i) {
+  const KeptEntry e = leaf.heap[i];
+  while (i > 0) {
+    const size_t parent = (i - 1) / 2;
+    if (!(leaf.heap[parent].key < e.key)) break;
+    Place(leaf, i, leaf.heap[parent]);
+    i = parent;
+  }
+  Place(leaf, i, e);
+}
+
+void LeafHeapCache::SiftDown(Leaf& leaf, size_t i) {
+  const KeptEntry e = leaf.heap[i];
+  const size_t n = leaf.heap.size();
+  for (;;) {
+    size_t child = 2 * i + 1;
+    if (child >= n) break;
+    if (child + 1 < n && leaf.heap[child].key < leaf.heap[child + 1].key) ++child;
+    if (!(e.key < leaf.heap[child].key)) break;
+    Place(leaf, i, leaf.heap[child]);
+    i = child;
+  }
+  Place(leaf, i, e);
+}
+
 void JobsByQueue::InitializeFromLeaves(
     std::span<const QueueId> leaves,
     const std::function<void(QueueId, std::vector<JobId>&)>& eligible, LeafHeapCache* cache) {
+  InitializeFromLeaves(leaves, eligible, cache, nullptr);
+}
+
+void JobsByQueue::InitializeFromLeaves(
+    std::span<const QueueId> leaves,
+    const std::function<void(QueueId, std::vector<JobId>&)>& eligible, LeafHeapCache* cache,
+    const LeafJobs* per_job) {
   const auto& queues = ssn_.cluster().queues;
   std::vector<JobId> jobs;
   const bool reuse = cache != nullptr && options_.victim_queue && keyed_ &&
@@ -154,9 +186,18 @@ void JobsByQueue::InitializeFromLeaves(
     InitializeWithJobs(all);
     return;
   }
+  const bool kept = cache->kept_ && per_job != nullptr;
   if (cache->session_ != ssn_.serial() || cache->leaves_.size() != queues.size()) {
     cache->session_ = ssn_.serial();
     cache->leaves_.assign(queues.size(), {});
+    cache->seen_version_.clear();
+    cache->position_.clear();
+  }
+  if (kept && cache->seen_version_.size() != ssn_.cluster().jobs.size()) {
+    // (Versions start at 1: no job is seen yet.)
+    cache->seen_version_.assign(ssn_.cluster().jobs.size(), 0);
+    cache->position_.assign(ssn_.cluster().jobs.size(), -1);
+    for (auto& leaf : cache->leaves_) leaf = {};
   }
   // Every leaf's entries are the cache's, shared: they become this queue's frozen entries.
   auto frozen = std::make_shared<Frozen>();
@@ -172,7 +213,50 @@ void JobsByQueue::InitializeFromLeaves(
     if (!AcceptsQueue(q)) continue;
     LeafHeapCache::Leaf& leaf = cache->leaves_[q];
     const uint64_t version = ssn_.queue_version(q);
-    if (!leaf.valid || leaf.version != version) {
+    if (kept && (!leaf.valid || leaf.version != version)) {
+      // Kept mode: the candidates whose job version changed since they were last decided (all of
+      // them for a leaf not built yet) are decided again, and their entries fixed in the heap.
+      if (leaf.valid) ++cache->kept_updates_;
+      for (JobId j : per_job->candidates(q)) {
+        const size_t ji = static_cast<size_t>(j);
+        const uint64_t jv = ssn_.job_version(j);
+        if (cache->seen_version_[ji] == jv) continue;
+        cache->seen_version_[ji] = jv;
+        const bool in = ssn_.cluster().jobs[j].queue == q && per_job->job(j) && Eligible(j);
+        const int32_t at = cache->position_[ji];
+        if (in) {
+          const LeafHeapCache::KeptEntry e{ssn_.JobOrderKeyOf(JobView{j, false, {}}), j, jv};
+          if (at < 0) {
+            leaf.heap.push_back(e);
+            cache->SiftUp(leaf, leaf.heap.size() - 1);
+          } else {
+            cache->Place(leaf, static_cast<size_t>(at), e);
+            cache->SiftUp(leaf, static_cast<size_t>(at));
+            cache->SiftDown(leaf, static_cast<size_t>(cache->position_[ji]));
+          }
+        } else if (at >= 0) {
+          cache->position_[ji] = -1;
+          const size_t i = static_cast<size_t>(at);
+          const LeafHeapCache::KeptEntry last = leaf.heap.back();
+          leaf.heap.pop_back();
+          if (i < leaf.heap.size()) {
+            cache->Place(leaf, i, last);
+            cache->SiftUp(leaf, i);
+            cache->SiftDown(leaf,
+                            static_cast<size_t>(cache->position_[static_cast<size_t>(last.job)]));
+          }
+        }
+      }
+      auto entries = std::make_shared<Items>();
+      entries->Append(leaf.heap.size(), [&](Item& item, size_t k) {
+        item.view.job = leaf.heap[k].job;
+        item.key = leaf.heap[k].key;
+        item.key_version = leaf.heap[k].key_version;
+      });
+      leaf.entries = std::move(entries);
+      leaf.valid = true;
+      leaf.version = version;
+    } else if (!leaf.valid || leaf.version != version) {
       // Built again: its entries in the order std::make_heap gives their numbers under the
       // queue's comparison, which compares their keys (just computed, so current) in reverse
       // (victim mode).

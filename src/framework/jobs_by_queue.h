@@ -87,6 +87,23 @@ class JobsByQueue {
   void InitializeFromLeaves(std::span<const QueueId> leaves,
                             const std::function<void(QueueId, std::vector<JobId>&)>& eligible,
                             LeafHeapCache* cache);
+  // The per-job form of `eligible` for a LeafHeapCache in kept mode: the candidate jobs of a
+  // leaf queue (in increasing id order), and whether one of them is eligible. `eligible(q, out)`
+  // must write exactly the candidates of q for which `job(j)` holds, and `job(j)` must depend
+  // only on fixed fields and the states of j's own pods (so on j's job version).
+  struct LeafJobs {
+    std::function<std::span<const JobId>(QueueId)> candidates;
+    std::function<bool(JobId)> job;
+  };
+  // InitializeFromLeaves with a cache in kept mode (LeafHeapCache(true)) and `per_job`: a leaf
+  // whose state version changed since the cache received its entries is brought up to date from
+  // them instead of built again: only the candidates whose job version changed are asked again
+  // (their eligibility, their key), and their entries leave, join or move in the kept heap. The
+  // same pops: no two entries are equivalent (the precondition of the cache), so any heap of the
+  // same entries pops them in the same order.
+  void InitializeFromLeaves(std::span<const QueueId> leaves,
+                            const std::function<void(QueueId, std::vector<JobId>&)>& eligible,
+                            LeafHeapCache* cache, const LeafJobs* per_job);
   // Adds a job (again). Jobs of missing or non-leaf queues are ignored.
   void Push(JobId j) { PushView(JobView{j, false, {}}); }
   void PushView(JobView v);
@@ -408,16 +425,45 @@ class JobsByQueue {
 // JobsByQueue::InitializeFromLeaves): per leaf queue, its entries in heap order with their job
 // order keys, and the leaf's queue version they were built at. The entries are shared with the
 // queues built from them (immutable, like a frozen queue's).
+//
+// Kept mode (SchedulerParams::reclaim_kept_leaves; JobsByQueue::InitializeFromLeaves with
+// LeafJobs): each leaf's heap is also kept as a list with each job's position in it and the job
+// version its entry (or its absence) was decided at, so that a changed leaf is updated by its
+// changed jobs only.
 class LeafHeapCache {
+ public:
+  LeafHeapCache() = default;
+  explicit LeafHeapCache(bool kept) : kept_(kept) {}
+  bool kept() const { return kept_; }
+  // Kept mode: the leaves brought up to date from their kept heaps since the last call.
+  uint64_t TakeKeptUpdates() { return std::exchange(kept_updates_, 0); }
+
  private:
   friend class JobsByQueue;
+  struct KeptEntry {
+    JobOrderKey key;
+    JobId job;
+    uint64_t key_version;
+  };
   struct Leaf {
     bool valid = false;
     uint64_t version = 0;
     std::shared_ptr<const JobsByQueue::Items> entries;
+    std::vector<KeptEntry> heap;  // kept mode: the entries, a max-heap by key
   };
+  // Kept mode: fixes the heap of `leaf` at index i after its key changed or it moved there.
+  void SiftUp(Leaf& leaf, size_t i);
+  void SiftDown(Leaf& leaf, size_t i);
+  void Place(Leaf& leaf, size_t i, const KeptEntry& e) {
+    leaf.heap[i] = e;
+    position_[static_cast<size_t>(e.job)] = static_cast<int32_t>(i);
+  }
+  bool kept_ = false;
+  uint64_t kept_updates_ = 0;
   uint64_t session_ = 0;  // the session's serial (0: none yet)
   std::vector<Leaf> leaves_;
+  std::vector<uint64_t> seen_version_;  // kept mode, per job: the version last decided at (0: none)
+  std::vector<int32_t> position_;       // kept mode, per job: its index in its leaf's heap, or -1
 };
 
 }  // namespace gantry

@@ -9,6 +9,7 @@
 
 #include "actions/builtin.h"
 #include "actions/victim_search/solver.h"
+#include "actions/victim_search/stats.h"
 #include "actions/victim_search/victims_queue.h"
 #include "framework/jobs_by_queue.h"
 #include "framework/statement.h"
@@ -79,8 +80,17 @@ class ReclaimAction : public Action {
     for (QueueId q = 0; q < static_cast<QueueId>(queues.size()); ++q) {
       if (queues[q].IsLeaf()) leaves.push_back(q);
     }
-    LeafHeapCache leaf_heaps;
+    // With SchedulerParams::reclaim_kept_leaves the cache also keeps each leaf's heap by job, and
+    // a leaf a committed solution touched is updated by its jobs whose pods' states changed
+    // (JobsByQueue::LeafJobs) instead of built again from all its jobs: a victims queue is built
+    // for every reclaimer, and a solution touches a few jobs of a leaf of hundreds.
+    LeafHeapCache leaf_heaps(ssn.params().reclaim_kept_leaves);
     LeafHeapCache* cache = ssn.HasReclaimVictimFilters() ? nullptr : &leaf_heaps;
+    // (Used only with the cache, so with no reclaim victim filter: whether a job is a victim then
+    // depends only on its own pods' states.)
+    const JobsByQueue::LeafJobs leaf_jobs{
+        [&queue_jobs](QueueId q) { return std::span<const JobId>(queue_jobs[q]); },
+        [&running](JobId v) { return running(v); }};
     while (!jobs.empty()) {
       const JobId j = jobs.PopNext();
       if (j == kNone) break;
@@ -97,7 +107,7 @@ class ReclaimAction : public Action {
         s.ReclaimRejectionRules(preemptor, tasks, evicted, out);
       };
       const QueueId queue = ssn.cluster().jobs[j].queue;
-      spec.victims_queue = [&ssn, &running, &queue_jobs, &leaves, cache, j, queue] {
+      spec.victims_queue = [&ssn, &running, &queue_jobs, &leaves, &leaf_jobs, cache, j, queue] {
         JobsOrderOptions o;
         o.filter_non_pending = false;
         o.filter_unready = false;
@@ -120,7 +130,11 @@ class ReclaimAction : public Action {
                 if (running(v) && ssn.ReclaimVictimFilter(j, v)) out.push_back(v);
               }
             },
-            cache);
+            cache, &leaf_jobs);
+        if (cache != nullptr) {
+          MutableSolverStats(EvictionAction::kReclaim).kept_leaf_updates +=
+              cache->TakeKeptUpdates();
+        }
         return victims;
       };
       ++ssn.action_counts().podgroups_acted_on;

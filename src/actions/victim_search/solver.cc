@@ -392,6 +392,7 @@ class Solver {
     if (own) {
       if (own->empty()) return false;
       own_next_ = own->PopNextView();
+      ++MutableSolverStats(ctx_.spec.action).victims_popped;
       bool has_more = false;
       own_victims_ = TasksToEvict(ssn_, own_next_, has_more);
       DecideStep(ssn_, own_next_, own_victims_, has_more, scenario, step_);
@@ -400,6 +401,8 @@ class Solver {
       victims = own_victims_;
     } else if (!accel_->NextPop(scenario, step_, view, victims)) {
       return false;
+    } else {
+      ++MutableSolverStats(ctx_.spec.action).victims_popped;
     }
     if (step_.skip) return false;
     if (!victims.empty()) {

@@ -60,9 +60,13 @@ struct SolverActionStats {
   // Of jobs: searches counted without running them, known to fail as an earlier one of the same
   // state did (preempt's repeated failures, actions/preempt/repeated_failures.h).
   uint64_t known_failures = 0;
-  uint64_t kept_pending = 0;  // searches whose acting runs took the pending jobs from the lists
-                              // kept between searches (fixed_lists.h)
-  double ms = 0;              // wall-clock time in SolveJob
+  uint64_t kept_pending = 0;    // searches whose acting runs took the pending jobs from the lists
+                                // kept between searches (fixed_lists.h)
+  uint64_t victims_popped = 0;  // victims-queue entries the prefixes popped (replayed or not),
+                                // with those whose victims were recorded or empty
+  uint64_t kept_leaf_updates = 0;  // reclaim's leaf queues brought up to date from kept heaps
+                                   // by their changed jobs (SchedulerParams::reclaim_kept_leaves)
+  double ms = 0;                   // wall-clock time in SolveJob
   // The job whose search took longest, its time, whether it was solved and its simulations.
   JobId slowest_job = kNone;
   double slowest_ms = 0;
