@@ -77,7 +77,8 @@ TEST(ReclaimStrategyValidatorCoverage, EveryEarlyRefusalIsConfirmedAndTheRuleAct
   for (const ShapeCase& k : ValidatorCases()) {
     if (std::string(k.shape) != "fractional") continue;
     bench::ClusterGenSummary summary;
-    const std::string file = differential::WriteShapeCluster("strategy-validator-verify", k, summary);
+    const std::string file =
+        differential::WriteShapeCluster("strategy-validator-verify", k, summary);
     ValidatorCycle(file, SearchMode::kRuleOn);
     std::filesystem::remove(file);
   }
