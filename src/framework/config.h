@@ -78,10 +78,10 @@ struct SchedulerParams {
   // reclaim.cc, JobsByQueue::InitializeFromLeaves with LeafJobs). Off only for its differential
   // tests (reclaim_kept_leaves_test.cc).
   bool reclaim_kept_leaves = true;
-  // With the shortcuts on: proportion's rejection rules also cover its strategy check (a sibling
-  // queue whose whole allocation already fails it refuses any victim of it left evicted;
-  // plugins/proportion/reclaim_strategy.h). Off only for its differential tests
-  // (reclaim_strategy_rules_test.cc).
+  // With the shortcuts on: proportion's rejection rules, and its validator's early refusal, cover
+  // its strategy check (a sibling queue whose whole allocation fails it refuses any victim of it
+  // left evicted; plugins/proportion/reclaim_strategy.h). Off only for differential tests
+  // (reclaim_strategy_rules_test.cc, reclaim_strategy_validator_test.cc).
   bool solver_strategy_rules = true;
   // With the shortcuts on and the per-domain pre-check: before the pending pods' turn, a
   // simulation is also stopped (not placed) once victims placed again leave no required domain

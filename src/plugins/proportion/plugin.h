@@ -55,7 +55,16 @@ class ProportionPlugin : public Plugin {
   // the counted victims below it in any order, so the checks see the same numbers as
   // Reclaimable's (whose other checks can only add rejections).
   bool SaturationRejects(const Session& s, const ScenarioInfo& sc) const;
+  // Reclaimable's strategy check, from the victims a consolidating-reclaim simulation evicted:
+  // true when one of them was left evicted below a reclaimee queue whose whole frozen
+  // allocation already fails the check (ReclaimStrategy::Fits, up-closed: Reclaimable then
+  // refuses at that victim's entry, whatever was taken before it). Needs no exact sums; see
+  // reclaimable.cc.
+  bool StrategyRefuses(const Session& s, const ScenarioInfo& sc, const Quantities& required) const;
   bool Reclaimable(const Session& s, const ScenarioInfo& sc) const;
+  // Reclaimable's checks after its shortcuts (`required`: the preemptor's pods' requests).
+  bool ReclaimableChecks(const Session& s, const ScenarioInfo& sc,
+                         const Quantities& required) const;
   // Reclaimable's facts of the pods and jobs in compact arrays: a validation reads them for
   // thousands of victims, whose own records (Pod, Job and its pod sets) are large and scattered.
   // Fixed fields only: built once per session, when first asked for.
@@ -311,6 +320,17 @@ class ProportionPlugin : public Plugin {
   mutable std::vector<QueueId> present_scratch_;
   mutable std::vector<Quantities*> chain_scratch_;
   mutable uint64_t validation_stamp_ = 0;
+  // StrategyRefuses' answers per victim leaf queue (-1 not known yet, 0 the reclaimee queue
+  // Leveled pairs it with passes the strategy check with its whole frozen allocation, 1 fails),
+  // valid for one frozen copy of the shares, reclaimer queue and request.
+  struct StrategyMemo {
+    uint64_t shares = 0;  // shares_frozen_ it was computed for
+    QueueId reclaimer = kNone;
+    Quantities required;
+    std::vector<int8_t> bad_leaf;
+  };
+  mutable StrategyMemo strategy_memo_;
+  uint64_t shares_frozen_ = 0;  // counts the copies into simulation_shares_
   // Per queue: the last victim-list sums QueueOrder computed for it (one per list).
   mutable std::vector<VictimSums> victim_sums_;
   mutable std::vector<std::vector<VictimSideMemo>> victim_sides_;

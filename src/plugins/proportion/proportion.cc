@@ -146,7 +146,10 @@ void ProportionPlugin::OnSessionOpen(Session& ssn) {
                                         std::vector<RejectionRule>& out) {
     RejectionRules(s, preemptor, tasks, evicted, out);
   });
-  ssn.AddOnJobSolutionStartFn([this](const Session&) { simulation_shares_ = shares_; });
+  ssn.AddOnJobSolutionStartFn([this](const Session&) {
+    simulation_shares_ = shares_;
+    ++shares_frozen_;
+  });
   ssn.SetQueueDeservedFn([this](const Session&, QueueId q) { return shares_[q].Deserved(); });
   ssn.SetQueueFairShareFn([this](const Session&, QueueId q) { return shares_[q].FairShare(); });
   ssn.SetQueueAllocatedFn([this](const Session&, QueueId q) { return shares_[q].Allocated(); });

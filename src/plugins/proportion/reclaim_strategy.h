@@ -2,6 +2,8 @@
 // (reclaimable.cc) and the rejection rules stated from it (rejection_rules.cc).
 #pragma once
 
+#include <cstdint>
+
 #include "model/resources.h"
 #include "plugins/proportion/resource_share.h"
 
@@ -32,5 +34,13 @@ struct ReclaimStrategy {
   Quantities allocatable, deserved;
   bool reclaimer_within_deserved = false;
 };
+
+// Reclaimable's early refusal from the strategy check (ProportionPlugin::StrategyRefuses, with
+// SchedulerParams::solver_strategy_rules): the number of validations it refused. A test mode
+// (SetVerifyStrategyRefusals) runs the full check after each such refusal instead of returning,
+// and counts those the full check accepted (StrategyRefusalViolations: must stay 0).
+uint64_t StrategyRefusals();
+void SetVerifyStrategyRefusals(bool on);
+uint64_t StrategyRefusalViolations();
 
 }  // namespace gantry::proportion

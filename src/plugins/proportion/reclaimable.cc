@@ -1,5 +1,8 @@
 // KAI reclaimable: may a job reclaim at all, and is a simulated reclaim acceptable.
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <span>
 
 #include "framework/session.h"
 #include "plugins/proportion/plugin.h"
@@ -7,6 +10,23 @@
 #include "plugins/proportion/saturation.h"
 
 namespace gantry::proportion {
+
+namespace {
+// StrategyRefuses' refusals, its test mode and the refusals the full checks did not confirm.
+std::atomic<uint64_t> reclaimable_strategy_refusals{0};
+std::atomic<bool> reclaimable_verify_strategy{false};
+std::atomic<uint64_t> reclaimable_strategy_violations{0};
+}  // namespace
+
+uint64_t StrategyRefusals() {
+  return reclaimable_strategy_refusals.load(std::memory_order_relaxed);
+}
+void SetVerifyStrategyRefusals(bool on) {
+  reclaimable_verify_strategy.store(on, std::memory_order_relaxed);
+}
+uint64_t StrategyRefusalViolations() {
+  return reclaimable_strategy_violations.load(std::memory_order_relaxed);
+}
 
 bool ProportionPlugin::CanReclaim(const Session& s, JobId j) const {
   const Cluster& c = s.cluster();
@@ -99,10 +119,53 @@ bool ProportionPlugin::SaturationRejects(const Session& s, const ScenarioInfo& s
   return false;
 }
 
+// Reclaimable's groups are asked, in turn, ReclaimStrategy::Fits of their reclaimee queue eq's
+// remaining allocation (its frozen allocation less the entries taken below it so far) before
+// each entry, and it refuses at the first that fails. Fits is up-closed (reclaim_strategy.h) and
+// the remaining allocation never exceeds the whole one: each entry is a victim's accepted
+// quantities, none negative, and taking x >= 0 off a double gives at most what it had, whatever
+// the rounding (so no exact sums are needed). (CompareQuantity reads -1 as unlimited; a
+// remaining allocation stays far above -1: the frozen allocation sums the accepted quantities of
+// every active pod below eq, the victims among them, so only rounding takes it below 0, by a few
+// ulps of the sums.) So when Fits already fails for eq's whole allocation, the entry of any
+// counted victim below eq is refused if it is reached, and an earlier refusal is the same answer.
+// With consolidating reclaim the counted victims are those left evicted, all among those the
+// simulation evicted (the others are still active): if one of them sits below such an eq,
+// Reclaimable refuses. Per victim leaf queue the answer is kept for the frozen shares, the
+// reclaimer's queue and its request (Leveled pairs the leaf with eq, as Reclaimable does).
+bool ProportionPlugin::StrategyRefuses(const Session& s, const ScenarioInfo& sc,
+                                       const Quantities& required) const {
+  const Cluster& c = s.cluster();
+  const QueueId reclaimer = c.jobs[sc.preemptor].queue;
+  StrategyMemo& memo = strategy_memo_;
+  if (memo.shares != shares_frozen_ || memo.reclaimer != reclaimer ||
+      !(memo.required == required) || memo.bad_leaf.size() != c.queues.size()) {
+    memo.shares = shares_frozen_;
+    memo.reclaimer = reclaimer;
+    memo.required = required;
+    memo.bad_leaf.assign(c.queues.size(), -1);
+  }
+  const auto& briefs = s.pod_briefs();
+  const VictimFacts& facts = VictimFactsOf(c);
+  auto refuses = [&](std::span<const PodId> pods) {
+    for (PodId p : pods) {
+      if (IsActiveAllocated(s.pod(p).status)) continue;
+      const QueueId leaf = facts.jobs[briefs[p].job].queue;
+      int8_t& bad = memo.bad_leaf[leaf];
+      if (bad < 0) {
+        const auto [rq, eq] = Leveled(c, reclaimer, leaf);
+        const ReclaimStrategy strategy(required, simulation_shares_[rq], simulation_shares_[eq]);
+        bad = strategy.Fits(simulation_shares_[eq].Allocated()) ? 0 : 1;
+      }
+      if (bad != 0) return true;
+    }
+    return false;
+  };
+  return refuses(sc.evicted_recorded) || refuses(sc.evicted_potential);
+}
+
 bool ProportionPlugin::Reclaimable(const Session& s, const ScenarioInfo& sc) const {
   const Cluster& c = s.cluster();
-  const auto& queues = simulation_shares_.empty() ? shares_ : simulation_shares_;
-  const Job& reclaimer = c.jobs[sc.preemptor];
   const bool consolidating = s.params().allow_consolidating_reclaim;
   // (A shortcut: most rejections are decided from the few victims a simulation evicted.)
   if (s.params().solver_shortcuts && exact_sums_ && consolidating && sc.evicted_known &&
@@ -110,6 +173,26 @@ bool ProportionPlugin::Reclaimable(const Session& s, const ScenarioInfo& sc) con
     return false;
   }
   const Quantities required = Requested(c, sc.preemptor_tasks);
+  // (A shortcut without exact sums: a victim left evicted below a queue whose whole allocation
+  // fails the strategy check; see StrategyRefuses. Verify mode: the full checks must refuse too.)
+  if (s.params().solver_shortcuts && s.params().solver_strategy_rules && consolidating &&
+      sc.evicted_known && !simulation_shares_.empty() && StrategyRefuses(s, sc, required)) {
+    reclaimable_strategy_refusals.fetch_add(1, std::memory_order_relaxed);
+    if (!reclaimable_verify_strategy.load(std::memory_order_relaxed)) return false;
+    if (ReclaimableChecks(s, sc, required)) {
+      reclaimable_strategy_violations.fetch_add(1, std::memory_order_relaxed);
+    }
+    return false;
+  }
+  return ReclaimableChecks(s, sc, required);
+}
+
+bool ProportionPlugin::ReclaimableChecks(const Session& s, const ScenarioInfo& sc,
+                                         const Quantities& required) const {
+  const Cluster& c = s.cluster();
+  const auto& queues = simulation_shares_.empty() ? shares_ : simulation_shares_;
+  const Job& reclaimer = c.jobs[sc.preemptor];
+  const bool consolidating = s.params().allow_consolidating_reclaim;
 
   // Resources the scenario takes from each queue: one entry per elastic pod beyond a pod
   // set's minimum, one for the rest; pods placed again (consolidated) do not count.
