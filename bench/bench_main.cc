@@ -6,7 +6,7 @@
 //                [--no-shared-rank-by-class] [--no-strategy-rules] [--no-counter-replay]
 //                [--no-reach-bound] [--no-shared-class-ranking] [--no-domain-during-simulation]
 //                [--no-topology-follow-changes] [--no-preempt-kept-candidates]
-//                [--no-preempt-repeated-failures]
+//                [--no-preempt-repeated-failures] [--no-joint-profile]
 //
 // `--shape NAME` picks one cluster shape of the benchmark family (README.md, "The shapes"):
 // default, sharing (30% fractional pods and topology-constrained gangs; `--variant sharing` is
@@ -116,6 +116,8 @@ struct Args {
   // The per-domain check during a simulation where a domain fitted in the base state
   // (domain_precheck.h, SchedulerParams::solver_domain_during_simulation).
   bool domain_during_simulation = true;
+  // SchedulerParams::solver_joint_profile (victim_search/joint_profile.h).
+  bool joint_profile = true;
   bool shared_rank_by_class = true;
   // Proportion's strategy rules (plugins/proportion/reclaim_strategy.h).
   bool strategy_rules = true;
@@ -202,6 +204,10 @@ void Usage(FILE* out) {
                "                   a simulation goes on to the pending pods' turn after victims\n"
                "                   placed again left no required topology domain that fits, when\n"
                "                   one fitted before (the reference path of that check)\n"
+               "  --no-joint-profile\n"
+               "                   consolidation simulates the scenarios whose pending pods and\n"
+               "                   evicted victims cannot all fit the free GPUs (the reference\n"
+               "                   path of that rule)\n"
                "  --no-shared-rank-by-class\n"
                "                   the cycle ranks shared-GPU pods node by node (the\n"
                "                   reference of SchedulerParams::shared_rank_by_class)\n"
@@ -318,6 +324,8 @@ std::optional<Args> ParseArgs(int argc, char** argv) {
       a.reach_bound = false;
     } else if (arg == "--no-domain-during-simulation") {
       a.domain_during_simulation = false;
+    } else if (arg == "--no-joint-profile") {
+      a.joint_profile = false;
     } else if (arg == "--no-shared-rank-by-class") {
       a.shared_rank_by_class = false;
     } else if (arg == "--no-strategy-rules") {
@@ -574,6 +582,7 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
     full.params.solver_counter_replay = args.counter_replay;
     full.params.solver_reach_bound = args.reach_bound;
     full.params.solver_domain_during_simulation = args.domain_during_simulation;
+    full.params.solver_joint_profile = args.joint_profile;
     full.params.preempt_kept_candidates = args.preempt_kept_candidates;
     full.params.preempt_repeated_failures = args.preempt_repeated_failures;
     full.params.reclaim_kept_leaves = args.reclaim_kept_leaves;
@@ -707,6 +716,7 @@ int main(int argc, char** argv) {
             "scenarios %llu | "
             "out of reach %llu pre-checked %llu [%llu per domain, %llu on replayed counters] "
             "proven unsolvable %llu "
+            "[joint profile: %llu skipped, %llu stopped] "
             "repeated nodes %llu "
             "simulated %llu (not placed "
             "%llu [%llu stopped where a domain fitted], rejected "
@@ -726,6 +736,8 @@ int main(int argc, char** argv) {
             static_cast<unsigned long long>(st.precheck_domain),
             static_cast<unsigned long long>(st.precheck_replay),
             static_cast<unsigned long long>(st.proven_before),
+            static_cast<unsigned long long>(st.joint_skipped),
+            static_cast<unsigned long long>(st.joint_stopped),
             static_cast<unsigned long long>(st.repeated_nodes),
             static_cast<unsigned long long>(st.simulations),
             static_cast<unsigned long long>(st.not_placed),

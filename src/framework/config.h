@@ -88,6 +88,12 @@ struct SchedulerParams {
   // that fits, when some domain fitted in the batch's base state (victim_search/
   // domain_precheck.h). Off only for its differential tests (cycle_accelerators_test.cc).
   bool solver_domain_during_simulation = true;
+  // With the shortcuts on, where every evicted victim must be placed again (consolidation): a
+  // simulation whose pending pods and evicted victims cannot all fit the free GPUs after its
+  // evictions is not run where its two unsolved ends are alike, and otherwise stops, rejected,
+  // once the pending pods are placed (victim_search/joint_profile.h). Off only for its
+  // differential tests (joint_profile_test.cc).
+  bool solver_joint_profile = true;
   // Preempt lists the victim candidates of each (queue, priority) (the queue's preemptible jobs of
   // a lower priority, in id order) once per action, and keeps whether a job has an evictable and
   // an alive pod per job version, instead of sorting the candidates and reading every candidate's

@@ -37,6 +37,7 @@ class ConsolidationAction : public Action {
       SolverSpec spec;
       spec.action = EvictionAction::kConsolidation;
       spec.feasible_nodes = FeasibleNodesForJob(ssn, j);
+      spec.every_victim_placed_again = true;  // (the validator below)
       spec.validator = [](const Session& s, const ScenarioInfo& sc) {
         // Every victim must have been placed again.
         for (const auto& [job, pods] : sc.victims) {

@@ -20,6 +20,8 @@
 //   StartNodes, RepeatsFailedNode, NodeFailed;
 // - scenarios whose nodes reach no node that frees a block the pending pods lack
 //   (reach_bound.h): ScenarioOutOfReach;
+// - the pending pods and every evicted victim together against the free GPUs, where every victim
+//   must be placed again (joint_profile.h): BeforeSimulation, StopAfterPreemptor;
 // - counters (stats.h): every point.
 #pragma once
 
@@ -32,6 +34,7 @@
 #include "actions/allocate/allocate.h"
 #include "actions/victim_search/acting_runs.h"
 #include "actions/victim_search/idle_queues.h"
+#include "actions/victim_search/joint_profile.h"
 #include "actions/victim_search/kept_base.h"
 #include "actions/victim_search/pop_replay.h"
 #include "actions/victim_search/reach_bound.h"
@@ -67,6 +70,7 @@ class SearchAccelerator final : public RejectionProofs {
     }
     domain_.StartSearch(ssn_, job_);
     repeated_.StartSearch(ssn_);
+    joint_.StartSearch(ssn_, spec_.every_victim_placed_again);
   }
   ~SearchAccelerator() { ssn_.SetNodeChangeLog(nullptr); }
   SearchAccelerator(const SearchAccelerator&) = delete;
@@ -96,6 +100,8 @@ class SearchAccelerator final : public RejectionProofs {
     ResetFrees();
     SortedGpuSizes(ssn_, pending, sizes_scratch_);
     MakeProfile(sizes_scratch_, pending_profile_);
+    pending_sizes_.assign(sizes_scratch_.begin(), sizes_scratch_.end());
+    joint_.StartPrefix();
     domain_.StartPrefix(ssn_, pending);
     reach_.StartPrefix();
   }
@@ -279,6 +285,14 @@ class SearchAccelerator final : public RejectionProofs {
         return Outcome::kUnsolvable;
       }
     }
+    // (joint_profile.h: unsolvable; skipped where both unsolved ends are alike, else stopped
+    // once the pending pods are placed.)
+    joint_failed_ = JointProfileFails(scenario, potential);
+    if (joint_failed_ && may_skip && !verify_) {
+      ++stats_->joint_skipped;
+      ClearRejecting();
+      return Outcome::kUnsolvable;
+    }
     ++stats_->simulations;
     certain_by_saturation_ = false;
     proven_ = false;
@@ -379,6 +393,12 @@ class SearchAccelerator final : public RejectionProofs {
   // The preemptor's pods were placed: whether the rest of the order can be skipped (a rule is
   // certain, or victims that all need GPUs find none free).
   bool StopAfterPreemptor(const std::vector<NodeId>& nodes) {
+    if (joint_failed_) {
+      // (joint_profile.h: some evicted victim cannot be placed again beside the pending pods.)
+      proven_ = true;
+      ++stats_->joint_stopped;
+      if (!verify_) return true;
+    }
     if (RejectionCertain(nodes)) {
       proven_ = true;
       if (!verify_) return true;
@@ -486,6 +506,18 @@ class SearchAccelerator final : public RejectionProofs {
   // The current simulation: proven hopeless before placing / before evicting (verify mode), a
   // rule certain, stopped before the pending pods' turn, every victim asks for whole GPUs.
   bool proven_before_ = false;
+  // The joint profile (joint_profile.h): the rule, the pending pods' whole-GPU sizes (largest
+  // first) and whether the current simulation failed it.
+  JointProfile joint_;
+  std::vector<double> pending_sizes_;
+  bool joint_failed_ = false;
+  bool JointProfileFails(const Scenario& scenario, std::span<const PodId> potential) {
+    if (!joint_.Applies()) return false;
+    double free_now = 0;
+    if (!ExactFreeAfterEvictions(free_now)) return false;
+    return joint_.Fails(ssn_, scenario, potential, pending_sizes_, free_now,
+                        [&](double g) { return BlocksAfterEvictions(g); });
+  }
   bool verify_proven_ = false;
   bool proven_ = false;
   bool unsolvable_ = false;

@@ -50,6 +50,10 @@ struct SolverSpec {
   // by the scenario filters. SolveJob then counts it so, after the same budget checks, without
   // searching.
   std::optional<int64_t> known_filtered_failure;
+  // Whether `validator` accepts only simulations that placed again every victim they evicted
+  // (consolidation's). With the shortcuts on, the joint profile rule then applies
+  // (victim_search/joint_profile.h).
+  bool every_victim_placed_again = false;
 };
 
 struct SolverResult {

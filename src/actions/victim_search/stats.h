@@ -33,6 +33,11 @@ struct SolverActionStats {
   uint64_t out_of_reach = 0;     // scenarios none of whose nodes reaches a node that frees a
                                  // block the pending pods lack, left unsolved without trying
                                  // their nodes (reach_bound.h)
+  uint64_t joint_skipped = 0;    // simulations not run: the pending pods and every evicted victim
+                                 // cannot all fit, and both unsolved ends are alike
+                                 // (joint_profile.h; not in proven_before)
+  uint64_t joint_stopped = 0;    // of simulations: stopped, rejected, once the pending pods were
+                                 // placed, for the same reason (joint_profile.h)
   uint64_t simulations = 0;      // placements simulated (AllocatePreemptorAndVictims)
   uint64_t idle_queues = 0;      // leaf queues left out of the simulations' job orders, idle
                                  // from the start or from the pop of their last acting entry
