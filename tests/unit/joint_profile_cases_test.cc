@@ -81,9 +81,8 @@ bool AskJointFails(const JointCluster& k) {
   victim_search::SortedGpuSizes(*ssn, pending, sizes);
   // (Free GPUs after the evictions, per node, as the pre-check counts them.)
   double used_on_b = 0;
-  for (const Pod& pod : c.pods) {
-    const NodeId n = ssn->pod(static_cast<PodId>(&pod - c.pods.data())).node;
-    if (n == k.b && pod.job != k.v) used_on_b += pod.request.gpus;
+  for (PodId p = 0; p < static_cast<PodId>(c.pods.size()); ++p) {
+    if (ssn->pod(p).node == k.b && c.pods[p].job != k.v) used_on_b += c.pods[p].request.gpus;
   }
   const std::vector<double> free = {4, 6 - used_on_b};
   auto blocks = [&](double g) {

@@ -51,9 +51,7 @@ TEST_P(IdleQueuesTest, SameDecisionsWithAndWithoutTheRule) {
   EXPECT_EQ(IdleQueues(off), 0u);
   if (k.plain) {
     const CycleDecisions plain = IdleQueuesCycle(file, SearchMode::kPlain);
-    EXPECT_EQ(on.digest, plain.digest);
-    EXPECT_EQ(on.evictions, plain.evictions);
-    EXPECT_EQ(on.pipelined, plain.pipelined);
+    differential::ExpectSamePlacements(on, plain);
     EXPECT_EQ(IdleQueues(plain), 0u);
   }
   std::filesystem::remove(file);
