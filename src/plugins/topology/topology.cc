@@ -14,6 +14,10 @@
 //  - pods of a job already running inside a required-level domain keep the rest in that domain.
 // A constraint naming an unknown topology or level fails the sub-group with a job fit error that
 // says so; the rest of the cycle goes on.
+//
+// Beside this file: tree.h (the domains), free_sums.h (their free resources, summed again or
+// followed through the node journal), representative.h (representative pods and their counts),
+// domain_order.h (the bin-packing order of domains).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -25,21 +29,30 @@
 #include "plugins/builtin.h"
 #include "plugins/plugin_util.h"
 #include "plugins/scores.h"
+#include "plugins/topology/domain_order.h"
+#include "plugins/topology/free_sums.h"
+#include "plugins/topology/representative.h"
 #include "plugins/topology/tree.h"
 
 namespace gantry {
 namespace {
 
 using topology::BuildTree;
+using topology::ComputeFree;
 using topology::Domain;
 using topology::DomainHasNode;
 using topology::DomainsAtLevel;
+using topology::FollowFreeSums;
 using topology::kAllocatablePodsNotSet;
-using topology::LeafCache;
 using topology::LevelDomains;
 using topology::MarkSubtree;
 using topology::RatioToFree;
+using topology::RefreshLeaf;
+using topology::RepresentativePods;
 using topology::ReverseLevelOrder;
+using topology::SortScratch;
+using topology::SortTree;
+using topology::SortTreeFollowing;
 using topology::SumRequests;
 using topology::Tree;
 
@@ -59,12 +72,9 @@ class TopologyPlugin : public Plugin {
     tree_index_.clear();
     required_domains_.clear();
     scores_.clear();
-    signatures_.clear();
-    acc_cache_.clear();
-    sig_counts_.clear();
     for (const Topology& t : c.topologies) Build(c, t);
+    reps_.Reset(trees_.size());
     if (trees_.empty()) return;
-    sig_counts_.resize(trees_.size());
     if (FollowsChanges(ssn)) ssn.EnableNodeJournal();
     // Both node callbacks read the node's domains, so they depend on more than its shape and
     // state; they apply only to the pods of constrained sub-groups, which the filters name (the
@@ -87,9 +97,7 @@ class TopologyPlugin : public Plugin {
     trees_.clear();
     required_domains_.clear();
     scores_.clear();
-    signatures_.clear();
-    acc_cache_.clear();
-    sig_counts_.clear();
+    reps_.Reset(0);
   }
 
  private:
@@ -181,7 +189,7 @@ class TopologyPlugin : public Plugin {
     scope_ = domain_index;
 
     if (follow_) {
-      FollowChanges(s, tree);
+      FollowFreeSums(s, tree);
     } else {
       for (Domain& d : tree.domains) {
         d.allocatable_pods = kAllocatablePodsNotSet;
@@ -189,7 +197,7 @@ class TopologyPlugin : public Plugin {
       }
       ComputeFree(s, tree, domain_index);
     }
-    if (AlikePods(s, tasks)) {
+    if (RepresentativePods::AlikePods(s, tasks)) {
       if (!ComputeAllocatable(s, tree, tree_number, domain_index, tasks)) {
         out.clear();
         return true;  // pods of different fractions cannot be represented together
@@ -237,7 +245,8 @@ class TopologyPlugin : public Plugin {
       ++tree.asked_serial;
     }
     if (follow_) {
-      if (max_depth != -3) SortTreeFollowing(s, tree, domain_index, asked, max_depth);
+      if (max_depth != -3)
+        SortTreeFollowing(s, tree, domain_index, asked, max_depth, sort_scratch_);
     } else {
       SortTree(s, tree, domain_index, asked, max_depth);
     }
@@ -406,127 +415,14 @@ class TopologyPlugin : public Plugin {
     return it == tree.by_id[static_cast<size_t>(depth)].end() ? 0 : it->second;
   }
 
-  // The free resources of domain d and of the domains under it (the others stay zero). Inner
-  // domains add their children's in the children's current order, as the reference does, so
-  // the sums are the same to the bit with or without the leaf cache.
-  void ComputeFree(const Session& s, Tree& tree, int32_t d) {
-    Domain& dom = tree.domains[d];
-    if (dom.children.empty()) {
-      if (s.params().topology_incremental) {
-        RefreshLeaf(s, tree, dom);
-        dom.free = dom.leaf.free;
-        return;
-      }
-      dom.free = LeafFree(s, dom);
-      return;
-    }
-    uint64_t stamp = dom.order_stamp;
-    for (int32_t child : dom.children) {
-      ComputeFree(s, tree, child);
-      dom.free += tree.domains[child].free;
-      stamp = std::max(stamp, tree.domains[child].free_stamp);
-    }
-    dom.free_stamp = stamp;
-  }
-
-  static Resources LeafFree(const Session& s, const Domain& dom) {
-    Resources free;
-    for (NodeId n : dom.nodes) {
-      const NodeState& st = s.node(n);
-      free += st.idle;
-      free += st.releasing;
-    }
-    free.pods = 0;
-    return free;
-  }
-
-  // Sums a leaf's free resources again if one of its nodes changed since the last sum.
-  static void RefreshLeaf(const Session& s, Tree& tree, Domain& dom) {
-    LeafCache& leaf = dom.leaf;
-    const uint64_t epoch = s.placement_epoch();
-    if (leaf.valid && leaf.checked_epoch == epoch) return;
-    bool changed = !leaf.valid;
-    for (NodeId n : dom.nodes) {
-      const uint32_t v = s.node_version(n);
-      if (tree.seen_version[n] != v) {
-        tree.seen_version[n] = v;
-        changed = true;
-      }
-    }
-    leaf.valid = true;
-    leaf.checked_epoch = epoch;
-    if (!changed) return;
-    ++leaf.revision;
-    leaf.free = LeafFree(s, dom);
-    dom.free_stamp = ++tree.stamps;
-  }
-
-  // KAI's useRepresentorPodsAccounting: every pod or none uses GPUs, and every extended
-  // resource is asked by every pod.
-  static bool AlikePods(const Session& s, std::span<const PodId> tasks) {
-    const Cluster& c = s.cluster();
-    size_t using_gpu = 0;
-    std::vector<size_t> per_scalar(static_cast<size_t>(c.resource_names.size()), 0);
-    for (PodId p : tasks) {
-      const Pod& pod = c.pods[p];
-      if (pod.RequestedGpus() > 0) ++using_gpu;
-      for (int i = 0; i < c.resource_names.size(); ++i) {
-        if (pod.request.scalars[i] > 0 && !IsMig(s, i)) ++per_scalar[static_cast<size_t>(i)];
-      }
-    }
-    if (using_gpu != 0 && using_gpu != tasks.size()) return false;
-    for (size_t n : per_scalar) {
-      if (n != 0 && n != tasks.size()) return false;
-    }
-    return true;
-  }
-
-  static bool IsMig(const Session& s, int slot) {
-    for (const auto& m : s.mig_profiles()) {
-      if (m.slot == slot) return true;
-    }
-    return false;
-  }
-
   // Representative pods: how many copies of the largest pod each leaf node could hold.
   bool ComputeAllocatable(Session& s, Tree& tree, size_t tree_number, int32_t root,
                           std::span<const PodId> tasks) {
-    const Cluster& c = s.cluster();
-    Pod max;  // the largest request of each kind
-    bool any_resource = false;
-    for (PodId p : tasks) {
-      const Pod& pod = c.pods[p];
-      max.request.cpu_millis = std::max(max.request.cpu_millis, pod.request.cpu_millis);
-      max.request.memory_bytes = std::max(max.request.memory_bytes, pod.request.memory_bytes);
-      for (int i = 0; i < c.resource_names.size(); ++i) {
-        max.request.scalars[i] = std::max(max.request.scalars[i], pod.request.scalars[i]);
-      }
-      // GPUs: the pod with the most; fractions of different sizes cannot be combined.
-      const double g = pod.RequestedGpus();
-      const double mg = max.RequestedGpus();
-      if (pod.IsSharedGpu() && max.IsSharedGpu() && pod.gpu_fraction != max.gpu_fraction) {
-        return false;
-      }
-      if (g > mg) {
-        max.gpu_kind = pod.gpu_kind;
-        max.request.gpus = pod.request.gpus;
-        max.gpu_fraction = pod.gpu_fraction;
-        max.gpu_devices = pod.gpu_devices;
-      }
-      if (pod.gpu_memory_mib > max.gpu_memory_mib) {
-        max.gpu_memory_mib = pod.gpu_memory_mib;
-        if (max.gpu_kind == GpuRequestKind::kNoGpu) {
-          max.gpu_kind = GpuRequestKind::kMemory;
-          max.gpu_devices = 1;
-        }
-      }
-    }
-    max.request.pods = 0;
-    any_resource = max.request.cpu_millis > 0 || max.request.memory_bytes > 0 ||
-                   max.RequestedGpus() > 0 || max.gpu_memory_mib > 0 || max.request.HasScalars();
+    Pod max;
+    if (!RepresentativePods::Largest(s, tasks, max)) return false;
+    const bool any_resource = RepresentativePods::AsksAnything(max);
     const int all = static_cast<int>(tasks.size());
-    test_ = max;
-    signature_ = SignatureOf(max);
+    reps_.Select(max);
     if (follow_) {
       if (!any_resource) {
         alloc_mode_ = AllocMode::kAll;
@@ -534,101 +430,11 @@ class TopologyPlugin : public Plugin {
         return true;
       }
       alloc_mode_ = AllocMode::kCounts;
-      alloc_counts_ = &FollowCounts(s, tree, tree_number, max);
+      alloc_counts_ = &reps_.FollowCounts(s, tree, tree_number, max);
       return true;
     }
     Allocatable(s, tree, root, max, any_resource, all);
     return true;
-  }
-
-  // Follows the node journal since the last call: the leaves of the changed nodes summed again
-  // (in their node order, as LeafFree), then every domain above them and every domain whose
-  // children were reordered (SortTree), level by level upwards, each adding its children's sums
-  // in their current order as ComputeFree does: the same sums to the bit. The first call, and
-  // the first after the journal started again, sums every domain.
-  static void FollowChanges(const Session& s, Tree& tree) {
-    const std::vector<NodeId>& journal = s.node_journal();
-    const std::vector<int32_t>& leaf_of = tree.node_domain.back();
-    if (!tree.sums_valid || tree.journal_generation != s.node_journal_generation()) {
-      tree.sum_dirty.assign(tree.domains.size(), 0);
-      tree.dirty_at.assign(tree.topology->levels.size() + 1, {});
-      for (int32_t d : tree.by_level.back()) MarkSumDirty(tree, d);
-      tree.sums_valid = true;
-      tree.journal_generation = s.node_journal_generation();
-    } else {
-      for (size_t i = tree.journal_position; i < journal.size(); ++i) {
-        const int32_t leaf = leaf_of[static_cast<size_t>(journal[i])];
-        if (leaf >= 0) MarkSumDirty(tree, leaf);
-      }
-    }
-    tree.journal_position = journal.size();
-    for (size_t at = tree.dirty_at.size(); at-- > 0;) {
-      // (Marking a parent adds to the level above, not to this one.)
-      for (int32_t d : tree.dirty_at[at]) {
-        Domain& dom = tree.domains[static_cast<size_t>(d)];
-        tree.sum_dirty[static_cast<size_t>(d)] = 0;
-        if (dom.children.empty()) {
-          dom.free = LeafFree(s, dom);
-        } else {
-          Resources sum;
-          for (int32_t child : dom.children) sum += tree.domains[static_cast<size_t>(child)].free;
-          dom.free = sum;
-        }
-        dom.free_stamp = ++tree.stamps;
-        if (dom.parent >= 0) MarkSumDirty(tree, dom.parent);
-      }
-      tree.dirty_at[at].clear();
-    }
-  }
-
-  static void MarkSumDirty(Tree& tree, int32_t d) {
-    if (tree.sum_dirty[static_cast<size_t>(d)]) return;
-    tree.sum_dirty[static_cast<size_t>(d)] = 1;
-    const int at = tree.domains[static_cast<size_t>(d)].level + 1;  // (the root first)
-    tree.dirty_at[static_cast<size_t>(at)].push_back(d);
-  }
-
-  // The representative pod's count per domain (how many copies its nodes hold), kept per tree and
-  // signature and changed by the differences of the nodes the journal names since its last use.
-  // Whole sums, so the order of the additions does not matter.
-  const std::vector<int64_t>& FollowCounts(Session& s, const Tree& tree, size_t tree_number,
-                                           const Pod& max) {
-    auto& per_signature = sig_counts_[tree_number];
-    if (per_signature.size() <= static_cast<size_t>(signature_)) {
-      per_signature.resize(static_cast<size_t>(signature_) + 1);
-    }
-    SignatureCounts& sc = per_signature[static_cast<size_t>(signature_)];
-    const std::vector<NodeId>& journal = s.node_journal();
-    const std::vector<int32_t>& leaf_of = tree.node_domain.back();
-    auto add = [&](NodeId n, int64_t delta) {
-      for (int32_t d = leaf_of[static_cast<size_t>(n)]; d >= 0;
-           d = tree.domains[static_cast<size_t>(d)].parent) {
-        sc.domain_count[static_cast<size_t>(d)] += delta;
-      }
-    };
-    if (!sc.valid || sc.journal_generation != s.node_journal_generation()) {
-      sc.node_value.assign(s.cluster().nodes.size(), 0);
-      sc.domain_count.assign(tree.domains.size(), 0);
-      for (NodeId n : tree.domains[0].nodes) {
-        const int v = CachedAccommodation(s, n, max);
-        sc.node_value[static_cast<size_t>(n)] = v;
-        add(n, v);
-      }
-      sc.valid = true;
-      sc.journal_generation = s.node_journal_generation();
-    } else {
-      for (size_t i = sc.journal_position; i < journal.size(); ++i) {
-        const NodeId n = journal[i];
-        if (!tree.in_topology[static_cast<size_t>(n)]) continue;
-        const int v = CachedAccommodation(s, n, max);
-        int& seen = sc.node_value[static_cast<size_t>(n)];
-        if (v == seen) continue;
-        add(n, static_cast<int64_t>(v) - seen);
-        seen = v;
-      }
-    }
-    sc.journal_position = journal.size();
-    return sc.domain_count;
   }
 
   // Whether domain d lies in the subtree of this call's lowest common domain (the domains the
@@ -664,20 +470,19 @@ class TopologyPlugin : public Plugin {
       if (any_resource && s.params().topology_incremental) {
         RefreshLeaf(s, tree, dom);
         auto& per_signature = dom.leaf.allocatable;
-        if (per_signature.size() <= static_cast<size_t>(signature_)) {
-          per_signature.resize(static_cast<size_t>(signature_) + 1, {0, 0});
-        }
-        auto& entry = per_signature[static_cast<size_t>(signature_)];
+        const auto signature = static_cast<size_t>(reps_.signature());
+        if (per_signature.size() <= signature) per_signature.resize(signature + 1, {0, 0});
+        auto& entry = per_signature[signature];
         if (entry.first != dom.leaf.revision + 1) {
           int sum = 0;
-          for (NodeId n : dom.nodes) sum += CachedAccommodation(s, n, max);
+          for (NodeId n : dom.nodes) sum += reps_.Cached(s, n, max);
           entry = {dom.leaf.revision + 1, sum};
         }
         dom.allocatable_pods = entry.second;
         return dom.allocatable_pods;
       }
       for (NodeId n : dom.nodes) {
-        dom.allocatable_pods += any_resource ? CachedAccommodation(s, n, max) : all;
+        dom.allocatable_pods += any_resource ? reps_.Cached(s, n, max) : all;
       }
       return dom.allocatable_pods;
     }
@@ -685,74 +490,6 @@ class TopologyPlugin : public Plugin {
     for (int32_t child : dom.children) sum += Allocatable(s, tree, child, max, any_resource, all);
     tree.domains[d].allocatable_pods = sum;
     return sum;
-  }
-
-  // Accommodation per node and representative pod, kept while the node does not change (most
-  // jobs look at every node of the tree, few nodes change between jobs).
-  int CachedAccommodation(Session& s, NodeId n, const Pod& max) {
-    auto& cache = acc_cache_[static_cast<size_t>(signature_)];
-    if (cache.empty()) cache.assign(s.cluster().nodes.size(), {~0U, 0});
-    auto& entry = cache[static_cast<size_t>(n)];
-    if (entry.first != s.node_version(n)) {
-      entry = {s.node_version(n), Accommodation(s, n, max)};
-    }
-    return entry.second;
-  }
-
-  // The index of the representative pod's shape among those seen this session.
-  int SignatureOf(const Pod& max) {
-    for (size_t i = 0; i < signatures_.size(); ++i) {
-      const Pod& o = signatures_[i];
-      if (o.request == max.request && o.gpu_kind == max.gpu_kind &&
-          o.gpu_fraction == max.gpu_fraction && o.gpu_devices == max.gpu_devices &&
-          o.gpu_memory_mib == max.gpu_memory_mib) {
-        return static_cast<int>(i);
-      }
-    }
-    signatures_.push_back(max);
-    acc_cache_.emplace_back();
-    return static_cast<int>(signatures_.size() - 1);
-  }
-
-  // The largest k such that k copies of `max` fit the node's idle and releasing resources. An
-  // upper bound from the per-resource quotients is checked downwards (the fit is monotone in k).
-  int Accommodation(Session& s, NodeId n, const Pod& max) {
-    const NodeState& st = s.node(n);
-    Resources avail = st.idle;
-    avail += st.releasing;
-    double bound = std::numeric_limits<double>::infinity();
-    auto limit = [&](double want, double have) {
-      if (want > 0) bound = std::min(bound, std::floor(have / want));
-    };
-    limit(max.request.cpu_millis, avail.cpu_millis);
-    limit(max.request.memory_bytes, avail.memory_bytes);
-    for (int i = 0; i < s.cluster().resource_names.size(); ++i) {
-      bool mig = false;
-      for (const auto& m : s.mig_profiles()) mig = mig || m.slot == i;
-      if (!mig) limit(max.request.scalars[i], avail.scalars[i]);
-    }
-    if (max.IsSharedGpu()) {
-      const int64_t memory = s.GpuMemoryOn(max, n);
-      const auto device_memory = static_cast<int64_t>(s.cluster().nodes[n].gpu_memory_mib);
-      const double devices =
-          std::floor(avail.gpus) + s.shared_gpus(n).CountFitting(memory, device_memory, 1 << 30);
-      limit(std::max(1, max.gpu_devices), devices);
-    } else if (max.request.gpus > 0) {
-      limit(max.request.gpus, std::floor(avail.gpus));
-    }
-    if (bound == std::numeric_limits<double>::infinity()) return 1 << 20;
-    int k = static_cast<int>(std::max(0.0, bound)) + 1;
-    while (k > 0) {
-      test_.request = max.request;
-      test_.request.cpu_millis *= k;
-      test_.request.memory_bytes *= k;
-      for (double& v : test_.request.scalars) v *= k;
-      if (max.gpu_kind == GpuRequestKind::kWhole) test_.request.gpus = max.request.gpus * k;
-      test_.gpu_devices = max.gpu_devices * k;
-      if (s.RepresentativeFits(test_, n)) return k;
-      --k;
-    }
-    return 0;
   }
 
   // KAI's checkJobDomainFit: enough representative pods, or else a requested-to-free ratio of at
@@ -798,117 +535,6 @@ class TopologyPlugin : public Plugin {
       e.messages.push_back("node-group(s) didn't have enough resources: memory");
     }
     return e;
-  }
-
-  // Bin packing: children fullest first (by the job's ratio to their free resources), then by id.
-  // The order is a function of the keys alone (ties broken by the unique ids), so children already
-  // sorted under the same keys, position for position, are not sorted again.
-  void SortTree(const Session& s, Tree& tree, int32_t d, const Resources& asked, int max_depth) {
-    if (max_depth == -3) return;
-    Domain& dom = tree.domains[d];
-    const bool incremental = s.params().topology_incremental;
-    bool same_keys = incremental && dom.sort_keys.size() == dom.children.size();
-    uint64_t children_stamp = 0;
-    for (int32_t child : dom.children) {
-      children_stamp = std::max(children_stamp, tree.domains[child].free_stamp);
-    }
-    // The keys are a function of the request and the children's free resources: when neither
-    // changed since they were computed, they are the same (and so is the order).
-    const bool keys_known =
-        same_keys && dom.keys_asked == tree.asked_serial && dom.keys_stamp == children_stamp;
-    for (size_t i = 0; same_keys && !keys_known && i < dom.children.size(); ++i) {
-      // (NaN keys compare unequal: sorted again.)
-      same_keys = RatioToFree(s, asked, tree.domains[dom.children[i]].free) == dom.sort_keys[i];
-    }
-    if (incremental) {
-      dom.keys_asked = tree.asked_serial;
-      dom.keys_stamp = children_stamp;
-    }
-    if (same_keys) {
-      if (dom.level == max_depth) return;
-      for (size_t i = 0; i < dom.children.size(); ++i) {
-        SortTree(s, tree, tree.domains[d].children[i], asked, max_depth);
-      }
-      return;
-    }
-    std::vector<std::pair<double, int32_t>> keyed;
-    keyed.reserve(dom.children.size());
-    for (int32_t child : dom.children) {
-      keyed.emplace_back(RatioToFree(s, asked, tree.domains[child].free), child);
-    }
-    std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
-      if (a.first != b.first) return a.first > b.first;
-      return tree.domains[a.second].id < tree.domains[b.second].id;
-    });
-    bool reordered = false;
-    for (size_t i = 0; i < keyed.size(); ++i) {
-      reordered = reordered || tree.domains[d].children[i] != keyed[i].second;
-      tree.domains[d].children[i] = keyed[i].second;
-    }
-    if (incremental) {
-      if (reordered) dom.order_stamp = ++tree.stamps;
-      dom.sort_keys.resize(keyed.size());
-      for (size_t i = 0; i < keyed.size(); ++i) dom.sort_keys[i] = keyed[i].first;
-    }
-    if (tree.domains[d].level == max_depth) return;
-    const std::vector<int32_t> children = tree.domains[d].children;
-    for (int32_t child : children) SortTree(s, tree, child, asked, max_depth);
-  }
-
-  // SortTree when following the changes: the same keys, order and stamps, each key computed once
-  // (SortTree computes them again to sort after the first differs), the children walked in place
-  // and scratch vectors kept between calls. The same stable sort on the same input: the same
-  // order.
-  void SortTreeFollowing(const Session& s, Tree& tree, int32_t d, const Resources& asked,
-                         int max_depth) {
-    Domain& dom = tree.domains[static_cast<size_t>(d)];
-    const size_t n = dom.children.size();
-    if (n == 0) return;
-    uint64_t children_stamp = 0;
-    for (int32_t child : dom.children) {
-      children_stamp =
-          std::max(children_stamp, tree.domains[static_cast<size_t>(child)].free_stamp);
-    }
-    const bool keys_known = dom.sort_keys.size() == n && dom.keys_asked == tree.asked_serial &&
-                            dom.keys_stamp == children_stamp;
-    dom.keys_asked = tree.asked_serial;
-    dom.keys_stamp = children_stamp;
-    if (!keys_known) {
-      std::vector<double>& keys = sort_keys_scratch_;
-      keys.resize(n);
-      bool same_keys = dom.sort_keys.size() == n;
-      for (size_t i = 0; i < n; ++i) {
-        keys[i] = RatioToFree(s, asked, tree.domains[static_cast<size_t>(dom.children[i])].free);
-        // (NaN keys compare unequal: sorted again.)
-        same_keys = same_keys && keys[i] == dom.sort_keys[i];
-      }
-      if (!same_keys) {
-        std::vector<std::pair<double, int32_t>>& keyed = keyed_scratch_;
-        keyed.clear();
-        for (size_t i = 0; i < n; ++i) keyed.emplace_back(keys[i], dom.children[i]);
-        std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
-          if (a.first != b.first) return a.first > b.first;
-          return tree.domains[static_cast<size_t>(a.second)].id <
-                 tree.domains[static_cast<size_t>(b.second)].id;
-        });
-        bool reordered = false;
-        for (size_t i = 0; i < n; ++i) {
-          reordered = reordered || dom.children[i] != keyed[i].second;
-          dom.children[i] = keyed[i].second;
-        }
-        if (reordered) {
-          dom.order_stamp = ++tree.stamps;
-          MarkSumDirty(tree, d);  // its sum is added again in the new order at the next call
-        }
-        dom.sort_keys.resize(n);
-        for (size_t i = 0; i < n; ++i) dom.sort_keys[i] = keyed[i].first;
-      }
-    }
-    if (dom.level == max_depth) return;
-    for (size_t i = 0; i < n; ++i) {
-      SortTreeFollowing(s, tree, tree.domains[static_cast<size_t>(d)].children[i], asked,
-                        max_depth);
-    }
   }
 
   // The pod sets under a sub-group.
@@ -1003,31 +629,18 @@ class TopologyPlugin : public Plugin {
       return d < 0 ? 0 : values[static_cast<size_t>(d)];
     }
   };
-  // A representative pod's counts per domain, followed through the node journal (FollowCounts).
-  struct SignatureCounts {
-    bool valid = false;
-    uint64_t journal_generation = 0;
-    size_t journal_position = 0;
-    std::vector<int> node_value;        // per node: its count when last added
-    std::vector<int64_t> domain_count;  // per domain
-  };
   enum class AllocMode { kNotSet, kAll, kCounts };
 
   std::vector<Tree> trees_;
   std::unordered_map<std::string, size_t> tree_index_;
   // RequiredDomains' answers, per (tree, level), made on first use.
   std::map<std::pair<size_t, int>, NodeDomains> required_domains_;
-  Pod test_;  // scratch representative pod (no allocation per node)
   // Scratch of SubsetNodes, kept between calls: the candidate nodes in the topology, and the same
   // as flags per node (all zero between calls).
   std::vector<NodeId> valid_;
   std::vector<char> valid_flag_;
-  std::vector<Pod> signatures_;
-  int signature_ = 0;
-  std::vector<std::vector<std::pair<uint32_t, int>>> acc_cache_;  // per signature, per node
+  RepresentativePods reps_;
   std::unordered_map<int64_t, PreferredScores> scores_;
-  // Per tree, per signature (SubsetNodes following the changes).
-  std::vector<std::vector<SignatureCounts>> sig_counts_;
   // This SubsetNodes call: whether it follows the changes, its lowest common domain, and how
   // AllocOf reads the representative-pod counts.
   bool follow_ = false;
@@ -1035,9 +648,8 @@ class TopologyPlugin : public Plugin {
   AllocMode alloc_mode_ = AllocMode::kNotSet;
   int alloc_all_ = 0;
   const std::vector<int64_t>* alloc_counts_ = nullptr;
-  std::vector<int32_t> level_domains_;                     // scratch
-  std::vector<double> sort_keys_scratch_;                  // SortTreeFollowing's
-  std::vector<std::pair<double, int32_t>> keyed_scratch_;  // SortTreeFollowing's
+  std::vector<int32_t> level_domains_;  // scratch
+  SortScratch sort_scratch_;
 };
 
 }  // namespace
