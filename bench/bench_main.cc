@@ -4,9 +4,10 @@
 //                [--only load|snapshot|allocate|cycle] [--seed N] [--shape NAME]
 //                [--search-budget-hours H] [--victim-search-v017] [--no-repeated-nodes]
 //                [--no-shared-rank-by-class] [--no-strategy-rules] [--no-counter-replay]
-//                [--no-reach-bound] [--no-shared-class-ranking] [--no-domain-during-simulation]
-//                [--no-topology-follow-changes] [--no-preempt-kept-candidates]
-//                [--no-preempt-repeated-failures] [--no-joint-profile]
+//                [--no-reach-bound] [--no-reach-single-pod] [--no-shared-class-ranking]
+//                [--no-domain-during-simulation] [--no-topology-follow-changes]
+//                [--no-preempt-kept-candidates] [--no-preempt-repeated-failures]
+//                [--no-joint-profile]
 //
 // `--shape NAME` picks one cluster shape of the benchmark family (README.md, "The shapes"):
 // default, sharing (30% fractional pods and topology-constrained gangs; `--variant sharing` is
@@ -113,6 +114,7 @@ struct Args {
   bool repeated_nodes = true;  // the victim search's repeated-nodes rule (repeated_nodes.h)
   bool counter_replay = true;  // the pre-check on replayed shared-GPU counters (capacity_blocks.h)
   bool reach_bound = true;     // the victim search's reach rule (reach_bound.h)
+  bool reach_single_pod = true;  // its one-pod jobs without lists (reach_bound.h)
   // The per-domain check during a simulation where a domain fitted in the base state
   // (domain_precheck.h, SchedulerParams::solver_domain_during_simulation).
   bool domain_during_simulation = true;
@@ -200,6 +202,9 @@ void Usage(FILE* out) {
                "  --no-reach-bound\n"
                "                   the victim search tries the nodes of every scenario, also\n"
                "                   of those out of reach of a freed block (the reference path)\n"
+               "  --no-reach-single-pod\n"
+               "                   the reach rule lists the victims of one-pod jobs by job and\n"
+               "                   node like the others (the same answers, more work)\n"
                "  --no-domain-during-simulation\n"
                "                   a simulation goes on to the pending pods' turn after victims\n"
                "                   placed again left no required topology domain that fits, when\n"
@@ -322,6 +327,8 @@ std::optional<Args> ParseArgs(int argc, char** argv) {
       a.counter_replay = false;
     } else if (arg == "--no-reach-bound") {
       a.reach_bound = false;
+    } else if (arg == "--no-reach-single-pod") {
+      a.reach_single_pod = false;
     } else if (arg == "--no-domain-during-simulation") {
       a.domain_during_simulation = false;
     } else if (arg == "--no-joint-profile") {
@@ -581,6 +588,7 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
     full.params.solver_strategy_rules = args.strategy_rules;
     full.params.solver_counter_replay = args.counter_replay;
     full.params.solver_reach_bound = args.reach_bound;
+    full.params.solver_reach_single_pod_jobs = args.reach_single_pod;
     full.params.solver_domain_during_simulation = args.domain_during_simulation;
     full.params.solver_joint_profile = args.joint_profile;
     full.params.preempt_kept_candidates = args.preempt_kept_candidates;

@@ -72,6 +72,10 @@ struct SchedulerParams {
   // pending pods lack is left unsolved without trying its nodes (victim_search/reach_bound.h).
   // Off only for its differential tests (reach_bound_test.cc).
   bool solver_reach_bound = true;
+  // With the reach rule: victims of one-pod jobs are summed on their node without the rule's job
+  // and node lists (the same answers; victim_search/reach_bound.h). Off only for its differential
+  // tests (reach_bound_test.cc).
+  bool solver_reach_single_pod_jobs = true;
   // Reclaim's victims queues: a leaf queue whose pods' states changed since its entries were kept
   // (a committed solution touched some of its jobs) is brought up to date from its kept heap by
   // the jobs whose version changed, instead of built again from all its jobs (actions/reclaim/

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -175,13 +176,15 @@ struct ShapeCase {
   bool plain = false;  // also compare with the plain search (slow on the larger clusters)
 };
 inline std::string ShapeCaseName(const ::testing::TestParamInfo<ShapeCase>& p) {
-  return std::string(p.param.shape) + "_" + std::to_string(p.param.nodes) + "_seed" +
-         std::to_string(p.param.seed);
+  std::string shape = p.param.shape;
+  std::replace(shape.begin(), shape.end(), '-', '_');  // ("kai-layout": test names take no '-')
+  return shape + "_" + std::to_string(p.param.nodes) + "_seed" + std::to_string(p.param.seed);
 }
 
 // The generated cluster of a case's shape, as gantry-bench's --shape names it: "busy" (the busy
 // shared cluster), "mixed", "topology" (topology-constrained gangs), "sharing" (those and 30%
-// fractional pods), "fractional" (80% fractional pods), else the default one.
+// fractional pods), "fractional" (80% fractional pods), "kai-layout" (running pods round-robin),
+// "hero" (one gang of nodes/16 pods of 8 GPUs, at least 2), else the default one.
 // Written as WriteCluster does, under `tag` and the shape.
 inline std::string WriteShapeCluster(const std::string& tag, const ShapeCase& k,
                                      bench::ClusterGenSummary& summary) {
@@ -194,6 +197,8 @@ inline std::string WriteShapeCluster(const std::string& tag, const ShapeCase& k,
   options.topology = shape == "topology" || shape == "sharing";
   if (shape == "sharing") options.fractional_share = 0.3;
   if (shape == "fractional") options.fractional_share = 0.8;
+  options.round_robin = shape == "kai-layout";
+  if (shape == "hero") options.hero_gang_pods = std::max(2, k.nodes / 16);
   return WriteCluster(tag + "-" + shape, options, summary);
 }
 

@@ -104,6 +104,7 @@ class SearchAccelerator final : public RejectionProofs {
     joint_.StartPrefix();
     domain_.StartPrefix(ssn_, pending);
     reach_.StartPrefix();
+    reach_.SetSinglePodJobs(ssn_.params().solver_reach_single_pod_jobs);
   }
 
   // --- Victims-queue pops (replayed instead of popping a copy per prefix)
