@@ -533,8 +533,26 @@ Cluster ReclaimRepeatsCluster(uint64_t seed) {
   std::vector<NodeId> ids;
   ids.reserve(static_cast<size_t>(nodes));
   for (int n = 0; n < nodes; ++n) ids.push_back(testutil::AddNode(c, "n" + std::to_string(n), 4));
-  const int d_jobs = 1 + pick(3);
-  const int a_gpus = 4 * nodes - d_jobs;
+  // Running jobs node by node: (queue a?, GPUs). From seed 201 on, a's and d's jobs of 1 or 2
+  // GPUs mixed on the nodes (victims placed back ahead of a preemptor then compete with it);
+  // before, a's one-GPU jobs and then 1-3 of d's.
+  std::vector<std::pair<bool, int>> running;
+  int a_gpus = 0;
+  if (seed > 200) {
+    for (int n = 0; n < nodes; ++n) {
+      for (int free = 4; free > 0;) {
+        const int gpus = free >= 2 && pick(3) == 0 ? 2 : 1;
+        const bool in_a = pick(3) != 0;
+        running.emplace_back(in_a, gpus);
+        a_gpus += in_a ? gpus : 0;
+        free -= gpus;
+      }
+    }
+  } else {
+    const int d_jobs = 1 + pick(3);
+    a_gpus = 4 * nodes - d_jobs;
+    for (int i = 0; i < 4 * nodes; ++i) running.emplace_back(i < a_gpus, 1);
+  }
   // (Created in the order of their quotas: proportion's queue order is then total on siblings,
   // as the rule needs.)
   testutil::AddQueue(
@@ -542,16 +560,16 @@ Cluster ReclaimRepeatsCluster(uint64_t seed) {
   testutil::AddQueue(c, "b", {.gpu = QueueQuota{2.0 + pick(3), kUnlimited, 1}, .creation_ms = 3});
   testutil::AddQueue(c, "c", {.gpu = QueueQuota{1.0 + pick(2), kUnlimited, 1}, .creation_ms = 2});
   testutil::AddQueue(c, "d", {.gpu = QueueQuota{0, kUnlimited, 1}, .creation_ms = 1});
-  // Running: a's one-GPU jobs, then d's, filling every node.
-  int slot = 0;
-  auto place = [&](const std::string& queue, const std::string& name, int64_t creation) {
-    const JobId j = testutil::AddJob(
-        c, name, {.queue = queue, .pod = testutil::kGpuPod, .creation_ms = creation});
-    testutil::Place(c, testutil::PodOf(c, j, 0), ids[static_cast<size_t>(slot / 4)]);
-    ++slot;
-  };
-  for (int i = 0; i < a_gpus; ++i) place("a", "a" + std::to_string(i), i);
-  for (int i = 0; i < d_jobs; ++i) place("d", "d" + std::to_string(i), 100 + i);
+  int used = 0;  // GPUs taken on the nodes so far
+  for (size_t i = 0; i < running.size(); ++i) {
+    const auto [in_a, gpus] = running[i];
+    const JobId j = testutil::AddJob(c, (in_a ? "a" : "d") + std::to_string(i),
+                                     {.queue = in_a ? "a" : "d",
+                                      .pod = {.gpus = static_cast<double>(gpus)},
+                                      .creation_ms = static_cast<int64_t>(i)});
+    testutil::Place(c, testutil::PodOf(c, j, 0), ids[static_cast<size_t>(used / 4)]);
+    used += gpus;
+  }
   // Pending: b's and c's jobs, each of one of a few kinds (so that alike ones come with jobs of
   // other requests ranked between them), sometimes two alike in a row.
   const int32_t priorities[] = {50, 100};
@@ -628,7 +646,7 @@ ReclaimRepeatsRun RunReclaimRepeats(const Cluster& c, bool repeats) {
 TEST(ReclaimRepeatedFailuresHandMade, SameDecisionsAndCountsAsSearching) {
   uint64_t known = 0;
   uint64_t solved = 0;
-  for (uint64_t seed = 1; seed <= 200; ++seed) {
+  for (uint64_t seed = 1; seed <= 400; ++seed) {
     const Cluster c = ReclaimRepeatsCluster(seed);
     const ReclaimRepeatsRun on = RunReclaimRepeats(c, true);
     const ReclaimRepeatsRun off = RunReclaimRepeats(c, false);
