@@ -7,7 +7,7 @@
 //                [--no-reach-bound] [--no-reach-single-pod] [--no-shared-class-ranking]
 //                [--no-domain-during-simulation] [--no-topology-follow-changes]
 //                [--no-preempt-kept-candidates] [--no-preempt-repeated-failures]
-//                [--no-joint-profile]
+//                [--no-joint-profile] [--no-reclaim-repeated-failures]
 //
 // `--shape NAME` picks one cluster shape of the benchmark family (README.md, "The shapes"):
 // default, sharing (30% fractional pods and topology-constrained gangs; `--variant sharing` is
@@ -127,6 +127,7 @@ struct Args {
   bool topology_follow_changes = true;    // SchedulerParams::topology_follow_changes
   bool preempt_kept_candidates = true;    // SchedulerParams::preempt_kept_candidates
   bool preempt_repeated_failures = true;  // SchedulerParams::preempt_repeated_failures
+  bool reclaim_repeated_failures = true;  // SchedulerParams::reclaim_repeated_failures
   bool reclaim_kept_leaves = true;        // SchedulerParams::reclaim_kept_leaves
   // `--only watch-cache`: what the cache keeps of each object (cache::Hold).
   bool watch_cache_whole = false;
@@ -227,6 +228,10 @@ void Usage(FILE* out) {
                "                   preempt searches again for a job known to fail as an\n"
                "                   earlier one of the same state did (the reference of\n"
                "                   SchedulerParams::preempt_repeated_failures)\n"
+               "  --no-reclaim-repeated-failures\n"
+               "                   reclaim searches again for a job known to fail as an\n"
+               "                   earlier one of the same state did (the reference of\n"
+               "                   SchedulerParams::reclaim_repeated_failures)\n"
                "  --no-reclaim-kept-leaves\n"
                "                   reclaim builds a changed leaf queue's victim entries again\n"
                "                   from all its jobs (the reference of\n"
@@ -341,6 +346,8 @@ std::optional<Args> ParseArgs(int argc, char** argv) {
       a.preempt_kept_candidates = false;
     } else if (arg == "--no-preempt-repeated-failures") {
       a.preempt_repeated_failures = false;
+    } else if (arg == "--no-reclaim-repeated-failures") {
+      a.reclaim_repeated_failures = false;
     } else if (arg == "--no-reclaim-kept-leaves") {
       a.reclaim_kept_leaves = false;
     } else if (arg == "--no-shared-class-ranking") {
@@ -593,6 +600,7 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
     full.params.solver_joint_profile = args.joint_profile;
     full.params.preempt_kept_candidates = args.preempt_kept_candidates;
     full.params.preempt_repeated_failures = args.preempt_repeated_failures;
+    full.params.reclaim_repeated_failures = args.reclaim_repeated_failures;
     full.params.reclaim_kept_leaves = args.reclaim_kept_leaves;
     if (!args.shared_rank_by_class) {
       full.params.shared_rank_by_class = gantry::SchedulerParams::SharedRankByClass::kOff;

@@ -110,6 +110,12 @@ struct SchedulerParams {
   // without running it (actions/preempt/repeated_failures.h). Off only for its differential test
   // (cycle_accelerators_test.cc).
   bool preempt_repeated_failures = true;
+  // A reclaim search of a one-pod job that ended unsolved proves the same end, with as many
+  // scenarios simulated and filtered, for a later reclaimer of the same queue with a pod alike
+  // whose place in the simulations' job order is equivalent, in the same session state: that
+  // search is counted without running it (actions/reclaim/repeated_failures.h). Off only for its
+  // differential test (cycle_accelerators_test.cc).
+  bool reclaim_repeated_failures = true;
   // The victim search of KAI v0.16+ (prefix-size probes, the NodeLocalGreedy and MultiNodeGang
   // scenario generators, failed-scenario fingerprints, feasible nodes rolled back after any
   // unsolved simulation: docs/victim-search-v0.17.md) instead of KAI 72de64fc's. With the

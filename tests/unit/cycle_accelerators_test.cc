@@ -36,13 +36,20 @@
 //   without running it (actions/preempt/repeated_failures.h; off: searched). The action's
 //   counters (KAI's per-action metrics: scenarios filtered and simulated, searches by end) must be
 //   the same, and the rule must have counted some searches so on the busy shape.
+// - SchedulerParams::reclaim_repeated_failures: a reclaim search of a one-pod job known to fail as
+//   an earlier one of the same state, queue and pod did is counted without running it
+//   (actions/reclaim/repeated_failures.h; off: searched). Decisions, fit errors (per job and per
+//   pod), messages and the action's counters must be the same, and the rule must have counted
+//   some searches so on the busy shapes.
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "differential_cycle.h"
+#include "test_cluster.h"
 
 namespace gantry {
 namespace {
@@ -449,6 +456,211 @@ std::vector<ShapeCase> PreemptRepeatedFailuresCases() {
 INSTANTIATE_TEST_SUITE_P(Shapes, PreemptRepeatedFailuresTest,
                          ::testing::ValuesIn(PreemptRepeatedFailuresCases()),
                          differential::ShapeCaseName);
+
+class ReclaimRepeatedFailuresTest : public ::testing::TestWithParam<ShapeCase> {};
+
+TEST_P(ReclaimRepeatedFailuresTest, SameDecisionsAndCountsAsSearching) {
+  const ShapeCase& k = GetParam();
+  bench::ClusterGenSummary summary;
+  const std::string file = differential::WriteShapeCluster("reclaim-repeats", k, summary);
+  auto run = [&file](bool repeats) {
+    return differential::RunCycle(
+        file, [repeats](SchedulerParams& params) { params.reclaim_repeated_failures = repeats; });
+  };
+  const CycleDecisions on = run(true);
+  const CycleDecisions off = run(false);
+  // (Not the scenarios counted by the search's diagnostics: the searches the rule counts are not
+  // run. KAI's counters are compared below.)
+  differential::ExpectSameDecisions(on, off);
+  EXPECT_FALSE(on.binds.empty() && on.pipelined.empty() && on.evictions.empty());
+  EXPECT_EQ(on.digest, off.digest);
+  EXPECT_EQ(on.task_fit_errors, off.task_fit_errors);
+  EXPECT_EQ(on.messages, off.messages);
+  EXPECT_EQ(on.action_counts, off.action_counts);
+  const auto reclaim = static_cast<size_t>(EvictionAction::kReclaim);
+  const SolverActionStats& a = on.solver_stats.by_action[reclaim];
+  const SolverActionStats& b = off.solver_stats.by_action[reclaim];
+  EXPECT_EQ(a.jobs, b.jobs);
+  EXPECT_EQ(a.solved, b.solved);
+  EXPECT_EQ(b.known_failures, 0U);
+  std::filesystem::remove(file);
+}
+
+std::vector<ShapeCase> ReclaimRepeatedFailuresCases() {
+  std::vector<ShapeCase> cases;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    cases.push_back({"busy", 48, seed});
+    cases.push_back({"busy", 120, seed});
+    cases.push_back({"busy", 200, seed});
+  }
+  cases.push_back({"mixed", 48, 1});
+  cases.push_back({"sharing", 64, 1});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, ReclaimRepeatedFailuresTest,
+                         ::testing::ValuesIn(ReclaimRepeatedFailuresCases()),
+                         differential::ShapeCaseName);
+
+// The rule must act on busy clusters of the sizes above, else their comparisons would not cover
+// it.
+TEST(ReclaimRepeatedFailuresCoverage, TheRuleCountsSearches) {
+  uint64_t known = 0;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    bench::ClusterGenSummary summary;
+    const std::string file =
+        differential::WriteShapeCluster("reclaim-repeats-coverage", {"busy", 200, seed}, summary);
+    const CycleDecisions on = differential::RunCycle(file, [](SchedulerParams&) {});
+    known +=
+        on.solver_stats.by_action[static_cast<size_t>(EvictionAction::kReclaim)].known_failures;
+    std::filesystem::remove(file);
+  }
+  EXPECT_GT(known, 0u);
+}
+
+// Hand-made clusters where reclaimers of one queue fail again and again in the same state: queue
+// a holds exactly its deserved GPUs (its victims' scenarios are refused: a would not stay above
+// its deserved quota), queue d runs jobs over its quota of none (victims a reclaim may take, until
+// they run out), and queues b and c have pending jobs of one or two pods of 1-2 GPUs at mixed
+// priorities, sometimes two alike in a row, so that some reclaim searches fail with scenarios
+// simulated, some are counted by the rule and some are not (a job of another request ranked
+// between the two alike ones).
+Cluster ReclaimRepeatsCluster(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&rng](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+  Cluster c;
+  const int nodes = 3 + pick(3);
+  std::vector<NodeId> ids;
+  ids.reserve(static_cast<size_t>(nodes));
+  for (int n = 0; n < nodes; ++n) ids.push_back(testutil::AddNode(c, "n" + std::to_string(n), 4));
+  // Running jobs node by node: (queue a?, GPUs). From seed 201 on, a's and d's jobs of 1 or 2
+  // GPUs mixed on the nodes (victims placed back ahead of a preemptor then compete with it);
+  // before, a's one-GPU jobs and then 1-3 of d's.
+  std::vector<std::pair<bool, int>> running;
+  int a_gpus = 0;
+  if (seed > 200) {
+    for (int n = 0; n < nodes; ++n) {
+      for (int free = 4; free > 0;) {
+        const int gpus = free >= 2 && pick(3) == 0 ? 2 : 1;
+        const bool in_a = pick(3) != 0;
+        running.emplace_back(in_a, gpus);
+        a_gpus += in_a ? gpus : 0;
+        free -= gpus;
+      }
+    }
+  } else {
+    const int d_jobs = 1 + pick(3);
+    a_gpus = 4 * nodes - d_jobs;
+    for (int i = 0; i < 4 * nodes; ++i) running.emplace_back(i < a_gpus, 1);
+  }
+  // (Created in the order of their quotas: proportion's queue order is then total on siblings,
+  // as the rule needs.)
+  testutil::AddQueue(
+      c, "a", {.gpu = QueueQuota{static_cast<double>(a_gpus), kUnlimited, 1}, .creation_ms = 4});
+  testutil::AddQueue(c, "b", {.gpu = QueueQuota{2.0 + pick(3), kUnlimited, 1}, .creation_ms = 3});
+  testutil::AddQueue(c, "c", {.gpu = QueueQuota{1.0 + pick(2), kUnlimited, 1}, .creation_ms = 2});
+  testutil::AddQueue(c, "d", {.gpu = QueueQuota{0, kUnlimited, 1}, .creation_ms = 1});
+  int used = 0;  // GPUs taken on the nodes so far
+  for (size_t i = 0; i < running.size(); ++i) {
+    const auto [in_a, gpus] = running[i];
+    const JobId j = testutil::AddJob(c, (in_a ? "a" : "d") + std::to_string(i),
+                                     {.queue = in_a ? "a" : "d",
+                                      .pod = {.gpus = static_cast<double>(gpus)},
+                                      .creation_ms = static_cast<int64_t>(i)});
+    testutil::Place(c, testutil::PodOf(c, j, 0), ids[static_cast<size_t>(used / 4)]);
+    used += gpus;
+  }
+  // Pending: b's and c's jobs, each of one of a few kinds (so that alike ones come with jobs of
+  // other requests ranked between them), sometimes two alike in a row.
+  const int32_t priorities[] = {50, 100};
+  int64_t creation = 1000;
+  for (const char* queue : {"b", "c"}) {
+    const int jobs = 5 + pick(8);
+    for (int i = 0; i < jobs;) {
+      const testutil::JobSpec spec{.queue = queue,
+                                   .pods = pick(6) == 0 ? 2 : 1,
+                                   .pod = {.gpus = pick(3) == 0 ? 2.0 : 1.0},
+                                   .priority = priorities[pick(2)],
+                                   .creation_ms = creation};
+      const int copies = pick(3) == 0 ? 2 : 1;
+      for (int k = 0; k < copies && i < jobs; ++k, ++i) {
+        testutil::JobSpec copy = spec;
+        copy.creation_ms = creation++;
+        testutil::AddJob(c, std::string(queue) + std::to_string(i), copy);
+      }
+    }
+  }
+  c.Finalize();
+  return c;
+}
+
+struct ReclaimRepeatsRun {
+  std::vector<std::string> lines;  // decisions, messages, fit errors and counters, rendered
+  uint64_t known_failures = 0;
+  uint64_t reclaim_jobs = 0;
+  uint64_t reclaim_solved = 0;
+};
+
+ReclaimRepeatsRun RunReclaimRepeats(const Cluster& c, bool repeats) {
+  SchedulerConfig cfg = SchedulerConfig::Default();
+  cfg.params.reclaim_repeated_failures = repeats;
+  ResetSolverStats();
+  testutil::Cycle cycle = testutil::RunCycle(c, cfg);
+  const Session& s = *cycle;
+  ReclaimRepeatsRun out;
+  for (const auto& e : s.evictions()) {
+    out.lines.push_back("evict " + std::to_string(e.pod) + " " + std::to_string(e.node) + " " +
+                        e.action + " " + e.message);
+  }
+  for (const auto& p : s.pipelined()) {
+    out.lines.push_back("pipeline " + std::to_string(p.pod) + " " + std::to_string(p.node) + " " +
+                        p.message);
+  }
+  for (const auto& b : s.binds()) {
+    out.lines.push_back("bind " + std::to_string(b.pod) + " " + std::to_string(b.node));
+  }
+  for (JobId j = 0; j < static_cast<JobId>(c.jobs.size()); ++j) {
+    out.lines.push_back("fit " + std::to_string(j) + " " + testutil::FitErrors(s, j));
+    for (const auto& [pod, errors] : s.job_state(j).task_fit_errors) {
+      out.lines.push_back("task fit " + std::to_string(pod) + " " + errors.Render());
+    }
+  }
+  for (const ActionCounts& a : s.all_action_counts()) {
+    std::string line = a.action + " " + std::to_string(a.podgroups_acted_on) + " " +
+                       std::to_string(a.podgroups_scheduled) + " " +
+                       std::to_string(a.scenarios_simulated) + " " +
+                       std::to_string(a.scenarios_filtered);
+    for (const auto& by_end : a.searches) {
+      line += " " + std::to_string(by_end[0]) + "/" + std::to_string(by_end[1]);
+    }
+    out.lines.push_back(line);
+  }
+  const SolverActionStats& st =
+      GetSolverStats().by_action[static_cast<size_t>(EvictionAction::kReclaim)];
+  out.known_failures = st.known_failures;
+  out.reclaim_jobs = st.jobs;
+  out.reclaim_solved = st.solved;
+  return out;
+}
+
+TEST(ReclaimRepeatedFailuresHandMade, SameDecisionsAndCountsAsSearching) {
+  uint64_t known = 0;
+  uint64_t solved = 0;
+  for (uint64_t seed = 1; seed <= 400; ++seed) {
+    const Cluster c = ReclaimRepeatsCluster(seed);
+    const ReclaimRepeatsRun on = RunReclaimRepeats(c, true);
+    const ReclaimRepeatsRun off = RunReclaimRepeats(c, false);
+    EXPECT_EQ(on.lines, off.lines) << "seed " << seed;
+    EXPECT_EQ(on.reclaim_jobs, off.reclaim_jobs) << "seed " << seed;
+    EXPECT_EQ(on.reclaim_solved, off.reclaim_solved) << "seed " << seed;
+    EXPECT_EQ(off.known_failures, 0u);
+    known += on.known_failures;
+    solved += on.reclaim_solved;
+  }
+  // (The rule counted searches, and reclaim also solved some: states changed in between.)
+  EXPECT_GT(known, 0u);
+  EXPECT_GT(solved, 0u);
+}
 
 }  // namespace
 }  // namespace gantry

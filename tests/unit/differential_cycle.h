@@ -33,8 +33,12 @@ struct CycleDecisions {
   std::vector<std::pair<PodId, NodeId>> pipelined;
   std::vector<std::pair<PodId, NodeId>> binds;
   std::vector<std::string> fit_errors;  // per job, rendered
-  SolverStats solver_stats;             // the victim search's counters of this cycle
-  SessionStats session_stats;           // the session's ranking counters
+  // Per job, its pods' task fit errors rendered (pod, error; in pod order), and the evictions'
+  // and pipelined pods' messages in order (compared where a test asks for them).
+  std::vector<std::string> task_fit_errors;
+  std::vector<std::string> messages;
+  SolverStats solver_stats;    // the victim search's counters of this cycle
+  SessionStats session_stats;  // the session's ranking counters
   // Per action, what KAI's per-action metrics count (ActionCounts), rendered: the action, jobs
   // acted on and scheduled, scenarios simulated and filtered, preemption attempts, searches by
   // end and budget.
@@ -126,7 +130,17 @@ inline CycleDecisions RunCycle(const std::string& file,
   for (const auto& b : ssn->binds()) d.binds.emplace_back(b.pod, b.node);
   for (JobId j = 0; j < static_cast<JobId>(sc.cluster.jobs.size()); ++j) {
     d.fit_errors.push_back(RenderJobFitErrors(ssn->job_state(j).fit_errors));
+    std::string tasks;
+    for (PodId p : sc.cluster.jobs[j].pods) {
+      const auto& errors = ssn->job_state(j).task_fit_errors;
+      if (auto it = errors.find(p); it != errors.end()) {
+        tasks += std::to_string(p) + ": " + it->second.Render() + "\n";
+      }
+    }
+    d.task_fit_errors.push_back(std::move(tasks));
   }
+  for (const auto& e : ssn->evictions()) d.messages.push_back(e.action + " " + e.message);
+  for (const auto& p : ssn->pipelined()) d.messages.push_back(p.message);
   d.solver_stats = GetSolverStats();
   for (const ActionCounts& a : ssn->all_action_counts()) {
     std::string line =

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "actions/builtin.h"
+#include "actions/reclaim/repeated_failures.h"
 #include "actions/victim_search/solver.h"
 #include "actions/victim_search/stats.h"
 #include "actions/victim_search/victims_queue.h"
@@ -91,6 +92,10 @@ class ReclaimAction : public Action {
     const JobsByQueue::LeafJobs leaf_jobs{
         [&queue_jobs](QueueId q) { return std::span<const JobId>(queue_jobs[q]); },
         [&running](JobId v) { return running(v); }};
+    // (SchedulerParams::reclaim_repeated_failures: a search known to fail as an earlier one of
+    // the same state did is counted without running it; see repeated_failures.h.)
+    ReclaimRepeatedFailures failures(ssn);
+    std::vector<PodId> reclaimer_tasks;
     while (!jobs.empty()) {
       const JobId j = jobs.PopNext();
       if (j == kNone) break;
@@ -98,7 +103,14 @@ class ReclaimAction : public Action {
       ssn.OnJobSolutionStart();
       SolverSpec spec;
       spec.action = EvictionAction::kReclaim;
-      spec.feasible_nodes = FeasibleNodesForJob(ssn, j);
+      ssn.TasksToAllocate(j, reclaimer_tasks, /*real=*/false);
+      if (const auto known = failures.Known(ssn, j, reclaimer_tasks)) {
+        spec.known_filtered_failure = known->first;
+        spec.known_failure_simulated = known->second;
+      } else {
+        // (A search known to fail reads no node.)
+        spec.feasible_nodes = FeasibleNodesForJob(ssn, j);
+      }
       spec.validator = [](const Session& s, const ScenarioInfo& sc) {
         return s.ReclaimScenarioValid(sc);
       };
@@ -139,7 +151,10 @@ class ReclaimAction : public Action {
       };
       ++ssn.action_counts().podgroups_acted_on;
       spec.budget = &budget;
+      const uint64_t serial = ssn.serial();
+      const uint64_t version = ssn.state_version();
       SolverResult r = SolveJob(ssn, j, spec);
+      if (!spec.known_filtered_failure) failures.Searched(j, reclaimer_tasks, r, serial, version);
       if (r.solved) {
         ++ssn.action_counts().podgroups_scheduled;
         r.statement->Commit();

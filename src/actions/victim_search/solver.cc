@@ -747,8 +747,10 @@ SolverResult SolveJob(Session& ssn, JobId job, SolverSpec& spec) {
     return finish(std::move(r));
   }
   if (spec.known_filtered_failure) {
-    // (Known to end as the search would: unsolved, every scenario filtered, nothing simulated.)
+    // (Known to end as the search would: unsolved, after as many scenarios filtered and
+    // simulated.)
     counts.scenarios_filtered += *spec.known_filtered_failure;
+    counts.scenarios_simulated += spec.known_failure_simulated;
     SolverActionStats& stats = MutableSolverStats(spec.action);
     ++stats.jobs;
     ++stats.known_failures;
@@ -756,6 +758,7 @@ SolverResult SolveJob(Session& ssn, JobId job, SolverSpec& spec) {
     r.end = SearchEnd::kGeneratorsExhausted;
     r.reduced_budget = budget.reduced;
     r.scenarios_filtered = *spec.known_filtered_failure;
+    r.scenarios_simulated = spec.known_failure_simulated;
     return finish(std::move(r));
   }
   const int64_t simulated_before = counts.scenarios_simulated;

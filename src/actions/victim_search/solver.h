@@ -45,11 +45,13 @@ struct SolverSpec {
       rejection_rules;
   // The action's time budget (search_budget.h); null: the search is not timed.
   const ActionSearchBudget* budget = nullptr;
-  // Optional (preempt's repeated failures, actions/preempt/repeated_failures.h): the search is
-  // known to end unsolved, its generators exhausted, after this many scenarios, every one refused
-  // by the scenario filters. SolveJob then counts it so, after the same budget checks, without
-  // searching.
+  // Optional (preempt's and reclaim's repeated failures, actions/preempt/repeated_failures.h,
+  // actions/reclaim/repeated_failures.h): the search is known to end unsolved, its generators
+  // exhausted, after this many scenarios refused by the scenario filters and
+  // `known_failure_simulated` passed and simulated (preempt: none). SolveJob then counts it so,
+  // after the same budget checks, without searching.
   std::optional<int64_t> known_filtered_failure;
+  int64_t known_failure_simulated = 0;
   // Whether `validator` accepts only simulations that placed again every victim they evicted
   // (consolidation's). With the shortcuts on, the joint profile rule then applies
   // (victim_search/joint_profile.h).
