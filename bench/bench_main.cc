@@ -7,6 +7,7 @@
 //                [--no-reach-bound] [--no-shared-class-ranking] [--no-domain-during-simulation]
 //                [--no-topology-follow-changes] [--no-preempt-kept-candidates]
 //                [--no-preempt-repeated-failures] [--no-joint-profile]
+//                [--no-domain-follow-journal]
 //
 // `--shape NAME` picks one cluster shape of the benchmark family (README.md, "The shapes"):
 // default, sharing (30% fractional pods and topology-constrained gangs; `--variant sharing` is
@@ -116,6 +117,8 @@ struct Args {
   // The per-domain check during a simulation where a domain fitted in the base state
   // (domain_precheck.h, SchedulerParams::solver_domain_during_simulation).
   bool domain_during_simulation = true;
+  // That check's counts follow the node journal (SchedulerParams::solver_domain_follow_journal).
+  bool domain_follow_journal = true;
   // SchedulerParams::solver_joint_profile (victim_search/joint_profile.h).
   bool joint_profile = true;
   bool shared_rank_by_class = true;
@@ -204,6 +207,10 @@ void Usage(FILE* out) {
                "                   a simulation goes on to the pending pods' turn after victims\n"
                "                   placed again left no required topology domain that fits, when\n"
                "                   one fitted before (the reference path of that check)\n"
+               "  --no-domain-follow-journal\n"
+               "                   that check counts every feasible node per domain at each\n"
+               "                   victim job placed again instead of following the node\n"
+               "                   journal (the reference path of its counts)\n"
                "  --no-joint-profile\n"
                "                   consolidation simulates the scenarios whose pending pods and\n"
                "                   evicted victims cannot all fit the free GPUs (the reference\n"
@@ -324,6 +331,8 @@ std::optional<Args> ParseArgs(int argc, char** argv) {
       a.reach_bound = false;
     } else if (arg == "--no-domain-during-simulation") {
       a.domain_during_simulation = false;
+    } else if (arg == "--no-domain-follow-journal") {
+      a.domain_follow_journal = false;
     } else if (arg == "--no-joint-profile") {
       a.joint_profile = false;
     } else if (arg == "--no-shared-rank-by-class") {
@@ -582,6 +591,7 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
     full.params.solver_counter_replay = args.counter_replay;
     full.params.solver_reach_bound = args.reach_bound;
     full.params.solver_domain_during_simulation = args.domain_during_simulation;
+    full.params.solver_domain_follow_journal = args.domain_follow_journal;
     full.params.solver_joint_profile = args.joint_profile;
     full.params.preempt_kept_candidates = args.preempt_kept_candidates;
     full.params.preempt_repeated_failures = args.preempt_repeated_failures;

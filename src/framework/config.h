@@ -88,6 +88,11 @@ struct SchedulerParams {
   // that fits, when some domain fitted in the batch's base state (victim_search/
   // domain_precheck.h). Off only for its differential tests (cycle_accelerators_test.cc).
   bool solver_domain_during_simulation = true;
+  // With the shortcuts on and the per-domain pre-check: the per-domain counts a simulation checks
+  // after each victim job placed again follow the session's node journal between two checks on
+  // the same feasible nodes instead of being made afresh (same sums; victim_search/
+  // domain_precheck.h). Off only for its differential tests (cycle_accelerators_test.cc).
+  bool solver_domain_follow_journal = true;
   // With the shortcuts on, where every evicted victim must be placed again (consolidation): a
   // simulation whose pending pods and evicted victims cannot all fit the free GPUs after its
   // evictions is not run where its two unsolved ends are alike, and otherwise stops, rejected,
