@@ -7,7 +7,7 @@
 //                [--no-reach-bound] [--no-shared-class-ranking] [--no-domain-during-simulation]
 //                [--no-topology-follow-changes] [--no-preempt-kept-candidates]
 //                [--no-preempt-repeated-failures] [--no-joint-profile]
-//                [--no-domain-follow-journal]
+//                [--no-domain-follow-journal] [--no-topology-sort-skip-sorted]
 //
 // `--shape NAME` picks one cluster shape of the benchmark family (README.md, "The shapes"):
 // default, sharing (30% fractional pods and topology-constrained gangs; `--variant sharing` is
@@ -126,6 +126,7 @@ struct Args {
   bool strategy_rules = true;
   bool shared_class_ranking = true;       // SchedulerParams::shared_class_ranking
   bool topology_follow_changes = true;    // SchedulerParams::topology_follow_changes
+  bool topology_sort_skip_sorted = true;  // SchedulerParams::topology_sort_skip_sorted
   bool preempt_kept_candidates = true;    // SchedulerParams::preempt_kept_candidates
   bool preempt_repeated_failures = true;  // SchedulerParams::preempt_repeated_failures
   bool reclaim_kept_leaves = true;        // SchedulerParams::reclaim_kept_leaves
@@ -241,6 +242,10 @@ void Usage(FILE* out) {
                "                   the topology plugin scans every node's version and walks\n"
                "                   its tree on every call (the reference of\n"
                "                   SchedulerParams::topology_follow_changes)\n"
+               "  --no-topology-sort-skip-sorted\n"
+               "                   the topology plugin sorts a domain's children whenever their\n"
+               "                   keys changed, also when they are already in order (the\n"
+               "                   reference path of SchedulerParams::topology_sort_skip_sorted)\n"
                "  --watch-cache-hold read-fields|whole\n"
                "                   what `--only watch-cache`'s cache keeps of each object\n"
                "                   beside its record (default: the fields read back)\n");
@@ -349,6 +354,8 @@ std::optional<Args> ParseArgs(int argc, char** argv) {
       a.shared_class_ranking = false;
     } else if (arg == "--no-topology-follow-changes") {
       a.topology_follow_changes = false;
+    } else if (arg == "--no-topology-sort-skip-sorted") {
+      a.topology_sort_skip_sorted = false;
     } else if (arg == "--search-budget-hours") {
       long long n = 0;
       if (!value(v) || !ParseInt(v, 1, n) || n > 1000) {
@@ -484,6 +491,7 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
   gantry::PrepareScenarioCycle(sc, sc.cluster, now);
   if (!args.shared_class_ranking) sc.config.params.shared_class_ranking = false;
   if (!args.topology_follow_changes) sc.config.params.topology_follow_changes = false;
+  if (!args.topology_sort_skip_sorted) sc.config.params.topology_sort_skip_sorted = false;
   auto created =
       gantry::Scheduler::Create(sc.config, gantry::BuiltinPlugins(), gantry::BuiltinActions());
   if (!created.ok()) {

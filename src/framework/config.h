@@ -130,6 +130,11 @@ struct SchedulerParams {
   // per-call tree walks of topology_incremental alone, the reference for the differential test
   // (topology_incremental_test.cc).
   bool topology_follow_changes = true;
+  // With topology_follow_changes: a domain whose children's order keys changed is not sorted
+  // again when its children are already in the order of the new keys (what the stable sort would
+  // leave them in; topology.cc, SortTreeFollowing). Off: sorted whenever a key changed, the
+  // reference for the differential test (topology_incremental_test.cc).
+  bool topology_sort_skip_sorted = true;
   // resourcetype reads whether each node is CPU-only (no GPUs, no MIG label) from a flag per node
   // computed when the session opens, and scores a ranking's nodes in one batch. Off: the MIG
   // label looked up by name per node and pod, the reference for the differential test
