@@ -8,6 +8,7 @@
 //                [--no-domain-during-simulation] [--no-topology-follow-changes]
 //                [--no-preempt-kept-candidates] [--no-preempt-repeated-failures]
 //                [--no-joint-profile] [--no-reclaim-repeated-failures]
+//                [--no-domain-follow-journal] [--no-topology-sort-skip-sorted]
 //
 // `--shape NAME` picks one cluster shape of the benchmark family (README.md, "The shapes"):
 // default, sharing (30% fractional pods and topology-constrained gangs; `--variant sharing` is
@@ -118,6 +119,8 @@ struct Args {
   // The per-domain check during a simulation where a domain fitted in the base state
   // (domain_precheck.h, SchedulerParams::solver_domain_during_simulation).
   bool domain_during_simulation = true;
+  // That check's counts follow the node journal (SchedulerParams::solver_domain_follow_journal).
+  bool domain_follow_journal = true;
   // SchedulerParams::solver_joint_profile (victim_search/joint_profile.h).
   bool joint_profile = true;
   bool shared_rank_by_class = true;
@@ -125,6 +128,7 @@ struct Args {
   bool strategy_rules = true;
   bool shared_class_ranking = true;       // SchedulerParams::shared_class_ranking
   bool topology_follow_changes = true;    // SchedulerParams::topology_follow_changes
+  bool topology_sort_skip_sorted = true;  // SchedulerParams::topology_sort_skip_sorted
   bool preempt_kept_candidates = true;    // SchedulerParams::preempt_kept_candidates
   bool preempt_repeated_failures = true;  // SchedulerParams::preempt_repeated_failures
   bool reclaim_repeated_failures = true;  // SchedulerParams::reclaim_repeated_failures
@@ -210,6 +214,10 @@ void Usage(FILE* out) {
                "                   a simulation goes on to the pending pods' turn after victims\n"
                "                   placed again left no required topology domain that fits, when\n"
                "                   one fitted before (the reference path of that check)\n"
+               "  --no-domain-follow-journal\n"
+               "                   that check counts every feasible node per domain at each\n"
+               "                   victim job placed again instead of following the node\n"
+               "                   journal (the reference path of its counts)\n"
                "  --no-joint-profile\n"
                "                   consolidation simulates the scenarios whose pending pods and\n"
                "                   evicted victims cannot all fit the free GPUs (the reference\n"
@@ -244,6 +252,10 @@ void Usage(FILE* out) {
                "                   the topology plugin scans every node's version and walks\n"
                "                   its tree on every call (the reference of\n"
                "                   SchedulerParams::topology_follow_changes)\n"
+               "  --no-topology-sort-skip-sorted\n"
+               "                   the topology plugin sorts a domain's children whenever their\n"
+               "                   keys changed, also when they are already in order (the\n"
+               "                   reference path of SchedulerParams::topology_sort_skip_sorted)\n"
                "  --watch-cache-hold read-fields|whole\n"
                "                   what `--only watch-cache`'s cache keeps of each object\n"
                "                   beside its record (default: the fields read back)\n");
@@ -336,6 +348,8 @@ std::optional<Args> ParseArgs(int argc, char** argv) {
       a.reach_single_pod = false;
     } else if (arg == "--no-domain-during-simulation") {
       a.domain_during_simulation = false;
+    } else if (arg == "--no-domain-follow-journal") {
+      a.domain_follow_journal = false;
     } else if (arg == "--no-joint-profile") {
       a.joint_profile = false;
     } else if (arg == "--no-shared-rank-by-class") {
@@ -354,6 +368,8 @@ std::optional<Args> ParseArgs(int argc, char** argv) {
       a.shared_class_ranking = false;
     } else if (arg == "--no-topology-follow-changes") {
       a.topology_follow_changes = false;
+    } else if (arg == "--no-topology-sort-skip-sorted") {
+      a.topology_sort_skip_sorted = false;
     } else if (arg == "--search-budget-hours") {
       long long n = 0;
       if (!value(v) || !ParseInt(v, 1, n) || n > 1000) {
@@ -489,6 +505,7 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
   gantry::PrepareScenarioCycle(sc, sc.cluster, now);
   if (!args.shared_class_ranking) sc.config.params.shared_class_ranking = false;
   if (!args.topology_follow_changes) sc.config.params.topology_follow_changes = false;
+  if (!args.topology_sort_skip_sorted) sc.config.params.topology_sort_skip_sorted = false;
   auto created =
       gantry::Scheduler::Create(sc.config, gantry::BuiltinPlugins(), gantry::BuiltinActions());
   if (!created.ok()) {
@@ -597,6 +614,7 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
     full.params.solver_reach_bound = args.reach_bound;
     full.params.solver_reach_single_pod_jobs = args.reach_single_pod;
     full.params.solver_domain_during_simulation = args.domain_during_simulation;
+    full.params.solver_domain_follow_journal = args.domain_follow_journal;
     full.params.solver_joint_profile = args.joint_profile;
     full.params.preempt_kept_candidates = args.preempt_kept_candidates;
     full.params.preempt_repeated_failures = args.preempt_repeated_failures;

@@ -92,6 +92,11 @@ struct SchedulerParams {
   // that fits, when some domain fitted in the batch's base state (victim_search/
   // domain_precheck.h). Off only for its differential tests (cycle_accelerators_test.cc).
   bool solver_domain_during_simulation = true;
+  // With the shortcuts on and the per-domain pre-check: the per-domain counts a simulation checks
+  // after each victim job placed again follow the session's node journal between two checks on
+  // the same feasible nodes instead of being made afresh (same sums; victim_search/
+  // domain_precheck.h). Off only for its differential tests (cycle_accelerators_test.cc).
+  bool solver_domain_follow_journal = true;
   // With the shortcuts on, where every evicted victim must be placed again (consolidation): a
   // simulation whose pending pods and evicted victims cannot all fit the free GPUs after its
   // evictions is not run where its two unsolved ends are alike, and otherwise stops, rejected,
@@ -135,6 +140,11 @@ struct SchedulerParams {
   // per-call tree walks of topology_incremental alone, the reference for the differential test
   // (topology_incremental_test.cc).
   bool topology_follow_changes = true;
+  // With topology_follow_changes: a domain whose children's order keys changed is not sorted
+  // again when its children are already in the order of the new keys (what the stable sort would
+  // leave them in; topology.cc, SortTreeFollowing). Off: sorted whenever a key changed, the
+  // reference for the differential test (topology_incremental_test.cc).
+  bool topology_sort_skip_sorted = true;
   // resourcetype reads whether each node is CPU-only (no GPUs, no MIG label) from a flag per node
   // computed when the session opens, and scores a ranking's nodes in one batch. Off: the MIG
   // label looked up by name per node and pod, the reference for the differential test

@@ -26,6 +26,10 @@
 //   where none fitted). The topology, sharing and mixed shapes have constrained gangs pending and
 //   constrained gangs among the victims of consolidation. Also compared with the plain search on
 //   the smaller clusters.
+// - SchedulerParams::solver_domain_follow_journal: that check's per-domain counts follow the
+//   session's node journal between two checks on the same feasible nodes (off: every feasible
+//   node counted at each check). The same sums, so every counter of the victim search must be
+//   the same too, and the journal must have been followed on the topology shape.
 // - SchedulerParams::preempt_kept_candidates: preempt lists each (queue, priority)'s victim
 //   candidates once per action and keeps whether a candidate has an evictable and an alive pod
 //   per job version (off: listed, sorted and read per preemptor). Its victims queues must hold
@@ -363,6 +367,77 @@ TEST(DomainDuringSimulationCoverage, TheRuleStopsSimulations) {
     std::filesystem::remove(file);
   }
   EXPECT_GT(stopped, 0u);
+}
+
+class DomainFollowJournalTest : public ::testing::TestWithParam<ShapeCase> {};
+
+// Every victim-search counter the two runs must share (the counts are the same sums).
+void ExpectSameSearchCounters(const CycleDecisions& on, const CycleDecisions& off) {
+  EXPECT_EQ(on.action_counts, off.action_counts);
+  for (uint64_t SolverActionStats::*counter :
+       {&SolverActionStats::prefixes, &SolverActionStats::scenarios, &SolverActionStats::precheck,
+        &SolverActionStats::precheck_domain, &SolverActionStats::domain_during,
+        &SolverActionStats::simulations, &SolverActionStats::not_placed,
+        &SolverActionStats::rejected, &SolverActionStats::accepted,
+        &SolverActionStats::proven_before}) {
+    EXPECT_EQ(differential::SumOverActions(on.solver_stats, counter),
+              differential::SumOverActions(off.solver_stats, counter));
+  }
+}
+
+TEST_P(DomainFollowJournalTest, SameDecisionsAsCountingAfresh) {
+  const ShapeCase& k = GetParam();
+  bench::ClusterGenSummary summary;
+  const std::string file = differential::WriteShapeCluster("domain-journal", k, summary);
+  bool SchedulerParams::*rule = &SchedulerParams::solver_domain_follow_journal;
+  const CycleDecisions on =
+      differential::RunSearchCycle(file, differential::SearchMode::kRuleOn, rule);
+  const CycleDecisions off =
+      differential::RunSearchCycle(file, differential::SearchMode::kRuleOff, rule);
+  ExpectSameCycle(on, off);
+  ExpectSameSearchCounters(on, off);
+  EXPECT_EQ(differential::SumOverActions(off.solver_stats, &SolverActionStats::domain_followed),
+            0u);
+  if (k.plain) {
+    const CycleDecisions plain =
+        differential::RunSearchCycle(file, differential::SearchMode::kPlain, rule);
+    differential::ExpectSamePlacements(on, plain);
+  }
+  std::filesystem::remove(file);
+}
+
+std::vector<ShapeCase> DomainFollowJournalCases() {
+  std::vector<ShapeCase> cases;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    cases.push_back({"topology", 64, seed, true});
+    cases.push_back({"topology", 160, seed, false});
+    cases.push_back({"sharing", 64, seed, seed == 1});
+  }
+  cases.push_back({"mixed", 120, 1, false});
+  cases.push_back({"mixed", 200, 1, false});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, DomainFollowJournalTest,
+                         ::testing::ValuesIn(DomainFollowJournalCases()),
+                         differential::ShapeCaseName);
+
+// The counts must follow the journal on such clusters, else the comparisons above would not
+// cover it.
+TEST(DomainFollowJournalCoverage, TheCountsFollowTheJournal) {
+  uint64_t followed = 0;
+  for (uint64_t seed = 1; seed <= 2; ++seed) {
+    bench::ClusterGenSummary summary;
+    const std::string file = differential::WriteShapeCluster("domain-journal-coverage",
+                                                             {"topology", 160, seed}, summary);
+    followed += differential::SumOverActions(
+        differential::RunSearchCycle(file, differential::SearchMode::kRuleOn,
+                                     &SchedulerParams::solver_domain_follow_journal)
+            .solver_stats,
+        &SolverActionStats::domain_followed);
+    std::filesystem::remove(file);
+  }
+  EXPECT_GT(followed, 0u);
 }
 
 class PreemptKeptCandidatesTest : public ::testing::TestWithParam<ShapeCase> {};

@@ -93,5 +93,34 @@ std::vector<ShapeCase> FollowChangesCases() {
 INSTANTIATE_TEST_SUITE_P(Shapes, TopologyFollowChangesTest,
                          ::testing::ValuesIn(FollowChangesCases()), differential::ShapeCaseName);
 
+// Children already in the order of their new keys left unsorted (SchedulerParams::
+// topology_sort_skip_sorted) against sorting them whenever a key changed, while following the
+// changes. The victim searches place gangs of different sizes again, one after the other, so keys
+// change at almost every call; the order must come out the same, and with it every ranking, so
+// the cycles decide the same and rank the same number of nodes.
+class TopologySortSkipSortedTest : public ::testing::TestWithParam<ShapeCase> {};
+
+TEST_P(TopologySortSkipSortedTest, SameAnswersAsSortingAgain) {
+  const ShapeCase& k = GetParam();
+  bench::ClusterGenSummary summary;
+  const std::string file = differential::WriteShapeCluster("topology-sorted", k, summary);
+  ASSERT_GT(summary.constrained_jobs, 0);
+  auto run = [&file](bool skip) {
+    return differential::RunCycle(
+        file, [skip](SchedulerParams& params) { params.topology_sort_skip_sorted = skip; });
+  };
+  const CycleDecisions on = run(true);
+  const CycleDecisions off = run(false);
+  differential::ExpectSameDecisions(on, off);
+  EXPECT_EQ(on.action_counts, off.action_counts);
+  EXPECT_EQ(differential::SumOverActions(on.solver_stats, &SolverActionStats::simulations),
+            differential::SumOverActions(off.solver_stats, &SolverActionStats::simulations));
+  EXPECT_FALSE(on.binds.empty() && on.pipelined.empty());
+  std::filesystem::remove(file);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, TopologySortSkipSortedTest,
+                         ::testing::ValuesIn(FollowChangesCases()), differential::ShapeCaseName);
+
 }  // namespace
 }  // namespace gantry

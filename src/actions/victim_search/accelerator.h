@@ -69,6 +69,8 @@ class SearchAccelerator final : public RejectionProofs {
       kept_base_ = std::make_unique<KeptEvictionBase>(std::move(new_statement));
     }
     domain_.StartSearch(ssn_, job_);
+    // (The per-domain counts during a simulation follow the node journal: domain_precheck.h.)
+    if (domain_.FollowsJournal()) ssn_.EnableNodeJournal();
     repeated_.StartSearch(ssn_);
     joint_.StartSearch(ssn_, spec_.every_victim_placed_again);
   }
@@ -433,8 +435,13 @@ class SearchAccelerator final : public RejectionProofs {
     // (The same per required topology domain, see domain_precheck.h.)
     // (Also where some domain fitted in the base state: solver_domain_during_simulation.)
     bool by_during = false;
-    if (!placed && victim_placed && domain_.ChecksDuringSimulation() &&
-        domain_.FailsNow(ssn_, nodes, by_during)) {
+    const uint64_t followed = domain_.followed();
+    const DomainPrecheck::ListChanges changes{&feasible_, &feasible_changes_, feasible_generation_};
+    const bool domain_fails =
+        !placed && victim_placed && domain_.ChecksDuringSimulation() &&
+        domain_.FailsNow(ssn_, nodes, &nodes == &feasible_list_ ? &changes : nullptr, by_during);
+    stats_->domain_followed += domain_.followed() - followed;
+    if (domain_fails) {
       ++stats_->precheck_domain;
       if (by_during) ++stats_->domain_during;
       return VictimStep::kFail;

@@ -26,6 +26,23 @@
 // consolidation simulations that end "not placed" end so (issue 24). That extension has a switch
 // of its own, SchedulerParams::solver_domain_during_simulation.
 //
+// FailsNow's counts follow the changes (SchedulerParams::solver_domain_follow_journal, issue 24).
+// FailsNow is asked after every victim job placed again ahead of the pending pods, and counting
+// every feasible node at each call made it most of the cost of those turns (topology, 1,000
+// nodes: about a fifth of the cycle's instructions). The counts are sums of per-node terms (a
+// member's free GPUs and its blocks of each size), so between two calls they change only by the
+// terms of the nodes that joined or left the feasible list (SearchContext::feasible_changes, in
+// order, since the list was last started again) and of the members a pod was added to or removed
+// from (the session's node journal, SessionVersions::node_journal, since the position of the last
+// call). Those terms are taken out (with the free GPUs the node was counted with) and put in (with
+// its free GPUs now); every term is a whole number (a member's free GPUs is checked
+// ExactlySummable when it is counted, as the count afresh checks every member), so the sums are
+// those of the count afresh to the bit, in any order. A member whose free GPUs did not change adds
+// nothing; a changed member whose count is not a whole number makes the answer false, as the count
+// afresh would. So the answers, and with them the decisions and every counter, are the count
+// afresh's. A new prefix (the profiles change), a list started again or a new journal generation
+// count afresh.
+//
 // Part of SearchAccelerator (accelerator.h, through CapacityBlocks), which exists only with the
 // solver shortcuts on; SchedulerParams::solver_domain_precheck switches this rule alone off (the
 // differential tests compare the decisions with and without it).
@@ -41,12 +58,23 @@ namespace gantry::victim_search {
 
 class DomainPrecheck {
  public:
+  // How a list of nodes changed (SearchContext's feasible nodes): `flags` marks its members, and
+  // `changes` lists, in order, the nodes added to or removed from it since it was last started
+  // again under a new `generation`.
+  struct ListChanges {
+    const std::vector<char>* flags = nullptr;
+    const std::vector<NodeId>* changes = nullptr;
+    uint64_t generation = 0;
+  };
+
   // The pending job's confined sub-groups (none, or the rule switched off: the rule does
   // nothing for this search).
   void StartSearch(const Session& ssn, JobId job) {
     confined_.clear();
+    now_valid_ = false;
     if (!ssn.params().solver_domain_precheck) return;
     during_enabled_ = ssn.params().solver_domain_during_simulation;
+    follow_journal_ = ssn.params().solver_domain_follow_journal;
     const Job& j = ssn.cluster().jobs[job];
     for (size_t g = 0; g < j.groups.size(); ++g) {
       const SubGroupRef ref{job, false, static_cast<int32_t>(g)};
@@ -60,6 +88,7 @@ class DomainPrecheck {
 
   // A prefix starts with these pending pods: the GPU profile of those of each sub-group.
   void StartPrefix(const Session& ssn, const std::vector<PodId>& pending) {
+    now_valid_ = false;  // (the profiles change: FailsNow counts afresh)
     const Cluster& c = ssn.cluster();
     for (Confined& k : confined_) {
       members_.clear();
@@ -146,33 +175,23 @@ class DomainPrecheck {
   }
 
   // Whether some confined sub-group fits in no domain of `nodes` (the feasible ones) as the
-  // session is now: counted afresh. For a simulation before the pending pods' turn, where victims
-  // placed again only take free GPUs away (false when a count is not a whole number). Asks the
-  // sub-groups the rule applies to (Active) and, with solver_domain_during_simulation, those with
-  // a domain that fitted in the base state (ChecksDuringSimulation). `by_during`: set when only
-  // the latter fail.
-  bool FailsNow(const Session& ssn, const std::vector<NodeId>& nodes, bool& by_during) {
+  // session is now. For a simulation before the pending pods' turn, where victims placed again
+  // only take free GPUs away (false when a count is not a whole number). Asks the sub-groups the
+  // rule applies to (Active) and, with solver_domain_during_simulation, those with a domain that
+  // fitted in the base state (ChecksDuringSimulation). `by_during`: set when only the latter
+  // fail. `changes`: how `nodes` changed (null: unknown); with solver_domain_follow_journal and
+  // the session's node journal on, the counts of the previous call follow those changes and the
+  // journal instead of being made afresh (see the file comment).
+  bool FailsNow(const Session& ssn, const std::vector<NodeId>& nodes, const ListChanges* changes,
+                bool& by_during) {
     by_during = false;
-    const auto free = ssn.non_allocated_gpus();
-    for (NodeId n : nodes) {
-      if (!ExactlySummable(free[n])) return false;
-    }
+    if (!CountNow(ssn, nodes, changes)) return false;
     for (const Confined& k : confined_) {
       if (!k.active && !k.during) continue;
       const size_t sizes = k.profile.steps.size() + 1;
-      counts_.assign(static_cast<size_t>(k.domains->count) * sizes, 0.0);
-      for (NodeId n : nodes) {
-        const int32_t d = k.domains->of_node[n];
-        if (d < 0) continue;
-        double* counts = &counts_[static_cast<size_t>(d) * sizes];
-        counts[0] += NodeBlocks(free[n], 0);
-        for (size_t s = 1; s < sizes; ++s) {
-          counts[s] += NodeBlocks(free[n], k.profile.steps[s - 1].first);
-        }
-      }
       bool fits = false;
       for (int32_t d = 0; d < k.domains->count && !fits; ++d) {
-        fits = FitsCounts(k, &counts_[static_cast<size_t>(d) * sizes]);
+        fits = FitsCounts(k, &k.now[static_cast<size_t>(d) * sizes]);
       }
       if (!fits) {
         by_during = !k.active;
@@ -181,6 +200,11 @@ class DomainPrecheck {
     }
     return false;
   }
+  // Whether FailsNow's counts may follow the session's node journal (the caller enables the
+  // journal for it): the switch is on and some sub-group is confined.
+  bool FollowsJournal() const { return follow_journal_ && !confined_.empty(); }
+  // FailsNow calls whose counts followed the journal so far (for the counters).
+  uint64_t followed() const { return followed_; }
 
   // Whether the rule may decide anything in this batch.
   bool Active() const {
@@ -207,7 +231,112 @@ class DomainPrecheck {
     std::vector<double> base;
     bool active = false;  // no domain fits in the base state (and the counts are exact)
     bool during = false;  // some domain fits in the base state: FailsNow only (exact counts)
+    // Per domain, its free GPUs then its blocks of each step's size, as FailsNow last counted
+    // them (CountNow).
+    std::vector<double> now;
   };
+
+  // Brings every confined sub-group's `now` counts (per domain of `nodes`: free GPUs, then blocks
+  // of each step's size) to the session as it is: from the journal since the last call where
+  // that gives the same sums (see the file comment), else afresh. False when a count of `nodes`
+  // is not a whole number (the counts are then not kept).
+  bool CountNow(const Session& ssn, const std::vector<NodeId>& nodes, const ListChanges* changes) {
+    const auto free = ssn.non_allocated_gpus();
+    const bool follow = follow_journal_ && changes != nullptr && ssn.NodeJournalEnabled();
+    if (follow && now_valid_ && now_list_generation_ == changes->generation &&
+        now_generation_ == ssn.node_journal_generation()) {
+      // Members added or removed since: their terms in or out.
+      const std::vector<NodeId>& listed = *changes->changes;
+      const std::vector<char>& member = *changes->flags;
+      for (size_t i = now_list_position_; i < listed.size(); ++i) {
+        const auto n = static_cast<size_t>(listed[i]);
+        const bool counted = now_in_[n] == now_stamp_;
+        if (member[n] && !counted) {
+          const double f = free[listed[i]];
+          if (!ExactlySummable(f)) {
+            now_valid_ = false;
+            return false;
+          }
+          for (Confined& k : confined_) AddNodeTerms(k, listed[i], f, 1.0);
+          now_in_[n] = now_stamp_;
+          now_free_[n] = f;
+        } else if (!member[n] && counted) {
+          for (Confined& k : confined_) AddNodeTerms(k, listed[i], now_free_[n], -1.0);
+          now_in_[n] = 0;
+        }
+      }
+      now_list_position_ = listed.size();
+      // Members whose pods changed since.
+      const std::vector<NodeId>& journal = ssn.node_journal();
+      for (size_t i = now_position_; i < journal.size(); ++i) {
+        const NodeId n = journal[i];
+        if (now_in_[static_cast<size_t>(n)] != now_stamp_) continue;  // (not in `nodes`)
+        const double f = free[n];
+        const double was = now_free_[static_cast<size_t>(n)];
+        if (f == was) continue;  // (unchanged since counted, or logged again)
+        if (!ExactlySummable(f)) {
+          now_valid_ = false;
+          return false;
+        }
+        for (Confined& k : confined_) {
+          AddNodeTerms(k, n, was, -1.0);
+          AddNodeTerms(k, n, f, 1.0);
+        }
+        now_free_[static_cast<size_t>(n)] = f;
+      }
+      now_position_ = journal.size();
+      ++followed_;
+      return true;
+    }
+    now_valid_ = false;
+    for (NodeId n : nodes) {
+      if (!ExactlySummable(free[n])) return false;
+    }
+    for (Confined& k : confined_) {
+      const size_t sizes = k.profile.steps.size() + 1;
+      k.now.assign(static_cast<size_t>(k.domains->count) * sizes, 0.0);
+      for (NodeId n : nodes) {
+        const int32_t d = k.domains->of_node[n];
+        if (d < 0) continue;
+        double* counts = &k.now[static_cast<size_t>(d) * sizes];
+        counts[0] += NodeBlocks(free[n], 0);
+        for (size_t s = 1; s < sizes; ++s) {
+          counts[s] += NodeBlocks(free[n], k.profile.steps[s - 1].first);
+        }
+      }
+    }
+    if (!follow) return true;
+    // (Remember what the counts were made of, to follow the changes from here.)
+    const size_t node_count = ssn.cluster().nodes.size();
+    if (now_in_.size() != node_count) {
+      now_in_.assign(node_count, 0);
+      now_free_.assign(node_count, 0.0);
+    }
+    ++now_stamp_;
+    for (NodeId n : nodes) {
+      now_in_[static_cast<size_t>(n)] = now_stamp_;
+      now_free_[static_cast<size_t>(n)] = free[n];
+    }
+    now_valid_ = true;
+    now_list_generation_ = changes->generation;
+    now_list_position_ = changes->changes->size();
+    now_generation_ = ssn.node_journal_generation();
+    now_position_ = ssn.node_journal().size();
+    return true;
+  }
+
+  // Adds `sign` times node n's terms (free GPUs `f`: its free GPUs, then its blocks of each
+  // step's size) to its domain's `now` counts of sub-group k (nothing for a node of no domain).
+  static void AddNodeTerms(Confined& k, NodeId n, double f, double sign) {
+    const int32_t d = k.domains->of_node[n];
+    if (d < 0) return;
+    const size_t sizes = k.profile.steps.size() + 1;
+    double* counts = &k.now[static_cast<size_t>(d) * sizes];
+    counts[0] += sign * NodeBlocks(f, 0);
+    for (size_t s = 1; s < sizes; ++s) {
+      counts[s] += sign * NodeBlocks(f, k.profile.steps[s - 1].first);
+    }
+  }
 
   void Add(const Session& ssn, const SubGroupRef& ref) {
     const NodeDomains* domains = ssn.RequiredDomains(ref);
@@ -239,6 +368,19 @@ class DomainPrecheck {
 
   std::vector<Confined> confined_;
   bool during_enabled_ = false;  // SchedulerParams::solver_domain_during_simulation
+  bool follow_journal_ = false;  // SchedulerParams::solver_domain_follow_journal
+  // What the `now` counts were made of (CountNow): the list's generation and the position in its
+  // changes they follow from, the journal's generation and position, and per node whether it is
+  // counted as a member (now_in_ equal to now_stamp_) and the free GPUs it was counted with.
+  bool now_valid_ = false;
+  uint64_t followed_ = 0;
+  uint64_t now_list_generation_ = 0;
+  size_t now_list_position_ = 0;
+  uint64_t now_generation_ = 0;
+  size_t now_position_ = 0;
+  uint64_t now_stamp_ = 0;
+  std::vector<uint64_t> now_in_;
+  std::vector<double> now_free_;
   size_t counted_feasible_ = 0;  // feasible nodes counted in the base counts
   std::vector<PodId> members_;   // (scratch lists)
   std::vector<double> sizes_;

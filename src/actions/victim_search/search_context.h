@@ -22,12 +22,15 @@ struct SearchContext {
     if (feasible[n]) return;
     feasible[n] = 1;
     feasible_list.push_back(n);
+    feasible_changes.push_back(n);
     ++feasible_version;
   }
   // A prefix's (or probe's) starting feasible nodes: the spec's and those of `recorded`.
   void ResetFeasible(std::span<const PodId> recorded) {
     feasible.assign(ssn.cluster().nodes.size(), 0);
     feasible_list.clear();
+    feasible_changes.clear();
+    ++feasible_generation;
     ++feasible_version;
     for (NodeId n : spec.feasible_nodes) AddFeasible(n);
     for (PodId p : recorded) {
@@ -46,7 +49,10 @@ struct SearchContext {
   }
   // Removes `added`, the nodes added last (AddNodesOf).
   void RemoveAdded(const std::vector<NodeId>& added) {
-    for (NodeId n : added) feasible[n] = 0;
+    for (NodeId n : added) {
+      feasible[n] = 0;
+      feasible_changes.push_back(n);
+    }
     feasible_list.resize(feasible_list.size() - added.size());
     ++feasible_version;
   }
@@ -58,6 +64,11 @@ struct SearchContext {
   std::vector<char> feasible;
   std::vector<NodeId> feasible_list;
   uint64_t feasible_version = 0;  // bumped on every change of the list
+  // The nodes added to or removed from the list since ResetFeasible last started it again (under
+  // a new generation), in order: a consumer keeping sums over the list follows them
+  // (domain_precheck.h).
+  std::vector<NodeId> feasible_changes;
+  uint64_t feasible_generation = 0;
 };
 
 // How a simulation ended. kUnsolvable: decided before placing anything that the outcome is

@@ -23,7 +23,9 @@ class SearchState {
         spec_(ctx.spec),
         feasible_(ctx.feasible),
         feasible_list_(ctx.feasible_list),
-        feasible_version_(ctx.feasible_version) {}
+        feasible_version_(ctx.feasible_version),
+        feasible_changes_(ctx.feasible_changes),
+        feasible_generation_(ctx.feasible_generation) {}
 
   Session& ssn_;
   const JobId job_;
@@ -32,6 +34,8 @@ class SearchState {
   std::vector<char>& feasible_;
   std::vector<NodeId>& feasible_list_;
   uint64_t& feasible_version_;
+  const std::vector<NodeId>& feasible_changes_;
+  const uint64_t& feasible_generation_;
   SolverActionStats* stats_ = nullptr;  // this action's counters
   SizeProfile pending_profile_;         // the current prefix's GPU requests
   uint64_t prefix_serial_ = 0;          // prefixes searched so far (SolvePartial calls)

@@ -25,6 +25,9 @@ struct SolverActionStats {
   uint64_t domain_during = 0;    // of precheck_domain: simulations stopped before the pending
                                  // pods' turn when some domain fitted in the base state
                                  // (DomainPrecheck::FailsNow, solver_domain_during_simulation)
+  uint64_t domain_followed = 0;  // DomainPrecheck::FailsNow calls whose per-domain counts
+                                 // followed the node journal instead of being made afresh
+                                 // (solver_domain_follow_journal)
   uint64_t repeated_nodes = 0;   // node simulations skipped as the repeat of an earlier failed
                                  // node's of the same scenario (repeated_nodes.h)
   uint64_t precheck_replay = 0;  // of precheck: decided with the node's shared-GPU counters

@@ -1,6 +1,7 @@
 #include "plugins/topology/domain_order.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "plugins/topology/free_sums.h"
 
@@ -91,11 +92,23 @@ void SortTreeFollowing(const Session& s, Tree& tree, int32_t d, const Resources&
       std::vector<std::pair<double, int32_t>>& keyed = scratch.keyed;
       keyed.clear();
       for (size_t i = 0; i < n; ++i) keyed.emplace_back(keys[i], dom.children[i]);
-      std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
+      auto fuller_first = [&](const auto& a, const auto& b) {
         if (a.first != b.first) return a.first > b.first;
         return tree.domains[static_cast<size_t>(a.second)].id <
                tree.domains[static_cast<size_t>(b.second)].id;
-      });
+      };
+      // (SchedulerParams::topology_sort_skip_sorted: children already in the order of their new
+      // keys are left as they are, which is what the stable sort would leave. Without a NaN key
+      // the comparison is a strict weak order - keys descending, then ids ascending - and a
+      // stable sort leaves a sequence sorted under a strict weak order unchanged; consecutive
+      // pairs in order make the whole sequence sorted. A NaN key compares equal to every key,
+      // which is no strict weak order: then the sort runs. A request asking for another number
+      // of the same pods, as consecutive victim gangs placed again do, mostly keeps the order.)
+      const bool sorted = s.params().topology_sort_skip_sorted &&
+                          std::none_of(keyed.begin(), keyed.end(),
+                                       [](const auto& k) { return std::isnan(k.first); }) &&
+                          std::is_sorted(keyed.begin(), keyed.end(), fuller_first);
+      if (!sorted) std::stable_sort(keyed.begin(), keyed.end(), fuller_first);
       bool reordered = false;
       for (size_t i = 0; i < n; ++i) {
         reordered = reordered || dom.children[i] != keyed[i].second;
