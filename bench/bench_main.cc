@@ -649,13 +649,11 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
         const gantry::SessionStats& st = ssn->stats();
         std::printf(
             "# nodes=%d: cycle ranked %lld pods node by node (%lld node checks), %lld per key "
-            "among the candidates, %lld from their previous ranking (%lld nodes keyed again, %lld "
-            "checked again)\n",
+            "among the candidates, %lld from their previous ranking (%lld nodes checked again)\n",
             nodes, static_cast<long long>(st.rankings_per_node),
             static_cast<long long>(st.nodes_checked),
             static_cast<long long>(st.rankings_per_candidate_class),
             static_cast<long long>(st.rankings_from_kept),
-            static_cast<long long>(st.kept_nodes_keyed),
             static_cast<long long>(st.kept_nodes_rescored));
       }
       full_created.value()->CloseSession(*ssn);

@@ -482,6 +482,10 @@ namespace {
 // The kept rankings hold at most this many candidates in all (then they are dropped and kept
 // again from the next rankings): about 20 MB.
 constexpr size_t kMaxKeptRankingCandidates = size_t{1} << 20;
+// Rankings are kept from this many candidates: on fewer (fractional at 200 nodes, reclaim's
+// rankings of about 150 candidates) most candidates change between two rankings of a pod, and
+// keeping cost about what it spared.
+constexpr size_t kKeptRankingMinCandidates = 192;
 
 // Marks every node of `nodes` in `marks` with a new serial (returned; the marks cleared when the
 // serial wraps); 0 when some node is listed twice.
@@ -529,15 +533,6 @@ NodeId Session::CapacityNode() const {
   return capacity_node_;
 }
 
-size_t Session::SharedRankKey(PodId p, NodeId n) {
-  const Pod& pod = cluster_.pods[p];
-  const int devices = std::max(1, pod.gpu_devices);
-  const auto state = static_cast<size_t>(NodeStateId(n));
-  const auto device_memory = static_cast<int64_t>(cluster_.nodes[n].gpu_memory_mib);
-  const int fitting = shared_[n].CountFitting(PodGpuMemoryOn(p, n), device_memory, devices);
-  return state * static_cast<size_t>(devices + 1) + static_cast<size_t>(fitting);
-}
-
 void Session::KeepRanking(PodId p, std::span<const NodeId> candidates) {
   NodeRanking& r = ranking_;
   auto it = r.kept.find(p);
@@ -564,16 +559,11 @@ void Session::KeepRanking(PodId p, std::span<const NodeId> candidates) {
   NodePreOrderStates(p, k.pre_order);
   k.capacity_ok = IsTaskAllocationOverCapacity(p, CapacityNode()).schedulable;
   k.changes = node_changes();
-  // Each candidate's key and score (NaN: it does not fit), in the order of the list.
+  // Each candidate's score (NaN: it does not fit), in the order of the list.
   std::vector<uint32_t>& pos = r.kept_pos;
   if (pos.size() != nodes_.size()) pos.assign(nodes_.size(), 0);
-  k.keys.resize(candidates.size());
   k.scores.assign(candidates.size(), std::numeric_limits<double>::quiet_NaN());
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    const NodeId n = candidates[i];
-    pos[n] = static_cast<uint32_t>(i);
-    k.keys[i] = SharedRankKey(p, n);
-  }
+  for (size_t i = 0; i < candidates.size(); ++i) pos[candidates[i]] = static_cast<uint32_t>(i);
   for (const auto& [score, n] : r.ranked) k.scores[pos[n]] = score;
 }
 
@@ -599,26 +589,16 @@ bool Session::RankFromKept(PodId p, std::span<const NodeId> candidates) {
       !IsTaskAllocationOverCapacity(p, CapacityNode()).schedulable) {
     return false;
   }
-  // Each candidate's key and score: a kept candidate unchanged since, or changed to a state of
-  // the same key, as kept; the others checked and scored now.
-  std::vector<size_t>& keys = r.keys_scratch;
+  // Each candidate's score: a kept candidate unchanged since as kept; the others checked and
+  // scored now.
   std::vector<double>& scores = r.scores_scratch;
-  keys.resize(candidates.size());
   scores.resize(candidates.size());
   std::vector<NodeId>& changed = r.changed_scratch;
   changed.clear();
   const uint64_t since = k.changes;
   for (size_t i = 0; i < candidates.size(); ++i) {
     const NodeId n = candidates[i];
-    const bool kept = r.kept_marks_old[n] == in_old;
-    if (kept && node_changed_at(n) <= since) {
-      keys[i] = k.keys[pos[n]];
-      scores[i] = k.scores[pos[n]];
-      continue;
-    }
-    keys[i] = SharedRankKey(p, n);
-    ++stats_.kept_nodes_keyed;
-    if (kept && keys[i] == k.keys[pos[n]]) {
+    if (r.kept_marks_old[n] == in_old && node_changed_at(n) <= since) {
       scores[i] = k.scores[pos[n]];
       continue;
     }
@@ -634,7 +614,6 @@ bool Session::RankFromKept(PodId p, std::span<const NodeId> candidates) {
   }
   r.kept_candidates += candidates.size() - k.candidates.size();
   k.candidates.assign(candidates.begin(), candidates.end());
-  k.keys.swap(keys);
   k.scores.swap(scores);
   k.changes = node_changes();
   ++stats_.rankings_from_kept;
@@ -653,7 +632,8 @@ void Session::RankFittingNodes(PodId p, std::span<const NodeId> candidates, bool
     const auto why = static_cast<size_t>(WhyPerNode(p, candidates));
     const int64_t checks_before = stats_.nodes_checked;
     // (A ranking kept from the pod's previous one: SchedulerParams::shared_rank_changed_nodes.)
-    const bool keep = !record && !candidates.empty() && RankingKeptFor(p);
+    const bool keep =
+        !record && candidates.size() >= kKeptRankingMinCandidates && RankingKeptFor(p);
     if (!keep || !RankFromKept(p, candidates)) {
       if (candidates.size() >= kSharedRankMinCandidates && SharedPodRankableByClass(p)) {
         RankPerCandidateClass(p, candidates, record);

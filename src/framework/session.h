@@ -379,9 +379,6 @@ class Session : public SessionHooks, public SessionVersions, public SessionGpuDe
   bool RankingKeptFor(PodId p) const;
   bool RankFromKept(PodId p, std::span<const NodeId> candidates);
   void KeepRanking(PodId p, std::span<const NodeId> candidates);
-  // A node's key for shared-GPU pod p (RankPerCandidateClass's): its shape and NodeState
-  // (NodeStateId) and how many of its shared devices take p's share.
-  size_t SharedRankKey(PodId p, NodeId n);
   // A node with GPUs when every such node has the same device memory (kNone otherwise): where a
   // fractional pod's queue capacity answer is the same on every node (RankingKeptFor).
   NodeId CapacityNode() const;

@@ -94,7 +94,6 @@ struct SessionStats {
   // since that they checked and scored (SchedulerParams::shared_rank_changed_nodes).
   int64_t rankings_from_kept = 0;
   int64_t kept_nodes_rescored = 0;
-  int64_t kept_nodes_keyed = 0;  // (and those whose key they computed again)
   // Of rankings_per_node, and of nodes_checked: by the first reason the pod was not ranked by
   // class (PerNodeReason), in RankFittingNodes.
   std::array<int64_t, kPerNodeReasons> per_node_rankings{};

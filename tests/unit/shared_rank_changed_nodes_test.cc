@@ -1,13 +1,13 @@
 // Fractional pods ranked from their previous ranking (SchedulerParams::shared_rank_changed_nodes,
 // Session::RankFromKept): a victim placed again in simulation after simulation of the victim
 // search is ranked over nearly the same candidates in nearly the same states each time, so its
-// ranking takes the checks and scores of the candidates whose key is unchanged since the pod's
-// previous one and checks and scores only the others. It must not change any decision. Clusters of
-// the benchmark family's shared-GPU shapes (fractional: 80% fractional pods; sharing: 30% and
-// topology-bound gangs, whose topology callbacks apply only to the pods they filter; mixed) are
-// generated small for several seeds and scheduled with the full five-action cycle with the rule on
-// and off, and with the solver shortcuts off altogether (the plain search) on the smaller ones;
-// every decision and fit error must be the same.
+// ranking takes the checks and scores of the candidates unchanged since the pod's previous one
+// and checks and scores only the others (in rankings of 192 candidates or more). It must not change
+// any decision. Clusters of the benchmark family's shared-GPU shapes (fractional: 80% fractional
+// pods; sharing: 30% and topology-bound gangs, whose topology callbacks apply only to the pods they
+// filter; mixed) are generated small for several seeds and scheduled with the full five-action
+// cycle with the rule on and off, and with the solver shortcuts off altogether (the plain search)
+// on the smaller ones; every decision and fit error must be the same.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -31,17 +31,13 @@ CycleDecisions ChangedNodesCycle(const std::string& file, bool rule, bool shortc
 }
 
 std::vector<ShapeCase> ChangedNodesCases() {
-  // (fractional 512 and 640: rankings of 500 candidates or more, where the full rankings the rule
-  // keeps are made per key among the candidates, shared_rank_by_class.)
-  std::vector<ShapeCase> cases = {{"fractional", 512, 1, false}, {"fractional", 640, 3, false},
-                                  {"fractional", 96, 1, true},   {"fractional", 160, 2, false},
-                                  {"sharing", 96, 1, false},     {"sharing", 160, 2, false},
-                                  {"mixed", 120, 1, false}};
-  for (uint64_t seed = 1; seed <= 3; ++seed) {
-    cases.push_back({"fractional", 48, seed, true});
-    cases.push_back({"sharing", 32, seed, true});
-    cases.push_back({"mixed", 64, seed, true});
-  }
+  // (Rankings are kept from 192 candidates: clusters of 256 nodes or more. fractional 512 and
+  // 640: rankings of 500 candidates or more, where the full rankings the rule keeps are made per
+  // key among the candidates, shared_rank_by_class.)
+  std::vector<ShapeCase> cases = {{"fractional", 256, 1, true},  {"fractional", 256, 2, false},
+                                  {"fractional", 256, 3, false}, {"fractional", 512, 1, false},
+                                  {"fractional", 640, 3, false}, {"sharing", 384, 1, false},
+                                  {"sharing", 384, 2, false},    {"mixed", 256, 1, false}};
   return cases;
 }
 
@@ -72,7 +68,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, SharedRankChangedNodesTest,
 // place shared-GPU pods again (fractional; and sharing, where the topology plugin's callbacks
 // apply to other pods).
 TEST(SharedRankChangedNodesCoverage, SharedGpuCyclesRankFromThePreviousRanking) {
-  for (const ShapeCase& k : {ShapeCase{"fractional", 160, 2, false}, ShapeCase{"sharing", 96, 1}}) {
+  for (const ShapeCase& k :
+       {ShapeCase{"fractional", 256, 2, false}, ShapeCase{"sharing", 384, 1, false}}) {
     bench::ClusterGenSummary summary;
     const std::string file = differential::WriteShapeCluster("changed-nodes-cov", k, summary);
     const CycleDecisions on = ChangedNodesCycle(file, true, true);
