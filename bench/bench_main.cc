@@ -9,6 +9,7 @@
 //                [--no-preempt-kept-candidates] [--no-preempt-repeated-failures]
 //                [--no-joint-profile] [--no-reclaim-repeated-failures]
 //                [--no-domain-follow-journal] [--no-topology-sort-skip-sorted]
+//                [--no-shared-rank-changed-nodes]
 //
 // `--shape NAME` picks one cluster shape of the benchmark family (README.md, "The shapes"):
 // default, sharing (30% fractional pods and topology-constrained gangs; `--variant sharing` is
@@ -124,6 +125,7 @@ struct Args {
   // SchedulerParams::solver_joint_profile (victim_search/joint_profile.h).
   bool joint_profile = true;
   bool shared_rank_by_class = true;
+  bool shared_rank_changed_nodes = true;  // SchedulerParams::shared_rank_changed_nodes
   // Proportion's strategy rules (plugins/proportion/reclaim_strategy.h).
   bool strategy_rules = true;
   bool shared_class_ranking = true;       // SchedulerParams::shared_class_ranking
@@ -225,6 +227,11 @@ void Usage(FILE* out) {
                "  --no-shared-rank-by-class\n"
                "                   the cycle ranks shared-GPU pods node by node (the\n"
                "                   reference of SchedulerParams::shared_rank_by_class)\n"
+               "  --no-shared-rank-changed-nodes\n"
+               "                   the cycle checks and scores every candidate of a fractional\n"
+               "                   pod ranked again, not only those changed since its previous\n"
+               "                   ranking (the reference of\n"
+               "                   SchedulerParams::shared_rank_changed_nodes)\n"
                "  --no-strategy-rules\n"
                "                   reclaim's victim search without the rejection rules from\n"
                "                   proportion's strategy check (the rule's reference path)\n"
@@ -354,6 +361,8 @@ std::optional<Args> ParseArgs(int argc, char** argv) {
       a.joint_profile = false;
     } else if (arg == "--no-shared-rank-by-class") {
       a.shared_rank_by_class = false;
+    } else if (arg == "--no-shared-rank-changed-nodes") {
+      a.shared_rank_changed_nodes = false;
     } else if (arg == "--no-strategy-rules") {
       a.strategy_rules = false;
     } else if (arg == "--no-preempt-kept-candidates") {
@@ -504,6 +513,7 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
   const int64_t now = gantry::ScenarioStartMs();
   gantry::PrepareScenarioCycle(sc, sc.cluster, now);
   if (!args.shared_class_ranking) sc.config.params.shared_class_ranking = false;
+  if (!args.shared_rank_changed_nodes) sc.config.params.shared_rank_changed_nodes = false;
   if (!args.topology_follow_changes) sc.config.params.topology_follow_changes = false;
   if (!args.topology_sort_skip_sorted) sc.config.params.topology_sort_skip_sorted = false;
   auto created =
@@ -620,6 +630,7 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
     full.params.preempt_repeated_failures = args.preempt_repeated_failures;
     full.params.reclaim_repeated_failures = args.reclaim_repeated_failures;
     full.params.reclaim_kept_leaves = args.reclaim_kept_leaves;
+    full.params.shared_rank_changed_nodes = args.shared_rank_changed_nodes;
     if (!args.shared_rank_by_class) {
       full.params.shared_rank_by_class = gantry::SchedulerParams::SharedRankByClass::kOff;
     }
@@ -668,6 +679,17 @@ bool RunSize(const Args& args, int nodes, const fs::path& dir, SizeResult& resul
       result.cycle_binds = ssn->binds().size();
       result.cycle_pipelined = ssn->pipelined().size();
       result.cycle_digest = gantry::DecisionsDigest(*ssn);
+      if (r == 0) {
+        const gantry::SessionStats& st = ssn->stats();
+        std::printf(
+            "# nodes=%d: cycle ranked %lld pods node by node (%lld node checks), %lld per key "
+            "among the candidates, %lld from their previous ranking (%lld nodes checked again)\n",
+            nodes, static_cast<long long>(st.rankings_per_node),
+            static_cast<long long>(st.nodes_checked),
+            static_cast<long long>(st.rankings_per_candidate_class),
+            static_cast<long long>(st.rankings_from_kept),
+            static_cast<long long>(st.kept_nodes_rescored));
+      }
       full_created.value()->CloseSession(*ssn);
     }
     result.cycle = Summarize(times);

@@ -190,6 +190,13 @@ struct SchedulerParams {
   // shared_rank_by_class), the reference for the differential test
   // (cycle_accelerators_test.cc).
   bool shared_class_ranking = true;
+  // A fractional pod (a share of a GPU, not GPU memory) ranked again over 192 candidates or more -
+  // a victim placed again in simulation after simulation of the victim search - takes the
+  // checks and scores of its previous ranking for the candidates unchanged since, and checks and
+  // scores only the others (Session's rankings from the previous one,
+  // framework/node_ranking.h, where the argument is). Off: every ranking checks and scores its
+  // candidates, the reference for the differential test (shared_rank_changed_nodes_test.cc).
+  bool shared_rank_changed_nodes = true;
 };
 
 // KAI's `usageDBConfig`: where the scheduler reads the queues' historical usage (time-based

@@ -16,6 +16,16 @@ bool SessionHooks::NodeCallbackAppliesBeyondShape(const Pod& pod) const {
   return false;
 }
 
+bool SessionHooks::RankingCallbacksSeeOnlySharedFitFor(const Pod& pod) const {
+  if (ranking_fns_shared_fit_only_) return true;
+  if (!ranking_fns_shared_fit_only_unless_filtered_) return false;
+  const Cluster& c = session().cluster();
+  for (PodSpecFilter f : beyond_shared_fit_filters_) {
+    if (f(c, pod)) return false;
+  }
+  return true;
+}
+
 // --- Registration ------------------------------------------------------------------------------
 
 void SessionHooks::AddJobOrderFn(JobOrderFn fn, bool own_pods_only) {
@@ -55,9 +65,19 @@ void SessionHooks::SetJobQueueKeyByRequest(bool by_request) {
   if (last_queue_order_first_) job_queue_key_by_request_ = by_request;
 }
 
-void SessionHooks::AddNodePreOrderFn(NodePreOrderFn fn, NodeDependence depends_on) {
+void SessionHooks::AddNodePreOrderFn(NodePreOrderFn fn, NodeDependence depends_on,
+                                     NodePreOrderStateFn state) {
   NoteRankingCallback(depends_on);
   node_pre_order_fns_.push_back(std::move(fn));
+  pre_order_states_given_ = pre_order_states_given_ && state != nullptr;
+  node_pre_order_state_fns_.push_back(std::move(state));
+}
+
+void SessionHooks::NodePreOrderStates(PodId p, std::vector<double>& out) const {
+  out.clear();
+  for (const NodePreOrderStateFn& fn : node_pre_order_state_fns_) {
+    if (fn) fn(session(), p, out);
+  }
 }
 
 void SessionHooks::AddNodeOrderFn(NodeOrderFn fn, NodeOrderOptions options) {

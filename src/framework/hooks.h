@@ -146,6 +146,10 @@ using QueueOrderKeyFn = std::function<QueueOrderKey(const Session&, QueueId, con
 using JobQueueOrderKeyFn = std::function<QueueOrderKey(const Session&, QueueId, const JobView&)>;
 // Called once per pod before its nodes are scored, with the candidate node set.
 using NodePreOrderFn = std::function<void(Session&, PodId, std::span<const NodeId>)>;
+// What a node pre-order function kept for pod p's scores, right after it was called for p
+// (appended to the list): two rankings of p after which it kept the same values score every node
+// in the same state alike (Session's rankings from the previous one, node_ranking.h).
+using NodePreOrderStateFn = std::function<void(const Session&, PodId, std::vector<double>&)>;
 using NodeOrderFn = std::function<double(const Session&, PodId, NodeId)>;
 // A node order function for many nodes at once: adds its score of each entry's node (second) to
 // the entry's score (first). Given with a NodeOrderFn, it must add exactly what that returns.
@@ -337,7 +341,9 @@ class SessionHooks {
   // the same quantities have the same key in any state (JobQueueKeyByRequest). Only the first
   // queue order function counts.
   void SetJobQueueKeyByRequest(bool by_request);
-  void AddNodePreOrderFn(NodePreOrderFn fn, NodeDependence depends_on = NodeDependence::kAnything);
+  // `state` (optional): what the function keeps for the scores (NodePreOrderStateFn).
+  void AddNodePreOrderFn(NodePreOrderFn fn, NodeDependence depends_on = NodeDependence::kAnything,
+                         NodePreOrderStateFn state = nullptr);
   void AddNodeOrderFn(NodeOrderFn fn, NodeOrderOptions options = {});
   void AddPrePredicateFn(PrePredicateFn fn);
   void AddPredicateFn(PredicateFn fn, PredicateOptions options = {});
@@ -388,6 +394,14 @@ class SessionHooks {
   // kShapeStateAndSharedFit (what a ranking calls; GPU order and subset functions do not decide
   // a node's fit or score).
   bool RankingCallbacksSeeOnlySharedFit() const { return ranking_fns_shared_fit_only_; }
+  // The same for the ranking callbacks that apply to the pod: every one declared
+  // kShapeStateAndSharedFit but those with a pod filter (a node-order function's scores_pod),
+  // whose filters all say no to the pod.
+  bool RankingCallbacksSeeOnlySharedFitFor(const Pod& pod) const;
+  // Whether every node pre-order function registered gave its NodePreOrderStateFn; then
+  // NodePreOrderStates appends what they all keep for pod p (right after they were called for p).
+  bool NodePreOrderStatesGiven() const { return pre_order_states_given_; }
+  void NodePreOrderStates(PodId p, std::vector<double>& out) const;
   // Whether any reclaim victim filter is registered (without one, ReclaimVictimFilter accepts
   // every pair).
   bool HasReclaimVictimFilters() const { return !reclaim_victim_filter_fns_.empty(); }
@@ -449,8 +463,14 @@ class SessionHooks {
   }
   void NoteRankingCallback(NodeDependence depends_on, PodSpecFilter applies_to = nullptr) {
     NoteNodeCallback(depends_on, applies_to);
-    ranking_fns_shared_fit_only_ =
-        ranking_fns_shared_fit_only_ && depends_on == NodeDependence::kShapeStateAndSharedFit;
+    const bool shared_fit = depends_on == NodeDependence::kShapeStateAndSharedFit;
+    ranking_fns_shared_fit_only_ = ranking_fns_shared_fit_only_ && shared_fit;
+    if (shared_fit) return;
+    if (applies_to == nullptr) {
+      ranking_fns_shared_fit_only_unless_filtered_ = false;
+    } else {
+      beyond_shared_fit_filters_.push_back(applies_to);
+    }
   }
 
   const PluginConfig* opening_ = nullptr;  // configuration of the plugin being opened
@@ -474,7 +494,12 @@ class SessionHooks {
   // The filters of the callbacks that depend on more than shape and state and have one.
   std::vector<PodSpecFilter> beyond_shape_filters_;
   bool ranking_fns_shared_fit_only_ = true;
+  // The same but for callbacks with a pod filter, and those callbacks' filters.
+  bool ranking_fns_shared_fit_only_unless_filtered_ = true;
+  std::vector<PodSpecFilter> beyond_shared_fit_filters_;
   std::vector<NodePreOrderFn> node_pre_order_fns_;
+  std::vector<NodePreOrderStateFn> node_pre_order_state_fns_;  // per node_pre_order_fns_ entry
+  bool pre_order_states_given_ = true;
   std::vector<NodeOrderFn> node_order_fns_;
   std::vector<PodSpecFilter> node_order_filters_;       // per node_order_fns_ entry, or null
   std::vector<NodeOrderBatchFn> node_order_batch_fns_;  // per node_order_fns_ entry, or null

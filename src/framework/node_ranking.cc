@@ -414,6 +414,17 @@ void Session::RankFittingNodesCoveringFreeGpus(PodId p, std::span<const NodeId> 
 
 void Session::RankPerNode(PodId p, std::span<const NodeId> candidates, bool record) {
   for (const auto& fn : node_pre_order_fns_) fn(*this, p, candidates);
+  ScoreFittingNodes(p, candidates);
+  if (ranking_.ranked.empty() && record) {
+    // Nothing fits: explain why, node by node. Failures are the only readers of these reasons,
+    // so they are not collected while ranking.
+    const Pod& pod = cluster_.pods[p];
+    TaskFitErrors& errors = jobs_[pod.job].task_fit_errors[p];
+    for (NodeId n : candidates) FittingNode(p, n, &errors);
+  }
+}
+
+void Session::ScoreFittingNodes(PodId p, std::span<const NodeId> candidates) {
   ranking_.ranked.clear();
   const Pod& pod = cluster_.pods[p];
   // (Functions that score 0 for this pod are left out: adding 0 changes no score.)
@@ -463,12 +474,151 @@ void Session::RankPerNode(PodId p, std::span<const NodeId> candidates, bool reco
     const NodeOrderFn& fn = node_order_fns_[i];
     for (auto& [score, n] : ranking_.ranked) score += fn(*this, p, n);
   }
-  if (ranking_.ranked.empty() && record) {
-    // Nothing fits: explain why, node by node. Failures are the only readers of these reasons,
-    // so they are not collected while ranking.
-    TaskFitErrors& errors = jobs_[pod.job].task_fit_errors[p];
-    for (NodeId n : candidates) FittingNode(p, n, &errors);
+}
+
+// --- Rankings from the pod's previous one (SchedulerParams::shared_rank_changed_nodes) --------
+
+namespace {
+// The kept rankings hold at most this many candidates in all (then they are dropped and kept
+// again from the next rankings): about 20 MB.
+constexpr size_t kMaxKeptRankingCandidates = size_t{1} << 20;
+// Rankings are kept from this many candidates: on fewer (fractional at 200 nodes, reclaim's
+// rankings of about 150 candidates) most candidates change between two rankings of a pod, and
+// keeping cost about what it spared.
+constexpr size_t kKeptRankingMinCandidates = 192;
+
+// Marks every node of `nodes` in `marks` with a new serial (returned; the marks cleared when the
+// serial wraps); 0 when some node is listed twice.
+uint32_t MarkKeptRankingNodes(std::span<const NodeId> nodes, std::vector<uint32_t>& marks,
+                              uint32_t& serial, size_t num_nodes) {
+  if (marks.size() != num_nodes) marks.assign(num_nodes, 0);
+  if (++serial == 0) {
+    std::fill(marks.begin(), marks.end(), 0);
+    serial = 1;
   }
+  for (NodeId n : nodes) {
+    if (marks[n] == serial) return 0;
+    marks[n] = serial;
+  }
+  return serial;
+}
+}  // namespace
+
+bool Session::RankingKeptFor(PodId p) const {
+  if (!params().shared_rank_changed_nodes || !NodePreOrderStatesGiven() || any_anti_affinity_ ||
+      any_preferred_pod_affinity_) {
+    return false;
+  }
+  const Pod& pod = cluster_.pods[p];
+  return pod.IsSharedGpu() && pod.gpu_kind == GpuRequestKind::kFraction &&
+         NodeRankingPodSeesOnlyShapeAndState(pod) && RankingCallbacksSeeOnlySharedFitFor(pod) &&
+         CapacityNode() != kNone;
+}
+
+NodeId Session::CapacityNode() const {
+  if (!capacity_node_known_) {
+    capacity_node_known_ = true;
+    capacity_node_ = kNone;
+    for (NodeId n = 0; n < static_cast<NodeId>(cluster_.nodes.size()); ++n) {
+      const Node& node = cluster_.nodes[n];
+      if (node.allocatable.gpus <= 0 && node.gpu_count <= 0) continue;
+      if (capacity_node_ == kNone) {
+        capacity_node_ = n;
+      } else if (node.gpu_memory_mib != cluster_.nodes[capacity_node_].gpu_memory_mib) {
+        capacity_node_ = kNone;  // (device memories differ: a share's GPUs may differ by node)
+        break;
+      }
+    }
+  }
+  return capacity_node_;
+}
+
+void Session::KeepRanking(PodId p, std::span<const NodeId> candidates) {
+  NodeRanking& r = ranking_;
+  auto it = r.kept.find(p);
+  // (A list that names a node twice is not kept: its ranking holds the node twice.)
+  const uint32_t in_new =
+      MarkKeptRankingNodes(candidates, r.kept_marks_new, r.kept_serial_new, nodes_.size());
+  if (in_new == 0) {
+    if (it != r.kept.end()) {
+      r.kept_candidates -= it->second.candidates.size();
+      r.kept.erase(it);
+    }
+    return;
+  }
+  if (it == r.kept.end()) {
+    if (r.kept_candidates + candidates.size() > kMaxKeptRankingCandidates) {
+      r.kept.clear();
+      r.kept_candidates = 0;
+    }
+    it = r.kept.try_emplace(p).first;
+  }
+  NodeRanking::KeptRanking& k = it->second;
+  r.kept_candidates += candidates.size() - k.candidates.size();
+  k.candidates.assign(candidates.begin(), candidates.end());
+  NodePreOrderStates(p, k.pre_order);
+  k.capacity_ok = IsTaskAllocationOverCapacity(p, CapacityNode()).schedulable;
+  k.changes = node_changes();
+  // Each candidate's score (NaN: it does not fit), in the order of the list.
+  std::vector<uint32_t>& pos = r.kept_pos;
+  if (pos.size() != nodes_.size()) pos.assign(nodes_.size(), 0);
+  k.scores.assign(candidates.size(), std::numeric_limits<double>::quiet_NaN());
+  for (size_t i = 0; i < candidates.size(); ++i) pos[candidates[i]] = static_cast<uint32_t>(i);
+  for (const auto& [score, n] : r.ranked) k.scores[pos[n]] = score;
+}
+
+bool Session::RankFromKept(PodId p, std::span<const NodeId> candidates) {
+  NodeRanking& r = ranking_;
+  const auto it = r.kept.find(p);
+  if (it == r.kept.end()) return false;
+  NodeRanking::KeptRanking& k = it->second;
+  if (!k.capacity_ok) return false;
+  // These candidates (each listed once) marked, and the kept ones with their positions.
+  const uint32_t in_new =
+      MarkKeptRankingNodes(candidates, r.kept_marks_new, r.kept_serial_new, nodes_.size());
+  if (in_new == 0) return false;
+  const uint32_t in_old =
+      MarkKeptRankingNodes(k.candidates, r.kept_marks_old, r.kept_serial_old, nodes_.size());
+  std::vector<uint32_t>& pos = r.kept_pos;
+  if (pos.size() != nodes_.size()) pos.assign(nodes_.size(), 0);
+  for (size_t i = 0; i < k.candidates.size(); ++i) pos[k.candidates[i]] = static_cast<uint32_t>(i);
+  // The pre-order functions first, as in every ranking (the scores read what they keep).
+  for (const auto& fn : node_pre_order_fns_) fn(*this, p, candidates);
+  NodePreOrderStates(p, r.pre_order_scratch);
+  if (r.pre_order_scratch != k.pre_order ||
+      !IsTaskAllocationOverCapacity(p, CapacityNode()).schedulable) {
+    return false;
+  }
+  // Each candidate's score: a kept candidate unchanged since as kept; the others checked and
+  // scored now.
+  std::vector<double>& scores = r.scores_scratch;
+  scores.resize(candidates.size());
+  std::vector<NodeId>& changed = r.changed_scratch;
+  changed.clear();
+  const uint64_t since = k.changes;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const NodeId n = candidates[i];
+    if (r.kept_marks_old[n] == in_old && node_changed_at(n) <= since) {
+      scores[i] = k.scores[pos[n]];
+      continue;
+    }
+    scores[i] = std::numeric_limits<double>::quiet_NaN();
+    changed.push_back(n);
+  }
+  ScoreFittingNodes(p, changed);
+  for (size_t i = 0; i < candidates.size(); ++i) pos[candidates[i]] = static_cast<uint32_t>(i);
+  for (const auto& [score, n] : r.ranked) scores[pos[n]] = score;
+  r.ranked.clear();
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (!std::isnan(scores[i])) r.ranked.emplace_back(scores[i], candidates[i]);
+  }
+  r.kept_candidates += candidates.size() - k.candidates.size();
+  k.candidates.assign(candidates.begin(), candidates.end());
+  k.scores.swap(scores);
+  k.changes = node_changes();
+  ++stats_.rankings_from_kept;
+  stats_.kept_nodes_rescored += static_cast<int64_t>(changed.size());
+  return true;
 }
 
 void Session::RankFittingNodes(PodId p, std::span<const NodeId> candidates, bool record) {
@@ -481,10 +631,16 @@ void Session::RankFittingNodes(PodId p, std::span<const NodeId> candidates, bool
     ++stats_.rankings_per_node;
     const auto why = static_cast<size_t>(WhyPerNode(p, candidates));
     const int64_t checks_before = stats_.nodes_checked;
-    if (candidates.size() >= kSharedRankMinCandidates && SharedPodRankableByClass(p)) {
-      RankPerCandidateClass(p, candidates, record);
-    } else {
-      RankPerNode(p, candidates, record);
+    // (A ranking kept from the pod's previous one: SchedulerParams::shared_rank_changed_nodes.)
+    const bool keep =
+        !record && candidates.size() >= kKeptRankingMinCandidates && RankingKeptFor(p);
+    if (!keep || !RankFromKept(p, candidates)) {
+      if (candidates.size() >= kSharedRankMinCandidates && SharedPodRankableByClass(p)) {
+        RankPerCandidateClass(p, candidates, record);
+      } else {
+        RankPerNode(p, candidates, record);
+      }
+      if (keep) KeepRanking(p, candidates);
     }
     ++stats_.per_node_rankings[why];
     stats_.per_node_checks[why] += stats_.nodes_checked - checks_before;

@@ -23,6 +23,31 @@
 //   RankPerNode's: the best node and the order of the next ones (score, then name) are the same.
 //   Node pre-order functions see only the representatives (the minimum and maximum of a state
 //   over them are those over the candidates).
+// - Rankings from the pod's previous one (SchedulerParams::shared_rank_changed_nodes;
+//   RankingKeptFor, KeepRanking, RankFromKept): a fractional pod (a share of a GPU, not GPU
+//   memory) without node selectors, affinities or a nominated node, in a cluster where no pod has
+//   anti-affinity or preferred (anti-)affinity terms, all of whose ranking callbacks that apply to
+//   it declared kShapeStateAndSharedFit (a filtered node-order function that does not apply to it
+//   is not called), every pre-order function having given its NodePreOrderStateFn, and every node
+//   with GPUs the same device memory (CapacityNode), keeps each ranking of 192 candidates or more
+//   made without fit errors: its candidates, each one's answer (not fitting, or its score), what
+//   the pre-order functions kept, whether the pod's queue capacity allowed it, and node_changes()
+//   then. Its next ranking, over any list of candidates (each listed once), calls the pre-order
+//   functions as every ranking does; when they keep the same values and the queue capacity allows
+//   the pod now as it did then, a candidate that was kept and has not changed since
+//   (node_changed_at) takes its kept answer, and only the others are checked and scored
+//   (ScoreFittingNodes); otherwise the ranking is made in full. Why the answers are those of a
+//   full ranking: a node's fit and score for the pod depend on the pod's spec (fixed), the node's
+//   shape, state and shared devices (the callbacks' declaration, on which RankPerCandidateClass
+//   rests too), what the pre-order functions kept (compared) and the session-wide state the
+//   callbacks read, which is the queue capacity of the predicates plugin (asked on CapacityNode: a
+//   share's GPUs, hence the answer, are the same on every node of one device memory; the plugin
+//   itself reads it once per pod and placement); the queue capacity refusing fails every node, and
+//   then the ranking is made in full. A node not changed since is in the same state
+//   (node_changed_at counts every pod added to or removed from it, and every counter replay that
+//   gives it back different from how it was), so its answer is the same. The ranked list then
+//   holds the same (score, node) pairs as the full ranking's, and the order NextRankedNode returns
+//   them in (score, then name: a strict total order) does not depend on the list's order.
 // - PodRankableByClass: no shared GPU, claims, node selector, affinities, host ports (the pods on
 //   a node decide those) or nominated node, no pod of the cluster with anti-affinity or preferred
 //   (anti-)affinity terms (the podaffinity score reads node labels and the pods on nodes), and
@@ -129,6 +154,25 @@ struct NodeRanking {
   std::unordered_map<ClassKey, int32_t, ClassKeyHash> state_index;
   std::vector<int32_t> state_id;
   std::vector<uint32_t> state_id_version;
+  // SchedulerParams::shared_rank_changed_nodes: per pod, its last ranking over a list of
+  // candidates (the list, what the pre-order functions kept, whether its queue capacity allowed
+  // it, node_changes() then, the fitting candidates with their scores), and the candidates held
+  // in all; scratch lists.
+  struct KeptRanking {
+    std::vector<NodeId> candidates;
+    std::vector<double> pre_order;
+    bool capacity_ok = false;
+    uint64_t changes = 0;
+    std::vector<double> scores;  // per candidate: its score, NaN where the pod does not fit
+  };
+  std::unordered_map<PodId, KeptRanking> kept;
+  size_t kept_candidates = 0;
+  std::vector<double> pre_order_scratch;
+  std::vector<NodeId> changed_scratch;
+  std::vector<uint32_t> kept_marks_new, kept_marks_old;  // (a ranking's candidates, the kept ones)
+  uint32_t kept_serial_new = 0, kept_serial_old = 0;
+  std::vector<uint32_t> kept_pos;  // per node: its position in a list of candidates
+  std::vector<double> scores_scratch;
   // State of the current ranking, for falling back to per-node order after the first node.
   bool ranked_by_class = false;
   PodId rank_pod = kNone;

@@ -28,6 +28,7 @@ Session::Session(const Cluster& cluster, const SchedulerConfig& config, int64_t 
   }
   nodes_.resize(cluster.nodes.size());
   node_version_.assign(cluster.nodes.size(), 0);
+  node_changed_at_.assign(cluster.nodes.size(), 0);
   shared_.resize(cluster.nodes.size());
   for (int slot = 0; slot < cluster.resource_names.size(); ++slot) {
     int g = 0, m = 0;
@@ -328,15 +329,22 @@ bool Session::EvictAndRollBackCounters(
     SessionChargeNode(pod, node, s.charged[i], pods_[p].status, s.memory[i], pod_groups_[p],
                       s.states[at], s.shared[at]);
   }
+  const int num_scalars = cluster_.resource_names.size();
   for (size_t at = 0; at < s.nodes.size(); ++at) {
     const NodeId n = s.nodes[at];
+    // (Mostly the replay gives the node back as it found it: node_changed_at keeps its count.)
+    const NodeState& st = s.states[at];
+    const bool same = NodeRanking::SameResources(nodes_[n].idle, st.idle, num_scalars) &&
+                      NodeRanking::SameResources(nodes_[n].used, st.used, num_scalars) &&
+                      NodeRanking::SameResources(nodes_[n].releasing, st.releasing, num_scalars) &&
+                      shared_[n] == s.shared[at];
     nodes_[n] = s.states[at];
     shared_[n] = s.shared[at];
     non_allocated_gpus_[n] = nodes_[n].idle.gpus + nodes_[n].releasing.gpus;
     ++placement_epoch_;
     ++node_version_[n];
     MarkClassDirty(n);
-    LogNodeChange(n);
+    LogNodeChange(n, /*state_changed=*/!same);
   }
   for (PodId p : pods) {
     accepted_gpus_[p] = AcceptedGpusOn(p, pods_[p].node);

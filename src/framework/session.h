@@ -370,6 +370,18 @@ class Session : public SessionHooks, public SessionVersions, public SessionGpuDe
   PerNodeReason WhyPerNode(PodId p, std::span<const NodeId> candidates) const;
   void RankByClass(PodId p, bool record);
   void RankPerNode(PodId p, std::span<const NodeId> candidates, bool record);
+  // RankPerNode without the pre-order functions (called before for the pod) and fit errors: the
+  // candidates that fit the pod, with their scores, into ranking_.ranked.
+  void ScoreFittingNodes(PodId p, std::span<const NodeId> candidates);
+  // SchedulerParams::shared_rank_changed_nodes (node_ranking.h): whether pod p's rankings are
+  // kept; the ranking of p from its kept one (false, the pre-order functions perhaps called, when
+  // it does not apply); the ranking just made, kept.
+  bool RankingKeptFor(PodId p) const;
+  bool RankFromKept(PodId p, std::span<const NodeId> candidates);
+  void KeepRanking(PodId p, std::span<const NodeId> candidates);
+  // A node with GPUs when every such node has the same device memory (kNone otherwise): where a
+  // fractional pod's queue capacity answer is the same on every node (RankingKeptFor).
+  NodeId CapacityNode() const;
   // SchedulerParams::shared_rank_by_class: a shared-GPU pod whose ranking may evaluate one node
   // per key, and the same ranking as RankPerNode from one representative per key among the
   // candidates (node_ranking.h); the id of a node's shape and NodeState.
@@ -378,6 +390,8 @@ class Session : public SessionHooks, public SessionVersions, public SessionGpuDe
   int32_t NodeStateId(NodeId n);
   void PickBestRanked();
   NodeRanking ranking_;
+  mutable NodeId capacity_node_ = kNone;  // CapacityNode's answer, once known
+  mutable bool capacity_node_known_ = false;
   mutable int8_t all_pods_whole_rankable_ = -1;  // AllPodsWholeGpuRankableByClass, -1: unknown
   void BuildPodBriefs() const;
   mutable std::vector<PodBrief> pod_briefs_;  // (empty until first asked for)

@@ -90,6 +90,10 @@ struct SessionStats {
   // Of rankings_per_node: shared-GPU pods checked once per class among the candidates
   // (SchedulerParams::shared_rank_by_class).
   int64_t rankings_per_candidate_class = 0;
+  // Of rankings_per_node: rankings made from the pod's previous one, and the candidates changed
+  // since that they checked and scored (SchedulerParams::shared_rank_changed_nodes).
+  int64_t rankings_from_kept = 0;
+  int64_t kept_nodes_rescored = 0;
   // Of rankings_per_node, and of nodes_checked: by the first reason the pod was not ranked by
   // class (PerNodeReason), in RankFittingNodes.
   std::array<int64_t, kPerNodeReasons> per_node_rankings{};

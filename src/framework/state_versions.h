@@ -26,6 +26,12 @@ class SessionVersions {
  public:
   uint64_t placement_epoch() const { return placement_epoch_; }
   uint32_t node_version(NodeId n) const { return node_version_[n]; }
+  // How many node changes (a pod added to or removed from a node, a node's counters replayed)
+  // the session has seen, and the count right after node n last changed (0: never since the
+  // session opened). A node with node_changed_at(n) <= node_changes() taken at some moment is in
+  // the state it was in at that moment.
+  uint64_t node_changes() const { return node_changes_; }
+  uint64_t node_changed_at(NodeId n) const { return node_changed_at_[n]; }
   // While set, every node a pod is added to or removed from is appended to `log` (a consumer
   // keeping per-node sums follows the changes instead of counting again). Null: no log.
   void SetNodeChangeLog(std::vector<NodeId>* log) { node_log_ = log; }
@@ -60,7 +66,10 @@ class SessionVersions {
   }
 
   // A change on node n, for the log and the journal.
-  void LogNodeChange(NodeId n) {
+  // (`state_changed`: false when the node's state is known to be the same as before the change,
+  // node_changed_at's count then kept.)
+  void LogNodeChange(NodeId n, bool state_changed = true) {
+    if (state_changed) node_changed_at_[n] = ++node_changes_;
     if (node_log_ != nullptr) node_log_->push_back(n);
     if (!node_journal_on_) return;
     if (node_journal_.size() >= 4 * node_version_.size() + 64) {
@@ -72,6 +81,8 @@ class SessionVersions {
 
   uint64_t placement_epoch_ = 0;
   std::vector<uint32_t> node_version_;
+  uint64_t node_changes_ = 0;
+  std::vector<uint64_t> node_changed_at_;
   std::vector<NodeId>* node_log_ = nullptr;
   bool node_journal_on_ = false;
   std::vector<NodeId> node_journal_;

@@ -32,6 +32,8 @@ CycleDecisions SharedRankCycle(const std::string& file, SharedRankMode mode, boo
     params.shared_rank_by_class = mode;
     params.solver_shortcuts = shortcuts;
     params.shared_class_ranking = false;
+    // (Every ranking made in full: kept rankings, shared_rank_changed_nodes, have their own test.)
+    params.shared_rank_changed_nodes = false;
   });
 }
 

@@ -71,7 +71,14 @@ class NodePlacementPlugin : public Plugin {
           min_ = lo;
           max_ = hi;
         },
-        NodeDependence::kShapeStateAndSharedFit);
+        NodeDependence::kShapeStateAndSharedFit,
+        // (What Pack reads for the pod: its range, when the pod's kind packs.)
+        [this](const Session& s, PodId p, std::vector<double>& out) {
+          const bool gpu = !s.cluster().pods[p].IsCpuOnly();
+          if ((gpu ? gpu_ : cpu_) != Strategy::kBinpack) return;
+          out.push_back(range_pod_ == p ? min_ : 0);
+          out.push_back(range_pod_ == p ? max_ : 0);
+        });
     ssn.AddNodeOrderFn(
         [this](const Session& s, PodId p, NodeId n) {
           return Score(s, p, n, !s.cluster().pods[p].IsCpuOnly());
