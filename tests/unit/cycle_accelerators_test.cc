@@ -538,12 +538,11 @@ TEST_P(ReclaimRepeatedFailuresTest, SameDecisionsAndCountsAsSearching) {
   const ShapeCase& k = GetParam();
   bench::ClusterGenSummary summary;
   const std::string file = differential::WriteShapeCluster("reclaim-repeats", k, summary);
-  auto run = [&file](bool repeats) {
-    return differential::RunCycle(
-        file, [repeats](SchedulerParams& params) { params.reclaim_repeated_failures = repeats; });
-  };
-  const CycleDecisions on = run(true);
-  const CycleDecisions off = run(false);
+  bool SchedulerParams::*rule = &SchedulerParams::reclaim_repeated_failures;
+  const CycleDecisions on =
+      differential::RunSearchCycle(file, differential::SearchMode::kRuleOn, rule);
+  const CycleDecisions off =
+      differential::RunSearchCycle(file, differential::SearchMode::kRuleOff, rule);
   // (Not the scenarios counted by the search's diagnostics: the searches the rule counts are not
   // run. KAI's counters are compared below.)
   differential::ExpectSameDecisions(on, off);
